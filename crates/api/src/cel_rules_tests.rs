@@ -1,0 +1,107 @@
+//! The CEL rules of the CRDs, evaluated as the API server evaluates them at admission.
+
+use kube::Resource;
+use serde_json::{Value, json};
+
+use crate::testing::{crd, schema};
+use crate::{ScaleIn, TrainingJob};
+
+/// The messages of the CEL rules that reject `object`.
+fn cel_rejections<K: Resource<DynamicType = ()>>(object: &Value) -> Vec<String> {
+    match kube_cel::Validator::new().validate(&schema(&crd::<K>()), object, None) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.iter().map(|error| error.message.clone()).collect(),
+    }
+}
+
+fn job(launcher_replicas: Option<i32>, worker: Value) -> Value {
+    let pod = json!({"spec": {"containers": [{"name": "main", "image": "horovod"}]}});
+    let mut launcher = json!({"template": pod});
+    if let Some(replicas) = launcher_replicas {
+        launcher["replicas"] = json!(replicas);
+    }
+    let mut worker = worker;
+    worker["template"] = pod;
+    json!({
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": "TrainingJob",
+        "metadata": {"name": "mnist"},
+        "spec": {"etReplicaSpecs": {"launcher": launcher, "worker": worker}}
+    })
+}
+
+#[test]
+fn worker_counts_are_ordered_where_set() {
+    let accepted = [
+        json!({}),
+        json!({"replicas": 4}),
+        json!({"minReplicas": 2}),
+        json!({"maxReplicas": 2}),
+        json!({"replicas": 4, "minReplicas": 4, "maxReplicas": 4}),
+        json!({"replicas": 8, "minReplicas": 1, "maxReplicas": 128}),
+    ];
+    for worker in accepted {
+        assert_eq!(
+            cel_rejections::<TrainingJob>(&job(None, worker.clone())),
+            Vec::<String>::new(),
+            "{worker}"
+        );
+    }
+    let rejected = [
+        (
+            json!({"replicas": 2, "minReplicas": 3}),
+            "spec.etReplicaSpecs.worker.minReplicas must not be greater than replicas",
+        ),
+        (
+            json!({"replicas": 5, "maxReplicas": 4}),
+            "spec.etReplicaSpecs.worker.replicas must not be greater than maxReplicas",
+        ),
+        (
+            json!({"minReplicas": 5, "maxReplicas": 4}),
+            "spec.etReplicaSpecs.worker.minReplicas must not be greater than maxReplicas",
+        ),
+    ];
+    for (worker, message) in rejected {
+        assert_eq!(
+            cel_rejections::<TrainingJob>(&job(None, worker.clone())),
+            vec![message.to_string()],
+            "{worker}"
+        );
+    }
+}
+
+#[test]
+fn the_launcher_has_exactly_one_replica() {
+    assert!(cel_rejections::<TrainingJob>(&job(Some(1), json!({}))).is_empty());
+    assert_eq!(
+        cel_rejections::<TrainingJob>(&job(Some(2), json!({}))),
+        vec!["spec.etReplicaSpecs.launcher.replicas must be 1".to_string()]
+    );
+}
+
+#[test]
+fn a_scale_in_names_either_a_count_or_pods() {
+    let scale_in = |to_delete: Value| {
+        json!({
+            "apiVersion": "kai.alibabacloud.com/v1alpha1",
+            "kind": "ScaleIn",
+            "metadata": {"name": "shrink"},
+            "spec": {"selector": {"name": "mnist"}, "toDelete": to_delete}
+        })
+    };
+    assert!(cel_rejections::<ScaleIn>(&scale_in(json!({"count": 1}))).is_empty());
+    assert!(
+        cel_rejections::<ScaleIn>(&scale_in(json!({"podNames": ["mnist-worker-1"]}))).is_empty()
+    );
+    let message = "set exactly one of spec.toDelete.count and spec.toDelete.podNames".to_string();
+    assert_eq!(
+        cel_rejections::<ScaleIn>(&scale_in(json!({}))),
+        vec![message.clone()]
+    );
+    assert_eq!(
+        cel_rejections::<ScaleIn>(&scale_in(
+            json!({"count": 1, "podNames": ["mnist-worker-1"]})
+        )),
+        vec![message]
+    );
+}

@@ -1,0 +1,114 @@
+//! The CRD features users and tools rely on: names, columns, subresources and schema shape.
+
+use kube::Resource;
+
+use crate::testing::{crd, schema};
+use crate::{ScaleIn, ScaleOut, TrainingJob, crds};
+
+fn column_names<K: Resource<DynamicType = ()>>() -> Vec<String> {
+    let crd = crd::<K>();
+    let columns = crd.spec.versions[0]
+        .additional_printer_columns
+        .clone()
+        .unwrap_or_default();
+    columns.into_iter().map(|column| column.name).collect()
+}
+
+#[test]
+fn training_jobs_answer_to_et_operator_names_and_short_names() {
+    let crd = crd::<TrainingJob>();
+    assert_eq!(
+        crd.metadata.name.as_deref(),
+        Some("trainingjobs.kai.alibabacloud.com")
+    );
+    assert_eq!(crd.spec.scope, "Namespaced");
+    assert_eq!(
+        crd.spec.names.short_names,
+        Some(vec!["tj".into(), "etjob".into()])
+    );
+}
+
+#[test]
+fn printer_columns_show_phase_and_worker_counts() {
+    assert_eq!(
+        column_names::<TrainingJob>(),
+        ["Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"]
+    );
+    assert_eq!(column_names::<ScaleIn>(), ["Job", "Phase", "Age"]);
+    assert_eq!(column_names::<ScaleOut>(), ["Job", "Phase", "Age"]);
+}
+
+#[test]
+fn the_scale_subresource_resizes_the_workers() {
+    let crd = crd::<TrainingJob>();
+    let subresources = crd.spec.versions[0].subresources.clone().unwrap();
+    assert!(subresources.status.is_some());
+    let scale = subresources.scale.unwrap();
+    assert_eq!(
+        scale.spec_replicas_path,
+        ".spec.etReplicaSpecs.worker.replicas"
+    );
+    assert_eq!(
+        scale.status_replicas_path,
+        ".status.replicaStatuses.Worker.active"
+    );
+    assert_eq!(
+        scale.label_selector_path.as_deref(),
+        Some(".status.selector")
+    );
+}
+
+#[test]
+fn conditions_are_a_list_keyed_by_type() {
+    for crd in crds() {
+        let conditions = &schema(&crd)["properties"]["status"]["properties"]["conditions"];
+        assert_eq!(conditions["x-kubernetes-list-type"], "map");
+        assert_eq!(
+            conditions["x-kubernetes-list-map-keys"],
+            serde_json::json!(["type"])
+        );
+    }
+}
+
+#[test]
+fn pod_templates_are_validated_but_carry_no_upstream_prose() {
+    let schema = schema(&crd::<TrainingJob>());
+    let template = &schema["properties"]["spec"]["properties"]["etReplicaSpecs"]["properties"]["worker"]
+        ["properties"]["template"];
+    assert!(
+        template["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pod template of the workers.")
+    );
+    let pod = &template["properties"]["spec"];
+    assert_eq!(pod["required"], serde_json::json!(["containers"]));
+    assert!(pod.get("description").is_none());
+    assert!(
+        template
+            .get("x-kubernetes-preserve-unknown-fields")
+            .is_none()
+    );
+    let container = &pod["properties"]["containers"]["items"];
+    assert_eq!(container["properties"]["image"]["type"], "string");
+    assert!(
+        container["properties"]["image"]
+            .get("description")
+            .is_none()
+    );
+}
+
+#[test]
+fn field_descriptions_are_the_fields_own_reflowed_prose() {
+    let schema = schema(&crd::<TrainingJob>());
+    let spec = &schema["properties"]["spec"]["properties"];
+    let clean_pod_policy = spec["cleanPodPolicy"]["description"].as_str().unwrap();
+    assert!(clean_pod_policy.starts_with("Which pods are deleted when the job succeeds"));
+    assert!(!clean_pod_policy.contains('\n'));
+    assert_eq!(
+        spec["restartPolicy"]["enum"],
+        serde_json::json!(["Never", "OnFailure"])
+    );
+    assert_eq!(spec["restartPolicy"]["default"], "Never");
+    assert_eq!(spec["backoffLimit"]["default"], 6);
+}

@@ -1,0 +1,425 @@
+//! `TrainingJob` (`kai.alibabacloud.com/v1alpha1`): an elastic Horovod or MPI training job.
+//!
+//! Field names, enums and defaults follow et-operator's CRD, so YAML written for et-operator
+//! and rendered by `arena submit etjob` is accepted unchanged. eto's additions are optional.
+//
+// Doc comments on items in this module become CRD descriptions and so `kubectl explain`
+// text: they are written for users. Developer notes belong in `//` comments.
+//
+// Pod templates carry the full PodTemplateSpec schema rather than
+// `x-kubernetes-preserve-unknown-fields`: the API server then rejects misspelt or mistyped
+// template fields at `kubectl apply` time (instead of eto silently dropping them when it builds
+// the pods), prunes unknown fields, and `kubectl explain` documents the template. The cost is
+// size: the CRD exceeds the 262,144-byte limit of the `last-applied-configuration` annotation,
+// so it must be installed with `kubectl apply --server-side` (README says so, as mpi-operator's
+// does for the same reason).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    JobCondition, ReplicaRestartPolicy, ReplicaStatus, conditions_schema, without_description,
+};
+
+/// Most entries `status.blacklist` holds; the oldest are dropped first.
+pub const BLACKLIST_LIMIT: usize = 64;
+
+/// Desired state of a TrainingJob.
+// The printer columns repeat keys such as `type_`, which clippy mistakes for duplicated
+// attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "kai.alibabacloud.com",
+    version = "v1alpha1",
+    kind = "TrainingJob",
+    plural = "trainingjobs",
+    singular = "trainingjob",
+    namespaced,
+    status = "TrainingJobStatus",
+    derive = "PartialEq",
+    shortname = "tj",
+    shortname = "etjob",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Ready",
+        type_ = "integer",
+        json_path = ".status.workers.ready",
+        description = "Workers that are ready and listed by host discovery"
+    ),
+    printcolumn(
+        name = "Desired",
+        type_ = "integer",
+        json_path = ".status.workers.desired",
+        description = "Workers the job asks for"
+    ),
+    printcolumn(
+        name = "Min",
+        type_ = "integer",
+        json_path = ".status.workers.min",
+        description = "Fewest workers the job runs with"
+    ),
+    printcolumn(
+        name = "Max",
+        type_ = "integer",
+        json_path = ".status.workers.max",
+        description = "Most workers the job may have; empty when unbounded"
+    ),
+    printcolumn(
+        name = "Restarts",
+        type_ = "integer",
+        json_path = ".status.restartCount"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    scale(
+        spec_replicas_path = ".spec.etReplicaSpecs.worker.replicas",
+        status_replicas_path = ".status.replicaStatuses.Worker.active",
+        label_selector_path = ".status.selector"
+    ),
+    doc = "An elastic distributed training job: one launcher that runs horovodrun or mpirun, and a set of workers whose number eto keeps between worker.minReplicas and worker.maxReplicas as GPUs come and go."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainingJobSpec {
+    /// The launcher and the workers of the job.
+    pub et_replica_specs: EtReplicaSpecs,
+
+    /// Which pods are deleted when the job succeeds: `Running` (the default) and `All` delete
+    /// the workers and their services; `None` keeps every pod. The launcher is always kept,
+    /// so its logs stay readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_pod_policy: Option<CleanPodPolicy>,
+
+    /// How the launcher starts processes on the workers. Only `ssh`, the default, is
+    /// supported; `kubexec` is accepted for compatibility with et-operator and reported as an
+    /// error on the job, because it needs `pods/exec` rights on every pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher_attach_mode: Option<LauncherAttachMode>,
+
+    /// Processes per worker, written as the `slots` of each host in the hostfile and the
+    /// discovery script. Defaults to the `nvidia.com/gpu` limit of the first worker
+    /// container, or 1 when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub slots_per_worker: Option<i32>,
+
+    /// What happens when the launcher fails: `Never` fails the job; `OnFailure` restarts the
+    /// whole job (every pod is recreated and `status.restartCount` grows) until `backoffLimit`
+    /// restarts have been made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Never"))]
+    pub restart_policy: Option<JobRestartPolicy>,
+
+    /// How many times a job with `restartPolicy: OnFailure` may be restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0), extend("default" = 6))]
+    pub backoff_limit: Option<i32>,
+
+    /// While true, the job is suspended: eto gives the workers `elasticPolicy.checkpointGraceSeconds`
+    /// to checkpoint, then deletes the launcher and the workers and keeps everything else.
+    /// Setting it back to false resumes the job, which then restarts from its last checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+
+    /// Seconds the job may run, counted from `status.startTime`, before eto fails it with
+    /// reason `DeadlineExceeded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+
+    /// Seconds after the job succeeded or failed at which eto deletes it together with all
+    /// the objects it owns. Unset keeps finished jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<i32>,
+
+    /// How eto waits for, replaces, suspends and resumes workers as capacity comes and goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elastic_policy: Option<ElasticPolicy>,
+}
+
+/// The launcher and the workers of a job.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct EtReplicaSpecs {
+    /// The pod that runs the training command (`horovodrun` or `mpirun`). eto creates it once
+    /// at least `worker.minReplicas` workers are ready.
+    pub launcher: LauncherSpec,
+    /// The pods that run the training processes, started by the launcher over SSH.
+    pub worker: WorkerSpec,
+}
+
+/// The launcher of a job.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LauncherSpec {
+    /// Number of launchers. Must be 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "rule": "self == 1",
+        "message": "spec.etReplicaSpecs.launcher.replicas must be 1"
+    }]))]
+    pub replicas: Option<i32>,
+
+    /// Pod template of the launcher. eto adds the SSH key, the host files under `/etc/edl`
+    /// and its labels; the pod itself never restarts in place.
+    pub template: PodTemplateSpec,
+
+    /// What eto does when the launcher pod disappears: `Always` recreates it, `Never` fails
+    /// the job, other values leave the job as it is and record an event. A launcher that
+    /// fails is handled by `spec.restartPolicy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<ReplicaRestartPolicy>,
+}
+
+/// The workers of a job.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.minReplicas) || !has(self.replicas) || self.minReplicas <= self.replicas",
+        "message": "spec.etReplicaSpecs.worker.minReplicas must not be greater than replicas",
+        "fieldPath": ".minReplicas"
+    },
+    {
+        "rule": "!has(self.maxReplicas) || !has(self.replicas) || self.replicas <= self.maxReplicas",
+        "message": "spec.etReplicaSpecs.worker.replicas must not be greater than maxReplicas",
+        "fieldPath": ".replicas"
+    },
+    {
+        "rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+        "message": "spec.etReplicaSpecs.worker.minReplicas must not be greater than maxReplicas",
+        "fieldPath": ".minReplicas"
+    }
+]))]
+pub struct WorkerSpec {
+    /// Desired number of workers. eto creates this many, replaces them as they fail, and
+    /// keeps the job running between `minReplicas` and `maxReplicas` as capacity comes and
+    /// goes. The scale subresource writes this field, so `kubectl scale` and a
+    /// HorizontalPodAutoscaler resize the job. Defaults to `minReplicas`, or 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub replicas: Option<i32>,
+
+    /// Fewest workers the training runs with. The launcher starts once this many workers are
+    /// ready, and below it the job is suspended (see `spec.elasticPolicy`). Defaults to
+    /// `replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub min_replicas: Option<i32>,
+
+    /// Most workers the job may have. Unset means no upper bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_replicas: Option<i32>,
+
+    /// Pod template of the workers. When the first container has no command, eto runs an SSH
+    /// daemon in it so that the launcher can start the training processes there.
+    pub template: PodTemplateSpec,
+
+    /// When a stopped worker is replaced. A replacement gets a new index and so a new host
+    /// name, because Horovod blacklists failed hosts by name. Defaults to `Never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<ReplicaRestartPolicy>,
+}
+
+/// Which pods are deleted when a job succeeds.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum CleanPodPolicy {
+    /// Delete every worker.
+    All,
+    /// Delete the workers that are still running (in practice: every worker).
+    Running,
+    /// Keep every pod.
+    None,
+}
+
+/// How the launcher starts processes on the workers.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+#[schemars(transform = without_description)]
+pub enum LauncherAttachMode {
+    /// Over SSH, with a per-job key pair.
+    Ssh,
+    /// Through `kubectl exec`; not supported by eto.
+    Kubexec,
+}
+
+/// What happens to the whole job when its launcher fails.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum JobRestartPolicy {
+    /// The job fails.
+    Never,
+    /// The job restarts until `backoffLimit` restarts have been made.
+    OnFailure,
+}
+
+/// How eto waits for, replaces, suspends and resumes workers.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ElasticPolicy {
+    /// Seconds a new worker may stay unschedulable before eto stops waiting for it. 0 waits
+    /// forever. Defaults to the value of the `job-supervisor.kube-ai.io/max-wait-time`
+    /// annotation (Arena's `--max-wait-time`), else 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_wait_seconds: Option<i32>,
+
+    /// Whether the job is suspended when fewer than `worker.minReplicas` workers remain and no
+    /// replacement could be scheduled within `maxWaitSeconds`. A suspended job resumes from
+    /// its checkpoint once capacity returns. When false the job keeps waiting. Defaults to
+    /// true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_below_min_workers: Option<bool>,
+
+    /// Seconds the workers get to write a checkpoint after eto warns them of a suspend,
+    /// before their pods are deleted. Defaults to 300.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub checkpoint_grace_seconds: Option<i32>,
+
+    /// Seconds during which a node where a worker failed is avoided by new workers of the
+    /// job. Defaults to 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub blacklist_cooldown_seconds: Option<i32>,
+}
+
+/// Observed state of a TrainingJob, written by eto only.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainingJobStatus {
+    /// Where the job is in its life: `Created`, `Running`, `Scaling`, `Restarting`,
+    /// `Suspended`, `Succeeded` or `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<JobPhase>,
+
+    /// Observations about the job, one per type: et-operator's `Created`, `WorkersCreated`,
+    /// `WorkersReady`, `LauncherCreated`, `Running`, `Scaling`, `Suspended`, `Succeeded` and
+    /// `Failed`, plus `Ready`, which GitOps tools read as the job's health.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_schema")]
+    pub conditions: Vec<JobCondition>,
+
+    /// Pod counts of the `Launcher` and of the `Worker` replicas.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replica_statuses: BTreeMap<ReplicaType, ReplicaStatus>,
+
+    /// When eto started the job (reset when a suspended job resumes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+
+    /// When the job succeeded or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+
+    /// The scaling request in progress, as `ScaleIn:<namespace>/<name>` or
+    /// `ScaleOut:<namespace>/<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_scaler: Option<String>,
+
+    /// How many times the whole job has been restarted after its launcher failed.
+    #[serde(default)]
+    pub restart_count: i32,
+
+    /// Names of the worker pods the job should have now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_workers: Vec<String>,
+
+    /// Names of the worker pods that are running and listed by host discovery, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_workers: Vec<String>,
+
+    /// The `metadata.generation` of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// Worker counts at a glance, as `kubectl get trainingjobs` shows them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<WorkerSummary>,
+
+    /// Recent worker failures, newest last. A failed worker leaves host discovery at once and
+    /// its node is avoided by new workers for `elasticPolicy.blacklistCooldownSeconds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = BLACKLIST_LIMIT))]
+    pub blacklist: Vec<BlacklistEntry>,
+
+    /// Label selector of the job's worker pods, used by the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[schemars(transform = without_description)]
+pub enum JobPhase {
+    /// Accepted; workers are being created or are not ready yet.
+    Created,
+    /// The launcher is running.
+    Running,
+    /// A ScaleIn or ScaleOut request is being carried out.
+    Scaling,
+    /// The job is being restarted after its launcher failed.
+    Restarting,
+    /// The job's pods are deleted until it is resumed.
+    Suspended,
+    /// The launcher finished successfully.
+    Succeeded,
+    /// The job failed and will not be restarted.
+    Failed,
+}
+
+/// A replica type of a TrainingJob.
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+pub enum ReplicaType {
+    /// The launcher pod.
+    Launcher,
+    /// The worker pods.
+    Worker,
+}
+
+/// Worker counts of a job.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerSummary {
+    /// Workers that are running, ready and listed by host discovery.
+    pub ready: i32,
+    /// Workers that exist but are not ready yet (waiting for a node, starting).
+    pub pending: i32,
+    /// Workers the job asks for (`worker.replicas` with defaults applied).
+    pub desired: i32,
+    /// Fewest workers the job runs with (`worker.minReplicas` with defaults applied).
+    pub min: i32,
+    /// Most workers the job may have; absent when unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i32>,
+}
+
+/// A worker that failed or was lost, and why.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BlacklistEntry {
+    /// Name of the worker pod.
+    pub pod: String,
+    /// Node the pod ran on, when it had been scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Why the worker was lost, for example `Error`, `Evicted`, `NodeReclaimed` or `Deleted`.
+    pub reason: String,
+    /// Exit code of the worker's main container, when it terminated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When eto noticed the loss.
+    pub time: Time,
+}
