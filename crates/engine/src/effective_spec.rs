@@ -1,0 +1,86 @@
+//! A TrainingJob's spec after validation, with every default applied.
+
+use std::time::Duration;
+
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
+
+/// What a TrainingJob asks for, validated and with every default applied.
+///
+/// Only [`crate::validation::validate`] builds one, so holding an `EffectiveSpec` means the
+/// spec passed every rule. The pod templates are not copied here: planners read them from the
+/// TrainingJob itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EffectiveSpec {
+    /// Worker counts.
+    pub workers: WorkerCounts,
+    /// Processes per worker, the `slots` of each host line.
+    pub slots_per_worker: u32,
+    /// Which pods go when the job succeeds (`Running` when unset, as in et-operator).
+    pub clean_pod_policy: CleanPodPolicy,
+    /// What a launcher failure does to the job.
+    pub job_restart_policy: JobRestartPolicy,
+    /// Job restarts allowed with [`JobRestartPolicy::OnFailure`].
+    pub backoff_limit: u32,
+    /// When stopped workers are replaced (`Never` when unset).
+    pub worker_restart_policy: ReplicaRestartPolicy,
+    /// What a missing launcher pod does to the job; `None` when unset.
+    pub launcher_restart_policy: Option<ReplicaRestartPolicy>,
+    /// Whether the user asked for the job to be suspended.
+    pub suspend: bool,
+    /// How long the job may run from its start time.
+    pub active_deadline: Option<Duration>,
+    /// How long a finished job is kept.
+    pub ttl_after_finished: Option<Duration>,
+    /// Waiting, suspend and blacklist settings.
+    pub elastic: ElasticSettings,
+    /// The SSH key pair mounted into launcher and workers.
+    pub ssh_secret: SshSecretSource,
+}
+
+/// Desired, minimum and maximum worker counts; `min <= desired <= max` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerCounts {
+    /// Workers the job asks for.
+    pub desired: u32,
+    /// Fewest workers the training runs with.
+    pub min: u32,
+    /// Most workers the job may have; `None` is unbounded.
+    pub max: Option<u32>,
+}
+
+/// `spec.elasticPolicy` with defaults applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElasticSettings {
+    /// How long a new worker may stay unschedulable; `None` waits forever.
+    pub max_wait: Option<Duration>,
+    /// Whether the job is suspended when it cannot keep `min` workers.
+    pub suspend_below_min_workers: bool,
+    /// Time the workers get to checkpoint before a suspend deletes them.
+    pub checkpoint_grace: Duration,
+    /// How long a node where a worker failed is avoided.
+    pub blacklist_cooldown: Duration,
+}
+
+/// Where the job's SSH key pair comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SshSecretSource {
+    /// eto generates a key pair into a Secret named after the job.
+    Generated,
+    /// The user provides the Secret named here (annotation `arena.kubeflow.org/ssh-secret`).
+    Provided(String),
+}
+
+impl ElasticSettings {
+    /// Default of `maxWaitSeconds` when neither the field nor the annotation sets it.
+    pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(600);
+    /// Default of `checkpointGraceSeconds`.
+    pub const DEFAULT_CHECKPOINT_GRACE: Duration = Duration::from_secs(300);
+    /// Default of `blacklistCooldownSeconds`.
+    pub const DEFAULT_BLACKLIST_COOLDOWN: Duration = Duration::from_secs(600);
+}
+
+impl EffectiveSpec {
+    /// Default of `spec.backoffLimit`, as in et-operator's CRD.
+    pub const DEFAULT_BACKOFF_LIMIT: u32 = 6;
+}
