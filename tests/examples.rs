@@ -1,0 +1,117 @@
+//! Every example under `examples/` is accepted, and every example under `examples/invalid/`
+//! is rejected with an error that names the field it breaks.
+//!
+//! An object counts as rejected when the CRD's CEL rules reject it (what the API server does at
+//! admission), when it cannot be decoded into eto's types, or when eto's own validation rejects
+//! it (what the controller reports on the object).
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use eto_api::{ScaleIn, ScaleOut, TrainingJob};
+use eto_tests::{crd_of_kind, schema_of, workspace_root};
+
+/// Every error eto or the CRD's CEL rules report for `object`, as `field: message` lines.
+fn rejections(object: &serde_json::Value) -> Vec<String> {
+    let kind = object["kind"].as_str().expect("every example has a kind");
+    let mut errors: Vec<String> =
+        match kube_cel::Validator::new().validate(&schema_of(&crd_of_kind(kind)), object, None) {
+            Ok(()) => Vec::new(),
+            Err(cel) => cel
+                .iter()
+                .map(|error| format!("{}: {}", error.field_path, error.message))
+                .collect(),
+        };
+    let decoded = match kind {
+        "TrainingJob" => eto_engine::parse::parse::<TrainingJob>(object.clone()).map(|job| {
+            if let Err(invalid) = eto_engine::validate(&job) {
+                errors.extend(invalid.errors.iter().map(ToString::to_string));
+            }
+        }),
+        "ScaleIn" => eto_engine::parse::parse::<ScaleIn>(object.clone()).map(drop),
+        "ScaleOut" => eto_engine::parse::parse::<ScaleOut>(object.clone()).map(drop),
+        other => panic!("examples hold no {other}"),
+    };
+    if let Err(error) = decoded {
+        errors.push(error.to_string());
+    }
+    errors
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no examples in {}", dir.display());
+    files
+}
+
+fn load(path: &Path) -> (String, serde_json::Value) {
+    let text = fs::read_to_string(path).unwrap();
+    let object = serde_saphyr::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not YAML: {error}", path.display()));
+    (text, object)
+}
+
+#[test]
+fn every_example_is_accepted() {
+    for path in yaml_files(&workspace_root().join("examples")) {
+        let (_, object) = load(&path);
+        let errors = rejections(&object);
+        assert!(
+            errors.is_empty(),
+            "{} is rejected: {errors:#?}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_invalid_example_is_rejected_naming_the_field_it_breaks() {
+    for path in yaml_files(&workspace_root().join("examples/invalid")) {
+        let (text, object) = load(&path);
+        let field = text
+            .lines()
+            .find_map(|line| line.strip_prefix("# breaks: "))
+            .unwrap_or_else(|| panic!("{} has no `# breaks: <field>` line", path.display()));
+        let errors = rejections(&object);
+        assert!(!errors.is_empty(), "{} is accepted", path.display());
+        for error in &errors {
+            assert!(
+                error.contains(field),
+                "{}: error {error:?} does not name {field}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_arena_example_keeps_what_arena_renders() {
+    let (_, object) = load(&workspace_root().join("examples/arena-etjob.yaml"));
+    let job: TrainingJob = eto_engine::parse::parse(object).unwrap();
+    let spec = eto_engine::validate(&job).unwrap();
+    assert_eq!(
+        (spec.workers.desired, spec.workers.min, spec.workers.max),
+        (8, 1, Some(128))
+    );
+    assert_eq!(spec.slots_per_worker, 1, "slots come from --gpus=1");
+    assert_eq!(
+        spec.elastic.max_wait,
+        Some(std::time::Duration::from_secs(600))
+    );
+    assert_eq!(spec.backoff_limit, 3);
+    let worker = &job.spec.et_replica_specs.worker.template;
+    let container = &worker.spec.as_ref().unwrap().containers[0];
+    assert_eq!(container.name, "et");
+    assert_eq!(
+        container.command, None,
+        "Arena leaves the worker command to the operator"
+    );
+}
