@@ -1,0 +1,125 @@
+//! Failures injected into the API server by tests: error responses, latency, dropped watches.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// What an injected fault does to a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultAction {
+    /// Answer with this HTTP code (500 as `InternalError`, 429 as `TooManyRequests` with a
+    /// `Retry-After: 1` header, others as `InternalError`) instead of serving the request.
+    Fail(u16),
+    /// Serve the request after this delay.
+    Delay(Duration),
+}
+
+/// A fault for the next `remaining` requests whose method and path match.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    /// What happens to a matching request.
+    pub action: FaultAction,
+    /// Requests still to be affected.
+    pub remaining: u32,
+    /// Only requests with this method (`GET`, `PATCH`, ...), if set.
+    pub method: Option<String>,
+    /// Only requests whose path contains this text, if set.
+    pub path_contains: Option<String>,
+}
+
+/// The faults in force, and the token that ends every open watch.
+#[derive(Debug, Default)]
+pub struct ApiFaults {
+    faults: Mutex<Vec<Fault>>,
+    watches: Mutex<CancellationToken>,
+}
+
+impl ApiFaults {
+    /// Adds a fault.
+    pub fn inject(&self, fault: Fault) {
+        self.lock_faults().push(fault);
+    }
+
+    /// Removes every fault.
+    pub fn clear(&self) {
+        self.lock_faults().clear();
+    }
+
+    /// The actions that apply to a request, consuming one use of each matching fault.
+    pub fn take(&self, method: &str, path: &str) -> Vec<FaultAction> {
+        let mut faults = self.lock_faults();
+        let mut actions = Vec::new();
+        for fault in faults.iter_mut() {
+            let matches = fault.remaining > 0
+                && fault
+                    .method
+                    .as_deref()
+                    .is_none_or(|m| m.eq_ignore_ascii_case(method))
+                && fault
+                    .path_contains
+                    .as_deref()
+                    .is_none_or(|p| path.contains(p));
+            if matches {
+                fault.remaining -= 1;
+                actions.push(fault.action.clone());
+            }
+        }
+        faults.retain(|fault| fault.remaining > 0);
+        actions
+    }
+
+    /// A token cancelled when watches are dropped.
+    pub fn watch_token(&self) -> CancellationToken {
+        self.watches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Ends every open watch; clients have to watch again (and may have to list again).
+    pub fn drop_watches(&self) {
+        let mut token = self
+            .watches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        token.cancel();
+        *token = CancellationToken::new();
+    }
+
+    fn lock_faults(&self) -> std::sync::MutexGuard<'_, Vec<Fault>> {
+        self.faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_apply_to_matching_requests_a_limited_number_of_times() {
+        let faults = ApiFaults::default();
+        faults.inject(Fault {
+            action: FaultAction::Fail(500),
+            remaining: 2,
+            method: Some("PATCH".into()),
+            path_contains: Some("/pods/".into()),
+        });
+        assert!(faults.take("GET", "/api/v1/namespaces/a/pods/p").is_empty());
+        assert_eq!(
+            faults.take("PATCH", "/api/v1/namespaces/a/pods/p"),
+            vec![FaultAction::Fail(500)]
+        );
+        assert_eq!(
+            faults.take("patch", "/api/v1/namespaces/a/pods/q"),
+            vec![FaultAction::Fail(500)]
+        );
+        assert!(
+            faults
+                .take("PATCH", "/api/v1/namespaces/a/pods/p")
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,624 @@
+//! What kube-apiserver does specially for some built-in types: pod defaults and spec
+//! immutability, service cluster IPs, namespace life cycle, CustomResourceDefinition
+//! registration, and the garbage collector's bookkeeping.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::errors::{ApiError, Cause};
+use crate::operations::{DeleteOptions, WriteOptions, timestamp_now};
+use crate::resources::{PrinterColumn, ResourceId, ResourceType, ScalePaths};
+use crate::schema::CompiledCrdSchema;
+use crate::store::{ObjectKey, State};
+
+fn is(resource: &ResourceType, group: &str, plural: &str) -> bool {
+    resource.id.group == group && resource.id.plural == plural
+}
+
+fn invalid(resource: &ResourceType, object: &Value, causes: Vec<Cause>) -> ApiError {
+    ApiError::Invalid {
+        group: resource.id.group.clone(),
+        kind: resource.kind.clone(),
+        name: object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        causes,
+    }
+}
+
+/// Type-specific defaults and checks of a write, after the generic metadata handling.
+pub fn admit(
+    state: &State,
+    resource: &ResourceType,
+    old: Option<&Value>,
+    object: &mut Value,
+) -> Result<(), ApiError> {
+    if is(resource, "", "pods") {
+        admit_pod(resource, old, object)
+    } else if is(resource, "", "services") {
+        admit_service(state, resource, old, object)
+    } else if is(resource, "", "namespaces") {
+        if old.is_none() {
+            object["spec"]["finalizers"] = json!(["kubernetes"]);
+            object["status"]["phase"] = json!("Active");
+        }
+        Ok(())
+    } else if is(
+        resource,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+    ) {
+        admit_crd(resource, object).map(drop)
+    } else {
+        Ok(())
+    }
+}
+
+fn admit_pod(
+    resource: &ResourceType,
+    old: Option<&Value>,
+    pod: &mut Value,
+) -> Result<(), ApiError> {
+    let Some(old) = old else {
+        let mut causes = Vec::new();
+        let containers = pod["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if containers.is_empty() {
+            causes.push(Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.containers".into(),
+            });
+        }
+        let mut names = BTreeSet::new();
+        for (index, container) in containers.iter().enumerate() {
+            let name = container["name"].as_str().unwrap_or_default();
+            if name.is_empty() {
+                causes.push(Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: format!("spec.containers[{index}].name"),
+                });
+            } else if !names.insert(name.to_string()) {
+                causes.push(Cause {
+                    reason: "FieldValueDuplicate".into(),
+                    message: format!("Duplicate value: {name:?}"),
+                    field: format!("spec.containers[{index}].name"),
+                });
+            }
+            if container["image"].as_str().unwrap_or_default().is_empty() {
+                causes.push(Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: format!("spec.containers[{index}].image"),
+                });
+            }
+        }
+        if !causes.is_empty() {
+            return Err(invalid(resource, pod, causes));
+        }
+        let spec = &mut pod["spec"];
+        for (field, default) in [
+            ("restartPolicy", json!("Always")),
+            ("schedulerName", json!("default-scheduler")),
+            ("dnsPolicy", json!("ClusterFirst")),
+            ("terminationGracePeriodSeconds", json!(30)),
+            ("enableServiceLinks", json!(true)),
+        ] {
+            if spec.get(field).is_none_or(Value::is_null) {
+                spec[field] = default;
+            }
+        }
+        for container in spec["containers"].as_array_mut().into_iter().flatten() {
+            if container.get("imagePullPolicy").is_none() {
+                let latest = container["image"]
+                    .as_str()
+                    .is_some_and(|image| !image.contains(':') || image.ends_with(":latest"));
+                container["imagePullPolicy"] =
+                    json!(if latest { "Always" } else { "IfNotPresent" });
+            }
+        }
+        pod["status"] = json!({"phase": "Pending"});
+        return Ok(());
+    };
+    // Only images, activeDeadlineSeconds and added tolerations may change in a pod's spec,
+    // and `nodeName` once (kube-apiserver takes it through the `binding` subresource only).
+    let binding = old["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty();
+    let masked = |spec: &Value| {
+        let mut spec = spec.clone();
+        for list in ["containers", "initContainers"] {
+            for container in spec[list].as_array_mut().into_iter().flatten() {
+                if let Some(container) = container.as_object_mut() {
+                    container.remove("image");
+                }
+            }
+        }
+        if let Some(spec) = spec.as_object_mut() {
+            spec.remove("activeDeadlineSeconds");
+            spec.remove("tolerations");
+            if binding {
+                spec.remove("nodeName");
+            }
+        }
+        spec
+    };
+    if masked(&pod["spec"]) != masked(&old["spec"]) {
+        return Err(invalid(resource, pod, vec![Cause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, \
+                      `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` \
+                      (only additions to existing tolerations)"
+                .into(),
+            field: "spec".into(),
+        }]));
+    }
+    Ok(())
+}
+
+fn admit_service(
+    state: &State,
+    resource: &ResourceType,
+    old: Option<&Value>,
+    service: &mut Value,
+) -> Result<(), ApiError> {
+    let old_ip = old
+        .and_then(|old| old["spec"]["clusterIP"].as_str())
+        .map(String::from);
+    match (&old_ip, service["spec"]["clusterIP"].as_str()) {
+        (Some(old_ip), Some(new_ip)) if old_ip != new_ip => {
+            return Err(invalid(
+                resource,
+                service,
+                vec![Cause::invalid(
+                    "spec.clusterIP",
+                    format!("Invalid value: {new_ip:?}: field is immutable"),
+                )],
+            ));
+        }
+        (Some(old_ip), None) => service["spec"]["clusterIP"] = json!(old_ip),
+        (None, None | Some("")) => {
+            let n = state.resource_version() + 1;
+            service["spec"]["clusterIP"] =
+                json!(format!("10.96.{}.{}", (n / 250) % 250, n % 250 + 1));
+        }
+        _ => {}
+    }
+    let ip = service["spec"]["clusterIP"].clone();
+    service["spec"]["clusterIPs"] = json!([ip]);
+    if service["spec"].get("type").is_none() {
+        service["spec"]["type"] = json!("ClusterIP");
+    }
+    if service["spec"].get("sessionAffinity").is_none() {
+        service["spec"]["sessionAffinity"] = json!("None");
+    }
+    for port in service["spec"]["ports"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if port.get("protocol").is_none() {
+            port["protocol"] = json!("TCP");
+        }
+        if port.get("targetPort").is_none() {
+            port["targetPort"] = port["port"].clone();
+        }
+    }
+    Ok(())
+}
+
+/// Checks a CRD and sets its status; returns the resource type it defines.
+fn admit_crd(resource: &ResourceType, crd: &mut Value) -> Result<ResourceType, ApiError> {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or_default().to_string();
+    let names = &spec["names"];
+    let plural = names["plural"].as_str().unwrap_or_default().to_string();
+    let kind = names["kind"].as_str().unwrap_or_default().to_string();
+    let mut causes = Vec::new();
+    if group.is_empty() {
+        causes.push(Cause::invalid("spec.group", "Required value"));
+    }
+    if plural.is_empty() || kind.is_empty() {
+        causes.push(Cause::invalid(
+            "spec.names",
+            "Required value: plural and kind are required",
+        ));
+    }
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    if name != format!("{plural}.{group}") {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    let versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let Some(version) = versions
+        .iter()
+        .find(|v| v["storage"].as_bool() == Some(true) && v["served"].as_bool() != Some(false))
+        .cloned()
+    else {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            "Invalid value: one served version must be the storage version",
+        ));
+        return Err(invalid(resource, crd, causes));
+    };
+    let schema = version["schema"]["openAPIV3Schema"].clone();
+    if !schema.is_object() {
+        causes.push(Cause::invalid(
+            "spec.versions[0].schema.openAPIV3Schema",
+            "Required value: schemas are required",
+        ));
+    }
+    let compiled = match CompiledCrdSchema::compile(schema) {
+        Ok(compiled) => Some(compiled),
+        Err(errors) => {
+            causes.extend(errors.into_iter().map(|error| {
+                Cause::invalid(
+                    "spec.validation.openAPIV3Schema",
+                    format!("Invalid value: compilation failed: {error}"),
+                )
+            }));
+            None
+        }
+    };
+    if !causes.is_empty() {
+        return Err(invalid(resource, crd, causes));
+    }
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    };
+    let subresources = &version["subresources"];
+    let scale = subresources
+        .get("scale")
+        .filter(|s| s.is_object())
+        .map(|scale| ScalePaths {
+            spec_replicas: scale["specReplicasPath"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            status_replicas: scale["statusReplicasPath"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            label_selector: scale["labelSelectorPath"].as_str().map(String::from),
+        });
+    let printer_columns = version["additionalPrinterColumns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|column| PrinterColumn {
+            name: column["name"].as_str().unwrap_or_default().to_string(),
+            type_: column["type"].as_str().unwrap_or("string").to_string(),
+            json_path: column["jsonPath"].as_str().unwrap_or_default().to_string(),
+            description: column["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            priority: column["priority"].as_i64().unwrap_or(0) as i32,
+        })
+        .collect();
+    let defined = ResourceType {
+        id: ResourceId::new(&group, &plural),
+        version: version["name"].as_str().unwrap_or("v1").to_string(),
+        kind,
+        singular: names["singular"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| names["kind"].as_str().unwrap_or_default().to_lowercase()),
+        short_names: strings(&names["shortNames"]),
+        namespaced: spec["scope"].as_str() != Some("Cluster"),
+        status_subresource: subresources.get("status").is_some_and(Value::is_object),
+        scale,
+        printer_columns,
+        schema: compiled.map(Arc::new),
+        custom: true,
+    };
+    let now = timestamp_now();
+    let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now});
+    crd["status"] = json!({
+        "acceptedNames": names,
+        "conditions": [
+            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ],
+        "storedVersions": [version["name"]],
+    });
+    Ok(defined)
+}
+
+/// Effects of a stored write: a CRD (re)defines its resource type.
+pub fn after_write(state: &mut State, resource: &ResourceType, stored: &Value) {
+    if is(
+        resource,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+    ) && stored["metadata"].get("deletionTimestamp").is_none()
+    {
+        let mut crd = stored.clone();
+        if let Ok(defined) = admit_crd(resource, &mut crd) {
+            state.registry.insert(defined);
+        }
+    }
+}
+
+/// Effects of a removal: dependents are queued for garbage collection, and a CRD takes its
+/// objects and its resource type with it.
+pub fn after_remove(state: &mut State, resource: &ResourceType, removed: &Value) {
+    if let Some(uid) = removed["metadata"]["uid"].as_str() {
+        state.gc_queue.push(uid.to_string());
+    }
+    if is(
+        resource,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+    ) {
+        let group = removed["spec"]["group"].as_str().unwrap_or_default();
+        let plural = removed["spec"]["names"]["plural"]
+            .as_str()
+            .unwrap_or_default();
+        let id = ResourceId::new(group, plural);
+        let keys: Vec<ObjectKey> = state.list(&id, None).map(|(key, _)| key.clone()).collect();
+        for key in keys {
+            if let Some(object) = state.remove(&id, &key)
+                && let Some(uid) = object["metadata"]["uid"].as_str()
+            {
+                state.gc_queue.push(uid.to_string());
+            }
+        }
+        state.drop_resource(&id);
+        state.registry.remove(&id);
+    }
+}
+
+/// The grace period of a delete: pods that run on a node get theirs (the request's, else
+/// `terminationGracePeriodSeconds`); everything else goes at once.
+pub fn grace_period(resource: &ResourceType, object: &Value, requested: Option<i64>) -> i64 {
+    if !is(resource, "", "pods")
+        || object["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+    {
+        return 0;
+    }
+    requested
+        .or_else(|| object["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .unwrap_or(30)
+        .max(0)
+}
+
+/// Whether a delete only marks the object: namespaces wait for their contents to go.
+pub fn holds_deletion(resource: &ResourceType, object: &Value) -> bool {
+    is(resource, "", "namespaces")
+        && object["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+}
+
+/// Marks an object whose deletion started: namespaces become `Terminating`, and the
+/// collector is told about namespaces and foreground deletions it has to finish.
+pub fn deletion_started(state: &mut State, resource: &ResourceType, object: &mut Value) {
+    let foreground = object["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.contains(&json!("foregroundDeletion")));
+    if is(resource, "", "namespaces") {
+        object["status"]["phase"] = json!("Terminating");
+    }
+    if (is(resource, "", "namespaces") || foreground)
+        && let Some(uid) = object["metadata"]["uid"].as_str()
+    {
+        state.gc_queue.push(uid.to_string());
+    }
+}
+
+fn owner_uids(object: &Value) -> Vec<&str> {
+    object["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|reference| reference["uid"].as_str())
+        .collect()
+}
+
+fn without_owners(object: &Value, doomed: &dyn Fn(&str) -> bool) -> Value {
+    let mut updated = object.clone();
+    if let Some(references) = updated["metadata"]["ownerReferences"].as_array_mut() {
+        references.retain(|reference| !reference["uid"].as_str().is_some_and(doomed));
+    }
+    if updated["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(Vec::is_empty)
+        && let Some(metadata) = updated["metadata"].as_object_mut()
+    {
+        metadata.remove("ownerReferences");
+    }
+    updated
+}
+
+/// `propagationPolicy: Orphan`: the dependents of `owner` lose their reference to it.
+pub fn orphan_dependents(state: &mut State, owner: &Value) {
+    let Some(uid) = owner["metadata"]["uid"].as_str() else {
+        return;
+    };
+    let dependents: Vec<(ResourceId, ObjectKey, Arc<Value>)> = state
+        .all_objects()
+        .filter(|(_, _, object)| owner_uids(object).contains(&uid))
+        .map(|(id, key, object)| (id.clone(), key.clone(), Arc::clone(object)))
+        .collect();
+    for (id, key, object) in dependents {
+        let Ok(resource) = state.resource(&id) else {
+            continue;
+        };
+        let updated = without_owners(&object, &|u| u == uid);
+        let _ = state.replace(
+            &resource,
+            &key.namespace,
+            &key.name,
+            updated,
+            None,
+            &WriteOptions::internal("generic-garbage-collector"),
+        );
+    }
+}
+
+/// One pass of the garbage and namespace collectors: deletes objects whose owners are all
+/// gone (and drops dangling references of objects that keep another owner), finishes
+/// foreground deletions whose dependents are gone, and empties then removes terminating
+/// namespaces. Returns whether it wrote anything.
+///
+/// Passes run when [`State::gc_queue`] is not empty: removals, namespace deletions and
+/// foreground deletions queue uids there.
+pub fn collect_garbage(state: &mut State) -> bool {
+    let mut changed = false;
+    state.gc_queue.clear();
+    let gc = WriteOptions::internal("generic-garbage-collector");
+
+    // Dependents whose owners are gone.
+    let orphans: Vec<(ResourceId, ObjectKey, Arc<Value>)> = state
+        .all_objects()
+        .filter(|(_, _, object)| {
+            let owners = owner_uids(object);
+            !owners.is_empty() && owners.iter().any(|uid| state.locate_uid(uid).is_none())
+        })
+        .map(|(id, key, object)| (id.clone(), key.clone(), Arc::clone(object)))
+        .collect();
+    for (id, key, object) in orphans {
+        let Ok(resource) = state.resource(&id) else {
+            continue;
+        };
+        let live_owner = owner_uids(&object)
+            .iter()
+            .any(|uid| state.locate_uid(uid).is_some());
+        if live_owner {
+            let updated = without_owners(&object, &|uid| state.locate_uid(uid).is_none());
+            changed |= state
+                .replace(&resource, &key.namespace, &key.name, updated, None, &gc)
+                .is_ok();
+        } else if object["metadata"].get("deletionTimestamp").is_none() {
+            changed |= state
+                .delete(
+                    &resource,
+                    &key.namespace,
+                    &key.name,
+                    &DeleteOptions::default(),
+                )
+                .is_ok();
+        }
+    }
+
+    // Foreground deletions.
+    let waiting: Vec<(ResourceId, ObjectKey, Arc<Value>)> = state
+        .all_objects()
+        .filter(|(_, _, object)| {
+            object["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.contains(&json!("foregroundDeletion")))
+                && object["metadata"].get("deletionTimestamp").is_some()
+        })
+        .map(|(id, key, object)| (id.clone(), key.clone(), Arc::clone(object)))
+        .collect();
+    for (id, key, owner) in waiting {
+        let uid = owner["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let dependents: Vec<(ResourceId, ObjectKey, bool)> = state
+            .all_objects()
+            .filter(|(_, _, object)| owner_uids(object).contains(&uid.as_str()))
+            .map(|(id, key, object)| {
+                (
+                    id.clone(),
+                    key.clone(),
+                    object["metadata"].get("deletionTimestamp").is_some(),
+                )
+            })
+            .collect();
+        if dependents.is_empty() {
+            let Ok(resource) = state.resource(&id) else {
+                continue;
+            };
+            let mut updated = (*owner).clone();
+            if let Some(finalizers) = updated["metadata"]["finalizers"].as_array_mut() {
+                finalizers.retain(|f| f != "foregroundDeletion");
+            }
+            changed |= state
+                .replace(&resource, &key.namespace, &key.name, updated, None, &gc)
+                .is_ok();
+        }
+        for (dependent_id, dependent_key, deleting) in dependents {
+            if deleting {
+                continue;
+            }
+            let Ok(resource) = state.resource(&dependent_id) else {
+                continue;
+            };
+            let options = DeleteOptions {
+                propagation: crate::operations::Propagation::Foreground,
+                ..Default::default()
+            };
+            changed |= state
+                .delete(
+                    &resource,
+                    &dependent_key.namespace,
+                    &dependent_key.name,
+                    &options,
+                )
+                .is_ok();
+        }
+    }
+
+    // Terminating namespaces.
+    let namespaces_id = ResourceId::new("", "namespaces");
+    let terminating: Vec<ObjectKey> = state
+        .list(&namespaces_id, None)
+        .filter(|(_, namespace)| namespace["metadata"].get("deletionTimestamp").is_some())
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in terminating {
+        let contents: Vec<(Arc<ResourceType>, ObjectKey, bool)> = state
+            .all_objects()
+            .filter(|(_, object_key, _)| object_key.namespace == key.name)
+            .filter_map(|(id, object_key, object)| {
+                let resource = state.registry.get(id)?.clone();
+                Some((
+                    resource,
+                    object_key.clone(),
+                    object["metadata"].get("deletionTimestamp").is_some(),
+                ))
+            })
+            .collect();
+        if contents.is_empty() {
+            let Ok(resource) = state.resource(&namespaces_id) else {
+                continue;
+            };
+            changed |= state.remove_object(&resource, &key).is_some();
+            continue;
+        }
+        for (resource, object_key, deleting) in contents {
+            if !deleting {
+                changed |= state
+                    .delete(
+                        &resource,
+                        &object_key.namespace,
+                        &object_key.name,
+                        &DeleteOptions::default(),
+                    )
+                    .is_ok();
+            }
+        }
+    }
+    changed
+}

@@ -1,0 +1,478 @@
+//! A running simulated cluster: the API server on a local port, the scheduler, the kubelets,
+//! the garbage collector, and the handles tests use to inject faults.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::apiserver::ApiServer;
+use crate::apiserver::faults::{ApiFaults, Fault};
+use crate::builtin;
+use crate::control;
+use crate::errors::ApiError;
+use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
+use crate::nodes::{NodeSpec, Taint, scheduler};
+use crate::operations::{DeleteOptions, Subresource, WriteOptions};
+use crate::resources::ResourceId;
+use crate::store::{ObjectKey, Store};
+
+/// How a simulated cluster starts.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Nodes present from the start.
+    pub nodes: Vec<NodeSpec>,
+    /// Namespaces present from the start (besides `default`, `kube-system`, `kube-public` and
+    /// `kube-node-lease`).
+    pub namespaces: Vec<String>,
+    /// Kubelet timings.
+    pub kubelet: KubeletConfig,
+    /// Changes kept for watches to resume from; older resourceVersions get `410 Gone`.
+    pub history: usize,
+    /// The taint a spot reclaim puts on its node.
+    pub reclaim_taint: Taint,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            namespaces: Vec::new(),
+            kubelet: KubeletConfig::default(),
+            history: 20_000,
+            reclaim_taint: Taint {
+                key: "sim.eto.dev/reclaimed".into(),
+                value: "true".into(),
+                effect: "NoSchedule".into(),
+            },
+        }
+    }
+}
+
+impl SimConfig {
+    /// `count` nodes named `gpu-node-<i>` with `gpus` GPUs each.
+    #[must_use]
+    pub fn gpu_nodes(mut self, count: usize, gpus: u32) -> Self {
+        let first = self.nodes.len();
+        self.nodes.extend(
+            (first..first + count).map(|index| NodeSpec::gpu(format!("gpu-node-{index}"), gpus)),
+        );
+        self
+    }
+}
+
+struct Inner {
+    store: Arc<Store>,
+    faults: Arc<ApiFaults>,
+    address: SocketAddr,
+    server: Mutex<CancellationToken>,
+    stopped: CancellationToken,
+    config: SimConfig,
+}
+
+/// A running simulated cluster. Dropping the last handle stops it.
+#[derive(Clone)]
+pub struct SimCluster {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stopped.cancel();
+        self.server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancel();
+    }
+}
+
+impl SimCluster {
+    /// Starts a cluster on `127.0.0.1` on a free port.
+    ///
+    /// # Errors
+    /// The port cannot be bound, or a configured node or namespace is invalid.
+    pub async fn start(config: SimConfig) -> Result<Self, StartError> {
+        Self::start_on(config, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts a cluster on `address` (port 0 picks a free port).
+    ///
+    /// # Errors
+    /// The port cannot be bound, or a configured node or namespace is invalid.
+    pub async fn start_on(config: SimConfig, address: SocketAddr) -> Result<Self, StartError> {
+        let listener = TcpListener::bind(address).await.map_err(StartError::Bind)?;
+        let address = listener.local_addr().map_err(StartError::Bind)?;
+        let store = Store::new(config.history);
+        let cluster = Self {
+            inner: Arc::new(Inner {
+                store,
+                faults: Arc::new(ApiFaults::default()),
+                address,
+                server: Mutex::new(CancellationToken::new()),
+                stopped: CancellationToken::new(),
+                config: config.clone(),
+            }),
+        };
+        let mut namespaces = vec![
+            "default".to_string(),
+            "kube-system".into(),
+            "kube-public".into(),
+            "kube-node-lease".into(),
+        ];
+        namespaces.extend(config.namespaces.iter().cloned());
+        for namespace in namespaces {
+            cluster
+                .create_namespace(&namespace)
+                .map_err(StartError::Setup)?;
+        }
+        for node in &config.nodes {
+            cluster.add_node(node).map_err(StartError::Setup)?;
+        }
+        cluster.spawn_control_plane();
+        cluster.serve(listener);
+        Ok(cluster)
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let token = CancellationToken::new();
+        *self
+            .inner
+            .server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = token.clone();
+        let api = ApiServer {
+            store: Arc::clone(&self.inner.store),
+            faults: Arc::clone(&self.inner.faults),
+        };
+        let weak = Arc::downgrade(&self.inner);
+        let handler = Arc::new(move |request: http::Request<hyper::body::Incoming>| {
+            let api = api.clone();
+            let cluster = weak.upgrade().map(|inner| SimCluster { inner });
+            async move {
+                match cluster {
+                    Some(cluster) if request.uri().path().starts_with("/sim/v1/") => {
+                        control::handle(&cluster, request).await
+                    }
+                    _ => api.handle(request).await,
+                }
+            }
+        });
+        tokio::spawn(crate::http::serve(listener, handler, token));
+    }
+
+    fn spawn_control_plane(&self) {
+        let store = Arc::clone(&self.inner.store);
+        let stopped = self.inner.stopped.clone();
+        let kubelet_config = self.inner.config.kubelet;
+        tokio::spawn(async move {
+            let mut changed = store.subscribe();
+            let mut kubelets = Kubelets::default();
+            let mut cursor = 0;
+            let mut wake_at: Option<Instant> = None;
+            loop {
+                let relevant = store.read(|state| {
+                    let touched = match state.changes_since(cursor) {
+                        Ok(changes) => changes.iter().any(|c| {
+                            c.resource.group.is_empty()
+                                && matches!(c.resource.plural.as_str(), "pods" | "nodes")
+                        }),
+                        Err(_) => true,
+                    };
+                    cursor = state.resource_version();
+                    touched
+                });
+                if relevant || wake_at.is_some_and(|at| at <= Instant::now()) {
+                    wake_at = store.write(|state| {
+                        scheduler::schedule(state);
+                        kubelets.sync(state, &kubelet_config).1
+                    });
+                }
+                let sleep = async {
+                    match wake_at {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = stopped.cancelled() => return,
+                    result = changed.changed() => if result.is_err() { return },
+                    () = sleep => {}
+                }
+            }
+        });
+        let store = Arc::clone(&self.inner.store);
+        let stopped = self.inner.stopped.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stopped.cancelled() => return,
+                    () = store.garbage_queued() => {}
+                }
+                while store.write(builtin::collect_garbage) {}
+            }
+        });
+    }
+
+    /// The API server's address.
+    pub fn address(&self) -> SocketAddr {
+        self.inner.address
+    }
+
+    /// The API server's URL, `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.inner.address)
+    }
+
+    /// A kube client for this cluster, defaulting to namespace `default`.
+    pub fn client(&self) -> kube::Client {
+        let uri: http::Uri = self.url().parse().expect("the cluster URL is a valid URI");
+        let config = kube::Config::new(uri);
+        kube::Client::try_from(config).expect("a plain-HTTP client needs no TLS setup")
+    }
+
+    /// A kubeconfig that points kubectl or any client at this cluster.
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig_for(&self.url())
+    }
+
+    /// The stored state, for assertions that the API cannot express.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    fn create_namespace(&self, name: &str) -> Result<(), ApiError> {
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        self.inner.store.write(|state| {
+            let resource = state.resource(&ResourceId::new("", "namespaces"))?;
+            state
+                .create(&resource, "", object, &WriteOptions::internal("eto-sim"))
+                .map(drop)
+        })
+    }
+
+    /// Adds a node (what cluster-autoscaler does).
+    ///
+    /// # Errors
+    /// A node with that name exists, or the name is invalid.
+    pub fn add_node(&self, node: &NodeSpec) -> Result<(), ApiError> {
+        self.inner.store.write(|state| {
+            let resource = kubelet::node_resource(state)?;
+            let index = state.list(&resource.id, None).count();
+            let object = node.to_object(index);
+            let options = WriteOptions::internal("eto-sim");
+            let created = state.create(&resource, "", object.clone(), &options)?;
+            let mut with_status = (*created.object).clone();
+            with_status["status"] = object["status"].clone();
+            state
+                .replace(
+                    &resource,
+                    "",
+                    &node.name,
+                    with_status,
+                    Some(Subresource::Status),
+                    &options,
+                )
+                .map(drop)
+        })
+    }
+
+    /// Removes a node at once; its pods are collected after the orphan delay.
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn remove_node(&self, name: &str) -> Result<(), ApiError> {
+        self.inner.store.write(|state| {
+            let resource = kubelet::node_resource(state)?;
+            state
+                .delete(&resource, "", name, &DeleteOptions::default())
+                .map(drop)
+        })
+    }
+
+    /// Ends a running pod's containers: see [`kubelet::terminate`].
+    ///
+    /// # Errors
+    /// No such pod, or it is not running on a node.
+    pub fn terminate_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        termination: &Termination,
+    ) -> Result<(), ApiError> {
+        self.inner
+            .store
+            .write(|state| kubelet::terminate(state, namespace, name, termination))
+    }
+
+    /// Fails a pod's containers with `exit_code` and container `reason` (for example `Error`).
+    ///
+    /// # Errors
+    /// No such pod, or it is not running on a node.
+    pub fn fail_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        exit_code: i32,
+        reason: &str,
+    ) -> Result<(), ApiError> {
+        let termination = Termination {
+            exit_code,
+            reason: reason.into(),
+            pod_reason: None,
+            message: None,
+            final_: false,
+        };
+        self.terminate_pod(namespace, name, &termination)
+    }
+
+    /// Ends a pod's containers successfully (exit 0, `Completed`).
+    ///
+    /// # Errors
+    /// No such pod, or it is not running on a node.
+    pub fn succeed_pod(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+        let termination = Termination {
+            exit_code: 0,
+            reason: "Completed".into(),
+            pod_reason: None,
+            message: None,
+            final_: false,
+        };
+        self.terminate_pod(namespace, name, &termination)
+    }
+
+    /// Evicts a pod as the kubelet does under node pressure: `Failed` with reason `Evicted`.
+    ///
+    /// # Errors
+    /// No such pod, or it is not running on a node.
+    pub fn evict_pod(&self, namespace: &str, name: &str, message: &str) -> Result<(), ApiError> {
+        let termination = Termination {
+            exit_code: 137,
+            reason: "Error".into(),
+            pod_reason: Some("Evicted".into()),
+            message: Some(message.into()),
+            final_: true,
+        };
+        self.terminate_pod(namespace, name, &termination)
+    }
+
+    /// Reclaims a spot node: taints it with the reclaim taint and marks its pods
+    /// `DisruptionTarget`; after `grace` fails them (exit 137, pod reason `Terminated`) and
+    /// deletes the node. Returns once the node is tainted; the rest happens in the background.
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn reclaim_node(&self, name: &str, grace: Duration) -> Result<(), ApiError> {
+        let taint = self.inner.config.reclaim_taint.clone();
+        self.inner.store.write(|state| {
+            let resource = kubelet::node_resource(state)?;
+            let node = state.fetch(&resource, "", name)?;
+            let mut tainted = (*node).clone();
+            let mut taints = tainted["spec"]["taints"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            taints.push(serde_json::to_value(&taint).unwrap_or(Value::Null));
+            tainted["spec"]["taints"] = Value::Array(taints);
+            state.replace(
+                &resource,
+                "",
+                name,
+                tainted,
+                None,
+                &WriteOptions::internal("cloud-controller-manager"),
+            )?;
+            kubelet::mark_disruption(
+                state,
+                name,
+                "TerminationByKubelet",
+                &format!("node {name} is being reclaimed (spot instance interruption)"),
+            );
+            Ok::<_, ApiError>(())
+        })?;
+        let store = Arc::clone(&self.inner.store);
+        let stopped = self.inner.stopped.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => return,
+                () = tokio::time::sleep(grace) => {}
+            }
+            store.write(|state| {
+                let termination = Termination {
+                    exit_code: 137,
+                    reason: "Error".into(),
+                    pod_reason: Some("Terminated".into()),
+                    message: Some(
+                        "Pod was terminated in response to imminent node shutdown.".into(),
+                    ),
+                    final_: true,
+                };
+                for (key, _) in kubelet::pods_on(state, &name) {
+                    let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);
+                }
+                if let Ok(resource) = kubelet::node_resource(state) {
+                    state.remove_object(&resource, &ObjectKey::new("", &name));
+                }
+            });
+        });
+        Ok(())
+    }
+
+    /// Injects an API fault.
+    pub fn inject(&self, fault: Fault) {
+        self.inner.faults.inject(fault);
+    }
+
+    /// Removes every injected API fault.
+    pub fn clear_faults(&self) {
+        self.inner.faults.clear();
+    }
+
+    /// Ends every open watch; clients must watch again.
+    pub fn drop_watches(&self) {
+        self.inner.faults.drop_watches();
+    }
+
+    /// Restarts the API server keeping its state: every connection (watches included) is
+    /// closed, the port refuses connections for `downtime`, and the watch history is gone, so
+    /// watches resuming from an older resourceVersion get `410 Gone` and must list again.
+    ///
+    /// # Errors
+    /// The port cannot be bound again.
+    pub async fn restart(&self, downtime: Duration) -> std::io::Result<()> {
+        self.inner
+            .server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancel();
+        self.inner.faults.drop_watches();
+        self.inner.store.write(crate::store::State::compact);
+        tokio::time::sleep(downtime).await;
+        let listener = TcpListener::bind(self.inner.address).await?;
+        self.serve(listener);
+        Ok(())
+    }
+}
+
+/// Why a cluster did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The listening socket could not be bound.
+    #[error("cannot listen: {0}")]
+    Bind(#[source] std::io::Error),
+    /// A configured node or namespace was rejected.
+    #[error("cannot set up the cluster: {0}")]
+    Setup(#[source] ApiError),
+}
+
+/// A kubeconfig for an unauthenticated API server at `url`.
+pub fn kubeconfig_for(url: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: eto-sim\n  cluster:\n    server: {url}\n\
+         contexts:\n- name: eto-sim\n  context:\n    cluster: eto-sim\n    user: eto-sim\n    namespace: default\n\
+         current-context: eto-sim\nusers:\n- name: eto-sim\n  user: {{}}\n"
+    )
+}

@@ -1,0 +1,57 @@
+//! eto-sim: a simulated Kubernetes cluster for eto's integration tests, demo and benchmarks.
+//!
+//! It is a stateful API server speaking Kubernetes' HTTP/JSON API on `127.0.0.1`, usable by
+//! `kube::Client` and by `kubectl`, plus a scheduler and kubelets for simulated GPU nodes and
+//! the fault injection tests need. Start one in-process with [`SimCluster::start`], or as a
+//! process with `eto-sim serve`.
+//!
+//! # What behaves as in kube-apiserver
+//! - Objects get a `uid`, `creationTimestamp`, `generation` (custom resources: bumped on spec
+//!   changes only) and a global, monotonic `resourceVersion`; lists carry one too.
+//! - Create, get, list (label and field selectors, `limit`/`continue`), replace (`409` on a
+//!   stale resourceVersion), JSON patch (with `test`), JSON merge patch, strategic merge patch
+//!   of built-in types (`415` for custom resources, as in kube-apiserver), server-side apply
+//!   (see [`merge::managed`]), delete (finalizers, grace periods for running pods,
+//!   `propagationPolicy`), `deletecollection`, `dryRun`, `fieldValidation`.
+//! - Errors are `Status` objects with the standard reasons and codes (`NotFound`,
+//!   `AlreadyExists`, `Conflict`, `Invalid`, `Expired`, ...).
+//! - Watches resume from a resourceVersion, send bookmarks and initial events when asked,
+//!   turn selector transitions into ADDED/DELETED, honour `timeoutSeconds`, and answer `410`
+//!   for compacted history (see [`apiserver::watch`]).
+//! - `/status` and `/scale` subresources as CRDs declare them; pods' `/status`, `/binding`,
+//!   `/eviction` and `/log`.
+//! - Custom objects are pruned, defaulted and validated against their CRD's schema and CEL
+//!   rules (see [`schema`] for exactly what is checked).
+//! - Owner-reference garbage collection (background, foreground, orphan) and namespace
+//!   deletion.
+//! - Discovery and the `Table` form, so `kubectl get`, `apply --server-side`, `scale`, `patch`,
+//!   `delete` and `wait` work.
+//! - Events written through `events.k8s.io/v1` are read through core `v1` too.
+//!
+//! # What it does not do
+//! No authentication, authorization or admission webhooks; no TLS (plain HTTP on loopback);
+//! only the JSON wire format (no protobuf, which clients fall back from); one version per
+//! resource (no conversion); no OpenAPI documents (so no `kubectl explain` and no client-side
+//! `kubectl apply` of custom resources); no aggregated discovery; pods' containers run nothing
+//! (their lifecycle is driven by the simulated kubelet and by fault injection); Services get a
+//! cluster IP but nothing routes to it; the pod spec immutability check is simplified; no
+//! Deployments, StatefulSets or other workload controllers.
+
+pub mod apiserver;
+pub mod builtin;
+pub mod cluster;
+pub mod control;
+pub mod errors;
+pub mod http;
+pub mod merge;
+pub mod nodes;
+pub mod operations;
+pub mod resources;
+pub mod schema;
+pub mod selectors;
+pub mod store;
+
+pub use apiserver::faults::{Fault, FaultAction};
+pub use cluster::{SimCluster, SimConfig, StartError, kubeconfig_for};
+pub use nodes::NodeSpec;
+pub use nodes::kubelet::{KubeletConfig, Termination};

@@ -1,0 +1,336 @@
+//! A kubelet for every node, and the pod garbage collector.
+//!
+//! A pod bound to an existing node becomes `Running` and `Ready` (with a pod IP and running
+//! container statuses) [`KubeletConfig::start_delay`] after the kubelet first sees it bound. A
+//! pod being deleted is removed [`KubeletConfig::termination_delay`] (at most its grace period)
+//! after the kubelet first sees its `deletionTimestamp`; a finished one at once. A pod bound to
+//! a node that no longer exists is removed after [`KubeletConfig::orphan_gc_delay`], as the pod
+//! garbage collector does. Containers never exit by themselves: tests end them with
+//! [`terminate`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::scheduler::set_condition;
+use super::{pods, terminal};
+use crate::errors::ApiError;
+use crate::operations::{Subresource, WriteOptions, timestamp_now};
+use crate::resources::{ResourceId, ResourceType};
+use crate::store::{ObjectKey, State};
+
+const MANAGER: &str = "kubelet";
+
+/// Timings of the simulated kubelets.
+#[derive(Clone, Copy, Debug)]
+pub struct KubeletConfig {
+    /// From binding to Running and Ready.
+    pub start_delay: Duration,
+    /// From the deletion request to removal (capped by the pod's grace period).
+    pub termination_delay: Duration,
+    /// From the node's disappearance to the removal of its pods.
+    pub orphan_gc_delay: Duration,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        Self {
+            start_delay: Duration::ZERO,
+            termination_delay: Duration::ZERO,
+            orphan_gc_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// What the kubelets remember between passes.
+#[derive(Debug, Default)]
+pub struct Kubelets {
+    bound_seen: HashMap<String, Instant>,
+    deletion_seen: HashMap<String, Instant>,
+    orphan_seen: HashMap<String, Instant>,
+    next_ip: u32,
+}
+
+impl Kubelets {
+    /// One pass over every pod. Returns whether it wrote anything, and when the next timed
+    /// transition is due.
+    pub fn sync(&mut self, state: &mut State, config: &KubeletConfig) -> (bool, Option<Instant>) {
+        let Ok(resource) = state.resource(&pods()) else {
+            return (false, None);
+        };
+        let now = Instant::now();
+        let nodes: HashMap<String, Arc<Value>> = state
+            .list(&ResourceId::new("", "nodes"), None)
+            .map(|(key, node)| (key.name.clone(), Arc::clone(node)))
+            .collect();
+        let bound: Vec<(ObjectKey, Arc<Value>)> = state
+            .list(&pods(), None)
+            .filter(|(_, pod)| {
+                !pod["spec"]["nodeName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .is_empty()
+            })
+            .map(|(key, pod)| (key.clone(), Arc::clone(pod)))
+            .collect();
+        let live: std::collections::HashSet<String> = bound
+            .iter()
+            .filter_map(|(_, pod)| pod["metadata"]["uid"].as_str().map(String::from))
+            .collect();
+        self.bound_seen.retain(|uid, _| live.contains(uid));
+        self.deletion_seen.retain(|uid, _| live.contains(uid));
+        self.orphan_seen.retain(|uid, _| live.contains(uid));
+
+        let mut wrote = false;
+        let mut next: Option<Instant> = None;
+        let mut due = |at: Instant| -> bool {
+            if at <= now {
+                true
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+                false
+            }
+        };
+        let options = WriteOptions::internal(MANAGER);
+        for (key, pod) in bound {
+            let uid = pod["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let node_name = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+            let Some(node) = nodes.get(node_name) else {
+                let seen = *self.orphan_seen.entry(uid).or_insert(now);
+                if due(seen + config.orphan_gc_delay) {
+                    wrote |= state.remove_object(&resource, &key).is_some();
+                }
+                continue;
+            };
+            if pod["metadata"].get("deletionTimestamp").is_some() {
+                let seen = *self.deletion_seen.entry(uid).or_insert(now);
+                let grace = Duration::from_secs(
+                    pod["metadata"]["deletionGracePeriodSeconds"]
+                        .as_u64()
+                        .unwrap_or(0),
+                );
+                if terminal(&pod) || due(seen + config.termination_delay.min(grace)) {
+                    wrote |= state.remove_object(&resource, &key).is_some();
+                }
+                continue;
+            }
+            if pod["status"]["phase"].as_str() == Some("Pending") {
+                let seen = *self.bound_seen.entry(uid).or_insert(now);
+                if due(seen + config.start_delay) {
+                    self.next_ip += 1;
+                    let ip = format!(
+                        "10.244.{}.{}",
+                        (self.next_ip / 250) % 250,
+                        self.next_ip % 250 + 1
+                    );
+                    let running = running_status(&pod, node, &ip);
+                    wrote |= state
+                        .replace(
+                            &resource,
+                            &key.namespace,
+                            &key.name,
+                            running,
+                            Some(Subresource::Status),
+                            &options,
+                        )
+                        .is_ok();
+                }
+            }
+        }
+        (wrote, next)
+    }
+}
+
+fn running_status(pod: &Value, node: &Value, ip: &str) -> Value {
+    let now = timestamp_now();
+    let host_ip = node["status"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["type"] == "InternalIP")
+        .and_then(|a| a["address"].as_str())
+        .unwrap_or("192.168.0.1")
+        .to_string();
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
+    let statuses: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|container| {
+            let name = container["name"].as_str().unwrap_or_default();
+            json!({
+                "name": name,
+                "image": container["image"],
+                "imageID": format!("sim://{}", container["image"].as_str().unwrap_or_default()),
+                "containerID": format!("sim://{uid}/{name}"),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            })
+        })
+        .collect();
+    let mut running = pod.clone();
+    running["status"]["phase"] = json!("Running");
+    running["status"]["hostIP"] = json!(host_ip);
+    running["status"]["hostIPs"] = json!([{"ip": host_ip}]);
+    running["status"]["podIP"] = json!(ip);
+    running["status"]["podIPs"] = json!([{"ip": ip}]);
+    running["status"]["startTime"] = json!(now);
+    running["status"]["containerStatuses"] = Value::Array(statuses);
+    for type_ in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+        "PodScheduled",
+    ] {
+        set_condition(
+            &mut running,
+            json!({"type": type_, "status": "True", "lastTransitionTime": now}),
+        );
+    }
+    running
+}
+
+/// How a pod's containers end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Termination {
+    /// Exit code of the containers.
+    pub exit_code: i32,
+    /// Container termination reason, for example `Error`, `OOMKilled` or `Completed`.
+    pub reason: String,
+    /// Pod-level `status.reason`, for example `Evicted` or `Terminated`.
+    pub pod_reason: Option<String>,
+    /// Pod-level `status.message`.
+    pub message: Option<String>,
+    /// End the pod whatever its restart policy says (evictions, node loss).
+    pub final_: bool,
+}
+
+/// Ends the containers of a running pod. With `restartPolicy: Never` (or a final
+/// termination) the pod becomes `Failed` (non-zero exit) or `Succeeded`; `OnFailure` restarts
+/// failed containers and `Always` every container, bumping `restartCount` and keeping the pod
+/// Running.
+///
+/// # Errors
+/// NotFound for a missing pod; BadRequest for one that is not bound to a node.
+pub fn terminate(
+    state: &mut State,
+    namespace: &str,
+    name: &str,
+    termination: &Termination,
+) -> Result<(), ApiError> {
+    let resource = state.resource(&pods())?;
+    let pod = state.fetch(&resource, namespace, name)?;
+    if pod["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        return Err(ApiError::BadRequest(format!(
+            "pod {namespace}/{name} is not running on a node"
+        )));
+    }
+    let now = timestamp_now();
+    let restart = !termination.final_
+        && match pod["spec"]["restartPolicy"].as_str() {
+            Some("Always") => true,
+            Some("OnFailure") => termination.exit_code != 0,
+            _ => false,
+        };
+    let terminated = json!({
+        "exitCode": termination.exit_code,
+        "reason": termination.reason,
+        "startedAt": pod["status"]["startTime"],
+        "finishedAt": now,
+    });
+    let mut ended = (*pod).clone();
+    for status in ended["status"]["containerStatuses"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if restart {
+            status["lastState"] = json!({"terminated": terminated});
+            status["restartCount"] = json!(status["restartCount"].as_i64().unwrap_or(0) + 1);
+            status["state"] = json!({"running": {"startedAt": now}});
+        } else {
+            status["state"] = json!({"terminated": terminated});
+            status["ready"] = json!(false);
+            status["started"] = json!(false);
+        }
+    }
+    if !restart {
+        let (phase, condition_reason) = if termination.exit_code == 0 {
+            ("Succeeded", "PodCompleted")
+        } else {
+            ("Failed", "PodFailed")
+        };
+        ended["status"]["phase"] = json!(phase);
+        for type_ in ["Ready", "ContainersReady"] {
+            set_condition(
+                &mut ended,
+                json!({"type": type_, "status": "False", "reason": condition_reason, "lastTransitionTime": now}),
+            );
+        }
+        if let Some(reason) = &termination.pod_reason {
+            ended["status"]["reason"] = json!(reason);
+        }
+        if let Some(message) = &termination.message {
+            ended["status"]["message"] = json!(message);
+        }
+    }
+    state.replace(
+        &resource,
+        namespace,
+        name,
+        ended,
+        Some(Subresource::Status),
+        &WriteOptions::internal(MANAGER),
+    )?;
+    Ok(())
+}
+
+/// Marks every pod on `node` with `DisruptionTarget=True` (they are about to be terminated).
+pub fn mark_disruption(state: &mut State, node: &str, reason: &str, message: &str) {
+    let Ok(resource) = state.resource(&pods()) else {
+        return;
+    };
+    let targets: Vec<(ObjectKey, Arc<Value>)> = pods_on(state, node);
+    let now = timestamp_now();
+    for (key, pod) in targets {
+        let mut marked = (*pod).clone();
+        set_condition(
+            &mut marked,
+            json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}),
+        );
+        let _ = state.replace(
+            &resource,
+            &key.namespace,
+            &key.name,
+            marked,
+            Some(Subresource::Status),
+            &WriteOptions::internal(MANAGER),
+        );
+    }
+}
+
+/// The unfinished pods bound to `node`.
+pub fn pods_on(state: &State, node: &str) -> Vec<(ObjectKey, Arc<Value>)> {
+    state
+        .list(&pods(), None)
+        .filter(|(_, pod)| pod["spec"]["nodeName"].as_str() == Some(node) && !terminal(pod))
+        .map(|(key, pod)| (key.clone(), Arc::clone(pod)))
+        .collect()
+}
+
+/// The type of nodes, for callers that write nodes directly.
+pub fn node_resource(state: &State) -> Result<Arc<ResourceType>, ApiError> {
+    state.resource(&ResourceId::new("", "nodes"))
+}

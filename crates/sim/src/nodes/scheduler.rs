@@ -1,0 +1,453 @@
+//! A scheduler for pods whose `schedulerName` is `default-scheduler`.
+//!
+//! A pod fits a node that is Ready and schedulable, whose labels satisfy the pod's
+//! `nodeSelector` and required node affinity, whose `NoSchedule`/`NoExecute` taints the pod
+//! tolerates, and whose allocatable resources (CPU, memory, pods and any extended resource such
+//! as `nvidia.com/gpu`) cover the pod's requests on top of those of the pods already bound there
+//! and not finished. Among fitting nodes the fullest wins (bin packing, which keeps whole GPU
+//! nodes free), ties broken by name. Pods are considered oldest first. A pod that fits nowhere
+//! gets `PodScheduled=False` with reason `Unschedulable` and a message in the real scheduler's
+//! style (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
+//!
+//! Not simulated: preemption, pod (anti-)affinity, topology spread, preferred affinity,
+//! volumes and ports.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::quantity::{Milli, parse_value, pod_requests};
+use super::{pods, terminal};
+use crate::errors::ApiError;
+use crate::operations::{Subresource, WriteOptions, timestamp_now};
+use crate::resources::ResourceId;
+use crate::store::State;
+
+const MANAGER: &str = "default-scheduler";
+
+/// Whether `pod` tolerates `taint`.
+pub fn tolerates(pod: &Value, taint: &Value) -> bool {
+    pod["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|toleration| {
+            let key_matches = match toleration["key"].as_str() {
+                None | Some("") => toleration["operator"].as_str() == Some("Exists"),
+                Some(key) => Some(key) == taint["key"].as_str(),
+            };
+            let value_matches = match toleration["operator"].as_str() {
+                Some("Exists") => true,
+                _ => {
+                    toleration["value"].as_str().unwrap_or_default()
+                        == taint["value"].as_str().unwrap_or_default()
+                }
+            };
+            let effect_matches = toleration["effect"]
+                .as_str()
+                .is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
+            key_matches && value_matches && effect_matches
+        })
+}
+
+fn expression_matches(expression: &Value, value: Option<&str>) -> bool {
+    let values: Vec<&str> = expression["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    match expression["operator"].as_str() {
+        Some("In") => value.is_some_and(|v| values.contains(&v)),
+        Some("NotIn") => !value.is_some_and(|v| values.contains(&v)),
+        Some("Exists") => value.is_some(),
+        Some("DoesNotExist") => value.is_none(),
+        Some("Gt") => value
+            .and_then(|v| v.parse::<i64>().ok())
+            .zip(values.first().and_then(|v| v.parse::<i64>().ok()))
+            .is_some_and(|(v, bound)| v > bound),
+        Some("Lt") => value
+            .and_then(|v| v.parse::<i64>().ok())
+            .zip(values.first().and_then(|v| v.parse::<i64>().ok()))
+            .is_some_and(|(v, bound)| v < bound),
+        _ => false,
+    }
+}
+
+fn selector_matches(pod: &Value, node: &Value) -> bool {
+    let labels = &node["metadata"]["labels"];
+    let selector_ok = pod["spec"]["nodeSelector"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value));
+    let terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array();
+    let affinity_ok = terms.is_none_or(|terms| {
+        terms.iter().any(|term| {
+            let expressions = term["matchExpressions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|expression| {
+                    let key = expression["key"].as_str().unwrap_or_default();
+                    expression_matches(expression, labels.get(key).and_then(Value::as_str))
+                });
+            let fields = term["matchFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|expression| {
+                    let value = match expression["key"].as_str() {
+                        Some("metadata.name") => node["metadata"]["name"].as_str(),
+                        _ => None,
+                    };
+                    expression_matches(expression, value)
+                });
+            expressions && fields
+        })
+    });
+    selector_ok && affinity_ok
+}
+
+fn ready(node: &Value) -> bool {
+    node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+}
+
+/// Why a pod does not fit a node, in the scheduler's words.
+fn misfit(
+    pod: &Value,
+    requests: &BTreeMap<String, Milli>,
+    node: &Value,
+    used: &BTreeMap<String, Milli>,
+) -> Option<String> {
+    if !ready(node) {
+        return Some("node(s) were not ready".into());
+    }
+    if node["spec"]["unschedulable"].as_bool() == Some(true) {
+        return Some("node(s) were unschedulable".into());
+    }
+    if !selector_matches(pod, node) {
+        return Some("node(s) didn't match Pod's node affinity/selector".into());
+    }
+    let untolerated = node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|taint| {
+            matches!(taint["effect"].as_str(), Some("NoSchedule" | "NoExecute"))
+                && !tolerates(pod, taint)
+        });
+    if let Some(taint) = untolerated {
+        return Some(format!(
+            "node(s) had untolerated taint {{{}: {}}}",
+            taint["key"].as_str().unwrap_or_default(),
+            taint["value"].as_str().unwrap_or_default()
+        ));
+    }
+    for (resource, amount) in requests {
+        if *amount == 0 {
+            continue;
+        }
+        let allocatable = node["status"]["allocatable"]
+            .get(resource)
+            .and_then(parse_value)
+            .unwrap_or(0);
+        let in_use = used.get(resource).copied().unwrap_or(0);
+        if in_use + amount > allocatable {
+            let name = if resource == "pods" {
+                "Too many pods".to_string()
+            } else {
+                format!("Insufficient {resource}")
+            };
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// Binds `pod` to `node` (the `binding` subresource), marking it `PodScheduled`.
+///
+/// # Errors
+/// NotFound for a missing pod, Conflict when it is bound to another node already.
+pub fn bind(
+    state: &mut State,
+    resource: &crate::resources::ResourceType,
+    namespace: &str,
+    name: &str,
+    node: &str,
+    options: &WriteOptions,
+) -> Result<(), ApiError> {
+    let pod = state.fetch(resource, namespace, name)?;
+    match pod["spec"]["nodeName"].as_str() {
+        Some(bound) if bound == node => return Ok(()),
+        Some(bound) if !bound.is_empty() => {
+            return Err(ApiError::Conflict {
+                resource: resource.id.clone(),
+                name: name.to_string(),
+                message: format!(
+                    "Operation cannot be fulfilled on pods/binding {name:?}: pod {name} is already assigned to node {bound:?}"
+                ),
+                causes: Vec::new(),
+            });
+        }
+        _ => {}
+    }
+    let mut bound = (*pod).clone();
+    bound["spec"]["nodeName"] = json!(node);
+    let written = state.replace(resource, namespace, name, bound, None, options)?;
+    let mut scheduled = (*written.object).clone();
+    set_condition(
+        &mut scheduled,
+        json!({"type": "PodScheduled", "status": "True", "lastTransitionTime": timestamp_now()}),
+    );
+    state.replace(
+        resource,
+        namespace,
+        name,
+        scheduled,
+        Some(Subresource::Status),
+        options,
+    )?;
+    Ok(())
+}
+
+/// Sets a pod condition, keeping `lastTransitionTime` when the status does not change.
+pub fn set_condition(pod: &mut Value, condition: Value) {
+    let conditions = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut updated: Vec<Value> = Vec::new();
+    let mut found = false;
+    for existing in conditions {
+        if existing["type"] == condition["type"] {
+            found = true;
+            let mut merged = condition.clone();
+            if existing["status"] == condition["status"] {
+                merged["lastTransitionTime"] = existing["lastTransitionTime"].clone();
+            }
+            updated.push(merged);
+        } else {
+            updated.push(existing);
+        }
+    }
+    if !found {
+        updated.push(condition);
+    }
+    pod["status"]["conditions"] = Value::Array(updated);
+}
+
+/// Schedules every pending pod it can; returns whether it wrote anything.
+pub fn schedule(state: &mut State) -> bool {
+    let Ok(pod_resource) = state.resource(&pods()) else {
+        return false;
+    };
+    let nodes: Vec<Arc<Value>> = state
+        .list(&ResourceId::new("", "nodes"), None)
+        .map(|(_, n)| Arc::clone(n))
+        .collect();
+    let mut used: BTreeMap<String, BTreeMap<String, Milli>> = BTreeMap::new();
+    let mut pending: Vec<Arc<Value>> = Vec::new();
+    for (_, pod) in state.list(&pods(), None) {
+        match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            Some(node) if !terminal(pod) => {
+                let usage = used.entry(node.to_string()).or_default();
+                for (resource, amount) in pod_requests(pod) {
+                    *usage.entry(resource).or_default() += amount;
+                }
+            }
+            Some(_) => {}
+            None => {
+                let ours = pod["spec"]["schedulerName"]
+                    .as_str()
+                    .is_none_or(|s| s == MANAGER);
+                if ours && !terminal(pod) && pod["metadata"].get("deletionTimestamp").is_none() {
+                    pending.push(Arc::clone(pod));
+                }
+            }
+        }
+    }
+    pending.sort_by(|a, b| {
+        let key = |p: &Value| {
+            (
+                p["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let options = WriteOptions::internal(MANAGER);
+    let mut wrote = false;
+    for pod in pending {
+        let requests = pod_requests(&pod);
+        let empty = BTreeMap::new();
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        let mut best: Option<(Milli, Milli, &str)> = None;
+        for node in &nodes {
+            let node_name = node["metadata"]["name"].as_str().unwrap_or_default();
+            let node_used = used.get(node_name).unwrap_or(&empty);
+            if let Some(reason) = misfit(&pod, &requests, node, node_used) {
+                *reasons.entry(reason).or_default() += 1;
+                continue;
+            }
+            let free = |resource: &str| {
+                node["status"]["allocatable"]
+                    .get(resource)
+                    .and_then(parse_value)
+                    .unwrap_or(0)
+                    - node_used.get(resource).copied().unwrap_or(0)
+                    - requests.get(resource).copied().unwrap_or(0)
+            };
+            let score = (free("nvidia.com/gpu"), free("cpu"), node_name);
+            if best.is_none_or(|current| score < current) {
+                best = Some(score);
+            }
+        }
+        let namespace = pod["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        match best {
+            Some((_, _, node)) => {
+                let node = node.to_string();
+                if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
+                    let usage = used.entry(node).or_default();
+                    for (resource, amount) in requests {
+                        *usage.entry(resource).or_default() += amount;
+                    }
+                    wrote = true;
+                }
+            }
+            None => {
+                let details: Vec<String> = reasons
+                    .iter()
+                    .map(|(reason, count)| format!("{count} {reason}"))
+                    .collect();
+                let message = if details.is_empty() {
+                    "no nodes available to schedule pods".to_string()
+                } else {
+                    format!(
+                        "0/{} nodes are available: {}.",
+                        nodes.len(),
+                        details.join(", ")
+                    )
+                };
+                let current = pod["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["type"] == "PodScheduled")
+                    .and_then(|c| c["message"].as_str());
+                if current != Some(message.as_str()) {
+                    let mut unschedulable = (*pod).clone();
+                    set_condition(
+                        &mut unschedulable,
+                        json!({
+                            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                            "message": message, "lastTransitionTime": timestamp_now(),
+                        }),
+                    );
+                    wrote |= state
+                        .replace(
+                            &pod_resource,
+                            &namespace,
+                            &name,
+                            unschedulable,
+                            Some(Subresource::Status),
+                            &options,
+                        )
+                        .is_ok();
+                }
+            }
+        }
+    }
+    wrote
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tolerations_match_taints_as_kubernetes_does() {
+        let taint = json!({"key": "spot", "value": "true", "effect": "NoSchedule"});
+        let cases = [
+            (json!([]), false),
+            (
+                json!([{"key": "spot", "operator": "Equal", "value": "true"}]),
+                true,
+            ),
+            (json!([{"key": "spot", "value": "false"}]), false),
+            (
+                json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]),
+                true,
+            ),
+            (
+                json!([{"key": "spot", "operator": "Exists", "effect": "NoExecute"}]),
+                false,
+            ),
+            (json!([{"operator": "Exists"}]), true),
+        ];
+        for (tolerations, expected) in cases {
+            let pod = json!({"spec": {"tolerations": tolerations}});
+            assert_eq!(tolerates(&pod, &taint), expected, "{tolerations}");
+        }
+    }
+
+    #[test]
+    fn node_selectors_and_required_affinity_must_both_match() {
+        let node = json!({"metadata": {"name": "n1", "labels": {"gpu": "a100", "zone": "z1", "cores": "64"}}});
+        let pod = |spec: Value| json!({"spec": spec});
+        let affinity = |expressions: Value| json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}}}});
+        assert!(selector_matches(
+            &pod(json!({"nodeSelector": {"gpu": "a100"}})),
+            &node
+        ));
+        assert!(!selector_matches(
+            &pod(json!({"nodeSelector": {"gpu": "v100"}})),
+            &node
+        ));
+        assert!(selector_matches(
+            &pod(affinity(
+                json!([{"key": "zone", "operator": "In", "values": ["z1", "z2"]}])
+            )),
+            &node
+        ));
+        assert!(!selector_matches(
+            &pod(affinity(
+                json!([{"key": "zone", "operator": "NotIn", "values": ["z1"]}])
+            )),
+            &node
+        ));
+        assert!(selector_matches(
+            &pod(affinity(
+                json!([{"key": "cores", "operator": "Gt", "values": ["32"]}])
+            )),
+            &node
+        ));
+        assert!(!selector_matches(
+            &pod(affinity(json!([{"key": "spot", "operator": "Exists"}]))),
+            &node
+        ));
+        let by_name = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}]}}}});
+        assert!(!selector_matches(&pod(by_name), &node));
+    }
+}

@@ -1,0 +1,339 @@
+//! Object storage with a global, monotonic resourceVersion and a bounded log of changes.
+//!
+//! Every committed change gets the next resourceVersion and is appended to the change log;
+//! watches read the log from the resourceVersion they resume at. The log keeps the most recent
+//! changes only: a watch that asks for an older resourceVersion gets `410 Gone`, as it would
+//! from kube-apiserver after etcd compaction.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::resources::{Registry, ResourceId};
+
+/// Namespace (empty for cluster-scoped objects) and name of an object.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// Namespace, empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `name` in `namespace` (empty for cluster-scoped objects).
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Created.
+    Added,
+    /// Changed.
+    Modified,
+    /// Removed from storage.
+    Deleted,
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub struct Change {
+    /// The resourceVersion the change produced.
+    pub rv: u64,
+    /// The resource of the object.
+    pub resource: ResourceId,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// The object after the change (for `Deleted`: the last state, with the new
+    /// resourceVersion).
+    pub object: Arc<Value>,
+    /// The object before a `Modified` change.
+    pub previous: Option<Arc<Value>>,
+    json: OnceLock<Bytes>,
+}
+
+impl Change {
+    /// The object serialized as JSON, computed once and shared by every watch.
+    pub fn object_json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+            .clone()
+    }
+}
+
+/// [`State`] shared between request handlers and the simulated components, with change
+/// notifications.
+#[derive(Debug)]
+pub struct Store {
+    state: Mutex<State>,
+    changed: tokio::sync::watch::Sender<u64>,
+    garbage: tokio::sync::Notify,
+}
+
+impl Store {
+    /// An empty store keeping the last `log_capacity` changes for watches.
+    pub fn new(log_capacity: usize) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State::new(log_capacity)),
+            changed: tokio::sync::watch::channel(0).0,
+            garbage: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Reads the state.
+    pub fn read<R>(&self, read: impl FnOnce(&State) -> R) -> R {
+        read(&self.state.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Changes the state, then wakes the watches (when something was committed) and the
+    /// garbage collector (when it has work).
+    pub fn write<R>(&self, write: impl FnOnce(&mut State) -> R) -> R {
+        let (result, rv, garbage) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let result = write(&mut state);
+            (result, state.resource_version(), !state.gc_queue.is_empty())
+        };
+        self.changed.send_if_modified(|latest| {
+            let advanced = *latest != rv;
+            *latest = rv;
+            advanced
+        });
+        if garbage {
+            self.garbage.notify_one();
+        }
+        result
+    }
+
+    /// A receiver that is marked changed whenever a change is committed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Resolves when the garbage collector may have work.
+    pub async fn garbage_queued(&self) {
+        self.garbage.notified().await;
+    }
+}
+
+/// The stored objects, the resource registry and the change log.
+#[derive(Debug)]
+pub struct State {
+    /// Served resource types.
+    pub registry: Registry,
+    rv: u64,
+    objects: HashMap<ResourceId, BTreeMap<ObjectKey, Arc<Value>>>,
+    uids: HashMap<String, (ResourceId, ObjectKey)>,
+    log: VecDeque<Arc<Change>>,
+    log_capacity: usize,
+    compacted_through: u64,
+    /// Uids of removed objects whose dependents the garbage collector has yet to handle.
+    pub gc_queue: Vec<String>,
+}
+
+impl State {
+    /// Empty storage serving the built-in resources, keeping the last `log_capacity` changes.
+    pub fn new(log_capacity: usize) -> Self {
+        Self {
+            registry: Registry::builtin(),
+            rv: 0,
+            objects: HashMap::new(),
+            uids: HashMap::new(),
+            log: VecDeque::new(),
+            log_capacity: log_capacity.max(1),
+            compacted_through: 0,
+            gc_queue: Vec::new(),
+        }
+    }
+
+    /// The resourceVersion of the latest change.
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// The object `key` of `resource`.
+    pub fn get(&self, resource: &ResourceId, key: &ObjectKey) -> Option<&Arc<Value>> {
+        self.objects.get(resource)?.get(key)
+    }
+
+    /// The objects of `resource`, in `namespace` when given, ordered by namespace and name.
+    pub fn list<'a>(
+        &'a self,
+        resource: &ResourceId,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Value>)> + 'a {
+        self.objects
+            .get(resource)
+            .into_iter()
+            .flat_map(|objects| objects.iter())
+            .filter(move |(key, _)| namespace.is_none_or(|ns| key.namespace == ns))
+    }
+
+    /// Where the object with `uid` is stored, if it exists.
+    pub fn locate_uid(&self, uid: &str) -> Option<&(ResourceId, ObjectKey)> {
+        self.uids.get(uid)
+    }
+
+    /// Every stored object, of every resource.
+    pub fn all_objects(&self) -> impl Iterator<Item = (&ResourceId, &ObjectKey, &Arc<Value>)> {
+        self.objects
+            .iter()
+            .flat_map(|(resource, objects)| objects.iter().map(move |(key, o)| (resource, key, o)))
+    }
+
+    /// Stores `object` (whose metadata is complete but for its resourceVersion) under `key`,
+    /// assigning the next resourceVersion, and records the change.
+    pub fn put(&mut self, resource: &ResourceId, key: ObjectKey, mut object: Value) -> Arc<Value> {
+        self.rv += 1;
+        object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        if let Some(uid) = object["metadata"]["uid"].as_str() {
+            self.uids
+                .insert(uid.to_string(), (resource.clone(), key.clone()));
+        }
+        let object = Arc::new(object);
+        let previous = self
+            .objects
+            .entry(resource.clone())
+            .or_default()
+            .insert(key, Arc::clone(&object));
+        let kind = if previous.is_some() {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Added
+        };
+        self.record(resource, kind, Arc::clone(&object), previous);
+        object
+    }
+
+    /// Removes `key`, recording a `Deleted` change whose object carries a new resourceVersion.
+    pub fn remove(&mut self, resource: &ResourceId, key: &ObjectKey) -> Option<Arc<Value>> {
+        let removed = self.objects.get_mut(resource)?.remove(key)?;
+        if let Some(uid) = removed["metadata"]["uid"].as_str() {
+            self.uids.remove(uid);
+        }
+        self.rv += 1;
+        let mut last = (*removed).clone();
+        last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let last = Arc::new(last);
+        self.record(resource, ChangeKind::Deleted, Arc::clone(&last), None);
+        Some(last)
+    }
+
+    /// Drops every object of `resource` without recording changes (its type is unregistered).
+    pub fn drop_resource(&mut self, resource: &ResourceId) {
+        if let Some(objects) = self.objects.remove(resource) {
+            for object in objects.values() {
+                if let Some(uid) = object["metadata"]["uid"].as_str() {
+                    self.uids.remove(uid);
+                }
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        resource: &ResourceId,
+        kind: ChangeKind,
+        object: Arc<Value>,
+        previous: Option<Arc<Value>>,
+    ) {
+        if self.log.len() == self.log_capacity
+            && let Some(oldest) = self.log.pop_front()
+        {
+            self.compacted_through = oldest.rv;
+        }
+        self.log.push_back(Arc::new(Change {
+            rv: self.rv,
+            resource: resource.clone(),
+            kind,
+            object,
+            previous,
+            json: OnceLock::new(),
+        }));
+    }
+
+    /// The changes after `rv`, or `Err(oldest available)` when some of them are compacted.
+    /// They are complete up to [`State::resource_version`].
+    pub fn changes_since(&self, rv: u64) -> Result<Vec<Arc<Change>>, u64> {
+        if rv < self.compacted_through {
+            return Err(self.compacted_through + 1);
+        }
+        let start = self.log.partition_point(|change| change.rv <= rv);
+        Ok(self.log.range(start..).cloned().collect())
+    }
+
+    /// Forgets every recorded change, as an API server restart with a cold watch cache does:
+    /// watches must then resume from a resourceVersion at or after the current one.
+    pub fn compact(&mut self) {
+        self.log.clear();
+        self.compacted_through = self.rv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pods() -> ResourceId {
+        ResourceId::new("", "pods")
+    }
+
+    #[test]
+    fn every_change_gets_the_next_resource_version() {
+        let mut state = State::new(100);
+        let key = ObjectKey::new("ns", "p");
+        let created = state.put(
+            &pods(),
+            key.clone(),
+            json!({"metadata": {"name": "p", "uid": "u1"}}),
+        );
+        let updated = state.put(
+            &pods(),
+            key.clone(),
+            json!({"metadata": {"name": "p", "uid": "u1"}}),
+        );
+        let deleted = state.remove(&pods(), &key).unwrap();
+        assert_eq!(created["metadata"]["resourceVersion"], "1");
+        assert_eq!(updated["metadata"]["resourceVersion"], "2");
+        assert_eq!(deleted["metadata"]["resourceVersion"], "3");
+        let kinds: Vec<ChangeKind> = state
+            .changes_since(0)
+            .unwrap()
+            .iter()
+            .map(|c| c.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [ChangeKind::Added, ChangeKind::Modified, ChangeKind::Deleted]
+        );
+        assert_eq!(state.changes_since(2).unwrap().len(), 1);
+        assert!(state.locate_uid("u1").is_none());
+    }
+
+    #[test]
+    fn compacted_history_is_reported() {
+        let mut state = State::new(2);
+        for name in ["a", "b", "c", "d"] {
+            state.put(
+                &pods(),
+                ObjectKey::new("ns", name),
+                json!({"metadata": {"name": name}}),
+            );
+        }
+        assert_eq!(state.changes_since(3).unwrap().len(), 1);
+        assert_eq!(state.changes_since(2).unwrap().len(), 2);
+        assert!(matches!(state.changes_since(1), Err(3)));
+        state.compact();
+        assert!(state.changes_since(3).is_err());
+        assert_eq!(state.changes_since(4).unwrap().len(), 0);
+    }
+}

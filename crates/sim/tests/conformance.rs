@@ -1,0 +1,1211 @@
+//! The simulated API server behaves like kube-apiserver where a client can tell, checked
+//! through `kube::Client`.
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use eto_sim::{Fault, FaultAction, KubeletConfig, NodeSpec, SimCluster, SimConfig};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy, WatchEvent,
+    WatchParams,
+};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn cluster_with(config: SimConfig) -> (SimCluster, Client) {
+    let cluster = SimCluster::start(config).await.unwrap();
+    let client = cluster.client();
+    (cluster, client)
+}
+
+async fn cluster() -> (SimCluster, Client) {
+    cluster_with(SimConfig::default().gpu_nodes(2, 8)).await
+}
+
+fn config_map(name: &str, data: Value) -> ConfigMap {
+    serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}),
+    )
+    .unwrap()
+}
+
+fn pod(name: &str, gpus: u32) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "test"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
+    }))
+    .unwrap()
+}
+
+async fn wait_for<K, C>(api: &Api<K>, name: &str, condition: C) -> Option<K>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    C: kube::runtime::wait::Condition<K>,
+{
+    tokio::time::timeout(WAIT, await_condition(api.clone(), name, condition))
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {name}"))
+        .unwrap()
+}
+
+fn is_running(pod: Option<&Pod>) -> bool {
+    pod.and_then(|p| p.status.as_ref())
+        .and_then(|s| s.phase.as_deref())
+        == Some("Running")
+}
+
+fn phase_is(phase: &'static str) -> impl Fn(Option<&Pod>) -> bool {
+    move |pod| {
+        pod.and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            == Some(phase)
+    }
+}
+
+async fn install_eto_crds(client: &Client) {
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
+    for crd in eto_api::crds() {
+        crds.patch(
+            &crd.name_any(),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+fn training_job(name: &str) -> Value {
+    json!({
+        "apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob",
+        "metadata": {"name": name},
+        "spec": {"etReplicaSpecs": {
+            "launcher": {"template": {"spec": {"containers": [{"name": "l", "image": "horovod"}]}}},
+            "worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "w", "image": "horovod"}]}}}
+        }}
+    })
+}
+
+#[tokio::test]
+async fn objects_get_uid_creation_time_and_increasing_resource_versions() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let a = api
+        .create(&PostParams::default(), &config_map("a", json!({"k": "1"})))
+        .await
+        .unwrap();
+    let b = api
+        .create(&PostParams::default(), &config_map("b", json!({"k": "1"})))
+        .await
+        .unwrap();
+    assert!(a.metadata.uid.is_some() && a.metadata.creation_timestamp.is_some());
+    assert_ne!(a.metadata.uid, b.metadata.uid);
+    let rv = |cm: &ConfigMap| cm.resource_version().unwrap().parse::<u64>().unwrap();
+    assert!(rv(&b) > rv(&a));
+    let list = api.list(&ListParams::default()).await.unwrap();
+    assert!(
+        list.metadata
+            .resource_version
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= rv(&b)
+    );
+}
+
+#[tokio::test]
+async fn errors_carry_the_standard_reasons() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    assert!(api.get_opt("missing").await.unwrap().is_none());
+    api.create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    let kube::Error::Api(exists) = api
+        .create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(exists.is_already_exists(), "{exists:?}");
+    let elsewhere: Api<ConfigMap> = Api::namespaced(client, "no-such-namespace");
+    let kube::Error::Api(missing_ns) = elsewhere
+        .create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(missing_ns.is_not_found(), "{missing_ns:?}");
+}
+
+#[tokio::test]
+async fn a_stale_replace_gets_409_conflict() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let created = api
+        .create(&PostParams::default(), &config_map("a", json!({"k": "1"})))
+        .await
+        .unwrap();
+    let mut first = created.clone();
+    first.data = Some([("k".to_string(), "2".to_string())].into());
+    api.replace("a", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    let mut stale = created;
+    stale.data = Some([("k".to_string(), "3".to_string())].into());
+    let kube::Error::Api(conflict) = api
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(conflict.is_conflict(), "{conflict:?}");
+    assert_eq!(api.get("a").await.unwrap().data.unwrap()["k"], "2");
+}
+
+#[tokio::test]
+async fn a_repeated_server_side_apply_changes_nothing_and_emits_no_event() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let params = PatchParams::apply("eto").force();
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}});
+    let first = api
+        .patch("a", &params, &Patch::Apply(&config))
+        .await
+        .unwrap();
+    let mut events = api
+        .watch(&WatchParams::default(), &first.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    let second = api
+        .patch("a", &params, &Patch::Apply(&config))
+        .await
+        .unwrap();
+    assert_eq!(first.resource_version(), second.resource_version());
+    // A real change afterwards is the first event the watch sees.
+    let changed = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}});
+    api.patch("a", &params, &Patch::Apply(&changed))
+        .await
+        .unwrap();
+    match events.try_next().await.unwrap().unwrap() {
+        WatchEvent::Modified(cm) => assert_eq!(cm.data.unwrap()["k"], "2"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn server_side_apply_conflicts_with_other_managers_unless_forced() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let config = |value: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": value}});
+    api.patch(
+        "a",
+        &PatchParams::apply("alice"),
+        &Patch::Apply(&config("1")),
+    )
+    .await
+    .unwrap();
+    let kube::Error::Api(conflict) = api
+        .patch("a", &PatchParams::apply("bob"), &Patch::Apply(&config("2")))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(conflict.is_conflict(), "{conflict:?}");
+    assert!(conflict.message.contains(".data.k"), "{}", conflict.message);
+    let forced = api
+        .patch(
+            "a",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(&config("2")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["k"], "2");
+    let managers: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["bob"]);
+}
+
+#[tokio::test]
+async fn server_side_apply_removes_fields_the_applier_stops_setting() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let params = PatchParams::apply("eto").force();
+    let first = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1", "y": "1"}}, "data": {"a": "1", "b": "1"}});
+    api.patch("a", &params, &Patch::Apply(&first))
+        .await
+        .unwrap();
+    let second = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"a": "1"}});
+    let result = api
+        .patch("a", &params, &Patch::Apply(&second))
+        .await
+        .unwrap();
+    assert_eq!(result.labels().len(), 1);
+    assert_eq!(result.data.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn patches_of_every_type() {
+    let (_cluster, client) = cluster().await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("p", 0))
+        .await
+        .unwrap();
+    // Strategic merge: containers merge by name.
+    let strategic = json!({"metadata": {"labels": {"extra": "yes"}}, "spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}});
+    let patched = pods
+        .patch("p", &PatchParams::default(), &Patch::Strategic(&strategic))
+        .await
+        .unwrap();
+    let spec = patched.spec.unwrap();
+    assert_eq!(spec.containers.len(), 1);
+    assert_eq!(spec.containers[0].image.as_deref(), Some("busybox:1.37"));
+    assert!(
+        spec.containers[0].resources.is_some(),
+        "the merge kept the container's other fields"
+    );
+    // JSON patch with a failing test is rejected and changes nothing.
+    let failing: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/labels/app", "value": "other"},
+        {"op": "add", "path": "/metadata/labels/z", "value": "1"}
+    ]))
+    .unwrap();
+    assert!(
+        pods.patch("p", &PatchParams::default(), &Patch::<()>::Json(failing))
+            .await
+            .is_err()
+    );
+    assert!(!pods.get("p").await.unwrap().labels().contains_key("z"));
+    // Merge patch with a stale resourceVersion is a conflict.
+    let stale = json!({"metadata": {"resourceVersion": "1", "labels": {"z": "1"}}});
+    let kube::Error::Api(conflict) = pods
+        .patch("p", &PatchParams::default(), &Patch::Merge(&stale))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(conflict.is_conflict());
+    // Pod specs are immutable but for images.
+    let forbidden = json!({"spec": {"restartPolicy": "Always"}});
+    let kube::Error::Api(invalid) = pods
+        .patch("p", &PatchParams::default(), &Patch::Merge(&forbidden))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(invalid.is_invalid(), "{invalid:?}");
+}
+
+#[tokio::test]
+async fn a_watch_resumes_from_its_resource_version() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let a = api
+        .create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("b", json!({})))
+        .await
+        .unwrap();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let events: Vec<WatchEvent<ConfigMap>> = api
+        .watch(&WatchParams::default(), &a.resource_version().unwrap())
+        .await
+        .unwrap()
+        .take(2)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(
+        matches!(&events[0], WatchEvent::Added(cm) if cm.name_any() == "b"),
+        "{events:?}"
+    );
+    assert!(
+        matches!(&events[1], WatchEvent::Deleted(cm) if cm.name_any() == "a"),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_watch_from_compacted_history_gets_410_gone() {
+    let (_cluster, client) = cluster_with(SimConfig {
+        history: 3,
+        ..SimConfig::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let first = api
+        .create(&PostParams::default(), &config_map("first", json!({})))
+        .await
+        .unwrap();
+    for name in ["a", "b", "c", "d", "e"] {
+        api.create(&PostParams::default(), &config_map(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let mut events = api
+        .watch(&WatchParams::default(), &first.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    match events.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(error) => {
+            assert_eq!((error.code, error.reason.as_str()), (410, "Expired"))
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watches_send_bookmarks_and_initial_events_when_asked() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    let params = WatchParams::default().initial_events();
+    let events: Vec<WatchEvent<ConfigMap>> = api
+        .watch(&params, "0")
+        .await
+        .unwrap()
+        .take(2)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(matches!(&events[0], WatchEvent::Added(cm) if cm.name_any() == "a"));
+    match &events[1] {
+        WatchEvent::Bookmark(bookmark) => {
+            assert_eq!(
+                bookmark
+                    .metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
+                Some("true")
+            );
+        }
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_watch_ends_after_its_timeout() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let stream = api
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap();
+    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(events.is_empty());
+}
+
+#[tokio::test]
+async fn label_changes_move_objects_in_and_out_of_selected_watches() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let created = api
+        .create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    let params = WatchParams::default().labels("team=ml");
+    let mut events = api
+        .watch(&params, &created.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "ml"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "web"}}})),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        events.try_next().await.unwrap().unwrap(),
+        WatchEvent::Added(_)
+    ));
+    assert!(matches!(
+        events.try_next().await.unwrap().unwrap(),
+        WatchEvent::Deleted(_)
+    ));
+}
+
+#[tokio::test]
+async fn lists_filter_by_labels_and_fields_and_paginate() {
+    let (_cluster, client) = cluster().await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    for (name, gpus) in [("a", 0), ("b", 0), ("c", 64)] {
+        pods.create(&PostParams::default(), &pod(name, gpus))
+            .await
+            .unwrap();
+    }
+    wait_for(&pods, "a", is_running).await;
+    wait_for(&pods, "b", is_running).await;
+    let unscheduled = pods
+        .list(&ListParams::default().fields("spec.nodeName="))
+        .await
+        .unwrap();
+    assert_eq!(
+        unscheduled
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>(),
+        ["c"]
+    );
+    let running = pods
+        .list(
+            &ListParams::default()
+                .fields("status.phase=Running")
+                .labels("app=test"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(running.items.len(), 2);
+    let first_page = pods.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(first_page.items.len(), 2);
+    let token = first_page.metadata.continue_.clone().unwrap();
+    let second_page = pods
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(
+        second_page
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>(),
+        ["c"]
+    );
+    assert!(second_page.metadata.continue_.is_none_or(|c| c.is_empty()));
+}
+
+#[tokio::test]
+async fn deleting_an_owner_removes_its_children() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let owner = api
+        .create(&PostParams::default(), &config_map("owner", json!({})))
+        .await
+        .unwrap();
+    let reference = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.uid().unwrap(), "controller": true}]);
+    for name in ["child-1", "child-2"] {
+        let mut child = config_map(name, json!({}));
+        child.metadata.owner_references = Some(serde_json::from_value(reference.clone()).unwrap());
+        api.create(&PostParams::default(), &child).await.unwrap();
+    }
+    let mut orphan = config_map("orphan", json!({}));
+    orphan.metadata.owner_references = Some(serde_json::from_value(reference).unwrap());
+    api.create(&PostParams::default(), &orphan).await.unwrap();
+    // Orphan one child first by removing its reference, then delete the owner in the background.
+    api.patch(
+        "orphan",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"ownerReferences": null}})),
+    )
+    .await
+    .unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    let gone = |c: Option<&ConfigMap>| c.is_none();
+    wait_for(&api, "child-1", gone).await;
+    wait_for(&api, "child-2", gone).await;
+    assert!(api.get_opt("orphan").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn orphan_and_foreground_propagation() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let make = |owner: &ConfigMap, name: &str| {
+        let mut child = config_map(name, json!({}));
+        child.metadata.owner_references = Some(serde_json::from_value(json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.name_any(), "uid": owner.uid().unwrap()}])).unwrap());
+        child
+    };
+    let kept = api
+        .create(&PostParams::default(), &config_map("kept-owner", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &make(&kept, "kept-child"))
+        .await
+        .unwrap();
+    api.delete("kept-owner", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    let child = api.get("kept-child").await.unwrap();
+    assert!(child.metadata.owner_references.is_none_or(|r| r.is_empty()));
+
+    let owner = api
+        .create(&PostParams::default(), &config_map("fg-owner", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &make(&owner, "fg-child"))
+        .await
+        .unwrap();
+    let params = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Foreground),
+        ..DeleteParams::default()
+    };
+    api.delete("fg-owner", &params).await.unwrap();
+    wait_for(
+        &api,
+        "fg-owner",
+        conditions::is_deleted(&owner.uid().unwrap()),
+    )
+    .await;
+    assert!(
+        api.get_opt("fg-child").await.unwrap().is_none(),
+        "dependents go before the owner"
+    );
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_until_removed() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let mut held = config_map("held", json!({}));
+    held.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+    let created = api.create(&PostParams::default(), &held).await.unwrap();
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    let deleting = api.get("held").await.unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    wait_for(
+        &api,
+        "held",
+        conditions::is_deleted(&created.uid().unwrap()),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_pod_needing_more_gpus_than_any_node_has_stays_pending() {
+    let (_cluster, client) = cluster_with(SimConfig::default().gpu_nodes(3, 1)).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("two-gpus", 2))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("one-gpu", 1))
+        .await
+        .unwrap();
+    wait_for(&pods, "one-gpu", is_running).await;
+    let pending = wait_for(&pods, "two-gpus", |p: Option<&Pod>| {
+        p.and_then(|p| {
+            p.status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == "PodScheduled")
+                .cloned()
+        })
+        .is_some_and(|c| c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    })
+    .await
+    .unwrap();
+    let status = pending.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    let message = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .unwrap()
+        .message
+        .unwrap();
+    assert_eq!(
+        message,
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    );
+}
+
+#[tokio::test]
+async fn a_new_node_lets_a_pending_pod_schedule() {
+    let (cluster, client) = cluster_with(SimConfig::default().gpu_nodes(1, 1)).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("big", 4))
+        .await
+        .unwrap();
+    wait_for(&pods, "big", |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref()?.conditions.clone())
+            .is_some_and(|c| !c.is_empty())
+    })
+    .await;
+    cluster.add_node(&NodeSpec::gpu("autoscaled", 8)).unwrap();
+    let running = wait_for(&pods, "big", is_running).await.unwrap();
+    assert_eq!(
+        running.spec.unwrap().node_name.as_deref(),
+        Some("autoscaled")
+    );
+}
+
+#[tokio::test]
+async fn scheduling_honours_selectors_and_taints() {
+    let config = SimConfig {
+        nodes: vec![
+            NodeSpec::gpu("plain", 8),
+            NodeSpec::gpu("spot", 8)
+                .label("lifecycle", "spot")
+                .taint("spot", "true", "NoSchedule"),
+        ],
+        ..SimConfig::default()
+    };
+    let (_cluster, client) = cluster_with(config).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut wants_spot = pod("wants-spot", 1);
+    let spec = wants_spot.spec.as_mut().unwrap();
+    spec.node_selector = Some([("lifecycle".to_string(), "spot".to_string())].into());
+    pods.create(&PostParams::default(), &wants_spot)
+        .await
+        .unwrap();
+    let mut tolerant = wants_spot.clone();
+    tolerant.metadata.name = Some("tolerant".into());
+    tolerant.spec.as_mut().unwrap().tolerations = Some(
+        serde_json::from_value(
+            json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]),
+        )
+        .unwrap(),
+    );
+    pods.create(&PostParams::default(), &tolerant)
+        .await
+        .unwrap();
+    let running = wait_for(&pods, "tolerant", is_running).await.unwrap();
+    assert_eq!(running.spec.unwrap().node_name.as_deref(), Some("spot"));
+    let blocked = pods.get("wants-spot").await.unwrap();
+    assert!(
+        blocked.spec.unwrap().node_name.is_none(),
+        "the taint keeps an intolerant pod off the only matching node"
+    );
+}
+
+#[tokio::test]
+async fn the_kubelet_runs_fails_and_restarts_pods() {
+    let (cluster, client) = cluster().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("never", 1))
+        .await
+        .unwrap();
+    let mut always = pod("always", 1);
+    always.spec.as_mut().unwrap().restart_policy = Some("Always".into());
+    pods.create(&PostParams::default(), &always).await.unwrap();
+    let running = wait_for(&pods, "never", is_running).await.unwrap();
+    let status = running.status.unwrap();
+    assert!(status.pod_ip.is_some());
+    assert!(
+        status
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+    );
+    wait_for(&pods, "always", is_running).await;
+
+    cluster.fail_pod("default", "never", 2, "Error").unwrap();
+    let failed = wait_for(&pods, "never", phase_is("Failed")).await.unwrap();
+    let terminated = failed.status.unwrap().container_statuses.unwrap()[0]
+        .state
+        .clone()
+        .unwrap()
+        .terminated
+        .unwrap();
+    assert_eq!(terminated.exit_code, 2);
+
+    cluster.fail_pod("default", "always", 1, "Error").unwrap();
+    let restarted = pods.get("always").await.unwrap().status.unwrap();
+    assert_eq!(restarted.phase.as_deref(), Some("Running"));
+    assert_eq!(restarted.container_statuses.unwrap()[0].restart_count, 1);
+
+    cluster
+        .evict_pod("default", "always", "The node was low on resource: memory.")
+        .unwrap();
+    let evicted = pods.get("always").await.unwrap().status.unwrap();
+    assert_eq!(
+        (evicted.phase.as_deref(), evicted.reason.as_deref()),
+        (Some("Failed"), Some("Evicted"))
+    );
+}
+
+#[tokio::test]
+async fn graceful_pod_deletion_goes_through_terminating() {
+    let config = SimConfig {
+        kubelet: KubeletConfig {
+            termination_delay: Duration::from_millis(300),
+            ..KubeletConfig::default()
+        },
+        ..SimConfig::default()
+    }
+    .gpu_nodes(1, 8);
+    let (_cluster, client) = cluster_with(config).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let created = pods
+        .create(&PostParams::default(), &pod("p", 1))
+        .await
+        .unwrap();
+    wait_for(&pods, "p", is_running).await;
+    pods.delete("p", &DeleteParams::default()).await.unwrap();
+    let terminating = pods.get("p").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    wait_for(&pods, "p", conditions::is_deleted(&created.uid().unwrap())).await;
+
+    // A pod that never reached a node goes at once.
+    pods.create(&PostParams::default(), &pod("unscheduled", 99))
+        .await
+        .unwrap();
+    pods.delete("unscheduled", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(pods.get_opt("unscheduled").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_spot_reclaim_taints_marks_fails_and_removes() {
+    let (cluster, client) = cluster_with(SimConfig::default().gpu_nodes(1, 8)).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let nodes: Api<Node> = Api::all(client);
+    let created = pods
+        .create(&PostParams::default(), &pod("worker", 8))
+        .await
+        .unwrap();
+    wait_for(&pods, "worker", is_running).await;
+    cluster
+        .reclaim_node("gpu-node-0", Duration::from_millis(300))
+        .unwrap();
+    let node = nodes.get("gpu-node-0").await.unwrap();
+    assert!(
+        node.spec
+            .unwrap()
+            .taints
+            .unwrap()
+            .iter()
+            .any(|t| t.key == "sim.eto.dev/reclaimed")
+    );
+    let marked = pods.get("worker").await.unwrap();
+    assert!(
+        marked
+            .status
+            .unwrap()
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    );
+    let failed = wait_for(&pods, "worker", |p: Option<&Pod>| {
+        p.is_none_or(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+    })
+    .await;
+    if let Some(failed) = failed {
+        let status = failed.status.unwrap();
+        let exit = status.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap()
+            .exit_code;
+        assert_eq!(exit, 137);
+    }
+    wait_for(
+        &pods,
+        "worker",
+        conditions::is_deleted(&created.uid().unwrap()),
+    )
+    .await;
+    assert!(nodes.get_opt("gpu-node-0").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn custom_resources_are_validated_defaulted_and_pruned() {
+    let (_cluster, client) = cluster().await;
+    install_eto_crds(&client).await;
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    let mut job = training_job("job");
+    job["spec"]["typo"] = json!(true);
+    let created: eto_api::TrainingJob = serde_json::from_value(
+        serde_json::to_value(
+            jobs.create(
+                &PostParams::default(),
+                &serde_json::from_value(job).unwrap(),
+            )
+            .await
+            .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        created.spec.backoff_limit,
+        Some(6),
+        "the schema default applies"
+    );
+    assert_eq!(
+        created.spec.restart_policy,
+        Some(eto_api::training_job::JobRestartPolicy::Never)
+    );
+
+    let raw: Api<kube::api::DynamicObject> = Api::default_namespaced_with(
+        client.clone(),
+        &kube::api::ApiResource::erase::<eto_api::TrainingJob>(&()),
+    );
+    let stored = raw.get("job").await.unwrap();
+    assert!(
+        stored.data["spec"].get("typo").is_none(),
+        "unknown fields are pruned"
+    );
+
+    let mut bad = training_job("bad");
+    bad["spec"]["etReplicaSpecs"]["worker"]["minReplicas"] = json!(3);
+    let kube::Error::Api(invalid) = jobs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(bad).unwrap(),
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(invalid.is_invalid());
+    assert!(
+        invalid
+            .message
+            .contains("spec.etReplicaSpecs.worker.minReplicas"),
+        "{}",
+        invalid.message
+    );
+
+    let strict = PatchParams::apply("test").validation_strict();
+    let mut typo = training_job("typo");
+    typo["spec"]["typo"] = json!(1);
+    let kube::Error::Api(rejected) = raw
+        .patch("typo", &strict, &Patch::Apply(&typo))
+        .await
+        .unwrap_err()
+    else {
+        panic!()
+    };
+    assert!(
+        rejected.message.contains("unknown field \"spec.typo\""),
+        "{}",
+        rejected.message
+    );
+}
+
+#[tokio::test]
+async fn status_and_scale_subresources_and_generation() {
+    let (_cluster, client) = cluster().await;
+    install_eto_crds(&client).await;
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(training_job("job")).unwrap(),
+    )
+    .await
+    .unwrap();
+
+    // A status write changes only status, and not the generation.
+    let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 1}, "spec": {"suspend": true}});
+    let after_status = jobs
+        .patch_status(
+            "job",
+            &PatchParams::apply("eto").force(),
+            &Patch::Apply(&status),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after_status.status.unwrap().restart_count, 1);
+    assert_eq!(after_status.spec.suspend, None);
+    assert_eq!(after_status.metadata.generation, Some(1));
+
+    // A main-resource write never changes status, and a spec change bumps the generation.
+    let main = json!({"metadata": {"labels": {"a": "b"}}, "status": {"phase": "Failed"}});
+    let after_main = jobs
+        .patch("job", &PatchParams::default(), &Patch::Merge(&main))
+        .await
+        .unwrap();
+    assert_eq!(
+        after_main.status.unwrap().phase,
+        Some(eto_api::training_job::JobPhase::Running)
+    );
+    assert_eq!(
+        after_main.metadata.generation,
+        Some(1),
+        "metadata changes do not bump the generation"
+    );
+    let scaled = jobs
+        .patch_scale(
+            "job",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(5));
+    let job = jobs.get("job").await.unwrap();
+    assert_eq!(job.spec.et_replica_specs.worker.replicas, Some(5));
+    assert_eq!(job.metadata.generation, Some(2));
+    let scale = jobs.get_scale("job").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(5));
+}
+
+#[tokio::test]
+async fn crd_deletion_removes_its_objects_and_its_api() {
+    let (_cluster, client) = cluster().await;
+    install_eto_crds(&client).await;
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(training_job("job")).unwrap(),
+    )
+    .await
+    .unwrap();
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client);
+    crds.delete(
+        "trainingjobs.kai.alibabacloud.com",
+        &DeleteParams::default(),
+    )
+    .await
+    .unwrap();
+    let kube::Error::Api(gone) = jobs.list(&ListParams::default()).await.unwrap_err() else {
+        panic!()
+    };
+    assert!(gone.is_not_found());
+}
+
+#[tokio::test]
+async fn namespace_deletion_removes_its_contents() {
+    let (_cluster, client) = cluster().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "scratch"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "scratch");
+    api.create(&PostParams::default(), &config_map("a", json!({})))
+        .await
+        .unwrap();
+    let created = namespaces.get("scratch").await.unwrap();
+    namespaces
+        .delete("scratch", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        &namespaces,
+        "scratch",
+        conditions::is_deleted(&created.uid().unwrap()),
+    )
+    .await;
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn events_written_through_events_k8s_io_are_read_through_core() {
+    let (_cluster, client) = cluster().await;
+    let new_api: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(client.clone());
+    let event: k8s_openapi::api::events::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "e1"}, "eventTime": "2026-11-22T00:00:00.000000Z",
+        "reportingController": "eto", "reportingInstance": "eto-0", "action": "Reconcile",
+        "reason": "WorkerFailed", "note": "worker 3 failed", "type": "Warning",
+        "regarding": {"kind": "TrainingJob", "name": "job", "namespace": "default"}
+    }))
+    .unwrap();
+    new_api
+        .create(&PostParams::default(), &event)
+        .await
+        .unwrap();
+    new_api
+        .patch(
+            "e1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"series": {"count": 2, "lastObservedTime": "2026-11-22T00:01:00.000000Z"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let core_api: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(client);
+    let core = core_api.get("e1").await.unwrap();
+    assert_eq!(core.message.as_deref(), Some("worker 3 failed"));
+    assert_eq!(core.involved_object.name.as_deref(), Some("job"));
+    assert_eq!(core.series.unwrap().count, Some(2));
+    let found = core_api
+        .list(&ListParams::default().fields("involvedObject.name=job"))
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+}
+
+#[tokio::test]
+async fn injected_errors_and_latency_affect_the_next_requests_only() {
+    let (cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    cluster.inject(Fault {
+        action: FaultAction::Fail(500),
+        remaining: 1,
+        method: Some("GET".into()),
+        path_contains: Some("/configmaps".into()),
+    });
+    let kube::Error::Api(error) = api.list(&ListParams::default()).await.unwrap_err() else {
+        panic!()
+    };
+    assert_eq!((error.code, error.reason.as_str()), (500, "InternalError"));
+    assert!(api.list(&ListParams::default()).await.is_ok());
+
+    cluster.inject(Fault {
+        action: FaultAction::Delay(Duration::from_millis(300)),
+        remaining: 1,
+        method: None,
+        path_contains: None,
+    });
+    let started = std::time::Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn a_kube_runtime_watcher_recovers_from_dropped_watches_and_a_restart() {
+    use kube::runtime::WatchStreamExt;
+    let (cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let mut objects =
+        kube::runtime::watcher(api.clone(), kube::runtime::watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+    let mut expect = async |name: &str| {
+        let found = tokio::time::timeout(WAIT, async {
+            while let Some(object) = objects.try_next().await.unwrap_or(None) {
+                if object.name_any() == name {
+                    return true;
+                }
+            }
+            false
+        });
+        assert!(
+            found.await.unwrap_or(false),
+            "the watcher never delivered {name}"
+        );
+    };
+    api.create(&PostParams::default(), &config_map("before", json!({})))
+        .await
+        .unwrap();
+    expect("before").await;
+    cluster.drop_watches();
+    api.create(&PostParams::default(), &config_map("after-drop", json!({})))
+        .await
+        .unwrap();
+    expect("after-drop").await;
+    cluster.restart(Duration::from_millis(200)).await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &config_map("after-restart", json!({})),
+    )
+    .await
+    .unwrap();
+    expect("after-restart").await;
+}
+
+#[tokio::test]
+async fn kubectl_get_receives_printer_columns_as_a_table() {
+    let (_cluster, client) = cluster().await;
+    install_eto_crds(&client).await;
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &serde_json::from_value(training_job("job")).unwrap()).await.unwrap();
+    let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 0, "workers": {"ready": 2, "pending": 0, "desired": 2, "min": 1}}});
+    jobs.patch_status("job", &PatchParams::apply("eto").force(), &Patch::Apply(&status)).await.unwrap();
+    let request = http::Request::get("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs")
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+        .body(Vec::new())
+        .unwrap();
+    let table: Value = serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(columns, ["Name", "Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"]);
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[0], "job");
+    assert_eq!(cells[1], "Running");
+    assert_eq!(cells[2], 2);
+    assert_eq!(cells[5], Value::Null, "an unbounded maximum shows empty");
+}
+
+#[tokio::test]
+async fn the_control_endpoint_drives_nodes_pods_and_faults() {
+    let (_cluster, client) = cluster_with(SimConfig::default()).await;
+    let control = |method: &str, path: &str, body: Value| {
+        let client = client.clone();
+        let request = http::Request::builder()
+            .method(method)
+            .uri(format!("/sim/v1/{path}"))
+            .header("Content-Type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap();
+        async move { client.request_text(request).await }
+    };
+    control("POST", "nodes", json!({"name": "scaled-up", "gpus": 2})).await.unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("p", 2)).await.unwrap();
+    let running = wait_for(&pods, "p", is_running).await.unwrap();
+    assert_eq!(running.spec.unwrap().node_name.as_deref(), Some("scaled-up"));
+    control("POST", "namespaces/default/pods/p/terminate", json!({"exitCode": 0})).await.unwrap();
+    wait_for(&pods, "p", phase_is("Succeeded")).await;
+    control("POST", "faults", json!({"failWith": 500, "count": 1, "method": "GET"})).await.unwrap();
+    let kube::Error::Api(failed) = pods.list(&ListParams::default()).await.unwrap_err() else { panic!() };
+    assert_eq!(failed.code, 500);
+    assert!(control("POST", "nodes/missing/reclaim", json!({})).await.is_err());
+}
+
+#[tokio::test]
+async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
+    let (cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    cluster.inject(Fault { action: FaultAction::Fail(429), remaining: 1, method: Some("GET".into()), path_contains: None });
+    let started = std::time::Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1), "the client waited for Retry-After: 1");
+}
