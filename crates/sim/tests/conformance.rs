@@ -56,6 +56,14 @@ where
         .unwrap()
 }
 
+/// The `Status` of a request that must fail at the API server.
+fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> Box<kube::core::Status> {
+    match result {
+        Err(kube::Error::Api(status)) => status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
 fn is_running(pod: Option<&Pod>) -> bool {
     pod.and_then(|p| p.status.as_ref())
         .and_then(|s| s.phase.as_deref())
@@ -129,22 +137,17 @@ async fn errors_carry_the_standard_reasons() {
     api.create(&PostParams::default(), &config_map("a", json!({})))
         .await
         .unwrap();
-    let kube::Error::Api(exists) = api
-        .create(&PostParams::default(), &config_map("a", json!({})))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let exists = api_error(
+        api.create(&PostParams::default(), &config_map("a", json!({})))
+            .await,
+    );
     assert!(exists.is_already_exists(), "{exists:?}");
     let elsewhere: Api<ConfigMap> = Api::namespaced(client, "no-such-namespace");
-    let kube::Error::Api(missing_ns) = elsewhere
-        .create(&PostParams::default(), &config_map("a", json!({})))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let missing_ns = api_error(
+        elsewhere
+            .create(&PostParams::default(), &config_map("a", json!({})))
+            .await,
+    );
     assert!(missing_ns.is_not_found(), "{missing_ns:?}");
 }
 
@@ -163,13 +166,7 @@ async fn a_stale_replace_gets_409_conflict() {
         .unwrap();
     let mut stale = created;
     stale.data = Some([("k".to_string(), "3".to_string())].into());
-    let kube::Error::Api(conflict) = api
-        .replace("a", &PostParams::default(), &stale)
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let conflict = api_error(api.replace("a", &PostParams::default(), &stale).await);
     assert!(conflict.is_conflict(), "{conflict:?}");
     assert_eq!(api.get("a").await.unwrap().data.unwrap()["k"], "2");
 }
@@ -217,13 +214,10 @@ async fn server_side_apply_conflicts_with_other_managers_unless_forced() {
     )
     .await
     .unwrap();
-    let kube::Error::Api(conflict) = api
-        .patch("a", &PatchParams::apply("bob"), &Patch::Apply(&config("2")))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let conflict = api_error(
+        api.patch("a", &PatchParams::apply("bob"), &Patch::Apply(&config("2")))
+            .await,
+    );
     assert!(conflict.is_conflict(), "{conflict:?}");
     assert!(conflict.message.contains(".data.k"), "{}", conflict.message);
     let forced = api
@@ -297,23 +291,17 @@ async fn patches_of_every_type() {
     assert!(!pods.get("p").await.unwrap().labels().contains_key("z"));
     // Merge patch with a stale resourceVersion is a conflict.
     let stale = json!({"metadata": {"resourceVersion": "1", "labels": {"z": "1"}}});
-    let kube::Error::Api(conflict) = pods
-        .patch("p", &PatchParams::default(), &Patch::Merge(&stale))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let conflict = api_error(
+        pods.patch("p", &PatchParams::default(), &Patch::Merge(&stale))
+            .await,
+    );
     assert!(conflict.is_conflict());
     // Pod specs are immutable but for images.
     let forbidden = json!({"spec": {"restartPolicy": "Always"}});
-    let kube::Error::Api(invalid) = pods
-        .patch("p", &PatchParams::default(), &Patch::Merge(&forbidden))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let invalid = api_error(
+        pods.patch("p", &PatchParams::default(), &Patch::Merge(&forbidden))
+            .await,
+    );
     assert!(invalid.is_invalid(), "{invalid:?}");
 }
 
@@ -893,16 +881,13 @@ async fn custom_resources_are_validated_defaulted_and_pruned() {
 
     let mut bad = training_job("bad");
     bad["spec"]["etReplicaSpecs"]["worker"]["minReplicas"] = json!(3);
-    let kube::Error::Api(invalid) = jobs
-        .create(
+    let invalid = api_error(
+        jobs.create(
             &PostParams::default(),
             &serde_json::from_value(bad).unwrap(),
         )
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+        .await,
+    );
     assert!(invalid.is_invalid());
     assert!(
         invalid
@@ -915,13 +900,7 @@ async fn custom_resources_are_validated_defaulted_and_pruned() {
     let strict = PatchParams::apply("test").validation_strict();
     let mut typo = training_job("typo");
     typo["spec"]["typo"] = json!(1);
-    let kube::Error::Api(rejected) = raw
-        .patch("typo", &strict, &Patch::Apply(&typo))
-        .await
-        .unwrap_err()
-    else {
-        panic!()
-    };
+    let rejected = api_error(raw.patch("typo", &strict, &Patch::Apply(&typo)).await);
     assert!(
         rejected.message.contains("unknown field \"spec.typo\""),
         "{}",
@@ -1004,9 +983,7 @@ async fn crd_deletion_removes_its_objects_and_its_api() {
     )
     .await
     .unwrap();
-    let kube::Error::Api(gone) = jobs.list(&ListParams::default()).await.unwrap_err() else {
-        panic!()
-    };
+    let gone = api_error(jobs.list(&ListParams::default()).await);
     assert!(gone.is_not_found());
 }
 
@@ -1091,9 +1068,7 @@ async fn injected_errors_and_latency_affect_the_next_requests_only() {
         method: Some("GET".into()),
         path_contains: Some("/configmaps".into()),
     });
-    let kube::Error::Api(error) = api.list(&ListParams::default()).await.unwrap_err() else {
-        panic!()
-    };
+    let error = api_error(api.list(&ListParams::default()).await);
     assert_eq!((error.code, error.reason.as_str()), (500, "InternalError"));
     assert!(api.list(&ListParams::default()).await.is_ok());
 
@@ -1156,17 +1131,42 @@ async fn kubectl_get_receives_printer_columns_as_a_table() {
     let (_cluster, client) = cluster().await;
     install_eto_crds(&client).await;
     let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
-    jobs.create(&PostParams::default(), &serde_json::from_value(training_job("job")).unwrap()).await.unwrap();
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(training_job("job")).unwrap(),
+    )
+    .await
+    .unwrap();
     let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 0, "workers": {"ready": 2, "pending": 0, "desired": 2, "min": 1}}});
-    jobs.patch_status("job", &PatchParams::apply("eto").force(), &Patch::Apply(&status)).await.unwrap();
-    let request = http::Request::get("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs")
-        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-        .body(Vec::new())
-        .unwrap();
+    jobs.patch_status(
+        "job",
+        &PatchParams::apply("eto").force(),
+        &Patch::Apply(&status),
+    )
+    .await
+    .unwrap();
+    let request =
+        http::Request::get("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs")
+            .header(
+                "Accept",
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            )
+            .body(Vec::new())
+            .unwrap();
     let table: Value = serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
     assert_eq!(table["kind"], "Table");
-    let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(columns, ["Name", "Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"]);
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "Name", "Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"
+        ]
+    );
     let cells = &table["rows"][0]["cells"];
     assert_eq!(cells[0], "job");
     assert_eq!(cells[1], "Running");
@@ -1187,25 +1187,56 @@ async fn the_control_endpoint_drives_nodes_pods_and_faults() {
             .unwrap();
         async move { client.request_text(request).await }
     };
-    control("POST", "nodes", json!({"name": "scaled-up", "gpus": 2})).await.unwrap();
+    control("POST", "nodes", json!({"name": "scaled-up", "gpus": 2}))
+        .await
+        .unwrap();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("p", 2)).await.unwrap();
+    pods.create(&PostParams::default(), &pod("p", 2))
+        .await
+        .unwrap();
     let running = wait_for(&pods, "p", is_running).await.unwrap();
-    assert_eq!(running.spec.unwrap().node_name.as_deref(), Some("scaled-up"));
-    control("POST", "namespaces/default/pods/p/terminate", json!({"exitCode": 0})).await.unwrap();
+    assert_eq!(
+        running.spec.unwrap().node_name.as_deref(),
+        Some("scaled-up")
+    );
+    control(
+        "POST",
+        "namespaces/default/pods/p/terminate",
+        json!({"exitCode": 0}),
+    )
+    .await
+    .unwrap();
     wait_for(&pods, "p", phase_is("Succeeded")).await;
-    control("POST", "faults", json!({"failWith": 500, "count": 1, "method": "GET"})).await.unwrap();
-    let kube::Error::Api(failed) = pods.list(&ListParams::default()).await.unwrap_err() else { panic!() };
+    control(
+        "POST",
+        "faults",
+        json!({"failWith": 500, "count": 1, "method": "GET"}),
+    )
+    .await
+    .unwrap();
+    let failed = api_error(pods.list(&ListParams::default()).await);
     assert_eq!(failed.code, 500);
-    assert!(control("POST", "nodes/missing/reclaim", json!({})).await.is_err());
+    assert!(
+        control("POST", "nodes/missing/reclaim", json!({}))
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
 async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
     let (cluster, client) = cluster().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    cluster.inject(Fault { action: FaultAction::Fail(429), remaining: 1, method: Some("GET".into()), path_contains: None });
+    cluster.inject(Fault {
+        action: FaultAction::Fail(429),
+        remaining: 1,
+        method: Some("GET".into()),
+        path_contains: None,
+    });
     let started = std::time::Instant::now();
     api.list(&ListParams::default()).await.unwrap();
-    assert!(started.elapsed() >= Duration::from_secs(1), "the client waited for Retry-After: 1");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the client waited for Retry-After: 1"
+    );
 }
