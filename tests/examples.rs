@@ -1,38 +1,64 @@
 //! Every example under `examples/` is accepted, and every example under `examples/invalid/`
 //! is rejected with an error that names the field it breaks.
 //!
-//! An object counts as rejected when the CRD's CEL rules reject it (what the API server does at
-//! admission), when it cannot be decoded into eto's types, or when eto's own validation rejects
-//! it (what the controller reports on the object).
+//! An object counts as rejected when the API server would reject it at admission (its CRD's
+//! structural schema, with unknown fields treated as strict `kubectl apply` does, and its CEL
+//! rules, as eto-sim evaluates them), when it cannot be decoded into eto's types, or when eto's
+//! own validation rejects it (what the controller reports on the object).
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use eto_api::{ScaleIn, ScaleOut, TrainingJob};
+use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
 
-/// Every error eto or the CRD's CEL rules report for `object`, as `field: message` lines.
-fn rejections(object: &serde_json::Value) -> Vec<String> {
-    let kind = object["kind"].as_str().expect("every example has a kind");
-    let mut errors: Vec<String> =
-        match kube_cel::Validator::new().validate(&schema_of(&crd_of_kind(kind)), object, None) {
-            Ok(()) => Vec::new(),
-            Err(cel) => cel
+/// The compiled schemas of eto's kinds, as the API server holds them.
+struct Admission(BTreeMap<String, CompiledCrdSchema>);
+
+impl Admission {
+    fn new() -> Self {
+        let kinds = ["TrainingJob", "ScaleIn", "ScaleOut"];
+        Self(
+            kinds
                 .iter()
-                .map(|error| format!("{}: {}", error.field_path, error.message))
+                .map(|kind| {
+                    let schema = CompiledCrdSchema::compile(schema_of(&crd_of_kind(kind)));
+                    (kind.to_string(), schema.expect("the CRD's rules compile"))
+                })
                 .collect(),
-        };
+        )
+    }
+}
+
+/// Every error the API server or eto reports for `object`, as `field: message` lines.
+fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> {
+    let kind = object["kind"].as_str().expect("every example has a kind");
+    let schema = &admission.0[kind];
+    let mut admitted = object.clone();
+    let mut errors: Vec<String> = schema
+        .normalize(&mut admitted)
+        .into_iter()
+        .map(|field| format!("{field}: unknown field"))
+        .collect();
+    errors.extend(
+        schema
+            .validate(&admitted, None)
+            .iter()
+            .map(|cause| format!("{}: {}", cause.field, cause.message)),
+    );
     let decoded = match kind {
-        "TrainingJob" => eto_engine::parse::parse::<TrainingJob>(object.clone()).map(|job| {
+        "TrainingJob" => eto_engine::parse::parse::<TrainingJob>(admitted).map(|job| {
             if let Err(invalid) = eto_engine::validate(&job) {
                 errors.extend(invalid.errors.iter().map(ToString::to_string));
             }
         }),
-        "ScaleIn" => eto_engine::parse::parse::<ScaleIn>(object.clone()).map(drop),
-        "ScaleOut" => eto_engine::parse::parse::<ScaleOut>(object.clone()).map(drop),
+        "ScaleIn" => eto_engine::parse::parse::<ScaleIn>(admitted).map(drop),
+        "ScaleOut" => eto_engine::parse::parse::<ScaleOut>(admitted).map(drop),
         other => panic!("examples hold no {other}"),
     };
     if let Err(error) = decoded {
@@ -61,9 +87,10 @@ fn load(path: &Path) -> (String, serde_json::Value) {
 
 #[test]
 fn every_example_is_accepted() {
+    let admission = Admission::new();
     for path in yaml_files(&workspace_root().join("examples")) {
         let (_, object) = load(&path);
-        let errors = rejections(&object);
+        let errors = rejections(&admission, &object);
         assert!(
             errors.is_empty(),
             "{} is rejected: {errors:#?}",
@@ -74,13 +101,14 @@ fn every_example_is_accepted() {
 
 #[test]
 fn every_invalid_example_is_rejected_naming_the_field_it_breaks() {
+    let admission = Admission::new();
     for path in yaml_files(&workspace_root().join("examples/invalid")) {
         let (text, object) = load(&path);
         let field = text
             .lines()
             .find_map(|line| line.strip_prefix("# breaks: "))
             .unwrap_or_else(|| panic!("{} has no `# breaks: <field>` line", path.display()));
-        let errors = rejections(&object);
+        let errors = rejections(&admission, &object);
         assert!(!errors.is_empty(), "{} is accepted", path.display());
         for error in &errors {
             assert!(
