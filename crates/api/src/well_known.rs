@@ -11,3 +11,31 @@ pub const SSH_SECRET_ANNOTATION: &str = "arena.kubeflow.org/ssh-secret";
 /// Annotation holding the number of seconds new workers may wait for resources
 /// (Arena's `--max-wait-time`). `spec.elasticPolicy.maxWaitSeconds` takes precedence.
 pub const MAX_WAIT_TIME_ANNOTATION: &str = "job-supervisor.kube-ai.io/max-wait-time";
+
+/// Label on every pod of a job, with value [`GROUP_NAME`] (et-operator's `group-name`).
+pub const GROUP_NAME_LABEL: &str = "group-name";
+/// Value of [`GROUP_NAME_LABEL`].
+pub const GROUP_NAME: &str = "kai.alibabacloud.com";
+/// Label holding the job name on every pod of a job.
+pub const JOB_NAME_LABEL: &str = "training-job-name";
+/// Label holding the role of a pod: [`LAUNCHER_ROLE`] or [`WORKER_ROLE`].
+pub const JOB_ROLE_LABEL: &str = "training-job-role";
+/// Value of [`JOB_ROLE_LABEL`] on the launcher.
+pub const LAUNCHER_ROLE: &str = "launcher";
+/// Value of [`JOB_ROLE_LABEL`] on workers.
+pub const WORKER_ROLE: &str = "worker";
+/// Label holding a worker's index, the `<i>` of `<job>-worker-<i>`.
+pub const REPLICA_INDEX_LABEL: &str = "replica-index";
+/// Label on every object eto creates, with value [`MANAGER`].
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// eto's name as a manager: the value of [`MANAGED_BY_LABEL`] and the field manager of its
+/// writes.
+pub const MANAGER: &str = "eto";
+/// Label holding the job's `status.restartCount` when the pod was created; pods of earlier
+/// restarts are removed.
+pub const RESTART_LABEL: &str = "eto.dev/restart";
+/// Annotation on the launcher holding the current hostfile, which the launcher reads as
+/// `/etc/edl/hostfile` (see the README on host discovery).
+pub const HOSTFILE_ANNOTATION: &str = "eto.dev/hostfile";
+/// Annotation on the launcher holding the current DeepSpeed hostfile, read as `/job/hostfile`.
+pub const DEEPSPEED_HOSTFILE_ANNOTATION: &str = "eto.dev/deepspeed-hostfile";

@@ -4,16 +4,28 @@
 //! no clock (time is passed in). The controller observes the cluster, asks this crate what
 //! should exist, and applies the answer.
 //!
-//! Start with [`validation::validate`], which turns a TrainingJob into an
-//! [`EffectiveSpec`] with every default applied, or lists what is wrong with it.
+//! Start with [`plan::plan`], the decision function of a reconcile: from a TrainingJob and its
+//! observed children to the objects to apply and delete, the status and the events. It
+//! validates the job with [`validation::validate`], decides the workers with
+//! [`workers::decide`], builds objects with [`build`] and renders host discovery with
+//! [`discovery`].
 
+pub mod applied;
+pub mod build;
+pub mod conditions;
+pub mod discovery;
 pub mod effective_spec;
+pub mod loss;
 pub mod names;
 pub mod parse;
+pub mod plan;
+pub mod pods;
 pub mod validation;
+pub mod workers;
 
 #[cfg(test)]
 mod testing;
 
 pub use effective_spec::EffectiveSpec;
+pub use plan::{Observed, Plan, plan};
 pub use validation::{FieldError, InvalidSpec, validate};

@@ -1,4 +1,52 @@
-//! Kubernetes name rules that eto's object names must satisfy.
+//! The names of the objects eto creates for a job, and the Kubernetes name rules they must
+//! satisfy.
+
+/// The launcher pod: `<job>-launcher` (et-operator's name).
+pub fn launcher(job: &str) -> String {
+    format!("{job}-launcher")
+}
+
+/// Worker pod `index`: `<job>-worker-<index>` (et-operator's name).
+pub fn worker(job: &str, index: u32) -> String {
+    format!("{job}-worker-{index}")
+}
+
+/// The index of worker pod `pod` of `job`, if `pod` is one of its worker names.
+pub fn worker_index(job: &str, pod: &str) -> Option<u32> {
+    let index = pod.strip_prefix(job)?.strip_prefix("-worker-")?;
+    // `01` is not a name eto gives; reject it so that names and indices map one to one.
+    if index.starts_with('0') && index.len() > 1 {
+        return None;
+    }
+    index.parse().ok()
+}
+
+/// The headless Service whose subdomain gives workers their DNS names: `<job>-workers`.
+pub fn worker_service(job: &str) -> String {
+    format!("{job}-workers")
+}
+
+/// The host name of a worker as the hostfile lists it: `<job>-worker-<i>.<job>-workers`,
+/// which resolves from any pod in the namespace through its DNS search path.
+pub fn worker_host(job: &str, index: u32) -> String {
+    format!("{}.{}", worker(job, index), worker_service(job))
+}
+
+/// The ConfigMap with the hostfile and the discovery script: `<job>-config`.
+pub fn config_map(job: &str) -> String {
+    format!("{job}-config")
+}
+
+/// The Secret eto generates with the job's SSH key pair: `<job>-ssh`. (Not `<job>`: that
+/// name belongs to the Secret Arena renders itself.)
+pub fn generated_ssh_secret(job: &str) -> String {
+    format!("{job}-ssh")
+}
+
+/// The launcher's ServiceAccount, Role and RoleBinding: `<job>-launcher`.
+pub fn launcher_rbac(job: &str) -> String {
+    format!("{job}-launcher")
+}
 
 /// Longest TrainingJob name eto accepts. Worker pods and their host names are
 /// `<job>-worker-<index>`, which must fit in a 63-character DNS label with room for a
@@ -75,6 +123,23 @@ mod tests {
         for bad in ["", "Secret", "a..b", ".a", "a-", "a_b", too_long.as_str()] {
             assert!(!is_dns1123_subdomain(bad), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn worker_indices_round_trip_through_names() {
+        assert_eq!(worker_index("mnist", &worker("mnist", 12)), Some(12));
+        assert_eq!(worker_index("mnist", "mnist-worker-0"), Some(0));
+        for not_a_worker in [
+            "mnist-launcher",
+            "mnist-worker-",
+            "mnist-worker-x",
+            "mnist-worker-01",
+            "other-worker-1",
+            "mnist-v2-worker-1",
+        ] {
+            assert_eq!(worker_index("mnist", not_a_worker), None, "{not_a_worker}");
+        }
+        assert_eq!(worker_host("mnist", 3), "mnist-worker-3.mnist-workers");
     }
 
     #[test]

@@ -33,3 +33,172 @@ spec:
     )
     .expect("the fixture is a valid TrainingJob")
 }
+
+/// An in-memory view of a job and its children that plans are applied to, so that tests can
+/// step a job through its life: created pods start `Pending`, deletions take effect at once,
+/// the planned status is written back to the job.
+pub(crate) mod world {
+    use std::collections::BTreeMap;
+
+    use eto_api::TrainingJob;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use serde_json::json;
+
+    use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, plan};
+
+    /// The job and its children.
+    pub(crate) struct World {
+        pub job: TrainingJob,
+        pub pods: BTreeMap<String, Pod>,
+        pub service: Option<Service>,
+        pub config_map: Option<ConfigMap>,
+        pub service_account: Option<ServiceAccount>,
+        pub role: Option<Role>,
+        pub role_binding: Option<RoleBinding>,
+        pub secret: SecretPresence,
+        pub now: jiff::Timestamp,
+    }
+
+    impl World {
+        pub fn new(job: TrainingJob) -> Self {
+            Self {
+                job,
+                pods: BTreeMap::new(),
+                service: None,
+                config_map: None,
+                service_account: None,
+                role: None,
+                role_binding: None,
+                secret: SecretPresence::Missing,
+                now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
+            }
+        }
+
+        pub fn observed(&self) -> Observed<'_> {
+            Observed {
+                job: &self.job,
+                pods: self.pods.values().collect(),
+                worker_service: self.service.as_ref(),
+                config_map: self.config_map.as_ref(),
+                service_account: self.service_account.as_ref(),
+                role: self.role.as_ref(),
+                role_binding: self.role_binding.as_ref(),
+                ssh_secret: self.secret,
+            }
+        }
+
+        /// Plans at the world's time, applies the plan, returns it.
+        pub fn reconcile(&mut self) -> Plan {
+            let plan = plan(&self.observed(), self.now);
+            self.apply(&plan);
+            plan
+        }
+
+        pub fn apply(&mut self, plan: &Plan) {
+            for child in &plan.apply {
+                match child.clone() {
+                    Child::Pod(pod) => {
+                        let name = pod.metadata.name.clone().expect("pods have names");
+                        let mut pod = *pod;
+                        match self.pods.get(&name) {
+                            Some(existing) => pod.status = existing.status.clone(),
+                            None => {
+                                pod.status = Some(
+                                    serde_json::from_value(json!({"phase": "Pending"}))
+                                        .expect("a status"),
+                                )
+                            }
+                        }
+                        self.pods.insert(name, pod);
+                    }
+                    Child::Service(service) => self.service = Some(*service),
+                    Child::ConfigMap(config_map) => self.config_map = Some(*config_map),
+                    Child::ServiceAccount(account) => self.service_account = Some(*account),
+                    Child::Role(role) => self.role = Some(*role),
+                    Child::RoleBinding(binding) => self.role_binding = Some(*binding),
+                }
+            }
+            if plan.create_ssh_secret.is_some() {
+                self.secret = SecretPresence::Present;
+            }
+            for deletion in &plan.delete {
+                match deletion.kind {
+                    ChildKind::Pod => {
+                        self.pods.remove(&deletion.name);
+                    }
+                    ChildKind::Service => self.service = None,
+                }
+            }
+            if let Some(status) = &plan.status {
+                self.job.status = Some(status.clone());
+            }
+        }
+
+        pub fn pod(&mut self, name: &str) -> &mut Pod {
+            self.pods
+                .get_mut(name)
+                .unwrap_or_else(|| panic!("no pod {name}"))
+        }
+
+        fn set_status(&mut self, name: &str, status: serde_json::Value) {
+            self.pod(name).status = Some(serde_json::from_value(status).expect("a pod status"));
+        }
+
+        /// The pod runs on `node-<name>` and is Ready.
+        pub fn ready(&mut self, name: &str) {
+            self.pod(name)
+                .spec
+                .as_mut()
+                .expect("pods have specs")
+                .node_name = Some(format!("node-{name}"));
+            self.set_status(
+                name,
+                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}),
+            );
+        }
+
+        /// The pod runs but is not Ready yet.
+        pub fn running_not_ready(&mut self, name: &str) {
+            self.set_status(
+                name,
+                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}),
+            );
+        }
+
+        /// The pod's containers exited with `code`.
+        pub fn exit(&mut self, name: &str, code: i32) {
+            let phase = if code == 0 { "Succeeded" } else { "Failed" };
+            let reason = if code == 0 { "Completed" } else { "Error" };
+            self.set_status(name, json!({"phase": phase, "containerStatuses": [{"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"terminated": {"exitCode": code, "reason": reason}}}]}));
+        }
+
+        /// The pod gets `DisruptionTarget=True` (its node is being reclaimed).
+        pub fn disrupt(&mut self, name: &str) {
+            self.set_status(name, json!({"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True"}, {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}]}));
+        }
+
+        pub fn advance(&mut self, seconds: i64) {
+            self.now += jiff::SignedDuration::from_secs(seconds);
+        }
+
+        pub fn status(&self) -> &eto_api::TrainingJobStatus {
+            self.job.status.as_ref().expect("the job has a status")
+        }
+
+        pub fn launcher_hostfile(&self) -> Option<String> {
+            let launcher = self.pods.get(&format!(
+                "{}-launcher",
+                self.job.metadata.name.as_deref().unwrap_or_default()
+            ))?;
+            launcher
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(eto_api::well_known::HOSTFILE_ANNOTATION)
+                .cloned()
+        }
+    }
+}

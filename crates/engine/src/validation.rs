@@ -16,6 +16,7 @@ use eto_api::training_job::{
 use eto_api::well_known::{MAX_WAIT_TIME_ANNOTATION, SSH_SECRET_ANNOTATION};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 
+use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, RESERVED_VOLUMES, SSH_DIR};
 use crate::effective_spec::{EffectiveSpec, ElasticSettings, SshSecretSource, WorkerCounts};
 use crate::names::{MAX_JOB_NAME_LEN, is_dns1035_label, is_dns1123_subdomain};
 
@@ -76,6 +77,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
     check_template(
         "spec.etReplicaSpecs.launcher.template",
         &launcher.template,
+        Role::Launcher,
         &mut errors,
     );
 
@@ -84,6 +86,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
     check_template(
         "spec.etReplicaSpecs.worker.template",
         &worker.template,
+        Role::Worker,
         &mut errors,
     );
 
@@ -217,7 +220,13 @@ fn worker_counts(worker: &WorkerSpec, errors: &mut Errors) -> WorkerCounts {
     WorkerCounts { desired, min, max }
 }
 
-fn check_template(path: &str, template: &PodTemplateSpec, errors: &mut Errors) {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Launcher,
+    Worker,
+}
+
+fn check_template(path: &str, template: &PodTemplateSpec, role: Role, errors: &mut Errors) {
     let Some(pod) = &template.spec else {
         errors.push(format!("{path}.spec"), "is required");
         return;
@@ -228,6 +237,14 @@ fn check_template(path: &str, template: &PodTemplateSpec, errors: &mut Errors) {
             "must list at least one container",
         );
     }
+    for (index, volume) in pod.volumes.iter().flatten().enumerate() {
+        if RESERVED_VOLUMES.contains(&volume.name.as_str()) {
+            errors.push(
+                format!("{path}.spec.volumes[{index}].name"),
+                format!("{} is reserved for eto's own volume", volume.name),
+            );
+        }
+    }
     for (index, container) in pod.containers.iter().enumerate() {
         let field = format!("{path}.spec.containers[{index}]");
         if container.name.is_empty() {
@@ -235,6 +252,19 @@ fn check_template(path: &str, template: &PodTemplateSpec, errors: &mut Errors) {
         }
         if container.image.as_deref().is_none_or(str::is_empty) {
             errors.push(format!("{field}.image"), "is required");
+        }
+        // eto mounts the SSH key pair in every container, host discovery in the launcher's first.
+        let reserved: &[&str] = match (role, index) {
+            (Role::Launcher, 0) => &[SSH_DIR, DISCOVERY_DIR, DEEPSPEED_DIR],
+            _ => &[SSH_DIR],
+        };
+        for (mount_index, mount) in container.volume_mounts.iter().flatten().enumerate() {
+            if reserved.contains(&mount.mount_path.trim_end_matches('/')) {
+                errors.push(
+                    format!("{field}.volumeMounts[{mount_index}].mountPath"),
+                    format!("{} is where eto mounts its own files", mount.mount_path),
+                );
+            }
         }
     }
 }
@@ -731,6 +761,55 @@ mod tests {
             (
                 |job| set_annotation(job, SSH_SECRET_ANNOTATION, "My_Secret"),
                 "metadata.annotations[arena.kubeflow.org/ssh-secret]",
+            ),
+            (
+                |job| {
+                    let spec = job
+                        .spec
+                        .et_replica_specs
+                        .worker
+                        .template
+                        .spec
+                        .as_mut()
+                        .unwrap();
+                    spec.volumes = Some(vec![
+                        serde_json::from_value(
+                            serde_json::json!({"name": "eto-ssh", "emptyDir": {}}),
+                        )
+                        .unwrap(),
+                    ]);
+                },
+                "spec.etReplicaSpecs.worker.template.spec.volumes[0].name",
+            ),
+            (
+                |job| {
+                    worker_container(job).volume_mounts = Some(vec![
+                        serde_json::from_value(
+                            serde_json::json!({"name": "keys", "mountPath": "/root/.ssh/"}),
+                        )
+                        .unwrap(),
+                    ]);
+                },
+                "spec.etReplicaSpecs.worker.template.spec.containers[0].volumeMounts[0].mountPath",
+            ),
+            (
+                |job| {
+                    let spec = job
+                        .spec
+                        .et_replica_specs
+                        .launcher
+                        .template
+                        .spec
+                        .as_mut()
+                        .unwrap();
+                    spec.containers[0].volume_mounts = Some(vec![
+                        serde_json::from_value(
+                            serde_json::json!({"name": "data", "mountPath": "/etc/edl"}),
+                        )
+                        .unwrap(),
+                    ]);
+                },
+                "spec.etReplicaSpecs.launcher.template.spec.containers[0].volumeMounts[0].mountPath",
             ),
         ];
         for (mutate, field) in cases {

@@ -1,0 +1,157 @@
+//! The launcher pod.
+
+use std::collections::BTreeMap;
+
+use eto_api::well_known::{
+    DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, JOB_ROLE_LABEL, LAUNCHER_ROLE,
+    RESTART_LABEL,
+};
+use k8s_openapi::api::core::v1::{
+    ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeFile, DownwardAPIVolumeSource,
+    EnvVar, KeyToPath, ObjectFieldSelector, Pod, ProjectedVolumeSource, Volume, VolumeMount,
+    VolumeProjection,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{
+    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, merged, ssh_mount,
+};
+use crate::names;
+
+/// Environment the launcher's first container gets unless its template sets it: OpenMPI keeps
+/// the hostfile's host names as they are (they resolve only in their full form) and finds the
+/// hostfile.
+const LAUNCHER_ENV: [(&str, &str); 2] = [
+    ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+    ("OMPI_MCA_orte_default_hostfile", "/etc/edl/hostfile"),
+];
+
+/// The launcher of `job`, showing `hostfile` and `deepspeed_hostfile` to host discovery.
+///
+/// It is the launcher template with eto's labels, `restartPolicy: Never`, the service account
+/// `<job>-launcher`, the SSH key pair in every container, and in its first container
+/// `/etc/edl/discover_hosts.sh` and `/etc/edl/hostfile` (see [`crate::discovery`] for how they
+/// stay current) and `/job/hostfile` for DeepSpeed.
+pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Pod {
+    let template = &job.job.spec.et_replica_specs.launcher.template;
+    let template_metadata = template.metadata.clone().unwrap_or_default();
+    let mut labels = job.labels();
+    labels.insert(JOB_ROLE_LABEL.into(), LAUNCHER_ROLE.into());
+    labels.insert(RESTART_LABEL.into(), job.restart.to_string());
+    let annotations = BTreeMap::from([
+        (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
+        (
+            DEEPSPEED_HOSTFILE_ANNOTATION.to_string(),
+            deepspeed_hostfile.to_string(),
+        ),
+    ]);
+    let metadata = ObjectMeta {
+        labels: Some(merged(template_metadata.labels.as_ref(), labels)),
+        annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
+        ..job.metadata(names::launcher(job.name()))
+    };
+    let mut spec = template.spec.clone().unwrap_or_default();
+    spec.restart_policy = Some("Never".into());
+    spec.service_account_name = Some(names::launcher_rbac(job.name()));
+    let volumes = spec.volumes.get_or_insert_default();
+    volumes.push(job.ssh_volume());
+    volumes.push(discovery_volume(job.name()));
+    volumes.push(annotation_volume(
+        DEEPSPEED_VOLUME,
+        DEEPSPEED_HOSTFILE_ANNOTATION,
+    ));
+    for container in &mut spec.containers {
+        container
+            .volume_mounts
+            .get_or_insert_default()
+            .push(ssh_mount());
+    }
+    if let Some(first) = spec.containers.first_mut() {
+        let mounts = first.volume_mounts.get_or_insert_default();
+        for (volume, path) in [
+            (DISCOVERY_VOLUME, DISCOVERY_DIR),
+            (DEEPSPEED_VOLUME, DEEPSPEED_DIR),
+        ] {
+            mounts.push(VolumeMount {
+                name: volume.into(),
+                mount_path: path.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            });
+        }
+        let env = first.env.get_or_insert_default();
+        for (name, value) in LAUNCHER_ENV {
+            if !env.iter().any(|var| var.name == name) {
+                env.push(EnvVar {
+                    name: name.into(),
+                    value: Some(value.into()),
+                    value_from: None,
+                });
+            }
+        }
+    }
+    Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+fn annotation_file(path: &str, annotation: &str, mode: i32) -> DownwardAPIVolumeFile {
+    DownwardAPIVolumeFile {
+        path: path.into(),
+        field_ref: Some(ObjectFieldSelector {
+            api_version: None,
+            field_path: format!("metadata.annotations['{annotation}']"),
+        }),
+        mode: Some(mode),
+        resource_field_ref: None,
+    }
+}
+
+/// `/etc/edl`: the discovery script from the job's ConfigMap, the hostfile from the
+/// launcher's own annotation.
+fn discovery_volume(job: &str) -> Volume {
+    Volume {
+        name: DISCOVERY_VOLUME.into(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o444),
+            sources: Some(vec![
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: names::config_map(job),
+                        items: Some(vec![KeyToPath {
+                            key: "discover_hosts.sh".into(),
+                            path: "discover_hosts.sh".into(),
+                            mode: Some(0o555),
+                        }]),
+                        optional: None,
+                    }),
+                    ..VolumeProjection::default()
+                },
+                VolumeProjection {
+                    downward_api: Some(DownwardAPIProjection {
+                        items: Some(vec![annotation_file(
+                            "hostfile",
+                            HOSTFILE_ANNOTATION,
+                            0o444,
+                        )]),
+                    }),
+                    ..VolumeProjection::default()
+                },
+            ]),
+        }),
+        ..Volume::default()
+    }
+}
+
+fn annotation_volume(name: &str, annotation: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            default_mode: Some(0o444),
+            items: Some(vec![annotation_file("hostfile", annotation, 0o444)]),
+        }),
+        ..Volume::default()
+    }
+}

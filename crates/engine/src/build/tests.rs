@@ -1,0 +1,174 @@
+//! The shape of the objects eto creates.
+
+use eto_api::TrainingJob;
+use k8s_openapi::api::core::v1::Pod;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::testing::training_job;
+use crate::validation::validate;
+
+fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
+    let spec = validate(job).expect("the fixture is valid");
+    build(Job {
+        job,
+        spec: &spec,
+        restart: 2,
+    })
+}
+
+fn json_of(pod: &Pod) -> Value {
+    serde_json::to_value(pod).expect("pods serialize")
+}
+
+#[test]
+fn workers_get_identity_ssh_and_sshd() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.template.metadata = Some(
+        serde_json::from_value(
+            json!({"labels": {"app": "etjob", "release": "mnist"}, "annotations": {"team": "ml"}}),
+        )
+        .unwrap(),
+    );
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 7)));
+    assert_eq!(pod["metadata"]["name"], "mnist-worker-7");
+    assert_eq!(
+        pod["metadata"]["labels"],
+        json!({
+            "app": "etjob", "release": "mnist",
+            "group-name": "kai.alibabacloud.com", "training-job-name": "mnist", "training-job-role": "worker",
+            "replica-index": "7", "app.kubernetes.io/managed-by": "eto", "eto.dev/restart": "2"
+        })
+    );
+    assert_eq!(pod["metadata"]["annotations"], json!({"team": "ml"}));
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "TrainingJob");
+    let spec = &pod["spec"];
+    assert_eq!(spec["restartPolicy"], "Never");
+    assert_eq!(
+        (spec["hostname"].as_str(), spec["subdomain"].as_str()),
+        (Some("mnist-worker-7"), Some("mnist-workers"))
+    );
+    assert_eq!(
+        spec["containers"][0]["command"],
+        json!(["/usr/sbin/sshd", "-De"])
+    );
+    assert_eq!(
+        spec["containers"][0]["volumeMounts"],
+        json!([{"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true}])
+    );
+    assert_eq!(spec["volumes"][0]["secret"]["secretName"], "mnist-ssh");
+    assert_eq!(spec["volumes"][0]["secret"]["defaultMode"], 0o600);
+    let items: Vec<&str> = spec["volumes"][0]["secret"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(items, ["id_rsa", "id_rsa.pub", "authorized_keys", "config"]);
+}
+
+#[test]
+fn a_worker_command_from_the_template_is_kept() {
+    let mut job = training_job();
+    job.spec
+        .et_replica_specs
+        .worker
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .command = Some(vec!["my-sshd".into()]);
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0)));
+    assert_eq!(pod["spec"]["containers"][0]["command"], json!(["my-sshd"]));
+}
+
+#[test]
+fn the_launcher_reads_discovery_from_its_annotation_and_the_config_map() {
+    let pod = json_of(&with_spec(&training_job(), |job| {
+        launcher_pod(job, "a:1\n", "a slots=1\n")
+    }));
+    assert_eq!(pod["metadata"]["name"], "mnist-launcher");
+    assert_eq!(pod["metadata"]["labels"]["training-job-role"], "launcher");
+    assert_eq!(
+        pod["metadata"]["annotations"],
+        json!({"eto.dev/hostfile": "a:1\n", "eto.dev/deepspeed-hostfile": "a slots=1\n"})
+    );
+    let spec = &pod["spec"];
+    assert_eq!(spec["serviceAccountName"], "mnist-launcher");
+    assert_eq!(spec["restartPolicy"], "Never");
+    let discovery = &spec["volumes"][1]["projected"]["sources"];
+    assert_eq!(
+        discovery[0]["configMap"],
+        json!({"name": "mnist-config", "items": [{"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555}]})
+    );
+    assert_eq!(
+        discovery[1]["downwardAPI"]["items"][0],
+        json!({"path": "hostfile", "fieldRef": {"fieldPath": "metadata.annotations['eto.dev/hostfile']"}, "mode": 0o444})
+    );
+    let mounts: Vec<&str> = spec["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    assert_eq!(mounts, ["/root/.ssh", "/etc/edl", "/job"]);
+    assert_eq!(
+        spec["containers"][0]["env"],
+        json!([
+            {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/edl/hostfile"}
+        ])
+    );
+    assert_eq!(
+        spec["containers"][0]["command"][0], "horovodrun",
+        "the launcher's command is the user's"
+    );
+}
+
+#[test]
+fn the_launcher_may_read_only_its_config_map() {
+    let role = with_spec(&training_job(), launcher_role);
+    assert_eq!(
+        serde_json::to_value(&role.rules).unwrap(),
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["mnist-config"], "verbs": ["get", "watch"]}])
+    );
+    let binding = serde_json::to_value(with_spec(&training_job(), launcher_role_binding)).unwrap();
+    assert_eq!(
+        binding["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "mnist-launcher"})
+    );
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "mnist-launcher", "namespace": "default"}])
+    );
+}
+
+#[test]
+fn the_worker_service_is_headless_and_publishes_unready_workers() {
+    let service = serde_json::to_value(with_spec(&training_job(), worker_service)).unwrap();
+    assert_eq!(service["metadata"]["name"], "mnist-workers");
+    assert_eq!(
+        service["spec"],
+        json!({"clusterIP": "None", "publishNotReadyAddresses": true, "selector": {"training-job-name": "mnist", "training-job-role": "worker"}})
+    );
+}
+
+#[test]
+fn a_provided_ssh_secret_is_mounted_instead_of_the_generated_one() {
+    let mut job = training_job();
+    job.metadata.annotations = Some(
+        [(
+            "arena.kubeflow.org/ssh-secret".to_string(),
+            "team-keys".to_string(),
+        )]
+        .into(),
+    );
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0)));
+    assert_eq!(
+        pod["spec"]["volumes"][0]["secret"]["secretName"],
+        "team-keys"
+    );
+}

@@ -1,0 +1,49 @@
+//! Worker pods.
+
+use eto_api::well_known::{JOB_ROLE_LABEL, REPLICA_INDEX_LABEL, RESTART_LABEL, WORKER_ROLE};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Job, SSHD_COMMAND, merged, ssh_mount};
+use crate::names;
+
+/// Worker `index` of `job`: the worker template with eto's labels (template labels and
+/// annotations kept), `restartPolicy: Never` (eto, not the kubelet, replaces workers, under a new
+/// name), the host name `<job>-worker-<index>` in the subdomain of the job's headless Service,
+/// the SSH key pair in every container, and an SSH daemon as the first container's command
+/// when the template gives none.
+pub fn worker_pod(job: Job<'_>, index: u32) -> Pod {
+    let template = &job.job.spec.et_replica_specs.worker.template;
+    let template_metadata = template.metadata.clone().unwrap_or_default();
+    let name = names::worker(job.name(), index);
+    let mut labels = job.labels();
+    labels.insert(JOB_ROLE_LABEL.into(), WORKER_ROLE.into());
+    labels.insert(REPLICA_INDEX_LABEL.into(), index.to_string());
+    labels.insert(RESTART_LABEL.into(), job.restart.to_string());
+    let metadata = ObjectMeta {
+        labels: Some(merged(template_metadata.labels.as_ref(), labels)),
+        annotations: template_metadata.annotations.filter(|a| !a.is_empty()),
+        ..job.metadata(name.clone())
+    };
+    let mut spec = template.spec.clone().unwrap_or_default();
+    spec.restart_policy = Some("Never".into());
+    spec.hostname = Some(name);
+    spec.subdomain = Some(names::worker_service(job.name()));
+    if let Some(first) = spec.containers.first_mut()
+        && first.command.as_ref().is_none_or(Vec::is_empty)
+    {
+        first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
+    }
+    spec.volumes.get_or_insert_default().push(job.ssh_volume());
+    for container in &mut spec.containers {
+        container
+            .volume_mounts
+            .get_or_insert_default()
+            .push(ssh_mount());
+    }
+    Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    }
+}

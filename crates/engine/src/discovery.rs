@@ -1,0 +1,86 @@
+//! What the launcher's host discovery shows: Horovod's `host:slots` hostfile, the DeepSpeed
+//! hostfile and the discovery script.
+//!
+//! # How the launcher sees changes within seconds
+//! The launcher mounts a projected volume at `/etc/edl`: `discover_hosts.sh` comes from the
+//! job's ConfigMap, and `hostfile` from the launcher pod's own annotation
+//! [`eto_api::well_known::HOSTFILE_ANNOTATION`] through the downward API. When the hosts
+//! change, eto rewrites that annotation. An update of the pod object makes the kubelet sync
+//! the pod at once, and a sync rewrites the downward-API files from the pod object it just
+//! received, atomically. The new hostfile therefore travels in the same update that makes
+//! the kubelet act: there is no second cache (as with a ConfigMap volume, which the kubelet
+//! otherwise refreshes only on its periodic sync, a minute or more) and no race between the
+//! two. eto never needs `pods/exec`.
+//!
+//! Limits: the delay is the kubelet's reaction to a pod update (typically well under a
+//! second; under heavy kubelet load it can be longer, and the periodic sync still corrects
+//! it); pod annotations are limited to 256 KiB in total, about 5,000 workers.
+
+use std::fmt::Write;
+
+/// The discovery script Horovod runs (`--host-discovery-script /etc/edl/discover_hosts.sh`).
+/// Horovod runs it every second and stops the job if its first run fails, so it only prints
+/// the current hostfile and always succeeds.
+pub const DISCOVER_HOSTS_SCRIPT: &str = "#!/bin/sh
+# Prints the workers that are ready for training, one host:slots line each. eto keeps
+# /etc/edl/hostfile current; this script stays cheap and always succeeds.
+cat /etc/edl/hostfile 2>/dev/null
+exit 0
+";
+
+/// A host of the discovery data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// Resolvable host name.
+    pub name: String,
+    /// Processes it runs.
+    pub slots: u32,
+}
+
+/// Horovod's hostfile: one `host:slots` line per host, in the given order.
+pub fn hostfile(hosts: &[Host]) -> String {
+    hosts.iter().fold(String::new(), |mut out, host| {
+        let _ = writeln!(out, "{}:{}", host.name, host.slots);
+        out
+    })
+}
+
+/// DeepSpeed's hostfile: one `host slots=n` line per host.
+pub fn deepspeed_hostfile(hosts: &[Host]) -> String {
+    hosts.iter().fold(String::new(), |mut out, host| {
+        let _ = writeln!(out, "{} slots={}", host.name, host.slots);
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostfiles_list_hosts_in_order() {
+        let hosts = [
+            Host {
+                name: "a.svc".into(),
+                slots: 8,
+            },
+            Host {
+                name: "b.svc".into(),
+                slots: 8,
+            },
+        ];
+        assert_eq!(hostfile(&hosts), "a.svc:8\nb.svc:8\n");
+        assert_eq!(deepspeed_hostfile(&hosts), "a.svc slots=8\nb.svc slots=8\n");
+        assert_eq!(hostfile(&[]), "");
+    }
+
+    #[test]
+    fn the_script_prints_the_hostfile_and_always_succeeds() {
+        let lines: Vec<&str> = DISCOVER_HOSTS_SCRIPT
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        assert_eq!(lines, ["cat /etc/edl/hostfile 2>/dev/null", "exit 0"]);
+        assert!(DISCOVER_HOSTS_SCRIPT.starts_with("#!/bin/sh\n"));
+    }
+}

@@ -1,0 +1,640 @@
+//! Scenarios of a job's life, stepped through the in-memory world.
+
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::{CleanPodPolicy, JobPhase, JobRestartPolicy};
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::conditions as c;
+use crate::testing::training_job;
+use crate::testing::world::World;
+
+fn pod_names(plan: &Plan) -> Vec<String> {
+    plan.apply
+        .iter()
+        .filter_map(|child| match child {
+            Child::Pod(pod) => pod.metadata.name.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deleted_pods(plan: &Plan) -> Vec<String> {
+    plan.delete
+        .iter()
+        .filter(|d| d.kind == ChildKind::Pod)
+        .map(|d| d.name.clone())
+        .collect()
+}
+
+fn reasons(plan: &Plan) -> Vec<String> {
+    plan.events.iter().map(|e| e.reason.clone()).collect()
+}
+
+fn condition(world: &World, type_: &str) -> (bool, String) {
+    let condition = c::find(&world.status().conditions, type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"));
+    (
+        condition.status == eto_api::common::ConditionStatus::True,
+        condition.reason.clone().unwrap_or_default(),
+    )
+}
+
+/// A world whose job (two workers, min 2) has been reconciled once.
+fn started() -> World {
+    let mut world = World::new(training_job());
+    world.reconcile();
+    world
+}
+
+/// A started world whose workers are ready and whose launcher runs.
+fn running() -> World {
+    let mut world = started();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    world
+}
+
+#[test]
+fn a_new_job_gets_its_supporting_objects_and_workers_but_no_launcher() {
+    let mut world = World::new(training_job());
+    let plan = world.reconcile();
+    let kinds: Vec<&str> = plan
+        .apply
+        .iter()
+        .map(|child| match child {
+            Child::ServiceAccount(_) => "ServiceAccount",
+            Child::Role(_) => "Role",
+            Child::RoleBinding(_) => "RoleBinding",
+            Child::Service(_) => "Service",
+            Child::Pod(_) => "Pod",
+            Child::ConfigMap(_) => "ConfigMap",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "Role",
+            "RoleBinding",
+            "Service",
+            "Pod",
+            "Pod",
+            "ConfigMap"
+        ]
+    );
+    assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
+    assert!(plan.create_ssh_secret.is_some());
+    assert_eq!(reasons(&plan), ["WorkersCreated"]);
+    let status = world.status();
+    assert_eq!(status.phase, Some(JobPhase::Created));
+    assert_eq!(status.target_workers, ["mnist-worker-0", "mnist-worker-1"]);
+    assert!(status.start_time.is_some());
+    assert_eq!(
+        status.selector.as_deref(),
+        Some("training-job-name=mnist,training-job-role=worker")
+    );
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "WaitingForWorkers".into())
+    );
+    assert_eq!(
+        condition(&world, c::WORKERS_READY),
+        (false, "WaitingForWorkers".into())
+    );
+}
+
+#[test]
+fn a_reconcile_with_nothing_to_change_plans_nothing() {
+    let mut world = started();
+    assert!(world.reconcile().is_empty());
+    let mut world = running();
+    assert!(world.reconcile().is_empty());
+    world.advance(3600);
+    assert!(world.reconcile().is_empty(), "time alone changes nothing");
+}
+
+#[test]
+fn the_launcher_waits_until_min_replicas_workers_are_ready() {
+    let mut world = started();
+    world.ready("mnist-worker-0");
+    world.running_not_ready("mnist-worker-1");
+    let plan = world.reconcile();
+    assert!(
+        pod_names(&plan).is_empty(),
+        "one of two workers is not enough"
+    );
+    assert_eq!(
+        world
+            .status()
+            .workers
+            .as_ref()
+            .map(|w| (w.ready, w.pending)),
+        Some((1, 1))
+    );
+
+    world.ready("mnist-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
+    assert_eq!(reasons(&plan), ["LauncherCreated"]);
+    assert_eq!(
+        world.launcher_hostfile().as_deref(),
+        Some("mnist-worker-0.mnist-workers:1\nmnist-worker-1.mnist-workers:1\n")
+    );
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "LauncherPending".into())
+    );
+    assert_eq!(world.status().phase, Some(JobPhase::Created));
+}
+
+#[test]
+fn min_replicas_below_replicas_starts_the_launcher_early() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(4);
+    job.spec.et_replica_specs.worker.min_replicas = Some(1);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-2");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
+    assert_eq!(
+        world.launcher_hostfile().as_deref(),
+        Some("mnist-worker-2.mnist-workers:1\n")
+    );
+}
+
+#[test]
+fn a_running_launcher_makes_the_job_running_once() {
+    let mut world = started();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    let plan = world.reconcile();
+    assert_eq!(reasons(&plan), ["TrainingJobRunning"]);
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    assert_eq!(
+        condition(&world, c::READY),
+        (true, "TrainingJobRunning".into())
+    );
+    assert_eq!(
+        condition(&world, c::RUNNING),
+        (true, "TrainingJobRunning".into())
+    );
+    assert_eq!(
+        world.status().current_workers,
+        ["mnist-worker-0", "mnist-worker-1"]
+    );
+    let launcher = &world.status().replica_statuses[&eto_api::training_job::ReplicaType::Launcher];
+    assert_eq!(launcher.active, 1);
+}
+
+#[test]
+fn a_failed_worker_leaves_discovery_at_once_and_is_replaced_under_a_new_name() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    job.spec.et_replica_specs.worker.min_replicas = Some(1);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+
+    world.exit("mnist-worker-1", 1);
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["mnist-worker-2", "mnist-launcher"],
+        "a replacement, and the launcher's new hostfile"
+    );
+    assert_eq!(
+        world.launcher_hostfile().as_deref(),
+        Some("mnist-worker-0.mnist-workers:1\n")
+    );
+    assert_eq!(reasons(&plan), ["WorkerLost", "WorkersCreated"]);
+    assert!(
+        plan.events[0]
+            .note
+            .contains("mnist-worker-1 failed (exit code 1, Error) on node node-mnist-worker-1"),
+        "{}",
+        plan.events[0].note
+    );
+    assert!(plan.events[0].note.contains("replaced by mnist-worker-2"));
+    let status = world.status();
+    assert_eq!(status.target_workers, ["mnist-worker-0", "mnist-worker-2"]);
+    assert_eq!(status.blacklist.len(), 1);
+    assert_eq!(
+        (
+            status.blacklist[0].pod.as_str(),
+            status.blacklist[0].exit_code
+        ),
+        ("mnist-worker-1", Some(1))
+    );
+    assert!(
+        deleted_pods(&plan).is_empty(),
+        "failed pods stay for inspection"
+    );
+
+    world.ready("mnist-worker-2");
+    world.reconcile();
+    assert_eq!(
+        world.launcher_hostfile().as_deref(),
+        Some("mnist-worker-0.mnist-workers:1\nmnist-worker-2.mnist-workers:1\n")
+    );
+    assert!(
+        world.reconcile().is_empty(),
+        "a lost worker is reported once"
+    );
+}
+
+#[test]
+fn a_failed_worker_under_never_is_not_replaced() {
+    let mut world = running();
+    world.exit("mnist-worker-0", 3);
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["mnist-launcher"],
+        "only the launcher's hostfile changes"
+    );
+    assert!(
+        plan.events[0]
+            .note
+            .contains("not replaced (worker restartPolicy Never)"),
+        "{}",
+        plan.events[0].note
+    );
+    assert_eq!(world.status().target_workers, ["mnist-worker-1"]);
+}
+
+#[test]
+fn workers_leave_discovery_when_disrupted_terminating_or_not_ready() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(4);
+    job.spec.et_replica_specs.worker.min_replicas = Some(1);
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::Always);
+    let mut world = World::new(job);
+    world.reconcile();
+    for i in 0..4 {
+        world.ready(&format!("mnist-worker-{i}"));
+    }
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+
+    world.disrupt("mnist-worker-1");
+    world.pod("mnist-worker-2").metadata.deletion_timestamp = Some(Time(world.now));
+    world.running_not_ready("mnist-worker-3");
+    world.reconcile();
+    assert_eq!(
+        world.launcher_hostfile().as_deref(),
+        Some("mnist-worker-0.mnist-workers:1\n")
+    );
+    let reasons: Vec<&str> = world
+        .status()
+        .blacklist
+        .iter()
+        .map(|e| e.reason.as_str())
+        .collect();
+    assert_eq!(reasons, ["Disrupted", "Deleted"]);
+    assert_eq!(
+        world.status().target_workers,
+        [
+            "mnist-worker-0",
+            "mnist-worker-3",
+            "mnist-worker-4",
+            "mnist-worker-5"
+        ]
+    );
+}
+
+#[test]
+fn launcher_success_applies_the_clean_pod_policy() {
+    for (policy, workers_deleted) in [
+        (None, true),
+        (Some(CleanPodPolicy::Running), true),
+        (Some(CleanPodPolicy::All), true),
+        (Some(CleanPodPolicy::None), false),
+    ] {
+        let mut world = running();
+        world.job.spec.clean_pod_policy = policy;
+        world.exit("mnist-launcher", 0);
+        let plan = world.reconcile();
+        assert_eq!(
+            world.status().phase,
+            Some(JobPhase::Succeeded),
+            "{policy:?}"
+        );
+        assert!(world.status().completion_time.is_some());
+        assert_eq!(reasons(&plan), ["TrainingJobSucceeded"]);
+        assert_eq!(
+            condition(&world, c::READY),
+            (true, "TrainingJobSucceeded".into())
+        );
+        let expected: Vec<String> = if workers_deleted {
+            vec!["mnist-worker-0".into(), "mnist-worker-1".into()]
+        } else {
+            vec![]
+        };
+        assert_eq!(deleted_pods(&plan), expected, "{policy:?}");
+        assert_eq!(
+            plan.delete.iter().any(|d| d.kind == ChildKind::Service),
+            workers_deleted
+        );
+        assert!(
+            world.pods.contains_key("mnist-launcher"),
+            "the launcher is kept"
+        );
+        let refresh = world.reconcile();
+        assert!(
+            refresh.apply.is_empty() && refresh.delete.is_empty() && refresh.events.is_empty(),
+            "{policy:?}: {refresh:?}"
+        );
+        assert!(
+            world.reconcile().is_empty(),
+            "{policy:?}: a finished job settles"
+        );
+    }
+}
+
+#[test]
+fn launcher_failure_fails_the_job_under_never() {
+    let mut world = running();
+    world.exit("mnist-launcher", 2);
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+    assert_eq!(reasons(&plan), ["TrainingJobFailed"]);
+    assert_eq!(
+        condition(&world, c::STALLED),
+        (true, "TrainingJobFailed".into())
+    );
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "TrainingJobFailed".into())
+    );
+}
+
+#[test]
+fn launcher_failure_restarts_the_job_until_the_backoff_limit() {
+    let mut job = training_job();
+    job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
+    job.spec.backoff_limit = Some(1);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+
+    world.exit("mnist-launcher", 1);
+    // The old pods are deleted, but a pod being deleted is still there for a while.
+    let plan = plan(&world.observed(), world.now);
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-launcher", "mnist-worker-0", "mnist-worker-1"]
+    );
+    assert_eq!(
+        pod_names(&plan),
+        ["mnist-worker-2", "mnist-worker-3"],
+        "the new run gets new workers, but no launcher yet"
+    );
+    assert_eq!(reasons(&plan), ["TrainingJobRestarting", "WorkersCreated"]);
+    assert!(
+        plan.events[0].note.contains("restart 1 of 1"),
+        "{}",
+        plan.events[0].note
+    );
+    let status = plan.status.clone().unwrap();
+    assert_eq!(
+        (status.restart_count, status.phase),
+        (1, Some(JobPhase::Restarting))
+    );
+    world.apply(&plan);
+
+    world.ready("mnist-worker-2");
+    world.ready("mnist-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["mnist-launcher"],
+        "the old launcher is gone: a new one starts"
+    );
+    assert_eq!(
+        world.pods["mnist-launcher"]
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()["eto.dev/restart"],
+        "1"
+    );
+    world.ready("mnist-launcher");
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    assert_eq!(
+        condition(&world, c::RESTARTING),
+        (false, "RestartDone".into())
+    );
+
+    world.exit("mnist-launcher", 1);
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+    assert!(
+        plan.events[0]
+            .note
+            .contains("the backoff limit of 1 restarts is reached"),
+        "{}",
+        plan.events[0].note
+    );
+}
+
+#[test]
+fn a_missing_launcher_follows_its_restart_policy() {
+    // Always: recreated.
+    let mut world = running();
+    world.job.spec.et_replica_specs.launcher.restart_policy = Some(ReplicaRestartPolicy::Always);
+    world.pods.remove("mnist-launcher");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
+    assert_eq!(reasons(&plan), ["LauncherMissing", "LauncherCreated"]);
+
+    // Never: the job fails.
+    let mut world = running();
+    world.job.spec.et_replica_specs.launcher.restart_policy = Some(ReplicaRestartPolicy::Never);
+    world.pods.remove("mnist-launcher");
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+
+    // Unset: a warning, once; the workers are still looked after.
+    let mut world = running();
+    world.pods.remove("mnist-launcher");
+    let plan = world.reconcile();
+    assert!(pod_names(&plan).is_empty());
+    assert_eq!(reasons(&plan), ["LauncherMissing"]);
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "LauncherMissing".into())
+    );
+    assert!(world.reconcile().is_empty());
+}
+
+#[test]
+fn the_active_deadline_fails_the_job_and_stops_its_pods() {
+    let mut world = started();
+    world.job.spec.active_deadline_seconds = Some(600);
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(600)));
+    world.ready("mnist-launcher");
+    world.reconcile();
+    world.advance(600);
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+    assert_eq!(
+        condition(&world, c::FAILED),
+        (true, "DeadlineExceeded".into())
+    );
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-launcher", "mnist-worker-0", "mnist-worker-1"]
+    );
+}
+
+#[test]
+fn a_finished_job_is_deleted_after_its_time_to_live() {
+    let mut world = running();
+    world.job.spec.ttl_seconds_after_finished = Some(60);
+    world.exit("mnist-launcher", 0);
+    let plan = world.reconcile();
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(60)));
+    assert!(!plan.delete_job);
+    world.advance(59);
+    assert!(!world.reconcile().delete_job);
+    world.advance(1);
+    assert!(world.reconcile().delete_job);
+}
+
+#[test]
+fn an_invalid_spec_creates_nothing_reports_once_and_recovers_when_fixed() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.min_replicas = Some(5);
+    let mut world = World::new(job);
+    let plan = world.reconcile();
+    assert!(plan.apply.is_empty() && plan.create_ssh_secret.is_none());
+    assert_eq!(reasons(&plan), ["InvalidSpec"]);
+    assert!(
+        plan.events[0]
+            .note
+            .contains("spec.etReplicaSpecs.worker.minReplicas"),
+        "{}",
+        plan.events[0].note
+    );
+    assert_eq!(condition(&world, c::READY), (false, "InvalidSpec".into()));
+    assert_eq!(condition(&world, c::STALLED), (true, "InvalidSpec".into()));
+    assert!(world.reconcile().is_empty(), "reported once");
+
+    world.job.spec.et_replica_specs.worker.min_replicas = Some(1);
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
+    assert_eq!(condition(&world, c::STALLED), (false, "Progressing".into()));
+}
+
+#[test]
+fn an_undecodable_job_gets_a_condition_naming_the_field() {
+    let error = FieldError {
+        field: "spec.restartPolicy".into(),
+        message: "unknown variant `Sometimes`".into(),
+    };
+    let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+    let plan = plan_undecodable(&ObjectMeta::default(), None, &error, now);
+    let status = plan.status.unwrap();
+    let ready = c::find(&status.conditions, c::READY).unwrap();
+    assert_eq!(ready.reason.as_deref(), Some("InvalidSpec"));
+    assert!(
+        ready
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("spec.restartPolicy: unknown variant")
+    );
+    assert_eq!(plan.events.len(), 1);
+}
+
+#[test]
+fn a_missing_provided_ssh_secret_holds_the_pods_back() {
+    let mut job = training_job();
+    job.metadata.annotations = Some(
+        [(
+            "arena.kubeflow.org/ssh-secret".to_string(),
+            "team-keys".to_string(),
+        )]
+        .into(),
+    );
+    let mut world = World::new(job);
+    let plan = world.reconcile();
+    assert!(pod_names(&plan).is_empty());
+    assert!(
+        plan.create_ssh_secret.is_none(),
+        "a provided Secret is never created"
+    );
+    assert_eq!(reasons(&plan), ["SSHSecretNotFound"]);
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "SSHSecretNotFound".into())
+    );
+    assert!(world.reconcile().is_empty());
+    world.secret = SecretPresence::Present;
+    assert_eq!(
+        pod_names(&world.reconcile()),
+        ["mnist-worker-0", "mnist-worker-1"]
+    );
+}
+
+#[test]
+fn a_restarted_operator_adopts_what_exists() {
+    let mut world = running();
+    let before: Vec<String> = world.pods.keys().cloned().collect();
+    // The status was lost (or never written): the pods are adopted, nothing is created twice.
+    world.job.status = None;
+    let plan = world.reconcile();
+    assert!(
+        pod_names(&plan).iter().all(|name| name == "mnist-launcher"),
+        "{:?}",
+        pod_names(&plan)
+    );
+    assert!(deleted_pods(&plan).is_empty());
+    assert_eq!(world.pods.keys().cloned().collect::<Vec<_>>(), before);
+    assert_eq!(
+        world.status().target_workers,
+        ["mnist-worker-0", "mnist-worker-1"]
+    );
+    assert!(world.reconcile().is_empty(), "and converges");
+}
+
+#[test]
+fn scaling_replicas_adds_or_removes_workers() {
+    let mut world = running();
+    world.job.spec.et_replica_specs.worker.replicas = Some(3);
+    world.job.spec.et_replica_specs.worker.min_replicas = Some(2);
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-2"]);
+    assert_eq!(reasons(&plan), ["WorkersScaled", "WorkersCreated"]);
+    world.ready("mnist-worker-2");
+    world.reconcile();
+    assert_eq!(world.status().current_workers.len(), 3);
+
+    world.job.spec.et_replica_specs.worker.replicas = Some(2);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["mnist-worker-2"]);
+    assert_eq!(
+        world.status().target_workers,
+        ["mnist-worker-0", "mnist-worker-1"]
+    );
+}

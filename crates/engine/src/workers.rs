@@ -1,0 +1,320 @@
+//! Which workers a job should have.
+//!
+//! `status.targetWorkers` is the durable record of the workers the job should have now; each
+//! reconcile starts from it and from the worker pods of the current run:
+//!
+//! 1. A target worker that failed, was evicted, is being disrupted, completed or disappeared
+//!    is *lost*: it leaves the target (and so host discovery) and goes on the blacklist. If
+//!    its restart policy replaces it, a worker with a new index takes its place: Horovod
+//!    blacklists hosts by name, so a name is never reused.
+//! 2. A worker pod that exists but is not in the target (left by an operator that stopped
+//!    before recording it) is adopted while the target is short of the desired count, and
+//!    deleted otherwise.
+//! 3. When `worker.replicas` changed since the last reconcile, the target grows with new
+//!    indices or shrinks, dropping workers that are not ready first, then the highest indices.
+//!
+//! Without a change of `worker.replicas`, a lost worker that is not replaced is not made up for:
+//! the job runs with fewer workers, as with et-operator.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use eto_api::common::ReplicaRestartPolicy;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::loss::Loss;
+use crate::pods;
+
+/// What the worker bookkeeping starts from.
+#[derive(Clone, Debug)]
+pub struct WorkerInput<'a> {
+    /// The worker restart policy.
+    pub policy: ReplicaRestartPolicy,
+    /// Workers the spec asks for.
+    pub desired: u32,
+    /// Workers the spec asked for at the last reconcile (`status.workers.desired`), `None` for
+    /// a job (or run) that has no workers yet.
+    pub previous_desired: Option<u32>,
+    /// The indices of `status.targetWorkers`.
+    pub previous_target: &'a [u32],
+    /// The worker pods of the current run, by index.
+    pub pods: &'a BTreeMap<u32, &'a Pod>,
+    /// Indices of workers already on the blacklist.
+    pub blacklisted: &'a BTreeSet<u32>,
+    /// The smallest index never used by the job.
+    pub next_index: u32,
+}
+
+/// A target worker that stopped counting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostWorker {
+    /// Its index.
+    pub index: u32,
+    /// Why.
+    pub loss: Loss,
+    /// The index of its replacement, if its restart policy replaces it.
+    pub replacement: Option<u32>,
+}
+
+/// What the worker bookkeeping decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerDecision {
+    /// The indices the job should have, ascending.
+    pub target: Vec<u32>,
+    /// Target indices without a pod: to create.
+    pub create: Vec<u32>,
+    /// Worker pods to delete: excess and scale-in victims.
+    pub delete: Vec<u32>,
+    /// Target workers lost since the last reconcile.
+    pub lost: Vec<LostWorker>,
+    /// Worker pods taken into the target.
+    pub adopted: Vec<u32>,
+    /// The change of the desired count, if `worker.replicas` changed.
+    pub resized: Option<(u32, u32)>,
+}
+
+/// Decides the target workers; see the module documentation.
+pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
+    let mut decision = WorkerDecision::default();
+    let mut next_index = input.next_index;
+    let mut target: Vec<u32> = Vec::new();
+    for &index in input.previous_target {
+        match Loss::of(input.pods.get(&index).copied()) {
+            None => target.push(index),
+            Some(loss) => {
+                let replacement = loss.is_replaced_under(input.policy).then(|| {
+                    next_index += 1;
+                    next_index - 1
+                });
+                target.extend(replacement);
+                decision.lost.push(LostWorker {
+                    index,
+                    loss,
+                    replacement,
+                });
+            }
+        }
+    }
+
+    let lost: BTreeSet<u32> = decision.lost.iter().map(|l| l.index).collect();
+    let adoption_limit = input.previous_desired.unwrap_or(input.desired) as usize;
+    for (&index, pod) in input.pods {
+        let untracked = !target.contains(&index)
+            && !lost.contains(&index)
+            && !input.blacklisted.contains(&index);
+        if untracked && Loss::of(Some(pod)).is_none() {
+            if target.len() < adoption_limit {
+                target.push(index);
+                decision.adopted.push(index);
+            } else {
+                decision.delete.push(index);
+            }
+        }
+    }
+
+    let desired = input.desired as usize;
+    if input.previous_desired != Some(input.desired) {
+        decision.resized = input
+            .previous_desired
+            .map(|previous| (previous, input.desired));
+        while target.len() < desired {
+            target.push(next_index);
+            next_index += 1;
+        }
+        if target.len() > desired {
+            // Workers that are not ready cost nothing to drop; among equals, the newest go.
+            let ready = |index: &u32| input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
+            target.sort_by_key(|index| (!ready(index), *index));
+            decision.delete.extend(
+                target
+                    .drain(desired..)
+                    .filter(|index| input.pods.contains_key(index)),
+            );
+        }
+    }
+    target.sort_unstable();
+    decision.create = target
+        .iter()
+        .copied()
+        .filter(|index| !input.pods.contains_key(index))
+        .collect();
+    decision.delete.sort_unstable();
+    decision.target = target;
+    decision
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(phase: &str, ready: bool) -> Pod {
+        let mut status = json!({"phase": phase, "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]});
+        if phase == "Failed" {
+            status["containerStatuses"] = json!([{"name": "w", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]);
+        }
+        serde_json::from_value(json!({"metadata": {"name": "w"}, "status": status})).unwrap()
+    }
+
+    struct Case {
+        policy: ReplicaRestartPolicy,
+        desired: u32,
+        previous_desired: Option<u32>,
+        previous_target: Vec<u32>,
+        pods: Vec<(u32, Pod)>,
+        next_index: u32,
+    }
+
+    fn decide_case(case: &Case) -> WorkerDecision {
+        let pods: BTreeMap<u32, &Pod> = case.pods.iter().map(|(i, p)| (*i, p)).collect();
+        decide(&WorkerInput {
+            policy: case.policy,
+            desired: case.desired,
+            previous_desired: case.previous_desired,
+            previous_target: &case.previous_target,
+            pods: &pods,
+            blacklisted: &BTreeSet::new(),
+            next_index: case.next_index,
+        })
+    }
+
+    fn running() -> Pod {
+        pod("Running", true)
+    }
+
+    #[test]
+    fn a_new_job_gets_its_desired_workers() {
+        let case = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 3,
+            previous_desired: None,
+            previous_target: vec![],
+            pods: vec![],
+            next_index: 0,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(decision.target, [0, 1, 2]);
+        assert_eq!(decision.create, [0, 1, 2]);
+        assert_eq!(decision.resized, None);
+    }
+
+    #[test]
+    fn a_failed_worker_is_replaced_under_a_new_index_only_when_its_policy_says_so() {
+        for (policy, expected_target, replacement) in [
+            (ReplicaRestartPolicy::Never, vec![0, 2], None),
+            (ReplicaRestartPolicy::OnFailure, vec![0, 2, 3], Some(3)),
+            (ReplicaRestartPolicy::ExitCode, vec![0, 2], None),
+            (ReplicaRestartPolicy::Always, vec![0, 2, 3], Some(3)),
+        ] {
+            let case = Case {
+                policy,
+                desired: 3,
+                previous_desired: Some(3),
+                previous_target: vec![0, 1, 2],
+                pods: vec![(0, running()), (1, pod("Failed", false)), (2, running())],
+                next_index: 3,
+            };
+            let decision = decide_case(&case);
+            assert_eq!(decision.target, expected_target, "{policy:?}");
+            assert_eq!(decision.lost.len(), 1);
+            assert_eq!(decision.lost[0].index, 1);
+            assert_eq!(decision.lost[0].replacement, replacement);
+            assert_eq!(decision.create, replacement.into_iter().collect::<Vec<_>>());
+            assert!(
+                decision.delete.is_empty(),
+                "failed pods are kept for inspection"
+            );
+        }
+    }
+
+    #[test]
+    fn a_vanished_worker_is_lost_as_deleted() {
+        let case = Case {
+            policy: ReplicaRestartPolicy::Always,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: vec![0, 1],
+            pods: vec![(0, running())],
+            next_index: 2,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(
+            decision.lost,
+            [LostWorker {
+                index: 1,
+                loss: Loss::Deleted,
+                replacement: Some(2)
+            }]
+        );
+        assert_eq!(decision.target, [0, 2]);
+    }
+
+    #[test]
+    fn untracked_pods_are_adopted_up_to_the_desired_count_then_deleted() {
+        let case = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: vec![0],
+            pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
+            next_index: 3,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(decision.target, [0, 1]);
+        assert_eq!(decision.adopted, [1]);
+        assert_eq!(decision.delete, [2]);
+        assert!(decision.create.is_empty());
+    }
+
+    #[test]
+    fn an_operator_that_stopped_before_recording_its_workers_adopts_them() {
+        // Status never written: no target, no previous desired count, but the pods exist.
+        let case = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: None,
+            previous_target: vec![],
+            pods: vec![(0, pod("Pending", false)), (1, pod("Pending", false))],
+            next_index: 2,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(decision.target, [0, 1]);
+        assert!(decision.create.is_empty(), "no duplicate workers");
+        assert!(decision.delete.is_empty(), "no orphans");
+    }
+
+    #[test]
+    fn scaling_out_adds_new_indices_and_scaling_in_drops_unready_then_newest() {
+        let grow = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 4,
+            previous_desired: Some(2),
+            previous_target: vec![0, 1],
+            pods: vec![(0, running()), (1, running())],
+            next_index: 5,
+        };
+        let decision = decide_case(&grow);
+        assert_eq!(decision.target, [0, 1, 5, 6]);
+        assert_eq!(decision.resized, Some((2, 4)));
+
+        let shrink = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(4),
+            previous_target: vec![0, 1, 2, 3],
+            pods: vec![
+                (0, running()),
+                (1, pod("Pending", false)),
+                (2, running()),
+                (3, running()),
+            ],
+            next_index: 4,
+        };
+        let decision = decide_case(&shrink);
+        assert_eq!(decision.target, [0, 2]);
+        assert_eq!(decision.delete, [1, 3]);
+        assert_eq!(decision.resized, Some((4, 2)));
+    }
+}
