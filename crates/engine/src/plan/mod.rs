@@ -158,6 +158,12 @@ impl Plan {
 
 /// Plans the reconcile of `observed` at `now`; see the module documentation.
 pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
+    // Caches return pods in any order; plans do not depend on it.
+    let mut sorted = observed.clone();
+    sorted
+        .pods
+        .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let observed = &sorted;
     let old = observed.job.status.clone().unwrap_or_default();
     let mut planner = Planner::new(observed.job.metadata.generation, old, now);
     match validate(observed.job) {

@@ -1,0 +1,64 @@
+//! What every reconcile gets: the client, the caches, the event recorder, the clock.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::Client;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
+
+use crate::metrics::Metrics;
+
+/// Where a reconcile reads the time; tests pass a fixed one.
+pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
+
+/// The caches of the objects eto creates (those labelled `app.kubernetes.io/managed-by: eto`).
+#[derive(Clone)]
+pub struct Stores {
+    /// Launchers and workers.
+    pub pods: Store<Pod>,
+    /// Headless worker Services.
+    pub services: Store<Service>,
+    /// Discovery ConfigMaps.
+    pub config_maps: Store<ConfigMap>,
+    /// Generated SSH Secrets.
+    pub secrets: Store<Secret>,
+    /// Launcher ServiceAccounts.
+    pub service_accounts: Store<ServiceAccount>,
+    /// Launcher Roles.
+    pub roles: Store<Role>,
+    /// Launcher RoleBindings.
+    pub role_bindings: Store<RoleBinding>,
+}
+
+impl Stores {
+    /// Resolves once every cache has completed its first list.
+    pub async fn ready(&self) {
+        // A store whose writer is gone never becomes ready; waiting on it is pointless, and
+        // the controller is shutting down anyway.
+        let _ = futures::join!(
+            self.pods.wait_until_ready(),
+            self.services.wait_until_ready(),
+            self.config_maps.wait_until_ready(),
+            self.secrets.wait_until_ready(),
+            self.service_accounts.wait_until_ready(),
+            self.roles.wait_until_ready(),
+            self.role_bindings.wait_until_ready(),
+        );
+    }
+}
+
+/// Shared by every reconcile.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// The caches.
+    pub stores: Stores,
+    /// Publishes events on jobs.
+    pub recorder: Recorder,
+    /// The time.
+    pub clock: Clock,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+}

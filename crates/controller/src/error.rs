@@ -1,0 +1,84 @@
+//! What can go wrong in a reconcile.
+
+/// A failed reconcile, by the stage that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Applying a child failed.
+    #[error("failed to apply {kind} {name}: {source}")]
+    Apply {
+        /// Kind of the child.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Creating the SSH Secret failed.
+    #[error("failed to create the SSH Secret {name}: {source}")]
+    CreateSecret {
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Generating the SSH key pair failed.
+    #[error("failed to generate an SSH key pair: {0}")]
+    GenerateKey(#[source] ssh_key::Error),
+    /// Deleting a child failed.
+    #[error("failed to delete {kind} {name}: {source}")]
+    Delete {
+        /// Kind of the child.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the job's status failed.
+    #[error("failed to write the status: {0}")]
+    Status(#[source] kube::Error),
+    /// Reading a Secret the job names failed.
+    #[error("failed to read Secret {name}: {source}")]
+    ReadSecret {
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Deleting the job at the end of its time to live failed.
+    #[error("failed to delete the finished job: {0}")]
+    DeleteJob(#[source] kube::Error),
+    /// An object could not be serialized.
+    #[error("failed to serialize {what}: {source}")]
+    Serialize {
+        /// What.
+        what: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The object has no namespace or name.
+    #[error("the object has no namespace or name")]
+    MissingIdentity,
+}
+
+impl Error {
+    /// A short, stable label for metrics and logs.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Apply { .. } => "apply",
+            Self::CreateSecret { .. } => "create_secret",
+            Self::GenerateKey(_) => "generate_key",
+            Self::Delete { .. } => "delete",
+            Self::Status(_) => "status",
+            Self::ReadSecret { .. } => "read_secret",
+            Self::DeleteJob(_) => "delete_job",
+            Self::Serialize { .. } => "serialize",
+            Self::MissingIdentity => "missing_identity",
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The I/O side of eto: it watches TrainingJobs and the objects eto creates for them, asks
+//! the engine ([`eto_engine::plan()`]) what should change, and writes it.
+//!
+//! Everything is written with server-side apply under one field manager, `eto`, except the
+//! generated SSH Secret (created once). Children are read from watch caches, so a reconcile
+//! makes no read requests, and one that finds nothing to change writes nothing.
+//!
+//! Start with [`run::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
+
+pub mod apply;
+pub mod context;
+pub mod error;
+pub mod metrics;
+#[cfg(test)]
+mod mock_tests;
+pub mod observe;
+pub mod reconcile;
+pub mod run;
+pub mod ssh_keys;
+
+pub use context::{Clock, Context, Stores};
+pub use error::Error;
+pub use metrics::Metrics;
+pub use run::{RunError, Settings, run};

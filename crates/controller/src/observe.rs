@@ -1,0 +1,154 @@
+//! Reading a job's children from the caches: no API requests, except for the existence of a
+//! user-provided SSH Secret, which eto does not cache (it caches only its own objects).
+
+use std::sync::Arc;
+
+use eto_api::TrainingJob;
+use eto_api::training_job::JobPhase;
+use eto_engine::effective_spec::SshSecretSource;
+use eto_engine::names;
+use eto_engine::plan::{Observed, SecretPresence};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource};
+
+use crate::context::{Context, Stores};
+use crate::error::Error;
+
+/// The children of a job found in the caches.
+pub struct Children {
+    pods: Vec<Arc<Pod>>,
+    worker_service: Option<Arc<Service>>,
+    config_map: Option<Arc<ConfigMap>>,
+    service_account: Option<Arc<ServiceAccount>>,
+    role: Option<Arc<Role>>,
+    role_binding: Option<Arc<RoleBinding>>,
+}
+
+/// Whether `object` is controlled by the job with `uid`.
+fn controlled_by<K: Resource>(object: &K, uid: &str) -> bool {
+    object
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == uid && owner.controller == Some(true))
+}
+
+fn named<K>(store: &Store<K>, namespace: &str, name: &str, uid: &str) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .get(&ObjectRef::new(name).within(namespace))
+        .filter(|object| controlled_by(object.as_ref(), uid))
+}
+
+impl Children {
+    /// The children of `job` in `stores`: objects in its namespace that it controls.
+    pub fn of(stores: &Stores, job: &TrainingJob) -> Self {
+        let namespace = job.metadata.namespace.as_deref().unwrap_or_default();
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        let pods = stores
+            .pods
+            .state()
+            .into_iter()
+            .filter(|pod| {
+                pod.metadata.namespace.as_deref() == Some(namespace)
+                    && controlled_by(pod.as_ref(), uid)
+            })
+            .collect();
+        Self {
+            pods,
+            worker_service: named(
+                &stores.services,
+                namespace,
+                &names::worker_service(name),
+                uid,
+            ),
+            config_map: named(
+                &stores.config_maps,
+                namespace,
+                &names::config_map(name),
+                uid,
+            ),
+            service_account: named(
+                &stores.service_accounts,
+                namespace,
+                &names::launcher_rbac(name),
+                uid,
+            ),
+            role: named(&stores.roles, namespace, &names::launcher_rbac(name), uid),
+            role_binding: named(
+                &stores.role_bindings,
+                namespace,
+                &names::launcher_rbac(name),
+                uid,
+            ),
+        }
+    }
+
+    /// The engine's view of `job` with these children.
+    pub fn observed<'a>(
+        &'a self,
+        job: &'a TrainingJob,
+        ssh_secret: SecretPresence,
+    ) -> Observed<'a> {
+        Observed {
+            job,
+            pods: self.pods.iter().map(AsRef::as_ref).collect(),
+            worker_service: self.worker_service.as_deref(),
+            config_map: self.config_map.as_deref(),
+            service_account: self.service_account.as_deref(),
+            role: self.role.as_deref(),
+            role_binding: self.role_binding.as_deref(),
+            ssh_secret,
+        }
+    }
+}
+
+/// Whether the job's SSH Secret exists: the generated one is looked up in the cache, a
+/// provided one (annotation `arena.kubeflow.org/ssh-secret`) is read from the API, metadata
+/// only, and only while the job may still need pods.
+///
+/// # Errors
+/// Reading a provided Secret failed for another reason than its absence.
+pub async fn ssh_secret(ctx: &Context, job: &TrainingJob) -> Result<SecretPresence, Error> {
+    let namespace = job.metadata.namespace.as_deref().unwrap_or_default();
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    let finished = matches!(
+        job.status.as_ref().and_then(|s| s.phase),
+        Some(JobPhase::Succeeded | JobPhase::Failed)
+    );
+    let provided = match eto_engine::validate(job).map(|spec| spec.ssh_secret) {
+        Ok(SshSecretSource::Provided(secret)) => secret,
+        Ok(SshSecretSource::Generated) => {
+            let generated = names::generated_ssh_secret(name);
+            let cached = ctx
+                .stores
+                .secrets
+                .get(&ObjectRef::<Secret>::new(&generated).within(namespace));
+            return Ok(if cached.is_some() {
+                SecretPresence::Present
+            } else {
+                SecretPresence::Missing
+            });
+        }
+        // An invalid job gets no pods: the answer does not matter.
+        Err(_) => return Ok(SecretPresence::Present),
+    };
+    if finished {
+        return Ok(SecretPresence::Present);
+    }
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    match secrets.get_metadata_opt(&provided).await {
+        Ok(Some(_)) => Ok(SecretPresence::Present),
+        Ok(None) => Ok(SecretPresence::Missing),
+        Err(source) => Err(Error::ReadSecret {
+            name: provided,
+            source,
+        }),
+    }
+}

@@ -1,0 +1,177 @@
+//! Running the TrainingJob controller.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eto_api::TrainingJob;
+use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
+use futures::{Stream, StreamExt};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::context::{Clock, Context, Stores};
+use crate::metrics::Metrics;
+use crate::reconcile::{error_policy, reconcile};
+
+/// How the controller runs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Only jobs (and children) in this namespace; all namespaces when `None`.
+    pub namespace: Option<String>,
+    /// Jobs reconciled at the same time.
+    pub concurrency: u16,
+    /// Changes within this window are handled by one reconcile.
+    pub debounce: Duration,
+    /// Name of this operator instance in events (for example its pod name).
+    pub instance: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            namespace: None,
+            concurrency: 16,
+            debounce: Duration::from_millis(20),
+            instance: None,
+        }
+    }
+}
+
+/// Why the controller did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The TrainingJob API is not served.
+    #[error(
+        "cannot list TrainingJobs ({0}); is the CRD installed? Install it with `eto-operator crd | kubectl apply --server-side -f -`"
+    )]
+    CrdMissing(#[source] kube::Error),
+}
+
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+{
+    match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// A cache of the objects of kind `K` that eto manages, and the stream that fills it (and
+/// triggers reconciles of their owners).
+fn reflected<K>(
+    client: &Client,
+    namespace: Option<&str>,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    let (store, writer) = reflector::store();
+    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+    let stream = watcher(api::<K>(client, namespace), config)
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects();
+    (store, stream)
+}
+
+/// Runs the controller until `shutdown` resolves.
+///
+/// # Errors
+/// The TrainingJob CRD is not installed (checked once at start).
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    clock: Clock,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), RunError> {
+    let namespace = settings.namespace.as_deref();
+    let resource = ApiResource::erase::<TrainingJob>(&());
+    let jobs: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    jobs.list_metadata(&ListParams::default().limit(1))
+        .await
+        .map_err(RunError::CrdMissing)?;
+
+    let (pods, pod_events) = reflected::<Pod>(&client, namespace);
+    let (services, service_events) = reflected::<Service>(&client, namespace);
+    let (config_maps, config_map_events) = reflected::<ConfigMap>(&client, namespace);
+    let (secrets, secret_events) = reflected::<Secret>(&client, namespace);
+    let (service_accounts, service_account_events) =
+        reflected::<ServiceAccount>(&client, namespace);
+    let (roles, role_events) = reflected::<Role>(&client, namespace);
+    let (role_bindings, role_binding_events) = reflected::<RoleBinding>(&client, namespace);
+    let reporter = Reporter {
+        controller: MANAGER.into(),
+        instance: settings.instance.clone(),
+    };
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        stores: Stores {
+            pods,
+            services,
+            config_maps,
+            secrets,
+            service_accounts,
+            roles,
+            role_bindings,
+        },
+        recorder: Recorder::new(client, reporter),
+        clock,
+        metrics,
+    });
+    tracing::info!(
+        namespace = namespace.unwrap_or("<all>"),
+        "eto controller starting"
+    );
+    Controller::new_with(jobs, watcher::Config::default(), resource)
+        .owns_stream(pod_events)
+        .owns_stream(service_events)
+        .owns_stream(config_map_events)
+        .owns_stream(secret_events)
+        .owns_stream(service_account_events)
+        .owns_stream(role_events)
+        .owns_stream(role_binding_events)
+        .with_config(
+            controller::Config::default()
+                .debounce(settings.debounce)
+                .concurrency(settings.concurrency),
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            match result {
+                Ok((job, _)) => tracing::debug!(%job, "reconciled"),
+                // Failed reconciles are logged by the error policy.
+                Err(controller::Error::ReconcilerFailed(..)) => {}
+                Err(error) => tracing::warn!(%error, "controller error"),
+            }
+        })
+        .await;
+    tracing::info!("eto controller stopped");
+    Ok(())
+}
