@@ -1,14 +1,19 @@
 //! `eto-operator`: the elastic training operator.
 
-use std::io::Write;
-use std::process::ExitCode;
+mod endpoints;
 
-use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use eto_controller::{Metrics, Settings};
 
 /// eto, the elastic training operator for Kubernetes.
 #[derive(Parser)]
 #[command(version, about)]
-struct Args {
+struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -19,12 +24,47 @@ enum Command {
     ///
     /// Install them with `eto-operator crd | kubectl apply --server-side -f -`.
     Crd,
+    /// Run the operator against the cluster of the current kubeconfig context (or the one it
+    /// runs in).
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Only manage TrainingJobs in this namespace (default: all namespaces).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Where to serve /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_address: SocketAddr,
+    /// TrainingJobs reconciled at the same time.
+    #[arg(long, default_value_t = 16)]
+    concurrency: u16,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error("cannot render the CRDs: {0}")]
+    Render(#[from] serde_saphyr::SerializeError),
+    #[error("cannot write: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot reach the cluster: {0}")]
+    Client(#[from] kube::Error),
+    #[error("{0}")]
+    Run(#[from] eto_controller::RunError),
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let result = match args.command {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let result = match Cli::parse().command {
         Command::Crd => print_crds(),
+        Command::Run(args) => tokio::runtime::Runtime::new()
+            .map_err(CliError::from)
+            .and_then(|runtime| runtime.block_on(run(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -35,7 +75,48 @@ fn main() -> ExitCode {
     }
 }
 
-fn print_crds() -> Result<(), std::io::Error> {
-    let yaml = eto_api::crds_yaml().map_err(std::io::Error::other)?;
-    std::io::stdout().lock().write_all(yaml.as_bytes())
+fn print_crds() -> Result<(), CliError> {
+    let yaml = eto_api::crds_yaml()?;
+    std::io::stdout().lock().write_all(yaml.as_bytes())?;
+    Ok(())
+}
+
+async fn run(args: RunArgs) -> Result<(), CliError> {
+    let client = kube::Client::try_default().await?;
+    let metrics = Arc::new(Metrics::default());
+    let listener = endpoints::bind(args.metrics_address).await?;
+    tokio::spawn(endpoints::serve(listener, Arc::clone(&metrics)));
+    let settings = Settings {
+        namespace: args.namespace,
+        concurrency: args.concurrency,
+        instance: std::env::var("POD_NAME")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok()),
+        ..Settings::default()
+    };
+    eto_controller::run(
+        client,
+        settings,
+        metrics,
+        Arc::new(jiff::Timestamp::now),
+        shutdown_signal(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
