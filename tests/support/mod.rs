@@ -33,3 +33,5 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
         .find(|crd| crd.spec.names.kind == kind)
         .unwrap_or_else(|| panic!("eto serves no kind {kind}"))
 }
+
+pub mod env;

@@ -1,0 +1,239 @@
+//! A simulated cluster with eto's CRDs installed and the operator running in-process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eto_api::TrainingJob;
+use eto_controller::{Metrics, Settings};
+use eto_sim::{KubeletConfig, SimCluster, SimConfig};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::wait::await_condition;
+use kube::{Client, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+/// How long a test waits for a condition before failing.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The operator, running in-process against the simulated cluster.
+pub struct Operator {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    /// Its metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// A simulated cluster with eto installed.
+pub struct Env {
+    /// The cluster.
+    pub cluster: SimCluster,
+    /// A client for it.
+    pub client: Client,
+    /// The running operator, if any.
+    pub operator: Option<Operator>,
+}
+
+/// The timings tests use: pods start and stop after a short, observable delay.
+pub fn sim_config(nodes: usize, gpus_per_node: u32) -> SimConfig {
+    SimConfig {
+        kubelet: KubeletConfig {
+            start_delay: Duration::from_millis(50),
+            termination_delay: Duration::from_millis(50),
+            orphan_gc_delay: Duration::ZERO,
+        },
+        ..SimConfig::default()
+    }
+    .gpu_nodes(nodes, gpus_per_node)
+}
+
+impl Env {
+    /// A cluster of `config` with eto's CRDs installed and the operator running.
+    pub async fn start(config: SimConfig) -> Self {
+        let cluster = SimCluster::start(config)
+            .await
+            .expect("the simulated cluster starts");
+        let client = cluster.client();
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for crd in eto_api::crds() {
+            crds.patch(
+                &crd.name_any(),
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .expect("the CRDs install");
+        }
+        let mut env = Self {
+            cluster,
+            client,
+            operator: None,
+        };
+        env.start_operator();
+        env
+    }
+
+    /// Starts the operator.
+    pub fn start_operator(&mut self) {
+        assert!(self.operator.is_none(), "the operator already runs");
+        let stop = CancellationToken::new();
+        let metrics = Arc::new(Metrics::default());
+        let run = eto_controller::run(
+            self.client.clone(),
+            Settings {
+                instance: Some("test".into()),
+                ..Settings::default()
+            },
+            Arc::clone(&metrics),
+            Arc::new(jiff::Timestamp::now),
+            stop.clone().cancelled_owned(),
+        );
+        let task = tokio::spawn(async move {
+            run.await.expect("the operator runs");
+        });
+        self.operator = Some(Operator {
+            stop,
+            task,
+            metrics,
+        });
+    }
+
+    /// Stops the operator and waits until it has.
+    pub async fn stop_operator(&mut self) {
+        let operator = self.operator.take().expect("the operator runs");
+        operator.stop.cancel();
+        tokio::time::timeout(WAIT, operator.task)
+            .await
+            .expect("the operator stops")
+            .expect("the operator task ends cleanly");
+    }
+
+    /// The TrainingJobs of namespace `default`.
+    pub fn jobs(&self) -> Api<TrainingJob> {
+        Api::default_namespaced(self.client.clone())
+    }
+
+    /// The pods of namespace `default`.
+    pub fn pods(&self) -> Api<Pod> {
+        Api::default_namespaced(self.client.clone())
+    }
+
+    /// Creates (or updates) a job from YAML.
+    pub async fn apply_job(&self, yaml: &str) -> TrainingJob {
+        let job: TrainingJob = serde_saphyr::from_str(yaml).expect("the job is valid YAML");
+        self.jobs()
+            .patch(
+                &job.name_any(),
+                &PatchParams::apply("test").force(),
+                &Patch::Apply(&job),
+            )
+            .await
+            .expect("the job applies")
+    }
+
+    /// Waits until job `name` satisfies `condition`.
+    pub async fn wait_job(
+        &self,
+        name: &str,
+        what: &str,
+        condition: impl Fn(&TrainingJob) -> bool,
+    ) -> TrainingJob {
+        let wait = await_condition(self.jobs(), name, move |job: Option<&TrainingJob>| {
+            job.is_some_and(&condition)
+        });
+        match tokio::time::timeout(WAIT, wait).await {
+            Ok(Ok(Some(job))) => job,
+            _ => {
+                let job = self.jobs().get_opt(name).await.ok().flatten();
+                panic!(
+                    "timed out waiting until {name} {what}; the job is now: {:#?}",
+                    job.map(|j| j.status)
+                )
+            }
+        }
+    }
+
+    /// Waits until pod `name` satisfies `condition` (`None`: it does not exist).
+    pub async fn wait_pod(
+        &self,
+        name: &str,
+        what: &str,
+        condition: impl Fn(Option<&Pod>) -> bool,
+    ) -> Option<Pod> {
+        match tokio::time::timeout(WAIT, await_condition(self.pods(), name, condition)).await {
+            Ok(Ok(pod)) => pod,
+            _ => panic!("timed out waiting until pod {name} {what}"),
+        }
+    }
+
+    /// The names of the job's worker pods that exist, by index.
+    pub async fn worker_names(&self, job: &str) -> Vec<String> {
+        let pods = self
+            .pods()
+            .list(
+                &ListParams::default()
+                    .labels(&format!("training-job-name={job},training-job-role=worker")),
+            )
+            .await
+            .expect("pods list");
+        let mut names: Vec<(u32, String)> = pods
+            .items
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    eto_engine::names::worker_index(job, &p.name_any())?,
+                    p.name_any(),
+                ))
+            })
+            .collect();
+        names.sort();
+        names.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// The hostfile the launcher of `job` shows to host discovery.
+    pub async fn launcher_hostfile(&self, job: &str) -> Option<String> {
+        let launcher = self
+            .pods()
+            .get_opt(&format!("{job}-launcher"))
+            .await
+            .expect("pods get")?;
+        launcher
+            .annotations()
+            .get(eto_api::well_known::HOSTFILE_ANNOTATION)
+            .cloned()
+    }
+
+    /// The `hostfile` of the job's ConfigMap.
+    pub async fn config_map_hostfile(&self, job: &str) -> Option<String> {
+        let config_maps: Api<ConfigMap> = Api::default_namespaced(self.client.clone());
+        config_maps
+            .get_opt(&format!("{job}-config"))
+            .await
+            .expect("configmaps get")?
+            .data?
+            .get("hostfile")
+            .cloned()
+    }
+
+    /// The reasons of the events about `job`, oldest first.
+    pub async fn event_reasons(&self, job: &str) -> Vec<String> {
+        let events: Api<Event> = Api::default_namespaced(self.client.clone());
+        let mut found = events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={job}")))
+            .await
+            .expect("events list")
+            .items;
+        found.sort_by_key(|e| e.metadata.creation_timestamp.clone());
+        found.into_iter().filter_map(|e| e.reason).collect()
+    }
+}
+
+/// Whether the job is in `phase`.
+pub fn in_phase(phase: eto_api::training_job::JobPhase) -> impl Fn(&TrainingJob) -> bool {
+    move |job| job.status.as_ref().and_then(|s| s.phase) == Some(phase)
+}
+
+/// Whether a pod runs and is ready.
+pub fn pod_ready(pod: Option<&Pod>) -> bool {
+    pod.is_some_and(eto_engine::pods::is_ready)
+}
