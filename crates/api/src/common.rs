@@ -17,7 +17,7 @@ pub enum ReplicaRestartPolicy {
     OnFailure,
     /// Never replace the pod.
     Never,
-        /// Replace the pod when its main container exited with a code from 129 to 254 (killed by
+    /// Replace the pod when its main container exited with a code from 129 to 254 (killed by
     /// a signal, for example by a preemption or the out-of-memory killer), or when it was
     /// evicted or its node is going away; other failures are permanent.
     ExitCode,

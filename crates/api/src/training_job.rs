@@ -168,7 +168,7 @@ pub struct LauncherSpec {
     }]))]
     pub replicas: Option<i32>,
 
-        /// Pod template of the launcher. eto adds the SSH key, the host files under `/etc/edl`
+    /// Pod template of the launcher. eto adds the SSH key, the host files under `/etc/edl`
     /// and its labels; the pod itself never restarts in place. A changed template applies to
     /// launchers created afterwards (after a restart of the job).
     pub template: PodTemplateSpec,
@@ -221,7 +221,7 @@ pub struct WorkerSpec {
     #[schemars(range(min = 1))]
     pub max_replicas: Option<i32>,
 
-        /// Pod template of the workers. When the first container has no command, eto runs an SSH
+    /// Pod template of the workers. When the first container has no command, eto runs an SSH
     /// daemon in it so that the launcher can start the training processes there. A changed
     /// template applies to workers created afterwards; running workers are not restarted.
     pub template: PodTemplateSpec,

@@ -1,0 +1,316 @@
+//! `eto-demo`: eto end to end on a simulated GPU cluster, in one command.
+//!
+//! It starts a simulated cluster with GPU nodes, installs eto's CRDs, runs the operator,
+//! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, takes a worker
+//! away as a spot preemption would, and ends with the `kubectl get trainingjobs` view.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use eto_api::TrainingJob;
+use eto_api::training_job::JobPhase;
+use eto_controller::{Metrics, Settings};
+use eto_sim::{KubeletConfig, SimCluster, SimConfig};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::wait::await_condition;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// The TrainingJob the demo submits: what Arena renders for an 8-worker spot job.
+const ARENA_JOB: &str = include_str!("../../../examples/arena-etjob.yaml");
+const JOB: &str = "elastic-mnist";
+/// How long the demo waits for each step.
+const STEP: Duration = Duration::from_secs(60);
+
+/// Runs eto end to end on a simulated GPU cluster.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    /// Keep the cluster and the operator running after the demo, for kubectl; Ctrl-C ends it.
+    #[arg(long)]
+    keep_running: bool,
+    /// Where to write the kubeconfig of the simulated cluster.
+    #[arg(long, default_value = "eto-demo.kubeconfig")]
+    kubeconfig: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum DemoError {
+    #[error("cannot start the simulated cluster: {0}")]
+    Start(#[from] eto_sim::StartError),
+    #[error("cannot write the kubeconfig: {0}")]
+    Write(#[from] std::io::Error),
+    #[error("request failed: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the example job does not parse: {0}")]
+    Example(#[from] serde_saphyr::Error),
+    #[error("timed out: {0}")]
+    Timeout(&'static str),
+    #[error("the simulated cluster refused: {0}")]
+    Sim(#[from] eto_sim::errors::ApiError),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    match demo(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("eto-demo: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn demo(args: Args) -> Result<(), DemoError> {
+    let config = SimConfig {
+        kubelet: KubeletConfig {
+            start_delay: Duration::from_millis(400),
+            termination_delay: Duration::from_millis(400),
+            orphan_gc_delay: Duration::ZERO,
+        },
+        ..SimConfig::default()
+    }
+    .gpu_nodes(2, 8);
+    let cluster = SimCluster::start(config).await?;
+    std::fs::write(&args.kubeconfig, cluster.kubeconfig())?;
+    println!(
+        "• simulated cluster at {} with 2 nodes of 8 GPUs (kubeconfig: {})",
+        cluster.url(),
+        args.kubeconfig.display()
+    );
+    let client = cluster.client();
+
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in eto_api::crds() {
+        crds.patch(
+            &crd.name_any(),
+            &PatchParams::apply("eto-demo").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
+    }
+    println!(
+        "• installed the CRDs: {}",
+        eto_api::crds()
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+
+    let stop = CancellationToken::new();
+    let operator = tokio::spawn(eto_controller::run(
+        client.clone(),
+        Settings {
+            instance: Some("eto-demo".into()),
+            ..Settings::default()
+        },
+        Arc::new(Metrics::default()),
+        Arc::new(jiff::Timestamp::now),
+        stop.clone().cancelled_owned(),
+    ));
+    println!("• eto is running");
+
+    let job: TrainingJob = serde_saphyr::from_str(ARENA_JOB)?;
+    let jobs: Api<TrainingJob> = Api::default_namespaced(client.clone());
+    jobs.patch(
+        JOB,
+        &PatchParams::apply("eto-demo").force(),
+        &Patch::Apply(&job),
+    )
+    .await?;
+    println!(
+        "• submitted TrainingJob {JOB} (examples/arena-etjob.yaml: 8 workers, 1 to 128, one GPU each)"
+    );
+    follow(&jobs, |job| {
+        phase(job) == Some(JobPhase::Running) && ready(job) == 8
+    })
+    .await?;
+    show_hostfile(&client).await?;
+
+    println!("• a spot preemption kills worker {JOB}-worker-3 (exit code 137)");
+    cluster.fail_pod("default", &format!("{JOB}-worker-3"), 137, "Error")?;
+    follow(&jobs, |job| {
+        let status = job.status.as_ref();
+        ready(job) == 8
+            && status.is_some_and(|s| !s.current_workers.iter().any(|w| w.ends_with("-worker-3")))
+    })
+    .await?;
+    show_hostfile(&client).await?;
+
+    println!();
+    println!("$ kubectl get events");
+    print_table(&client, "/api/v1/namespaces/default/events").await?;
+    println!();
+    println!("$ kubectl get trainingjobs");
+    print_table(
+        &client,
+        "/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs",
+    )
+    .await?;
+
+    if args.keep_running {
+        println!();
+        println!(
+            "The cluster and eto keep running: KUBECONFIG={} kubectl get tj,pods. Ctrl-C ends.",
+            args.kubeconfig.display()
+        );
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    stop.cancel();
+    let _ = operator.await;
+    Ok(())
+}
+
+fn phase(job: &TrainingJob) -> Option<JobPhase> {
+    job.status.as_ref().and_then(|s| s.phase)
+}
+
+fn ready(job: &TrainingJob) -> i32 {
+    job.status
+        .as_ref()
+        .and_then(|s| s.workers.as_ref())
+        .map_or(0, |w| w.ready)
+}
+
+/// Prints the job's progress as it changes, until `done`.
+async fn follow(
+    jobs: &Api<TrainingJob>,
+    done: impl Fn(&TrainingJob) -> bool,
+) -> Result<(), DemoError> {
+    let updates = watcher(
+        jobs.clone(),
+        watcher::Config::default().fields(&format!("metadata.name={JOB}")),
+    )
+    .applied_objects();
+    let mut updates = std::pin::pin!(updates);
+    let mut last = String::new();
+    let followed = tokio::time::timeout(STEP, async {
+        while let Some(Ok(job)) = updates.next().await {
+            let Some(status) = &job.status else { continue };
+            let workers = status.workers.clone().unwrap_or_default();
+            let line = format!(
+                "  {:<9} {} of {} workers ready, {} pending",
+                status.phase.map(|p| format!("{p:?}")).unwrap_or_default(),
+                workers.ready,
+                workers.desired,
+                workers.pending
+            );
+            if line != last {
+                println!("{line}");
+                last = line;
+            }
+            if done(&job) {
+                return true;
+            }
+        }
+        false
+    });
+    match followed.await {
+        Ok(true) => Ok(()),
+        _ => Err(DemoError::Timeout("the job did not get there in a minute")),
+    }
+}
+
+async fn show_hostfile(client: &Client) -> Result<(), DemoError> {
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let launcher = tokio::time::timeout(
+        STEP,
+        await_condition(pods, &format!("{JOB}-launcher"), |pod: Option<&Pod>| {
+            pod.is_some()
+        }),
+    )
+    .await
+    .map_err(|_| DemoError::Timeout("no launcher"))?
+    .map_err(|_| DemoError::Timeout("no launcher"))?;
+    let hostfile = launcher
+        .and_then(|pod| {
+            pod.annotations()
+                .get(eto_api::well_known::HOSTFILE_ANNOTATION)
+                .cloned()
+        })
+        .unwrap_or_default();
+    println!("  /etc/edl/discover_hosts.sh on the launcher prints:");
+    for line in hostfile.lines() {
+        println!("    {line}");
+    }
+    Ok(())
+}
+
+/// Prints the Table the API server returns for `path`, as kubectl does.
+async fn print_table(client: &Client, path: &str) -> Result<(), DemoError> {
+    let request = http::Request::get(path)
+        .header(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .map_err(|_| DemoError::Timeout("an invalid request"))?;
+    let table: Value =
+        serde_json::from_str(&client.request_text(request).await?).unwrap_or_default();
+    let columns: Vec<(usize, String)> = table["columnDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, c)| c["priority"].as_i64().unwrap_or(0) == 0)
+        .map(|(i, c)| (i, c["name"].as_str().unwrap_or_default().to_uppercase()))
+        .collect();
+    let rows: Vec<Vec<String>> = table["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|(i, _)| match &row["cells"][*i] {
+                    Value::Null => String::new(),
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(c, (_, header))| {
+            rows.iter()
+                .map(|r| r[c].len())
+                .chain([header.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let render = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("   ")
+            .trim_end()
+            .to_string()
+    };
+    println!(
+        "{}",
+        render(columns.iter().map(|(_, h)| h.as_str()).collect())
+    );
+    for row in &rows {
+        println!("{}", render(row.iter().map(String::as_str).collect()));
+    }
+    Ok(())
+}
