@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 
 use eto_tests::{schema_of, workspace_root};
 
@@ -24,43 +25,58 @@ fn generated() -> BTreeMap<String, String> {
         .collect()
 }
 
-#[test]
-fn committed_crds_match_the_api_types() {
-    let dir = workspace_root().join("crds");
-    let expected = generated();
-    if std::env::var_os("UPDATE_CRDS").is_some() {
-        fs::create_dir_all(&dir).unwrap();
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|ext| ext == "yaml") {
-                fs::remove_file(path).unwrap();
-            }
+/// Directories that hold the generated CRDs: `crds/` and the Helm chart's copy.
+const CRD_DIRS: [&str; 2] = ["crds", "charts/eto/crds"];
+
+fn rewrite(dir: &Path, expected: &BTreeMap<String, String>) {
+    fs::create_dir_all(dir).unwrap();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "yaml") {
+            fs::remove_file(path).unwrap();
         }
-        for (name, yaml) in &expected {
-            fs::write(dir.join(name), yaml).unwrap();
-        }
-        return;
     }
-    let committed: BTreeMap<String, String> = fs::read_dir(&dir)
+    for (name, yaml) in expected {
+        fs::write(dir.join(name), yaml).unwrap();
+    }
+}
+
+fn committed(dir: &Path) -> BTreeMap<String, String> {
+    fs::read_dir(dir)
         .unwrap_or_else(|error| {
             panic!("cannot read {}: {error}; run `{REGENERATE}`", dir.display())
         })
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
         .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, fs::read_to_string(&path).unwrap())
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                fs::read_to_string(&path).unwrap(),
+            )
         })
-        .collect();
-    let stale: Vec<&String> = expected
-        .keys()
-        .chain(committed.keys())
-        .filter(|name| expected.get(*name) != committed.get(*name))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "crds/ is out of date with the types in crates/api ({stale:?}); regenerate it with `{REGENERATE}` and commit the result"
-    );
+        .collect()
+}
+
+#[test]
+fn committed_crds_match_the_api_types() {
+    let expected = generated();
+    for dir in CRD_DIRS.map(|dir| workspace_root().join(dir)) {
+        if std::env::var_os("UPDATE_CRDS").is_some() {
+            rewrite(&dir, &expected);
+            continue;
+        }
+        let committed = committed(&dir);
+        let stale: std::collections::BTreeSet<&String> = expected
+            .keys()
+            .chain(committed.keys())
+            .filter(|name| expected.get(*name) != committed.get(*name))
+            .collect();
+        assert!(
+            stale.is_empty(),
+            "{} is out of date with the types in crates/api ({stale:?}); regenerate it with `{REGENERATE}` and commit the result",
+            dir.display()
+        );
+    }
 }
 
 #[test]
