@@ -32,7 +32,7 @@ use crate::common::{JobCondition, ScaleTarget, ScalerPhase, ScriptEnvVar, condit
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
     ),
-    doc = "A request to remove workers from a running TrainingJob, either a number of them (the highest indices) or named pods (for example those on a node about to be reclaimed)."
+    doc = "A request to remove workers from a running TrainingJob, either a number of them (the highest indices) or named pods (for example those on a node about to be reclaimed). Planned: eto accepts and validates these requests but does not carry them out yet; scale a job through worker.replicas (kubectl scale) meanwhile."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleInSpec {

@@ -32,7 +32,7 @@ use crate::common::{JobCondition, ScaleTarget, ScalerPhase, ScriptEnvVar, condit
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
     ),
-    doc = "A request to add workers to a running TrainingJob."
+    doc = "A request to add workers to a running TrainingJob. Planned: eto accepts and validates these requests but does not carry them out yet; scale a job through worker.replicas (kubectl scale) meanwhile."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleOutSpec {

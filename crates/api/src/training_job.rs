@@ -126,6 +126,7 @@ pub struct TrainingJobSpec {
     /// While true, the job is suspended: eto gives the workers `elasticPolicy.checkpointGraceSeconds`
     /// to checkpoint, then deletes the launcher and the workers and keeps everything else.
     /// Setting it back to false resumes the job, which then restarts from its last checkpoint.
+    /// Planned: eto validates this field but does not act on it yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
 
@@ -142,6 +143,7 @@ pub struct TrainingJobSpec {
     pub ttl_seconds_after_finished: Option<i32>,
 
     /// How eto waits for, replaces, suspends and resumes workers as capacity comes and goes.
+    /// Planned: eto validates these settings but does not act on them yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elastic_policy: Option<ElasticPolicy>,
 }
@@ -201,17 +203,16 @@ pub struct LauncherSpec {
     }
 ]))]
 pub struct WorkerSpec {
-    /// Desired number of workers. eto creates this many, replaces them as they fail, and
-    /// keeps the job running between `minReplicas` and `maxReplicas` as capacity comes and
-    /// goes. The scale subresource writes this field, so `kubectl scale` and a
+    /// Desired number of workers. eto creates this many at once, lists each in host discovery
+    /// as soon as it is ready (however many are scheduled), and replaces lost ones as
+    /// `restartPolicy` says. The scale subresource writes this field, so `kubectl scale` and a
     /// HorizontalPodAutoscaler resize the job. Defaults to `minReplicas`, or 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub replicas: Option<i32>,
 
-    /// Fewest workers the training runs with. The launcher starts once this many workers are
-    /// ready, and below it the job is suspended (see `spec.elasticPolicy`). Defaults to
-    /// `replicas`.
+    /// Fewest workers the training runs with: the launcher starts once this many workers are
+    /// ready. Defaults to `replicas`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub min_replicas: Option<i32>,
