@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 const JOB: &str = r#"
@@ -87,16 +86,7 @@ async fn the_launchers_discovery_script_follows_the_workers_on_a_real_kubelet() 
         .create(&PostParams::default(), &scratch)
         .await
         .unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in eto_api::crds() {
-        crds.patch(
-            &crd.name_any(),
-            &PatchParams::apply("eto-test").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap();
-    }
+    eto_controller::install_crds(&client).await.unwrap();
     let stop = CancellationToken::new();
     let operator = tokio::spawn(eto_controller::run(
         client.clone(),

@@ -7,7 +7,6 @@ use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use eto_sim::{KubeletConfig, SimCluster, SimConfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
@@ -54,16 +53,9 @@ impl Env {
             .await
             .expect("the simulated cluster starts");
         let client = cluster.client();
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in eto_api::crds() {
-            crds.patch(
-                &crd.name_any(),
-                &PatchParams::apply("test").force(),
-                &Patch::Apply(&crd),
-            )
+        eto_controller::install_crds(&client)
             .await
             .expect("the CRDs install");
-        }
         let mut env = Self {
             cluster,
             client,

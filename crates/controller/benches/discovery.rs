@@ -117,17 +117,9 @@ async fn main() {
         .await
         .expect("the cluster starts");
     let client = cluster.client();
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
-    for crd in eto_api::crds() {
-        let name = crd.metadata.name.clone().expect("CRDs have names");
-        crds.patch(
-            &name,
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(&crd),
-        )
+    eto_controller::install_crds(&client)
         .await
         .expect("the CRDs install");
-    }
     let stop = CancellationToken::new();
     let operator = tokio::spawn(eto_controller::run(
         client.clone(),

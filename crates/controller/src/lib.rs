@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod context;
+pub mod crds;
 pub mod error;
 pub mod metrics;
 #[cfg(test)]
@@ -19,6 +20,7 @@ pub mod run;
 pub mod ssh_keys;
 
 pub use context::{Clock, Context, Stores};
+pub use crds::install_crds;
 pub use error::Error;
 pub use metrics::Metrics;
 pub use run::{RunError, Settings, run};

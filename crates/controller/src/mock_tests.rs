@@ -135,6 +135,23 @@ impl Cached {
     }
 }
 
+/// The first plan of `job`, and the caches as they are once it was carried out.
+fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
+    let nothing = Observed {
+        job,
+        pods: Vec::new(),
+        worker_service: None,
+        config_map: None,
+        service_account: None,
+        role: None,
+        role_binding: None,
+        ssh_secret: SecretPresence::Missing,
+    };
+    let first = plan(&nothing, now());
+    let cached = Cached::after(&first);
+    (first, cached)
+}
+
 fn mock() -> (Client, Handle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), handle)
@@ -244,18 +261,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
 #[tokio::test]
 async fn a_reconcile_with_nothing_to_change_sends_no_request() {
     let mut job = job();
-    let empty = Observed {
-        job: &job,
-        pods: Vec::new(),
-        worker_service: None,
-        config_map: None,
-        service_account: None,
-        role: None,
-        role_binding: None,
-        ssh_secret: SecretPresence::Missing,
-    };
-    let first = plan(&empty, now());
-    let cached = Cached::after(&first);
+    let (first, cached) = first_reconcile(&job);
     job.status = first.status.clone();
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
@@ -269,18 +275,7 @@ async fn a_reconcile_with_nothing_to_change_sends_no_request() {
 #[tokio::test]
 async fn a_finished_job_deletes_its_workers_and_service() {
     let mut job = job();
-    let empty = Observed {
-        job: &job,
-        pods: Vec::new(),
-        worker_service: None,
-        config_map: None,
-        service_account: None,
-        role: None,
-        role_binding: None,
-        ssh_secret: SecretPresence::Missing,
-    };
-    let first = plan(&empty, now());
-    let cached = Cached::after(&first);
+    let (first, cached) = first_reconcile(&job);
     let mut status = first.status.clone().expect("a status");
     status.phase = Some(eto_api::training_job::JobPhase::Succeeded);
     status.completion_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));

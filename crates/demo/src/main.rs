@@ -16,7 +16,6 @@ use eto_controller::{Metrics, Settings};
 use eto_sim::{KubeletConfig, SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -93,15 +92,7 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     );
     let client = cluster.client();
 
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in eto_api::crds() {
-        crds.patch(
-            &crd.name_any(),
-            &PatchParams::apply("eto-demo").force(),
-            &Patch::Apply(&crd),
-        )
-        .await?;
-    }
+    eto_controller::install_crds(&client).await?;
     println!(
         "• installed the CRDs: {}",
         eto_api::crds()
