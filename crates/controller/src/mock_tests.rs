@@ -197,6 +197,43 @@ async fn expect(handle: &mut Handle, method: &str, path: &str, answer: Option<Va
 
 const APPLY: &str = "?&force=true&fieldManager=eto";
 
+/// Expects the server-side apply of `job`'s status, answers with the job and returns the body.
+async fn expect_status_apply(handle: &mut Handle, job: &TrainingJob) -> Value {
+    let path = format!(
+        "/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs/mnist/status{APPLY}"
+    );
+    let reply = serde_json::to_value(job).expect("jobs serialize");
+    expect(handle, "PATCH", &path, Some(reply)).await
+}
+
+/// Expects an Event to be created and returns it.
+async fn expect_event(handle: &mut Handle) -> Value {
+    expect(
+        handle,
+        "POST",
+        "/apis/events.k8s.io/v1/namespaces/default/events?",
+        None,
+    )
+    .await
+}
+
+/// The condition of `type_` in a status body.
+fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
+    status["status"]["conditions"]
+        .as_array()
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == type_))
+        .unwrap_or_else(|| panic!("no {type_} condition in {status}"))
+}
+
+/// A failure `Status` answer, as the API server sends it.
+fn failure(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code, "message": message});
+    Response::builder()
+        .status(code)
+        .body(Body::from(serde_json::to_vec(&status).expect("JSON")))
+        .expect("a response")
+}
+
 #[tokio::test]
 async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
     let (client, mut handle) = mock();
@@ -231,8 +268,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
         );
     }
 
-    let reply = serde_json::to_value(&job).unwrap();
-    let status = expect(&mut handle, "PATCH", &format!("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs/mnist/status{APPLY}"), Some(reply)).await;
+    let status = expect_status_apply(&mut handle, &job).await;
     assert_eq!(status["apiVersion"], "kai.alibabacloud.com/v1alpha1");
     assert_eq!(status["kind"], "TrainingJob");
     assert_eq!(status["status"]["phase"], "Created");
@@ -241,13 +277,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
         json!(["mnist-worker-0", "mnist-worker-1"])
     );
 
-    let event = expect(
-        &mut handle,
-        "POST",
-        "/apis/events.k8s.io/v1/namespaces/default/events?",
-        None,
-    )
-    .await;
+    let event = expect_event(&mut handle).await;
     assert_eq!(event["reason"], "WorkersCreated");
     assert_eq!(event["regarding"]["name"], "mnist");
     assert_eq!(event["reportingController"], "eto");
@@ -297,17 +327,8 @@ async fn a_finished_job_deletes_its_workers_and_service() {
         .await;
         assert_eq!(options["propagationPolicy"], "Background");
     }
-    let reply = serde_json::to_value(&job).unwrap();
-    let status = expect(&mut handle, "PATCH", &format!("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs/mnist/status{APPLY}"), Some(reply)).await;
-    assert_eq!(
-        status["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "Ready")
-            .unwrap()["status"],
-        "True"
-    );
+    let status = expect_status_apply(&mut handle, &job).await;
+    assert_eq!(condition(&status, "Ready")["status"], "True");
     reconcile
         .await
         .expect("the reconcile task")
@@ -327,7 +348,6 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
     let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
-    let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "secrets \"team-keys\" not found"});
     let (request, send) = handle.next_request().await.expect("a request");
     assert_eq!(
         format!("{} {}", request.method(), request.uri()),
@@ -337,12 +357,7 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
         request.headers()["accept"],
         "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
     );
-    send.send_response(
-        Response::builder()
-            .status(404)
-            .body(Body::from(serde_json::to_vec(&not_found).unwrap()))
-            .unwrap(),
-    );
+    send.send_response(failure(404, "NotFound", "secrets \"team-keys\" not found"));
     // The supporting objects are applied; no pod, no Secret.
     for path in [
         "/api/v1/namespaces/default/serviceaccounts/mnist-launcher",
@@ -352,23 +367,9 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
     ] {
         expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await;
     }
-    let reply = serde_json::to_value(&job).unwrap();
-    let status = expect(&mut handle, "PATCH", &format!("/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/trainingjobs/mnist/status{APPLY}"), Some(reply)).await;
-    let ready = status["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .unwrap()
-        .clone();
-    assert_eq!(ready["reason"], "SSHSecretNotFound");
-    let event = expect(
-        &mut handle,
-        "POST",
-        "/apis/events.k8s.io/v1/namespaces/default/events?",
-        None,
-    )
-    .await;
+    let status = expect_status_apply(&mut handle, &job).await;
+    assert_eq!(condition(&status, "Ready")["reason"], "SSHSecretNotFound");
+    let event = expect_event(&mut handle).await;
     assert_eq!(event["type"], "Warning");
     reconcile
         .await
@@ -389,13 +390,7 @@ async fn a_failed_write_fails_the_reconcile_before_the_status() {
     )
     .await;
     let (_, send) = handle.next_request().await.expect("the first apply");
-    let conflict = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422, "message": "invalid"});
-    send.send_response(
-        Response::builder()
-            .status(422)
-            .body(Body::from(serde_json::to_vec(&conflict).unwrap()))
-            .unwrap(),
-    );
+    send.send_response(failure(422, "Invalid", "invalid"));
     let error = reconcile
         .await
         .expect("the reconcile task")
