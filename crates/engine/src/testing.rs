@@ -1,6 +1,7 @@
 //! Fixtures for the engine's unit tests.
 
 use eto_api::TrainingJob;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 /// A small valid TrainingJob: two workers without GPUs, a launcher running horovodrun.
 pub(crate) fn training_job() -> TrainingJob {
@@ -32,6 +33,22 @@ spec:
 "#,
     )
     .expect("the fixture is a valid TrainingJob")
+}
+
+/// The pod spec of `job`'s worker template, for tests that change it.
+pub(crate) fn worker_pod_spec(job: &mut TrainingJob) -> &mut PodSpec {
+    job.spec
+        .et_replica_specs
+        .worker
+        .template
+        .spec
+        .as_mut()
+        .expect("the job has a worker pod spec")
+}
+
+/// The first container of `job`'s worker template.
+pub(crate) fn worker_container(job: &mut TrainingJob) -> &mut Container {
+    &mut worker_pod_spec(job).containers[0]
 }
 
 /// An in-memory view of a job and its children that plans are applied to, so that tests can

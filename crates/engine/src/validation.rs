@@ -407,25 +407,13 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::testing::training_job;
+    use crate::testing::{training_job, worker_container, worker_pod_spec};
 
     fn set_annotation(job: &mut TrainingJob, key: &str, value: &str) {
         job.metadata
             .annotations
             .get_or_insert_with(BTreeMap::new)
             .insert(key.into(), value.into());
-    }
-
-    fn worker_container(job: &mut TrainingJob) -> &mut Container {
-        &mut job
-            .spec
-            .et_replica_specs
-            .worker
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0]
     }
 
     fn set_worker_gpus(job: &mut TrainingJob, kind: &str, quantity: &str) {
@@ -681,17 +669,7 @@ mod tests {
                 "spec.etReplicaSpecs.launcher.template.spec",
             ),
             (
-                |job| {
-                    job.spec
-                        .et_replica_specs
-                        .worker
-                        .template
-                        .spec
-                        .as_mut()
-                        .unwrap()
-                        .containers
-                        .clear()
-                },
+                |job| worker_pod_spec(job).containers.clear(),
                 "spec.etReplicaSpecs.worker.template.spec.containers",
             ),
             (
@@ -764,15 +742,7 @@ mod tests {
             ),
             (
                 |job| {
-                    let spec = job
-                        .spec
-                        .et_replica_specs
-                        .worker
-                        .template
-                        .spec
-                        .as_mut()
-                        .unwrap();
-                    spec.volumes = Some(vec![
+                    worker_pod_spec(job).volumes = Some(vec![
                         serde_json::from_value(
                             serde_json::json!({"name": "eto-ssh", "emptyDir": {}}),
                         )

@@ -6,7 +6,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::testing::training_job;
+use crate::testing::{training_job, worker_container};
 use crate::validation::validate;
 
 fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
@@ -72,15 +72,7 @@ fn workers_get_identity_ssh_and_sshd() {
 #[test]
 fn a_worker_command_from_the_template_is_kept() {
     let mut job = training_job();
-    job.spec
-        .et_replica_specs
-        .worker
-        .template
-        .spec
-        .as_mut()
-        .unwrap()
-        .containers[0]
-        .command = Some(vec!["my-sshd".into()]);
+    worker_container(&mut job).command = Some(vec!["my-sshd".into()]);
     let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0)));
     assert_eq!(pod["spec"]["containers"][0]["command"], json!(["my-sshd"]));
 }
