@@ -102,6 +102,20 @@ fn training_job(name: &str) -> Value {
     })
 }
 
+/// A cluster with eto's CRDs and the TrainingJob `job` of [`training_job`] in `default`.
+async fn cluster_with_a_job() -> (SimCluster, Client, Api<eto_api::TrainingJob>) {
+    let (cluster, client) = cluster().await;
+    install_eto_crds(&client).await;
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(training_job("job")).unwrap(),
+    )
+    .await
+    .unwrap();
+    (cluster, client, jobs)
+}
+
 #[tokio::test]
 async fn objects_get_uid_creation_time_and_increasing_resource_versions() {
     let (_cluster, client) = cluster().await;
@@ -910,15 +924,7 @@ async fn custom_resources_are_validated_defaulted_and_pruned() {
 
 #[tokio::test]
 async fn status_and_scale_subresources_and_generation() {
-    let (_cluster, client) = cluster().await;
-    install_eto_crds(&client).await;
-    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
-    jobs.create(
-        &PostParams::default(),
-        &serde_json::from_value(training_job("job")).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (_cluster, _, jobs) = cluster_with_a_job().await;
 
     // A status write changes only status, and not the generation.
     let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 1}, "spec": {"suspend": true}});
@@ -967,15 +973,7 @@ async fn status_and_scale_subresources_and_generation() {
 
 #[tokio::test]
 async fn crd_deletion_removes_its_objects_and_its_api() {
-    let (_cluster, client) = cluster().await;
-    install_eto_crds(&client).await;
-    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
-    jobs.create(
-        &PostParams::default(),
-        &serde_json::from_value(training_job("job")).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (_cluster, client, jobs) = cluster_with_a_job().await;
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client);
     crds.delete(
         "trainingjobs.kai.alibabacloud.com",
@@ -1128,15 +1126,7 @@ async fn a_kube_runtime_watcher_recovers_from_dropped_watches_and_a_restart() {
 
 #[tokio::test]
 async fn kubectl_get_receives_printer_columns_as_a_table() {
-    let (_cluster, client) = cluster().await;
-    install_eto_crds(&client).await;
-    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
-    jobs.create(
-        &PostParams::default(),
-        &serde_json::from_value(training_job("job")).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (_cluster, client, jobs) = cluster_with_a_job().await;
     let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 0, "workers": {"ready": 2, "pending": 0, "desired": 2, "min": 1}}});
     jobs.patch_status(
         "job",
