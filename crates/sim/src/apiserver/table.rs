@@ -49,6 +49,17 @@ pub fn age_of(timestamp: Option<&str>, now: jiff::Timestamp) -> String {
     }
 }
 
+/// The items of the array `items`, each formatted by `format`, comma-separated; `<none>` when
+/// there are none (as kubectl prints empty lists).
+fn comma_list(items: &Value, format: impl Fn(&Value) -> String) -> Value {
+    let formatted: Vec<String> = items.as_array().into_iter().flatten().map(format).collect();
+    json!(if formatted.is_empty() {
+        "<none>".into()
+    } else {
+        formatted.join(",")
+    })
+}
+
 fn pod_status(pod: &Value) -> String {
     if pod["metadata"].get("deletionTimestamp").is_some() {
         return "Terminating".into();
@@ -188,22 +199,12 @@ fn node_columns() -> Vec<Column> {
             type_: "string",
             priority: 1,
             cell: |node, _| {
-                let taints: Vec<String> = node["spec"]["taints"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|t| {
-                        format!(
-                            "{}:{}",
-                            t["key"].as_str().unwrap_or_default(),
-                            t["effect"].as_str().unwrap_or_default()
-                        )
-                    })
-                    .collect();
-                json!(if taints.is_empty() {
-                    "<none>".into()
-                } else {
-                    taints.join(",")
+                comma_list(&node["spec"]["taints"], |t| {
+                    format!(
+                        "{}:{}",
+                        t["key"].as_str().unwrap_or_default(),
+                        t["effect"].as_str().unwrap_or_default()
+                    )
                 })
             },
         },
@@ -235,16 +236,8 @@ fn service_columns() -> Vec<Column> {
             type_: "string",
             priority: 0,
             cell: |s, _| {
-                let ports: Vec<String> = s["spec"]["ports"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|p| format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP")))
-                    .collect();
-                json!(if ports.is_empty() {
-                    "<none>".into()
-                } else {
-                    ports.join(",")
+                comma_list(&s["spec"]["ports"], |p| {
+                    format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))
                 })
             },
         },
