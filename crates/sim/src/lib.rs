@@ -30,12 +30,14 @@
 //!
 //! # What it does not do
 //! No authentication, authorization or admission webhooks; no TLS (plain HTTP on loopback);
-//! only the JSON wire format (no protobuf, which clients fall back from); one version per
-//! resource (no conversion); no OpenAPI documents (so no `kubectl explain` and no client-side
-//! `kubectl apply` of custom resources); no aggregated discovery; pods' containers run nothing
-//! (their lifecycle is driven by the simulated kubelet and by fault injection); Services get a
-//! cluster IP but nothing routes to it; the pod spec immutability check is simplified; no
-//! Deployments, StatefulSets or other workload controllers.
+//! only the JSON wire format: a protobuf or CBOR body is refused with `415`, so kubectl's
+//! `apply`, `patch`, `scale`, `delete` and `get` work but its typed generators such as
+//! `kubectl create service` do not; one version per resource (no conversion); no OpenAPI
+//! documents (so no `kubectl explain` and no client-side `kubectl apply` of custom resources);
+//! no aggregated discovery; pods' containers run nothing (their lifecycle is driven by the
+//! simulated kubelet and by fault injection); Services get a cluster IP but nothing routes to
+//! it; the pod spec immutability check is simplified; no Deployments, StatefulSets or other
+//! workload controllers.
 
 pub mod apiserver;
 pub mod builtin;

@@ -92,6 +92,12 @@ impl Call {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
+        if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "eto-sim accepts JSON (and YAML for apply), not {}",
+                self.content_type
+            )));
+        }
         if let Ok(value) = serde_json::from_slice(&self.body) {
             return Ok(value);
         }
