@@ -15,11 +15,11 @@
 //! 6. The deletion of a finished job whose time to live ran out.
 
 use eto_api::well_known::MANAGER;
-use eto_engine::plan::{Child, ChildKind, Plan};
+use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
+use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -66,41 +66,61 @@ fn params() -> PatchParams {
     PatchParams::apply(MANAGER).force()
 }
 
-async fn apply_one<K>(
-    client: &Client,
-    namespace: &str,
-    object: &K,
-    kind: &'static str,
-) -> Result<(), Error>
+/// Applies one child and counts the write.
+async fn apply_one<K>(ctx: &Context, namespace: &str, object: &K) -> Result<(), Error>
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    K: k8s_openapi::Resource
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Serialize
         + DeserializeOwned
         + Clone
         + std::fmt::Debug,
 {
     let name = object.meta().name.clone().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
     api.patch(&name, &params(), &Patch::Apply(object))
         .await
-        .map_err(|source| Error::Apply { kind, name, source })?;
+        .map_err(|source| Error::Apply {
+            kind: K::KIND,
+            name,
+            source,
+        })?;
+    ctx.metrics.writes.inc();
     Ok(())
 }
 
-async fn apply_child(client: &Client, namespace: &str, child: &Child) -> Result<(), Error> {
+async fn apply_child(ctx: &Context, namespace: &str, child: &Child) -> Result<(), Error> {
     match child {
-        Child::Pod(pod) => apply_one(client, namespace, pod.as_ref(), "Pod").await,
-        Child::Service(service) => apply_one(client, namespace, service.as_ref(), "Service").await,
-        Child::ConfigMap(config_map) => {
-            apply_one(client, namespace, config_map.as_ref(), "ConfigMap").await
+        Child::Pod(pod) => apply_one(ctx, namespace, pod.as_ref()).await,
+        Child::Service(service) => apply_one(ctx, namespace, service.as_ref()).await,
+        Child::ConfigMap(config_map) => apply_one(ctx, namespace, config_map.as_ref()).await,
+        Child::ServiceAccount(account) => apply_one(ctx, namespace, account.as_ref()).await,
+        Child::Role(role) => apply_one(ctx, namespace, role.as_ref()).await,
+        Child::RoleBinding(binding) => apply_one(ctx, namespace, binding.as_ref()).await,
+    }
+}
+
+/// Deletes one child in the background and counts the write; one already gone is not an error.
+async fn delete_one<K>(ctx: &Context, namespace: &str, name: &str) -> Result<(), Error>
+where
+    K: k8s_openapi::Resource
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => {
+            ctx.metrics.writes.inc();
+            Ok(())
         }
-        Child::ServiceAccount(account) => {
-            apply_one(client, namespace, account.as_ref(), "ServiceAccount").await
-        }
-        Child::Role(role) => apply_one(client, namespace, role.as_ref(), "Role").await,
-        Child::RoleBinding(binding) => {
-            apply_one(client, namespace, binding.as_ref(), "RoleBinding").await
-        }
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(source) => Err(Error::Delete {
+            kind: K::KIND,
+            name: name.into(),
+            source,
+        }),
     }
 }
 
@@ -135,36 +155,12 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(
         }
     }
     for child in &plan.apply {
-        apply_child(client, namespace, child).await?;
-        ctx.metrics.writes.inc();
+        apply_child(ctx, namespace, child).await?;
     }
     for deletion in &plan.delete {
-        let result = match deletion.kind {
-            ChildKind::Pod => Api::<Pod>::namespaced(client.clone(), namespace)
-                .delete(&deletion.name, &DeleteParams::background())
-                .await
-                .map(drop),
-            ChildKind::Service => Api::<Service>::namespaced(client.clone(), namespace)
-                .delete(&deletion.name, &DeleteParams::background())
-                .await
-                .map(drop),
-        };
-        match result {
-            Ok(()) => {
-                ctx.metrics.writes.inc();
-            }
-            Err(kube::Error::Api(status)) if status.is_not_found() => {}
-            Err(source) => {
-                let kind = match deletion.kind {
-                    ChildKind::Pod => "Pod",
-                    ChildKind::Service => "Service",
-                };
-                return Err(Error::Delete {
-                    kind,
-                    name: deletion.name.clone(),
-                    source,
-                });
-            }
+        match deletion.kind {
+            ChildKind::Pod => delete_one::<Pod>(ctx, namespace, &deletion.name).await?,
+            ChildKind::Service => delete_one::<Service>(ctx, namespace, &deletion.name).await?,
         }
     }
     let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, job.resource);
@@ -176,7 +172,7 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(
     }
     let reference = job.reference();
     for event in &plan.events {
-        if event.reason == "WorkerLost" {
+        if event.reason == WORKER_LOST {
             ctx.metrics.workers_lost.inc();
         }
         let event = Event {

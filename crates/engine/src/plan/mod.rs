@@ -112,6 +112,10 @@ pub struct Deletion {
     pub name: String,
 }
 
+/// The reason of the Warning event recorded for each worker that left host discovery because
+/// it failed, was evicted or disappeared.
+pub const WORKER_LOST: &str = "WorkerLost";
+
 /// An event about the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSpec {
@@ -736,7 +740,7 @@ impl<'p, 'o> Run<'p, 'o> {
             };
             self.planner.event(
                 true,
-                "WorkerLost",
+                WORKER_LOST,
                 "Replace",
                 format!(
                     "worker {pod_name} {}{on}; it left host discovery and is {then}",
