@@ -13,6 +13,8 @@
 //!    tries again.
 //! 5. Events, best effort: a failure to record one is logged, not retried.
 //! 6. The deletion of a finished job whose time to live ran out.
+//!
+//! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::MANAGER;
 use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
@@ -20,12 +22,14 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
 use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::context::Context;
 use crate::error::Error;
+use crate::freshness::Written;
 use crate::ssh_keys;
 
 /// The job a plan is for.
@@ -89,9 +93,23 @@ where
     Ok(())
 }
 
-async fn apply_child(ctx: &Context, namespace: &str, child: &Child) -> Result<(), Error> {
+async fn apply_child(
+    ctx: &Context,
+    namespace: &str,
+    child: &Child,
+    written: &mut Written,
+) -> Result<(), Error> {
     match child {
-        Child::Pod(pod) => apply_one(ctx, namespace, pod.as_ref()).await,
+        Child::Pod(pod) => {
+            let cached =
+                ObjectRef::new(pod.metadata.name.as_deref().unwrap_or_default()).within(namespace);
+            let created = ctx.stores.pods.get(&cached).is_none();
+            apply_one(ctx, namespace, pod.as_ref()).await?;
+            if created {
+                written.created_pods.push(cached);
+            }
+            Ok(())
+        }
         Child::Service(service) => apply_one(ctx, namespace, service.as_ref()).await,
         Child::ConfigMap(config_map) => apply_one(ctx, namespace, config_map.as_ref()).await,
         Child::ServiceAccount(account) => apply_one(ctx, namespace, account.as_ref()).await,
@@ -124,11 +142,13 @@ where
     }
 }
 
-/// Carries out `plan` for `job`; see the module documentation for the order.
+/// Carries out `plan` for `job`; see the module documentation for the order. Returns the
+/// writes the caches must show before the job is planned again.
 ///
 /// # Errors
 /// The first write that failed; nothing after it is attempted.
-pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(), Error> {
+pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<Written, Error> {
+    let mut written = Written::default();
     let client = &ctx.client;
     let namespace = job.namespace();
     if let Some(secret) = plan.create_ssh_secret {
@@ -155,7 +175,7 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(
         }
     }
     for child in &plan.apply {
-        apply_child(ctx, namespace, child).await?;
+        apply_child(ctx, namespace, child, &mut written).await?;
     }
     for deletion in &plan.delete {
         match deletion.kind {
@@ -166,9 +186,16 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(
     let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, job.resource);
     if let Some(status) = &plan.status {
         let patch = json!({"apiVersion": job.resource.api_version, "kind": job.resource.kind, "status": status});
-        jobs.patch_status(job.name(), &params(), &Patch::Apply(&patch))
+        let after = jobs
+            .patch_status(job.name(), &params(), &Patch::Apply(&patch))
             .await
             .map_err(Error::Status)?;
+        let before = job.object.metadata.resource_version.clone();
+        if let Some(before) = before.filter(|b| after.metadata.resource_version.as_ref() != Some(b))
+        {
+            let cached = ObjectRef::from_obj_with(job.object, job.resource.clone());
+            written.status = Some((cached, before));
+        }
     }
     let reference = job.reference();
     for event in &plan.events {
@@ -197,5 +224,5 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<(
             Err(source) => return Err(Error::DeleteJob(source)),
         }
     }
-    Ok(())
+    Ok(written)
 }

@@ -1,21 +1,27 @@
 //! What every reconcile gets: the client, the caches, the event recorder, the clock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
+use kube::api::DynamicObject;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
+use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 
 /// Where a reconcile reads the time; tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
-/// The caches of the objects eto creates (those labelled `app.kubernetes.io/managed-by: eto`).
+/// The caches: the TrainingJobs, and the objects eto creates (those labelled
+/// `app.kubernetes.io/managed-by: eto`).
 #[derive(Clone)]
 pub struct Stores {
+    /// TrainingJobs, as the controller watches them.
+    pub jobs: Store<DynamicObject>,
     /// Launchers and workers.
     pub pods: Store<Pod>,
     /// Headless worker Services.
@@ -30,6 +36,8 @@ pub struct Stores {
     pub roles: Store<Role>,
     /// Launcher RoleBindings.
     pub role_bindings: Store<RoleBinding>,
+    /// Sent to after any cache changed; see [`Stores::show`].
+    pub changes: watch::Sender<()>,
 }
 
 impl Stores {
@@ -38,6 +46,7 @@ impl Stores {
         // A store whose writer is gone never becomes ready; waiting on it is pointless, and
         // the controller is shutting down anyway.
         let _ = futures::join!(
+            self.jobs.wait_until_ready(),
             self.pods.wait_until_ready(),
             self.services.wait_until_ready(),
             self.config_maps.wait_until_ready(),
@@ -61,4 +70,7 @@ pub struct Context {
     pub clock: Clock,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// How long a reconcile waits for the caches to show its writes
+    /// ([`crate::freshness::CACHE_WAIT`] when running).
+    pub cache_wait: Duration,
 }

@@ -3,7 +3,9 @@
 //!
 //! Everything is written with server-side apply under one field manager, `eto`, except the
 //! generated SSH Secret (created once). Children are read from watch caches, so a reconcile
-//! makes no read requests, and one that finds nothing to change writes nothing.
+//! makes no read requests, and one that finds nothing to change writes nothing. A reconcile
+//! that wrote waits until the caches show its writes ([`freshness`]), so that the next one does
+//! not decide from older state.
 //!
 //! Start with [`run::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
 
@@ -11,6 +13,7 @@ pub mod apply;
 pub mod context;
 pub mod crds;
 pub mod error;
+pub mod freshness;
 pub mod metrics;
 #[cfg(test)]
 mod mock_tests;
@@ -18,6 +21,8 @@ pub mod observe;
 pub mod reconcile;
 pub mod run;
 pub mod ssh_keys;
+#[cfg(test)]
+mod testing;
 
 pub use context::{Clock, Context, Stores};
 pub use crds::install_crds;

@@ -2,24 +2,25 @@
 //! (with `fieldManager=eto&force=true` for server-side apply) and the body of every request.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use eto_api::TrainingJob;
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
 use http::{Request, Response};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::DynamicObject;
+use kube::Client;
+use kube::api::{ApiResource, DynamicObject};
 use kube::client::Body;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::watcher;
-use kube::{Client, Resource};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
+use crate::testing::listed;
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
@@ -57,19 +58,6 @@ fn now() -> jiff::Timestamp {
     jiff::Timestamp::from_second(1_800_000_000).expect("a valid time")
 }
 
-fn writer<K>(objects: Vec<K>) -> Writer<K>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    let mut writer = Writer::default();
-    writer.apply_watcher_event(&watcher::Event::Init);
-    for object in objects {
-        writer.apply_watcher_event(&watcher::Event::InitApply(object));
-    }
-    writer.apply_watcher_event(&watcher::Event::InitDone);
-    writer
-}
-
 /// The caches, as the watchers would have filled them.
 #[derive(Default)]
 struct Cached {
@@ -103,15 +91,20 @@ impl Cached {
     fn context(self, client: Client) -> Arc<Context> {
         // A store stays ready once its first list is done, so the writers may go.
         let writers = (
-            writer(self.pods),
-            writer(self.services),
-            writer(self.config_maps),
-            writer(self.secrets),
-            writer(self.service_accounts),
-            writer(self.roles),
-            writer(self.role_bindings),
+            listed(Writer::default(), self.pods),
+            listed(Writer::default(), self.services),
+            listed(Writer::default(), self.config_maps),
+            listed(Writer::default(), self.secrets),
+            listed(Writer::default(), self.service_accounts),
+            listed(Writer::default(), self.roles),
+            listed(Writer::default(), self.role_bindings),
         );
         let stores = Stores {
+            jobs: listed(
+                Writer::new(ApiResource::erase::<TrainingJob>(&())),
+                Vec::new(),
+            )
+            .as_reader(),
             pods: writers.0.as_reader(),
             services: writers.1.as_reader(),
             config_maps: writers.2.as_reader(),
@@ -119,6 +112,7 @@ impl Cached {
             service_accounts: writers.4.as_reader(),
             roles: writers.5.as_reader(),
             role_bindings: writers.6.as_reader(),
+            changes: tokio::sync::watch::channel(()).0,
         };
 
         let reporter = Reporter {
@@ -131,6 +125,8 @@ impl Cached {
             stores,
             clock: Arc::new(now),
             metrics: Arc::new(Metrics::default()),
+            // These caches never change: a reconcile that wrote would wait in vain.
+            cache_wait: Duration::ZERO,
         })
     }
 }

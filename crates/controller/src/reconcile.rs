@@ -79,7 +79,7 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
     };
     let requeue = plan.requeue_after;
     let resource = ApiResource::erase::<TrainingJob>(&());
-    apply::execute(
+    let written = apply::execute(
         ctx,
         &JobTarget {
             object,
@@ -88,6 +88,13 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
         plan,
     )
     .await?;
+    if !ctx.stores.show(&written, ctx.cache_wait).await {
+        tracing::warn!(
+            namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
+            job = object.metadata.name.as_deref().unwrap_or_default(),
+            "the caches did not show this reconcile's writes in time; the next reconcile may act on older state"
+        );
+    }
     Ok(Action::requeue(
         requeue.map_or(RESYNC, |after| after.min(RESYNC)),
     ))

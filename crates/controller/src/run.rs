@@ -19,8 +19,10 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use crate::context::{Clock, Context, Stores};
+use crate::freshness::CACHE_WAIT;
 use crate::metrics::Metrics;
 use crate::reconcile::{error_policy, reconcile};
 
@@ -69,10 +71,11 @@ where
 }
 
 /// A cache of the objects of kind `K` that eto manages, and the stream that fills it (and
-/// triggers reconciles of their owners).
+/// triggers reconciles of their owners). `changes` is sent to after each update of the cache.
 fn reflected<K>(
     client: &Client,
     namespace: Option<&str>,
+    changes: &watch::Sender<()>,
 ) -> (
     Store<K>,
     impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
@@ -89,9 +92,13 @@ where
 {
     let (store, writer) = reflector::store();
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+    let changes = changes.clone();
     let stream = watcher(api::<K>(client, namespace), config)
         .default_backoff()
         .reflect(writer)
+        .inspect(move |_| {
+            changes.send_replace(());
+        })
         .touched_objects();
     (store, stream)
 }
@@ -117,14 +124,26 @@ pub async fn run(
         .await
         .map_err(RunError::CrdMissing)?;
 
-    let (pods, pod_events) = reflected::<Pod>(&client, namespace);
-    let (services, service_events) = reflected::<Service>(&client, namespace);
-    let (config_maps, config_map_events) = reflected::<ConfigMap>(&client, namespace);
-    let (secrets, secret_events) = reflected::<Secret>(&client, namespace);
+    let changes = watch::channel(()).0;
+    let job_writer = reflector::store::Writer::new(resource.clone());
+    let job_cache = job_writer.as_reader();
+    let job_changes = changes.clone();
+    let job_events = watcher(jobs, watcher::Config::default())
+        .default_backoff()
+        .reflect(job_writer)
+        .inspect(move |_| {
+            job_changes.send_replace(());
+        })
+        .applied_objects();
+    let (pods, pod_events) = reflected::<Pod>(&client, namespace, &changes);
+    let (services, service_events) = reflected::<Service>(&client, namespace, &changes);
+    let (config_maps, config_map_events) = reflected::<ConfigMap>(&client, namespace, &changes);
+    let (secrets, secret_events) = reflected::<Secret>(&client, namespace, &changes);
     let (service_accounts, service_account_events) =
-        reflected::<ServiceAccount>(&client, namespace);
-    let (roles, role_events) = reflected::<Role>(&client, namespace);
-    let (role_bindings, role_binding_events) = reflected::<RoleBinding>(&client, namespace);
+        reflected::<ServiceAccount>(&client, namespace, &changes);
+    let (roles, role_events) = reflected::<Role>(&client, namespace, &changes);
+    let (role_bindings, role_binding_events) =
+        reflected::<RoleBinding>(&client, namespace, &changes);
     let reporter = Reporter {
         controller: MANAGER.into(),
         instance: settings.instance.clone(),
@@ -132,6 +151,7 @@ pub async fn run(
     let ctx = Arc::new(Context {
         client: client.clone(),
         stores: Stores {
+            jobs: job_cache.clone(),
             pods,
             services,
             config_maps,
@@ -139,16 +159,18 @@ pub async fn run(
             service_accounts,
             roles,
             role_bindings,
+            changes,
         },
         recorder: Recorder::new(client, reporter),
         clock,
         metrics,
+        cache_wait: CACHE_WAIT,
     });
     tracing::info!(
         namespace = namespace.unwrap_or("<all>"),
         "eto controller starting"
     );
-    Controller::new_with(jobs, watcher::Config::default(), resource)
+    Controller::for_stream_with(job_events, job_cache, resource)
         .owns_stream(pod_events)
         .owns_stream(service_events)
         .owns_stream(config_map_events)
