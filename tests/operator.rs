@@ -220,6 +220,12 @@ async fn a_failed_worker_leaves_discovery_and_is_replaced_per_policy() {
             .await
             .contains(&"WorkerLost".to_string())
     );
+    let metrics = &env.operator.as_ref().expect("the operator runs").metrics;
+    assert_eq!(
+        metrics.workers_lost.get(),
+        2,
+        "one loss in each job, counted once"
+    );
 }
 
 #[tokio::test]
