@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apiserver::ApiServer;
 use crate::apiserver::faults::{ApiFaults, Fault};
+use crate::apiserver::latency::ListLatency;
 use crate::builtin;
 use crate::control;
 use crate::errors::ApiError;
@@ -34,6 +35,8 @@ pub struct SimConfig {
     pub history: usize,
     /// The taint a spot reclaim puts on its node.
     pub reclaim_taint: Taint,
+    /// How long lists take (none by default; see [`ListLatency`] for why tests want some).
+    pub list_latency: ListLatency,
 }
 
 impl Default for SimConfig {
@@ -48,6 +51,7 @@ impl Default for SimConfig {
                 value: "true".into(),
                 effect: "NoSchedule".into(),
             },
+            list_latency: ListLatency::NONE,
         }
     }
 }
@@ -146,6 +150,7 @@ impl SimCluster {
         let api = ApiServer {
             store: Arc::clone(&self.inner.store),
             faults: Arc::clone(&self.inner.faults),
+            list_latency: self.inner.config.list_latency,
         };
         let weak = Arc::downgrade(&self.inner);
         let handler = Arc::new(move |request: http::Request<hyper::body::Incoming>| {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::apiserver::faults::{Fault, FaultAction};
+use crate::apiserver::routes::Verb;
 use crate::cluster::SimCluster;
 use crate::errors::ApiError;
 use crate::http::{Body, full};
@@ -82,6 +83,9 @@ pub struct FaultRequest {
     /// Only paths containing this.
     #[serde(default)]
     pub path_contains: Option<String>,
+    /// Only this verb (`list`, `watch`, `patch`, ...).
+    #[serde(default)]
+    pub verb: Option<Verb>,
 }
 
 impl FaultRequest {
@@ -97,6 +101,7 @@ impl FaultRequest {
             remaining: self.count,
             method: self.method.clone(),
             path_contains: self.path_contains.clone(),
+            verb: self.verb,
         })
     }
 }

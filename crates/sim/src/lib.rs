@@ -27,6 +27,16 @@
 //! - Discovery and the `Table` form, so `kubectl get`, `apply --server-side`, `scale`, `patch`,
 //!   `delete` and `wait` work.
 //! - Events written through `events.k8s.io/v1` are read through core `v1` too.
+//! - Optionally, lists take longer the more objects they return ([`SimConfig::list_latency`]),
+//!   so a client's concurrent lists of several kinds finish in the order a real cluster
+//!   usually shows, not all at once.
+//!
+//! # Fault injection
+//! [`SimCluster::inject`] fails or delays the next requests that match a method, a path and a
+//! Kubernetes verb (a [`Fault`]: for example "the next list of pods in all namespaces waits
+//! five seconds"); [`SimCluster::drop_watches`] ends every watch; [`SimCluster::restart`]
+//! restarts the API server with its state kept. `eto-sim inject-fault` does the same from a
+//! shell.
 //!
 //! # What it does not do
 //! No authentication, authorization or admission webhooks; no TLS (plain HTTP on loopback);
@@ -54,6 +64,8 @@ pub mod selectors;
 pub mod store;
 
 pub use apiserver::faults::{Fault, FaultAction};
+pub use apiserver::latency::ListLatency;
+pub use apiserver::routes::Verb;
 pub use cluster::{SimCluster, SimConfig, StartError, kubeconfig_for};
 pub use nodes::NodeSpec;
 pub use nodes::kubelet::{KubeletConfig, Termination};

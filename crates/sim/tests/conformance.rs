@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use eto_sim::{Fault, FaultAction, KubeletConfig, NodeSpec, SimCluster, SimConfig};
+use eto_sim::{
+    Fault, FaultAction, KubeletConfig, ListLatency, NodeSpec, SimCluster, SimConfig, Verb,
+};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
 use kube::api::{
@@ -1080,6 +1082,7 @@ async fn injected_errors_and_latency_affect_the_next_requests_only() {
         remaining: 1,
         method: Some("GET".into()),
         path_contains: Some("/configmaps".into()),
+        verb: None,
     });
     let error = api_error(api.list(&ListParams::default()).await);
     assert_eq!((error.code, error.reason.as_str()), (500, "InternalError"));
@@ -1090,10 +1093,80 @@ async fn injected_errors_and_latency_affect_the_next_requests_only() {
         remaining: 1,
         method: None,
         path_contains: None,
+        verb: None,
     });
     let started = std::time::Instant::now();
     api.list(&ListParams::default()).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn a_fault_for_the_list_verb_spares_gets_and_watches_of_the_same_resource() {
+    let (cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &config_map("settings", json!({})))
+        .await
+        .unwrap();
+    cluster.inject(Fault {
+        action: FaultAction::Fail(500),
+        remaining: 1,
+        method: None,
+        path_contains: Some("/configmaps".into()),
+        verb: Some(Verb::List),
+    });
+    api.get("settings").await.unwrap();
+    let mut watch = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert!(
+        matches!(watch.try_next().await.unwrap(), Some(WatchEvent::Added(_))),
+        "the watch is served"
+    );
+    let error = api_error(api.list(&ListParams::default()).await);
+    assert_eq!(error.code, 500, "the list is not");
+    assert!(api.list(&ListParams::default()).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_list_takes_longer_the_more_it_returns_and_shows_the_state_at_its_start() {
+    let per_object = Duration::from_millis(100);
+    let (_cluster, client) = cluster_with(SimConfig {
+        list_latency: ListLatency {
+            base: Duration::ZERO,
+            per_object,
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    for index in 0..5 {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("cm-{index}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let everything = ListParams::default();
+    let slow_list = api.list(&everything);
+    let late_write = async {
+        tokio::time::sleep(per_object).await;
+        api.create(&PostParams::default(), &config_map("late", json!({})))
+            .await
+            .unwrap();
+    };
+    let (listed, ()) = tokio::join!(slow_list, late_write);
+    assert!(started.elapsed() >= per_object * 5);
+    let names: Vec<String> = listed
+        .unwrap()
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert_eq!(names, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
 }
 
 #[tokio::test]
@@ -1237,6 +1310,7 @@ async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
         remaining: 1,
         method: Some("GET".into()),
         path_contains: None,
+        verb: None,
     });
     let started = std::time::Instant::now();
     api.list(&ListParams::default()).await.unwrap();

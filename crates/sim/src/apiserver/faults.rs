@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::routes::Verb;
+
 /// What an injected fault does to a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FaultAction {
@@ -26,6 +28,9 @@ pub struct Fault {
     pub method: Option<String>,
     /// Only requests whose path contains this text, if set.
     pub path_contains: Option<String>,
+    /// Only requests with this verb (for example `List`, to delay a list but not the watch
+    /// that follows it), if set.
+    pub verb: Option<Verb>,
 }
 
 /// The faults in force, and the token that ends every open watch.
@@ -47,7 +52,8 @@ impl ApiFaults {
     }
 
     /// The actions that apply to a request, consuming one use of each matching fault.
-    pub fn take(&self, method: &str, path: &str) -> Vec<FaultAction> {
+    /// `verb` is `None` for requests that name no resource (discovery, `/version`).
+    pub fn take(&self, method: &str, path: &str, verb: Option<Verb>) -> Vec<FaultAction> {
         let mut faults = self.lock_faults();
         let mut actions = Vec::new();
         for fault in faults.iter_mut() {
@@ -59,7 +65,8 @@ impl ApiFaults {
                 && fault
                     .path_contains
                     .as_deref()
-                    .is_none_or(|p| path.contains(p));
+                    .is_none_or(|p| path.contains(p))
+                && fault.verb.is_none_or(|v| Some(v) == verb);
             if matches {
                 fault.remaining -= 1;
                 actions.push(fault.action.clone());
@@ -106,20 +113,39 @@ mod tests {
             remaining: 2,
             method: Some("PATCH".into()),
             path_contains: Some("/pods/".into()),
+            verb: None,
         });
-        assert!(faults.take("GET", "/api/v1/namespaces/a/pods/p").is_empty());
+        let pod = "/api/v1/namespaces/a/pods/p";
+        assert!(faults.take("GET", pod, Some(Verb::Get)).is_empty());
         assert_eq!(
-            faults.take("PATCH", "/api/v1/namespaces/a/pods/p"),
+            faults.take("PATCH", pod, Some(Verb::Patch)),
             vec![FaultAction::Fail(500)]
         );
         assert_eq!(
-            faults.take("patch", "/api/v1/namespaces/a/pods/q"),
+            faults.take("patch", "/api/v1/namespaces/a/pods/q", Some(Verb::Patch)),
             vec![FaultAction::Fail(500)]
         );
+        assert!(faults.take("PATCH", pod, Some(Verb::Patch)).is_empty());
+    }
+
+    #[test]
+    fn a_fault_for_a_verb_leaves_other_verbs_of_the_same_path_alone() {
+        let faults = ApiFaults::default();
+        faults.inject(Fault {
+            action: FaultAction::Delay(Duration::from_secs(1)),
+            remaining: 1,
+            method: None,
+            path_contains: Some("/api/v1/pods".into()),
+            verb: Some(Verb::List),
+        });
         assert!(
             faults
-                .take("PATCH", "/api/v1/namespaces/a/pods/p")
+                .take("GET", "/api/v1/pods", Some(Verb::Watch))
                 .is_empty()
+        );
+        assert_eq!(
+            faults.take("GET", "/api/v1/pods", Some(Verb::List)),
+            vec![FaultAction::Delay(Duration::from_secs(1))]
         );
     }
 }

@@ -4,6 +4,7 @@
 pub mod discovery;
 pub mod events_view;
 pub mod faults;
+pub mod latency;
 pub mod routes;
 pub mod table;
 pub mod watch;
@@ -19,7 +20,8 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use self::faults::{ApiFaults, FaultAction};
-use self::routes::Target;
+use self::latency::ListLatency;
+use self::routes::{Target, Verb};
 use self::watch::{Rendering, WatchRequest};
 use crate::errors::ApiError;
 use crate::http::{Body, full, streamed};
@@ -38,6 +40,8 @@ pub struct ApiServer {
     pub store: Arc<Store>,
     /// Injected faults.
     pub faults: Arc<ApiFaults>,
+    /// How long lists take.
+    pub list_latency: ListLatency,
 }
 
 /// A parsed request.
@@ -200,12 +204,6 @@ impl ApiServer {
     pub async fn handle(&self, request: http::Request<Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path().to_string();
-        for action in self.faults.take(parts.method.as_str(), &path) {
-            match action {
-                FaultAction::Fail(code) => return error_response(&injected(code)),
-                FaultAction::Delay(delay) => tokio::time::sleep(delay).await,
-            }
-        }
         let body = match body.collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) => {
@@ -239,6 +237,13 @@ impl ApiServer {
             user_agent: header(http::header::USER_AGENT),
             body,
         };
+        let verb = Verb::of(&call.method, &call.target, call.flag("watch"));
+        for action in self.faults.take(call.method.as_str(), &path, verb) {
+            match action {
+                FaultAction::Fail(code) => return error_response(&injected(code)),
+                FaultAction::Delay(delay) => tokio::time::sleep(delay).await,
+            }
+        }
         match self.dispatch(call).await {
             Ok(response) => response,
             Err(error) => error_response(&error),
@@ -282,7 +287,12 @@ impl ApiServer {
                     Method::GET if call.flag("watch") => {
                         self.watch(&call, &resolved, namespace.clone())
                     }
-                    Method::GET => self.list(&call, &resolved, namespace.as_deref()),
+                    Method::GET => {
+                        let (response, objects) =
+                            self.list(&call, &resolved, namespace.as_deref())?;
+                        tokio::time::sleep(self.list_latency.of(objects)).await;
+                        Ok(response)
+                    }
                     Method::POST => self.create(&call, &resolved, namespace.as_deref()),
                     Method::DELETE => {
                         self.delete_collection(&call, &resolved, namespace.as_deref())
@@ -334,12 +344,13 @@ impl ApiServer {
         })
     }
 
+    /// Answers a list; returns the response and the number of objects in it.
     fn list(
         &self,
         call: &Call,
         resolved: &Resolved,
         namespace: Option<&str>,
-    ) -> Result<Response<Body>, ApiError> {
+    ) -> Result<(Response<Body>, usize), ApiError> {
         let (labels, fields) = call.selectors()?;
         let limit = call
             .param("limit")
@@ -372,16 +383,13 @@ impl ApiServer {
                 .map(|(_, object)| resolved.show(object))
                 .collect();
             let refs: Vec<&Value> = shown.iter().collect();
-            return Ok(json_response(
-                StatusCode::OK,
-                &table::table(
-                    resource,
-                    &refs,
-                    &rv,
-                    call.param("includeObject") == Some("Object"),
-                ),
-                &[],
-            ));
+            let table = table::table(
+                resource,
+                &refs,
+                &rv,
+                call.param("includeObject") == Some("Object"),
+            );
+            return Ok((json_response(StatusCode::OK, &table, &[]), refs.len()));
         }
         let mut metadata = json!({"resourceVersion": rv});
         if remaining > 0
@@ -399,11 +407,10 @@ impl ApiServer {
             .iter()
             .map(|(_, object)| resolved.show(object))
             .collect();
-        Ok(json_response(
-            StatusCode::OK,
-            &json!({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items}),
-            &[],
-        ))
+        let objects = items.len();
+        let list =
+            json!({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items});
+        Ok((json_response(StatusCode::OK, &list, &[]), objects))
     }
 
     fn watch(

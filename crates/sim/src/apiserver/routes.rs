@@ -57,6 +57,64 @@ pub enum Target {
     Unknown,
 }
 
+/// The Kubernetes verb of a request on a resource, as RBAC and audit logs name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    /// `GET` of one object (or of a subresource).
+    Get,
+    /// `GET` of a collection.
+    List,
+    /// `GET` of a collection with `watch=true`.
+    Watch,
+    /// `POST` to a collection (or to a subresource such as `binding` or `eviction`).
+    Create,
+    /// `PUT` of an object.
+    Update,
+    /// `PATCH` of an object, server-side apply included.
+    Patch,
+    /// `DELETE` of an object.
+    Delete,
+    /// `DELETE` of a collection.
+    #[serde(rename = "deletecollection")]
+    DeleteCollection,
+}
+
+impl Verb {
+    /// The verb of `method` on `target`, `None` where the target is no resource.
+    pub fn of(method: &http::Method, target: &Target, watch: bool) -> Option<Self> {
+        use http::Method;
+        let collection = match target {
+            Target::Collection { .. } => true,
+            Target::Object { .. } => false,
+            _ => return None,
+        };
+        Some(match (method, collection) {
+            (&Method::GET, true) if watch => Self::Watch,
+            (&Method::GET, true) => Self::List,
+            (&Method::GET, false) => Self::Get,
+            (&Method::POST, _) => Self::Create,
+            (&Method::PUT, _) => Self::Update,
+            (&Method::PATCH, _) => Self::Patch,
+            (&Method::DELETE, true) => Self::DeleteCollection,
+            (&Method::DELETE, false) => Self::Delete,
+            _ => return None,
+        })
+    }
+}
+
+impl std::str::FromStr for Verb {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        serde_json::from_value(serde_json::Value::String(text.to_ascii_lowercase())).map_err(|_| {
+            format!(
+                "unknown verb {text:?}: expected get, list, watch, create, update, patch, delete or deletecollection"
+            )
+        })
+    }
+}
+
 /// Parses `path` against the served resources.
 pub fn route(path: &str, registry: &Registry) -> Target {
     let segments: Vec<&str> = path
@@ -157,6 +215,41 @@ mod tests {
             name: name.into(),
             subresource: subresource.map(Into::into),
         }
+    }
+
+    #[test]
+    fn verbs_follow_the_method_and_whether_a_collection_or_an_object_is_named() {
+        let registry = Registry::builtin();
+        let pods = route("/api/v1/namespaces/team/pods", &registry);
+        let pod = route("/api/v1/namespaces/team/pods/p", &registry);
+        let binding = route("/api/v1/namespaces/team/pods/p/binding", &registry);
+        let cases = [
+            (&pods, http::Method::GET, false, Some(Verb::List)),
+            (&pods, http::Method::GET, true, Some(Verb::Watch)),
+            (&pods, http::Method::POST, false, Some(Verb::Create)),
+            (
+                &pods,
+                http::Method::DELETE,
+                false,
+                Some(Verb::DeleteCollection),
+            ),
+            (&pod, http::Method::GET, false, Some(Verb::Get)),
+            (&pod, http::Method::PUT, false, Some(Verb::Update)),
+            (&pod, http::Method::PATCH, false, Some(Verb::Patch)),
+            (&pod, http::Method::DELETE, false, Some(Verb::Delete)),
+            (&binding, http::Method::POST, false, Some(Verb::Create)),
+            (&Target::Version, http::Method::GET, false, None),
+        ];
+        for (target, method, watch, verb) in cases {
+            assert_eq!(
+                Verb::of(&method, target, watch),
+                verb,
+                "{method} {target:?}"
+            );
+        }
+        assert_eq!("deletecollection".parse(), Ok(Verb::DeleteCollection));
+        assert_eq!("LIST".parse(), Ok(Verb::List));
+        assert!("exec".parse::<Verb>().is_err());
     }
 
     #[test]

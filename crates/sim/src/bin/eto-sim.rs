@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use eto_sim::Verb;
 use eto_sim::control::{FaultRequest, TerminateRequest};
 use eto_sim::nodes::Taint;
 use eto_sim::{KubeletConfig, NodeSpec, SimCluster, SimConfig};
@@ -169,6 +170,10 @@ struct FaultArgs {
     /// Only requests whose path contains this.
     #[arg(long)]
     path_contains: Option<String>,
+    /// Only requests with this verb: get, list, watch, create, update, patch, delete or
+    /// deletecollection.
+    #[arg(long)]
+    verb: Option<Verb>,
     #[command(flatten)]
     target: Target,
 }
@@ -311,6 +316,7 @@ async fn run(command: Command) -> Result<(), CliError> {
                 count: args.count,
                 method: args.method,
                 path_contains: args.path_contains,
+                verb: args.verb,
             };
             control(
                 &args.target,
