@@ -8,52 +8,11 @@ use std::time::Duration;
 
 use eto_api::training_job::JobPhase;
 use eto_sim::NodeSpec;
-use eto_tests::env::{Env, WAIT, in_phase, pod_ready, sim_config};
+use eto_tests::env::{Env, WAIT, hostfile, in_phase, job_yaml, pod_ready, sim_config};
 use eto_tests::workspace_root;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-
-/// A small job: `replicas` workers with one GPU each, at least `min` to run, launcher and
-/// worker restart policies as given.
-fn job_yaml(name: &str, replicas: u32, min: u32, extra_spec: &str, worker_policy: &str) -> String {
-    format!(
-        r#"
-apiVersion: kai.alibabacloud.com/v1alpha1
-kind: TrainingJob
-metadata:
-  name: {name}
-spec:{extra_spec}
-  etReplicaSpecs:
-    launcher:
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            command: ["horovodrun", "--host-discovery-script", "/etc/edl/discover_hosts.sh", "python", "train.py"]
-    worker:
-      replicas: {replicas}
-      minReplicas: {min}
-      restartPolicy: {worker_policy}
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-            resources:
-              limits:
-                nvidia.com/gpu: 1
-"#
-    )
-}
-
-fn hostfile(job: &str, indices: &[u32]) -> String {
-    indices
-        .iter()
-        .map(|i| format!("{job}-worker-{i}.{job}-workers:1\n"))
-        .collect()
-}
 
 async fn running(env: &Env, name: &str) {
     env.wait_job(name, "runs", in_phase(JobPhase::Running))

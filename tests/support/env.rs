@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
-use eto_sim::{KubeletConfig, SimCluster, SimConfig};
+use eto_sim::{Fault, FaultAction, KubeletConfig, ListLatency, SimCluster, SimConfig, Verb};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
@@ -14,6 +14,19 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for a condition before failing.
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// A fault that delays the first `count` lists whose path contains `path_contains` by
+/// `delay`. Paths of all namespaces (`/api/v1/pods`, `.../v1alpha1/trainingjobs`) are the
+/// operator's: the tests' own requests name a namespace.
+pub fn slow_list(path_contains: &str, count: u32, delay: Duration) -> Fault {
+    Fault {
+        action: FaultAction::Delay(delay),
+        remaining: count,
+        method: None,
+        path_contains: Some(path_contains.into()),
+        verb: Some(Verb::List),
+    }
+}
 
 /// The operator, running in-process against the simulated cluster.
 pub struct Operator {
@@ -33,7 +46,9 @@ pub struct Env {
     pub operator: Option<Operator>,
 }
 
-/// The timings tests use: pods start and stop after a short, observable delay.
+/// The timings tests use: pods start and stop after a short, observable delay, and lists take
+/// longer the more they return, so that the operator's caches finish their first lists in the
+/// order a real cluster usually shows: a few jobs first, many pods last.
 pub fn sim_config(nodes: usize, gpus_per_node: u32) -> SimConfig {
     SimConfig {
         kubelet: KubeletConfig {
@@ -41,9 +56,62 @@ pub fn sim_config(nodes: usize, gpus_per_node: u32) -> SimConfig {
             termination_delay: Duration::from_millis(50),
             orphan_gc_delay: Duration::ZERO,
         },
+        list_latency: ListLatency {
+            base: Duration::from_millis(5),
+            per_object: Duration::from_millis(2),
+        },
         ..SimConfig::default()
     }
     .gpu_nodes(nodes, gpus_per_node)
+}
+
+/// A small TrainingJob: `replicas` workers with one GPU each, at least `min` of them ready to
+/// run, the worker restart policy `worker_policy`; `extra_spec` is inserted under `spec:`
+/// (start it with a newline and two spaces).
+pub fn job_yaml(
+    name: &str,
+    replicas: u32,
+    min: u32,
+    extra_spec: &str,
+    worker_policy: &str,
+) -> String {
+    format!(
+        r#"
+apiVersion: kai.alibabacloud.com/v1alpha1
+kind: TrainingJob
+metadata:
+  name: {name}
+spec:{extra_spec}
+  etReplicaSpecs:
+    launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: horovod/horovod:0.28.1
+            command: ["horovodrun", "--host-discovery-script", "/etc/edl/discover_hosts.sh", "python", "train.py"]
+    worker:
+      replicas: {replicas}
+      minReplicas: {min}
+      restartPolicy: {worker_policy}
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: horovod/horovod:0.28.1
+            resources:
+              limits:
+                nvidia.com/gpu: 1
+"#
+    )
+}
+
+/// What host discovery prints for the workers of `job` with `indices`, one slot each.
+pub fn hostfile(job: &str, indices: &[u32]) -> String {
+    indices
+        .iter()
+        .map(|i| format!("{job}-worker-{i}.{job}-workers:1\n"))
+        .collect()
 }
 
 impl Env {

@@ -40,24 +40,6 @@ pub struct Stores {
     pub changes: watch::Sender<()>,
 }
 
-impl Stores {
-    /// Resolves once every cache has completed its first list.
-    pub async fn ready(&self) {
-        // A store whose writer is gone never becomes ready; waiting on it is pointless, and
-        // the controller is shutting down anyway.
-        let _ = futures::join!(
-            self.jobs.wait_until_ready(),
-            self.pods.wait_until_ready(),
-            self.services.wait_until_ready(),
-            self.config_maps.wait_until_ready(),
-            self.secrets.wait_until_ready(),
-            self.service_accounts.wait_until_ready(),
-            self.roles.wait_until_ready(),
-            self.role_bindings.wait_until_ready(),
-        );
-    }
-}
-
 /// Shared by every reconcile.
 pub struct Context {
     /// The API client.

@@ -27,6 +27,9 @@ pub const RETRY: Duration = Duration::from_secs(5);
 /// eto's types (possible with a CRD installed without validation) gets a status condition
 /// naming the field instead of breaking the watch of every job.
 ///
+/// The controller starts reconciles only once every cache has completed its first list
+/// (see [`crate::run`]); a reconcile never waits for that.
+///
 /// # Errors
 /// The first write that failed; the reconcile is retried after [`RETRY`].
 pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -56,8 +59,6 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
         // The garbage collector removes the children with the job.
         return Ok(Action::await_change());
     }
-    // Deciding from caches that have not listed yet would take every worker for lost.
-    ctx.stores.ready().await;
     let now = (ctx.clock)();
     let value = serde_json::to_value(object).map_err(|source| Error::Serialize {
         what: "the job",

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
@@ -103,7 +103,31 @@ where
     (store, stream)
 }
 
+/// Resolves once every cache of children has completed its first list.
+///
+/// This is the only place that waits for it. kube-runtime's `Store::wait_until_ready` keeps a
+/// single waker per store: of several tasks waiting on one store at the same time, only the one
+/// that polled last is woken when the list completes, and the others wait forever.
+async fn children_listed(stores: Stores) {
+    // A store whose writer is gone never becomes ready; the controller is stopping then.
+    let _ = futures::join!(
+        stores.pods.wait_until_ready(),
+        stores.services.wait_until_ready(),
+        stores.config_maps.wait_until_ready(),
+        stores.secrets.wait_until_ready(),
+        stores.service_accounts.wait_until_ready(),
+        stores.roles.wait_until_ready(),
+        stores.role_bindings.wait_until_ready(),
+    );
+}
+
 /// Runs the controller until `shutdown` resolves.
+///
+/// # Guarantees
+/// - No job is planned before every cache has completed its first list: planned from a cache
+///   that has not listed yet, a job's workers would look lost. The TrainingJob watch is held
+///   back until then, so reconciles never have to wait for it, and jobs that already exist
+///   when the controller starts are all reconciled as soon as the caches are filled.
 ///
 /// # Errors
 /// The TrainingJob CRD is not installed (checked once at start).
@@ -127,14 +151,6 @@ pub async fn run(
     let changes = watch::channel(()).0;
     let job_writer = reflector::store::Writer::new(resource.clone());
     let job_cache = job_writer.as_reader();
-    let job_changes = changes.clone();
-    let job_events = watcher(jobs, watcher::Config::default())
-        .default_backoff()
-        .reflect(job_writer)
-        .inspect(move |_| {
-            job_changes.send_replace(());
-        })
-        .applied_objects();
     let (pods, pod_events) = reflected::<Pod>(&client, namespace, &changes);
     let (services, service_events) = reflected::<Service>(&client, namespace, &changes);
     let (config_maps, config_map_events) = reflected::<ConfigMap>(&client, namespace, &changes);
@@ -148,19 +164,36 @@ pub async fn run(
         controller: MANAGER.into(),
         instance: settings.instance.clone(),
     };
+    let stores = Stores {
+        jobs: job_cache.clone(),
+        pods,
+        services,
+        config_maps,
+        secrets,
+        service_accounts,
+        roles,
+        role_bindings,
+        changes,
+    };
+    let job_changes = stores.changes.clone();
+    let job_watch = watcher(jobs, watcher::Config::default())
+        .default_backoff()
+        .reflect(job_writer)
+        .inspect(move |_| {
+            job_changes.send_replace(());
+        })
+        .applied_objects();
+    let listed = children_listed(stores.clone());
+    let job_events = futures::stream::once(async move {
+        let started = Instant::now();
+        listed.await;
+        tracing::info!(after = ?started.elapsed(), "the caches of children are filled; watching TrainingJobs");
+        job_watch
+    })
+    .flatten();
     let ctx = Arc::new(Context {
         client: client.clone(),
-        stores: Stores {
-            jobs: job_cache.clone(),
-            pods,
-            services,
-            config_maps,
-            secrets,
-            service_accounts,
-            roles,
-            role_bindings,
-            changes,
-        },
+        stores,
         recorder: Recorder::new(client, reporter),
         clock,
         metrics,
