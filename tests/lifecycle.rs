@@ -1,5 +1,5 @@
 //! The operator starting on a cluster that already has jobs, in every state, while its caches
-//! list at different speeds.
+//! list at different speeds; and the operator stopping while reconciles are under way.
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ use std::time::Duration;
 use eto_api::TrainingJob;
 use eto_api::training_job::JobPhase;
 use eto_sim::{Fault, FaultAction, Verb};
-use eto_tests::env::{Env, in_phase, job_yaml, sim_config, slow_list};
+use eto_tests::env::{Env, FOREVER, hanging_pod_writes, in_phase, job_yaml, sim_config, slow_list};
 use kube::api::{Patch, PatchParams};
 
 /// Jobs created by [`existing_jobs`], with the phase each must reach.
@@ -178,5 +178,174 @@ async fn an_operator_started_on_existing_jobs_reconciles_every_one_whichever_cac
         env.start_operator();
         world.wait_all_reconciled(&env).await;
         env.cluster.clear_faults();
+    }
+}
+
+#[tokio::test]
+async fn the_operator_stops_on_shutdown_while_its_caches_are_still_listing() {
+    let mut env = Env::start(sim_config(4, 8)).await;
+    for index in 0..4 {
+        env.apply_job(&job_yaml(&format!("job-{index}"), 2, 1, "", "Never"))
+            .await;
+    }
+    for index in 0..4 {
+        env.wait_job(&format!("job-{index}"), "runs", in_phase(JobPhase::Running))
+            .await;
+    }
+    env.stop_operator().await;
+    // The pod cache does not finish its first list before the operator is told to stop.
+    env.cluster
+        .inject(slow_list("/api/v1/pods", u32::MAX, FOREVER));
+    env.start_operator();
+    env.jobs()
+        .patch(
+            "job-0",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"activeDeadlineSeconds": 86_400}})),
+        )
+        .await
+        .unwrap();
+    // `stop_operator` fails the test unless the operator stops within its wait.
+    env.stop_operator().await;
+}
+
+#[tokio::test]
+async fn the_operator_stops_on_shutdown_while_a_reconcile_waits_for_the_api_server() {
+    let mut env = Env::start(sim_config(2, 8)).await;
+    // Every pod write hangs: the reconcile of the new job is stuck in its first pod apply.
+    env.cluster.inject(hanging_pod_writes(u32::MAX));
+    env.apply_job(&job_yaml("stuck", 2, 1, "", "Never")).await;
+    env.wait_worker_service("stuck").await;
+    env.stop_operator().await;
+}
+
+#[tokio::test]
+async fn a_reconcile_stuck_on_the_api_server_is_abandoned_and_retried() {
+    let mut env = Env::start(sim_config(2, 8)).await;
+    env.stop_operator().await;
+    env.start_operator_with(eto_controller::Settings {
+        reconcile_timeout: Duration::from_secs(1),
+        ..eto_controller::Settings::default()
+    });
+    // The first pod write never gets an answer.
+    env.cluster.inject(hanging_pod_writes(1));
+    env.apply_job(&job_yaml("unlucky", 2, 1, "", "Never")).await;
+    env.wait_job("unlucky", "runs", in_phase(JobPhase::Running))
+        .await;
+    let metrics = &env.operator.as_ref().unwrap().metrics;
+    let abandoned = metrics
+        .reconciliations
+        .get_or_create(&eto_controller::metrics::Outcome {
+            result: "timeout".into(),
+        })
+        .get();
+    assert_eq!(abandoned, 1, "the stuck reconcile was abandoned once");
+}
+
+/// The job's live workers (not finished, not being deleted), sorted by name.
+async fn live_workers(env: &Env, job: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for name in env.worker_names(job).await {
+        if let Some(pod) = env.pods().get_opt(&name).await.unwrap()
+            && !eto_engine::pods::is_finished(&pod)
+            && pod.metadata.deletion_timestamp.is_none()
+        {
+            names.push(name);
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Waits until `job` has settled on `desired` ready workers with nothing extra: its live
+/// workers are exactly `status.targetWorkers`, host discovery lists exactly them, and the job
+/// was never restarted.
+async fn wait_consistent(env: &Env, job: &str, desired: i32) {
+    let settled = tokio::time::timeout(eto_tests::env::WAIT, async {
+        loop {
+            let status = env
+                .jobs()
+                .get(job)
+                .await
+                .unwrap()
+                .status
+                .unwrap_or_default();
+            let ready = status
+                .workers
+                .as_ref()
+                .is_some_and(|w| w.ready == desired && w.desired == desired);
+            let mut target = status.target_workers.clone();
+            target.sort();
+            let indices: Vec<u32> = status
+                .target_workers
+                .iter()
+                .filter_map(|name| eto_engine::names::worker_index(job, name))
+                .collect();
+            if ready
+                && status.restart_count == 0
+                && live_workers(env, job).await == target
+                && env.launcher_hostfile(job).await == Some(eto_tests::env::hostfile(job, &indices))
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    if settled.await.is_err() {
+        let status = env.jobs().get(job).await.unwrap().status;
+        panic!(
+            "{job} did not settle on {desired} workers; live workers {:?}, hostfile {:?}, status {status:#?}",
+            live_workers(env, job).await,
+            env.launcher_hostfile(job).await,
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_operator_killed_mid_job_again_and_again_leaves_every_job_consistent() {
+    let mut env = Env::start(sim_config(4, 8)).await;
+    let jobs = ["crash-0", "crash-1", "crash-2", "crash-3"];
+    for job in jobs {
+        env.apply_job(&job_yaml(job, 2, 1, "", "Always")).await;
+    }
+    for job in jobs {
+        wait_consistent(&env, job, 2).await;
+    }
+    for desired in 3..=5 {
+        // Every job loses a worker and is scaled out; the operator is killed as soon as it
+        // has begun to act on it, in the middle of its reconciles.
+        let before = env.worker_names(jobs[0]).await.len();
+        for job in jobs {
+            let target = env
+                .jobs()
+                .get(job)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .target_workers;
+            env.cluster
+                .fail_pod("default", &target[0], 1, "Error")
+                .unwrap();
+            env.jobs()
+                .patch(
+                    job,
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({"spec": {"etReplicaSpecs": {"worker": {"replicas": desired}}}})),
+                )
+                .await
+                .unwrap();
+        }
+        let acted = tokio::time::timeout(eto_tests::env::WAIT, async {
+            while env.worker_names(jobs[0]).await.len() == before {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        acted.await.expect("the operator acts on the changes");
+        env.kill_operator().await;
+        env.start_operator();
+        for job in jobs {
+            wait_consistent(&env, job, desired).await;
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use eto_sim::{Fault, FaultAction, KubeletConfig, ListLatency, SimCluster, SimConfig, Verb};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
@@ -14,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for a condition before failing.
 pub const WAIT: Duration = Duration::from_secs(20);
+
+/// Longer than any test waits: a request delayed this long gets no answer while a test runs.
+pub const FOREVER: Duration = Duration::from_secs(3600);
 
 /// A fault that delays the first `count` lists whose path contains `path_contains` by
 /// `delay`. Paths of all namespaces (`/api/v1/pods`, `.../v1alpha1/trainingjobs`) are the
@@ -25,6 +28,18 @@ pub fn slow_list(path_contains: &str, count: u32, delay: Duration) -> Fault {
         method: None,
         path_contains: Some(path_contains.into()),
         verb: Some(Verb::List),
+    }
+}
+
+/// A fault that leaves the next `count` pod writes (applies) without an answer: a reconcile
+/// that writes a pod is stuck there.
+pub fn hanging_pod_writes(count: u32) -> Fault {
+    Fault {
+        action: FaultAction::Delay(FOREVER),
+        remaining: count,
+        method: None,
+        path_contains: Some("/pods/".into()),
+        verb: Some(Verb::Patch),
     }
 }
 
@@ -133,8 +148,13 @@ impl Env {
         env
     }
 
-    /// Starts the operator.
+    /// Starts the operator with the default settings.
     pub fn start_operator(&mut self) {
+        self.start_operator_with(Settings::default());
+    }
+
+    /// Starts the operator with `settings`.
+    pub fn start_operator_with(&mut self, settings: Settings) {
         assert!(self.operator.is_none(), "the operator already runs");
         let stop = CancellationToken::new();
         let metrics = Arc::new(Metrics::default());
@@ -142,7 +162,7 @@ impl Env {
             self.client.clone(),
             Settings {
                 instance: Some("test".into()),
-                ..Settings::default()
+                ..settings
             },
             Arc::clone(&metrics),
             Arc::new(jiff::Timestamp::now),
@@ -156,6 +176,20 @@ impl Env {
             task,
             metrics,
         });
+    }
+
+    /// Kills the operator, as a crash would: whatever it was doing stops at once, with no
+    /// chance to finish.
+    pub async fn kill_operator(&mut self) {
+        let operator = self.operator.take().expect("the operator runs");
+        operator.task.abort();
+        let ended = operator.task.await;
+        assert!(
+            ended
+                .as_ref()
+                .is_err_and(tokio::task::JoinError::is_cancelled),
+            "the operator was killed, it did not end by itself: {ended:?}"
+        );
     }
 
     /// Stops the operator and waits until it has.
@@ -248,6 +282,26 @@ impl Env {
             .collect();
         names.sort();
         names.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// Waits until the worker Service of `job` exists: eto applies it just before the job's
+    /// first worker, so a reconcile that got this far is writing workers.
+    pub async fn wait_worker_service(&self, job: &str) {
+        let services: Api<Service> = Api::default_namespaced(self.client.clone());
+        let name = eto_engine::names::worker_service(job);
+        let applied = tokio::time::timeout(WAIT, async {
+            while services
+                .get_opt(&name)
+                .await
+                .expect("services get")
+                .is_none()
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        applied
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for Service {name}"));
     }
 
     /// The hostfile the launcher of `job` shows to host discovery.

@@ -55,4 +55,7 @@ pub struct Context {
     /// How long a reconcile waits for the caches to show its writes
     /// ([`crate::freshness::CACHE_WAIT`] when running).
     pub cache_wait: Duration,
+    /// How long a reconcile may take before it is abandoned and retried
+    /// ([`crate::Settings::reconcile_timeout`]).
+    pub reconcile_timeout: Duration,
 }

@@ -64,6 +64,9 @@ pub enum Error {
     /// The object has no namespace or name.
     #[error("the object has no namespace or name")]
     MissingIdentity,
+    /// The reconcile did not finish in time and was abandoned.
+    #[error("the reconcile did not finish within {0:?} and was abandoned")]
+    TimedOut(std::time::Duration),
 }
 
 impl Error {
@@ -79,6 +82,7 @@ impl Error {
             Self::DeleteJob(_) => "delete_job",
             Self::Serialize { .. } => "serialize",
             Self::MissingIdentity => "missing_identity",
+            Self::TimedOut(_) => "timeout",
         }
     }
 }

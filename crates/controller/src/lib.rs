@@ -20,6 +20,7 @@ mod mock_tests;
 pub mod observe;
 pub mod reconcile;
 pub mod run;
+pub mod shutdown;
 pub mod ssh_keys;
 #[cfg(test)]
 mod testing;
@@ -29,3 +30,4 @@ pub use crds::install_crds;
 pub use error::Error;
 pub use metrics::Metrics;
 pub use run::{RunError, Settings, run};
+pub use shutdown::SHUTDOWN_GRACE;

@@ -127,6 +127,7 @@ impl Cached {
             metrics: Arc::new(Metrics::default()),
             // These caches never change: a reconcile that wrote would wait in vain.
             cache_wait: Duration::ZERO,
+            reconcile_timeout: crate::reconcile::RECONCILE_TIMEOUT,
         })
     }
 }

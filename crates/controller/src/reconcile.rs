@@ -19,6 +19,10 @@ use crate::observe::{self, Children};
 pub const RESYNC: Duration = Duration::from_secs(10 * 60);
 /// How long after a failed reconcile it is tried again.
 pub const RETRY: Duration = Duration::from_secs(5);
+/// How long a reconcile may take before it is abandoned (the default of
+/// [`crate::Settings::reconcile_timeout`]). A reconcile makes a few API calls and may wait
+/// [`crate::freshness::CACHE_WAIT`] for the caches; one that takes this long is stuck.
+pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Reconciles one TrainingJob: reads it and its children from the caches, asks the engine
 /// what to do, and does it. Returns when to look again.
@@ -31,10 +35,15 @@ pub const RETRY: Duration = Duration::from_secs(5);
 /// (see [`crate::run`]); a reconcile never waits for that.
 ///
 /// # Errors
-/// The first write that failed; the reconcile is retried after [`RETRY`].
+/// The first write that failed, or [`Error::TimedOut`] when the reconcile did not finish
+/// within [`Context::reconcile_timeout`] (it is then dropped, in the middle of whatever it
+/// was waiting for). Either way the reconcile is retried after [`RETRY`]: every write is
+/// idempotent, and the engine recovers from a reconcile cut short as from an operator crash.
 pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = reconcile_job(&object, &ctx).await;
+    let result = tokio::time::timeout(ctx.reconcile_timeout, reconcile_job(&object, &ctx))
+        .await
+        .unwrap_or(Err(Error::TimedOut(ctx.reconcile_timeout)));
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
@@ -101,14 +110,17 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
     ))
 }
 
-/// What to do after a failed reconcile: log it and try again after [`RETRY`].
+/// What to do after a failed reconcile: log it and try again after [`RETRY`]. An abandoned
+/// reconcile is logged as an error (something is stuck), other failures as warnings (the API
+/// server refused a write; the retry usually succeeds).
 pub fn error_policy(object: Arc<DynamicObject>, error: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(
-        namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
-        job = object.metadata.name.as_deref().unwrap_or_default(),
-        category = error.category(),
-        %error,
-        "reconcile failed"
-    );
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    let job = object.metadata.name.as_deref().unwrap_or_default();
+    let category = error.category();
+    if matches!(error, Error::TimedOut(_)) {
+        tracing::error!(namespace, job, category, %error, "reconcile abandoned");
+    } else {
+        tracing::warn!(namespace, job, category, %error, "reconcile failed");
+    }
     Action::requeue(RETRY)
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -24,7 +24,8 @@ use tokio::sync::watch;
 use crate::context::{Clock, Context, Stores};
 use crate::freshness::CACHE_WAIT;
 use crate::metrics::Metrics;
-use crate::reconcile::{error_policy, reconcile};
+use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
+use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -37,6 +38,8 @@ pub struct Settings {
     pub debounce: Duration,
     /// Name of this operator instance in events (for example its pod name).
     pub instance: Option<String>,
+    /// How long one reconcile may take before it is abandoned, logged as an error and retried.
+    pub reconcile_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -46,6 +49,7 @@ impl Default for Settings {
             concurrency: 16,
             debounce: Duration::from_millis(20),
             instance: None,
+            reconcile_timeout: RECONCILE_TIMEOUT,
         }
     }
 }
@@ -128,6 +132,9 @@ async fn children_listed(stores: Stores) {
 ///   that has not listed yet, a job's workers would look lost. The TrainingJob watch is held
 ///   back until then, so reconciles never have to wait for it, and jobs that already exist
 ///   when the controller starts are all reconciled as soon as the caches are filled.
+/// - Once `shutdown` resolves, no reconcile starts, and this returns as soon as none is under
+///   way, or after [`SHUTDOWN_GRACE`], abandoning those still under way (see
+///   [`crate::shutdown`]). So the controller stops within [`SHUTDOWN_GRACE`] of the signal.
 ///
 /// # Errors
 /// The TrainingJob CRD is not installed (checked once at start).
@@ -136,6 +143,40 @@ pub async fn run(
     settings: Settings,
     metrics: Arc<Metrics>,
     clock: Clock,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), RunError> {
+    let shutdown = shutdown.shared();
+    let in_flight = InFlight::default();
+    let controller = run_until(
+        client,
+        settings,
+        metrics,
+        clock,
+        in_flight.clone(),
+        shutdown.clone(),
+    );
+    let result = tokio::select! {
+        result = controller => result,
+        abandoned = in_flight.settled_after(shutdown) => {
+            if abandoned {
+                tracing::warn!(
+                    grace = ?SHUTDOWN_GRACE,
+                    "reconciles still under way after the shutdown grace period were abandoned; the next start completes them"
+                );
+            }
+            Ok(())
+        }
+    };
+    tracing::info!("eto controller stopped");
+    result
+}
+
+async fn run_until(
+    client: Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    clock: Clock,
+    in_flight: InFlight,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), RunError> {
     let namespace = settings.namespace.as_deref();
@@ -198,6 +239,7 @@ pub async fn run(
         clock,
         metrics,
         cache_wait: CACHE_WAIT,
+        reconcile_timeout: settings.reconcile_timeout,
     });
     tracing::info!(
         namespace = namespace.unwrap_or("<all>"),
@@ -217,7 +259,11 @@ pub async fn run(
                 .concurrency(settings.concurrency),
         )
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(
+            move |job, ctx| in_flight.track(reconcile(job, ctx)),
+            error_policy,
+            ctx,
+        )
         .for_each(|result| async move {
             match result {
                 Ok((job, _)) => tracing::debug!(%job, "reconciled"),
@@ -227,6 +273,5 @@ pub async fn run(
             }
         })
         .await;
-    tracing::info!("eto controller stopped");
     Ok(())
 }
