@@ -2,10 +2,11 @@
 
 mod endpoints;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use eto_controller::{Metrics, Settings};
@@ -42,12 +43,23 @@ struct RunArgs {
     concurrency: u16,
 }
 
+/// How long blocking tasks may delay the exit once the operator has stopped.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
+
 #[derive(Debug, thiserror::Error)]
 enum CliError {
     #[error("cannot render the CRDs: {0}")]
     Render(#[from] serde_saphyr::SerializeError),
     #[error("cannot write: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot reach the cluster: {0}")]
     Client(#[from] kube::Error),
     #[error("{0}")]
@@ -55,16 +67,25 @@ enum CliError {
 }
 
 fn main() -> ExitCode {
+    // Colours only for a person at a terminal; log collectors get plain text.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        .with_ansi(std::io::stdout().is_terminal())
         .init();
     let result = match Cli::parse().command {
         Command::Crd => print_crds(),
-        Command::Run(args) => tokio::runtime::Runtime::new()
-            .map_err(CliError::from)
-            .and_then(|runtime| runtime.block_on(run(args))),
+        Command::Run(args) => {
+            tokio::runtime::Runtime::new()
+                .map_err(CliError::Runtime)
+                .and_then(|runtime| {
+                    let result = runtime.block_on(run(args));
+                    // A blocking task still running (a DNS lookup, say) must not delay the exit.
+                    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+                    result
+                })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -84,7 +105,12 @@ fn print_crds() -> Result<(), CliError> {
 async fn run(args: RunArgs) -> Result<(), CliError> {
     let client = kube::Client::try_default().await?;
     let metrics = Arc::new(Metrics::default());
-    let listener = endpoints::bind(args.metrics_address).await?;
+    let listener = endpoints::bind(args.metrics_address)
+        .await
+        .map_err(|source| CliError::Listen {
+            address: args.metrics_address,
+            source,
+        })?;
     tokio::spawn(endpoints::serve(listener, Arc::clone(&metrics)));
     let settings = Settings {
         namespace: args.namespace,
@@ -105,7 +131,8 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+/// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C. The controller then stops
+/// within [`eto_controller::SHUTDOWN_GRACE`].
 async fn shutdown_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
