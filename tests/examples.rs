@@ -132,7 +132,8 @@ fn the_arena_example_keeps_what_arena_renders() {
     assert_eq!(spec.slots_per_worker, 1, "slots come from --gpus=1");
     assert_eq!(
         spec.elastic.max_wait,
-        Some(std::time::Duration::from_secs(600))
+        Some(std::time::Duration::from_secs(600)),
+        "from --max-wait-time=600"
     );
     assert_eq!(spec.backoff_limit, 3);
     let worker = &job.spec.et_replica_specs.worker.template;

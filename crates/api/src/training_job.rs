@@ -53,6 +53,12 @@ pub const BLACKLIST_LIMIT: usize = 64;
         description = "Workers that are ready and listed by host discovery"
     ),
     printcolumn(
+        name = "Pending",
+        type_ = "integer",
+        json_path = ".status.workers.pending",
+        description = "Workers that exist but are not ready yet, for example waiting for a GPU"
+    ),
+    printcolumn(
         name = "Desired",
         type_ = "integer",
         json_path = ".status.workers.desired",
@@ -270,9 +276,14 @@ pub enum JobRestartPolicy {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ElasticPolicy {
-    /// Seconds a new worker may stay unschedulable before eto stops waiting for it. 0 waits
-    /// forever. Defaults to the value of the `job-supervisor.kube-ai.io/max-wait-time`
-    /// annotation (Arena's `--max-wait-time`), else 600.
+    /// Seconds the job may wait for `worker.minReplicas` ready workers before its launcher
+    /// starts (counted from the start of the job, or of the run after a restart). When they
+    /// are not ready by then, the job fails with reason `WaitingResourceTimeout` and a message
+    /// with the ready, pending and needed counts, and its pods are deleted. Workers above the
+    /// minimum never count against it: they may stay pending, the job runs without them and
+    /// they join as they become ready. Defaults to the value of the
+    /// `job-supervisor.kube-ai.io/max-wait-time` annotation (Arena's `--max-wait-time`); when
+    /// neither is set, or either is 0, the job waits as long as it takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub max_wait_seconds: Option<i32>,

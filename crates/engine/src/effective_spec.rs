@@ -52,7 +52,8 @@ pub struct WorkerCounts {
 /// `spec.elasticPolicy` with defaults applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ElasticSettings {
-    /// How long a new worker may stay unschedulable; `None` waits forever.
+    /// How long a run may wait for `min` ready workers before its launcher starts; `None`
+    /// waits forever.
     pub max_wait: Option<Duration>,
     /// Whether the job is suspended when it cannot keep `min` workers.
     pub suspend_below_min_workers: bool,
@@ -72,8 +73,6 @@ pub enum SshSecretSource {
 }
 
 impl ElasticSettings {
-    /// Default of `maxWaitSeconds` when neither the field nor the annotation sets it.
-    pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(600);
     /// Default of `checkpointGraceSeconds`.
     pub const DEFAULT_CHECKPOINT_GRACE: Duration = Duration::from_secs(300);
     /// Default of `blacklistCooldownSeconds`.

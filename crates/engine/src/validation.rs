@@ -317,11 +317,11 @@ fn elastic_settings(
         Duration::from_secs(non_negative(&format!("{PATH}.{field}"), value, errors).into())
     };
     let max_wait = match policy.max_wait_seconds {
-        Some(value) => seconds("maxWaitSeconds", value, errors),
-        None => max_wait_from_annotation(job, errors).unwrap_or(ElasticSettings::DEFAULT_MAX_WAIT),
+        Some(value) => Some(seconds("maxWaitSeconds", value, errors)),
+        None => max_wait_from_annotation(job, errors),
     };
     ElasticSettings {
-        max_wait: Some(max_wait).filter(|wait| !wait.is_zero()),
+        max_wait: max_wait.filter(|wait| !wait.is_zero()),
         suspend_below_min_workers: policy.suspend_below_min_workers.unwrap_or(true),
         checkpoint_grace: policy
             .checkpoint_grace_seconds
@@ -463,7 +463,7 @@ mod tests {
         assert_eq!(
             spec.elastic,
             ElasticSettings {
-                max_wait: Some(Duration::from_secs(600)),
+                max_wait: None,
                 suspend_below_min_workers: true,
                 checkpoint_grace: Duration::from_secs(300),
                 blacklist_cooldown: Duration::from_secs(600),
@@ -539,10 +539,10 @@ mod tests {
     }
 
     #[test]
-    fn max_wait_comes_from_the_policy_then_the_arena_annotation_then_the_default() {
+    fn max_wait_comes_from_the_policy_then_the_arena_annotation_else_there_is_no_limit() {
         type Mutation = fn(&mut TrainingJob);
         let cases: [(&str, Mutation, Option<u64>); 5] = [
-            ("default", |_| {}, Some(600)),
+            ("neither: no limit", |_| {}, None),
             (
                 "annotation",
                 |job| set_annotation(job, MAX_WAIT_TIME_ANNOTATION, "900"),

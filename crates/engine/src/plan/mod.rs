@@ -116,6 +116,10 @@ pub struct Deletion {
 /// it failed, was evicted or disappeared.
 pub const WORKER_LOST: &str = "WorkerLost";
 
+/// The reason a job fails with when `elasticPolicy.maxWaitSeconds` ran out before
+/// `minReplicas` workers were ready (et-operator's name for it).
+pub const WAITING_RESOURCE_TIMEOUT: &str = "WaitingResourceTimeout";
+
 /// An event about the job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSpec {
@@ -294,9 +298,15 @@ impl Planner {
                 );
                 return;
             }
-            self.plan.requeue_after = Some(duration_until(self.now, due));
+            self.requeue_at(due);
         }
         Run::new(self, observed, job).reconcile();
+    }
+
+    /// Makes the plan look again at `due` at the latest.
+    fn requeue_at(&mut self, due: jiff::Timestamp) {
+        let after = duration_until(self.now, due);
+        self.plan.requeue_after = Some(self.plan.requeue_after.map_or(after, |a| a.min(after)));
     }
 
     /// Marks the job Failed; `kill` deletes its unfinished pods.
@@ -515,9 +525,68 @@ impl<'p, 'o> Run<'p, 'o> {
             }
             return;
         }
+        if !self.still_worth_waiting() {
+            return;
+        }
         let hosts = self.workers();
         self.discovery_and_launcher(&hosts);
         self.phase(&hosts);
+    }
+
+    /// Applies `elasticPolicy.maxWaitSeconds`: a run whose launcher has not been created may
+    /// wait that long, from the start of the job or of the run, for `minReplicas` ready
+    /// workers; then the job fails and its pods are deleted. Returns whether the job goes on.
+    fn still_worth_waiting(&mut self) -> bool {
+        let Some(max_wait) = self.job.spec.elastic.max_wait else {
+            return true;
+        };
+        let conditions = &self.planner.status.conditions;
+        if self.launcher().is_some() || c::is_true(conditions, c::LAUNCHER_CREATED) {
+            return true;
+        }
+        // The run began waiting when its launcher was last found missing or removed by a
+        // restart, or else when the job started.
+        let since = c::find(conditions, c::LAUNCHER_CREATED)
+            .and_then(|launcher| launcher.last_transition_time.as_ref())
+            .or(self.planner.status.start_time.as_ref())
+            .map_or(self.planner.now, |time| time.0);
+        let due =
+            since + jiff::SignedDuration::try_from(max_wait).unwrap_or(jiff::SignedDuration::MAX);
+        let name = self.name().to_string();
+        let (ready, pending) = self
+            .planner
+            .status
+            .target_workers
+            .iter()
+            .map(|worker| {
+                self.observed
+                    .pods
+                    .iter()
+                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+                    .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
+            })
+            .fold(
+                (0, 0),
+                |(r, p), is_ready| if is_ready { (r + 1, p) } else { (r, p + 1) },
+            );
+        let min = self.job.spec.workers.min;
+        if ready >= min || self.planner.now < due {
+            self.planner.requeue_at(due);
+            return true;
+        }
+        let message = format!(
+            "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers (worker.minReplicas) before starting launcher {}: {ready} ready, {pending} pending",
+            max_wait.as_secs(),
+            names::launcher(&name),
+        );
+        self.planner.fail(
+            self.observed,
+            self.job,
+            WAITING_RESOURCE_TIMEOUT,
+            &message,
+            true,
+        );
+        false
     }
 
     fn succeed(self) {

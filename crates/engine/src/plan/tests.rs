@@ -638,3 +638,107 @@ fn scaling_replicas_adds_or_removes_workers() {
         ["mnist-worker-0", "mnist-worker-1"]
     );
 }
+
+/// A job (two workers, both needed) that may wait `seconds` for them.
+fn waiting_at_most(seconds: i32) -> World {
+    let mut job = training_job();
+    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+        max_wait_seconds: Some(seconds),
+        ..Default::default()
+    });
+    let mut world = World::new(job);
+    world.reconcile();
+    world
+}
+
+#[test]
+fn a_job_short_of_min_workers_fails_when_max_wait_runs_out() {
+    let mut world = waiting_at_most(60);
+    world.ready("mnist-worker-0");
+    world.advance(59);
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Created));
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(1)),
+        "looked at again when the wait runs out"
+    );
+
+    world.advance(1);
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+    assert_eq!(
+        condition(&world, c::FAILED),
+        (true, WAITING_RESOURCE_TIMEOUT.into())
+    );
+    let message = c::find(&world.status().conditions, c::FAILED)
+        .and_then(|f| f.message.clone())
+        .unwrap();
+    assert!(
+        message.contains("waited 60s") && message.contains("for 2 ready workers"),
+        "{message}"
+    );
+    assert!(message.contains("1 ready, 1 pending"), "{message}");
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-worker-0", "mnist-worker-1"],
+        "the pending demand is withdrawn"
+    );
+    assert!(pod_names(&plan).is_empty(), "no launcher");
+}
+
+#[test]
+fn workers_ready_in_time_start_the_launcher_and_the_wait_ends() {
+    let mut world = waiting_at_most(60);
+    world.advance(30);
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    assert!(world.pods.contains_key("mnist-launcher"));
+    // Workers lost later, however long, no longer count against the wait.
+    world.exit("mnist-worker-1", 1);
+    world.advance(3600);
+    world.reconcile();
+    assert_ne!(world.status().phase, Some(JobPhase::Failed));
+}
+
+#[test]
+fn without_a_limit_a_job_waits_as_long_as_it_takes() {
+    let mut world = started();
+    world.ready("mnist-worker-0");
+    for _ in 0..10 {
+        world.advance(86_400);
+        let plan = world.reconcile();
+        assert_eq!(plan.requeue_after, None);
+    }
+    assert_eq!(world.status().phase, Some(JobPhase::Created));
+}
+
+#[test]
+fn the_wait_starts_again_with_each_run() {
+    let mut world = waiting_at_most(60);
+    world.job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    world.advance(600);
+    world.exit("mnist-launcher", 1);
+    world.reconcile();
+    world.reconcile();
+    assert_eq!(world.status().restart_count, 1);
+    world.advance(59);
+    world.reconcile();
+    assert_ne!(
+        world.status().phase,
+        Some(JobPhase::Failed),
+        "59 s into the new run"
+    );
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(
+        condition(&world, c::FAILED),
+        (true, WAITING_RESOURCE_TIMEOUT.into())
+    );
+}
