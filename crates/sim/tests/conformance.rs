@@ -1242,14 +1242,14 @@ async fn kubectl_get_receives_printer_columns_as_a_table() {
     assert_eq!(
         columns,
         [
-            "Name", "Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"
+            "Name", "Phase", "Ready", "Pending", "Desired", "Min", "Max", "Restarts", "Age"
         ]
     );
     let cells = &table["rows"][0]["cells"];
     assert_eq!(cells[0], "job");
     assert_eq!(cells[1], "Running");
     assert_eq!(cells[2], 2);
-    assert_eq!(cells[5], Value::Null, "an unbounded maximum shows empty");
+    assert_eq!(cells[6], Value::Null, "an unbounded maximum shows empty");
 }
 
 #[tokio::test]
