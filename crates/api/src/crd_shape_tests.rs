@@ -32,7 +32,9 @@ fn training_jobs_answer_to_et_operator_names_and_short_names() {
 fn printer_columns_show_phase_and_worker_counts() {
     assert_eq!(
         column_names::<TrainingJob>(),
-        ["Phase", "Ready", "Desired", "Min", "Max", "Restarts", "Age"]
+        [
+            "Phase", "Ready", "Pending", "Desired", "Min", "Max", "Restarts", "Age"
+        ]
     );
     assert_eq!(column_names::<ScaleIn>(), ["Job", "Phase", "Age"]);
     assert_eq!(column_names::<ScaleOut>(), ["Job", "Phase", "Age"]);
