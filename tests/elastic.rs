@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use eto_api::training_job::JobPhase;
-use eto_tests::env::{Env, in_phase, job_yaml, sim_config};
+use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config};
 
 #[tokio::test]
 async fn a_job_that_cannot_get_its_minimum_fails_at_max_wait_and_one_without_a_limit_waits_on() {
@@ -54,4 +54,48 @@ async fn a_job_that_cannot_get_its_minimum_fails_at_max_wait_and_one_without_a_l
             .iter()
             .all(|r| r != "WaitingResourceTimeout")
     );
+}
+
+/// The node worker `pod` of the default namespace was scheduled to, once it is ready.
+async fn node_of_ready(env: &Env, pod: &str) -> String {
+    let pod = env.wait_pod(pod, "is ready", pod_ready).await.unwrap();
+    pod.spec.unwrap().node_name.unwrap()
+}
+
+#[tokio::test]
+async fn a_replacement_avoids_the_node_its_predecessor_failed_on_while_another_fits() {
+    // Two nodes of two GPUs: bin packing puts both workers on gpu-node-0.
+    let env = Env::start(sim_config(2, 2)).await;
+    env.apply_job(&job_yaml("cooled", 2, 1, "", "OnFailure"))
+        .await;
+    env.wait_job("cooled", "runs", in_phase(JobPhase::Running))
+        .await;
+    assert_eq!(node_of_ready(&env, "cooled-worker-0").await, "gpu-node-0");
+    assert_eq!(node_of_ready(&env, "cooled-worker-1").await, "gpu-node-0");
+
+    env.cluster
+        .fail_pod("default", "cooled-worker-0", 1, "Error")
+        .unwrap();
+    // gpu-node-0 has a free GPU again, and bin packing alone would choose it.
+    assert_eq!(node_of_ready(&env, "cooled-worker-2").await, "gpu-node-1");
+    let status = env.jobs().get("cooled").await.unwrap().status.unwrap();
+    let cooling: Vec<&str> = status
+        .nodes_in_cooldown
+        .iter()
+        .map(|n| n.node.as_str())
+        .collect();
+    assert_eq!(cooling, ["gpu-node-0"]);
+}
+
+#[tokio::test]
+async fn a_replacement_still_runs_on_a_node_in_cooldown_when_no_other_fits() {
+    let env = Env::start(sim_config(1, 2)).await;
+    env.apply_job(&job_yaml("cornered", 2, 1, "", "OnFailure"))
+        .await;
+    env.wait_job("cornered", "runs", in_phase(JobPhase::Running))
+        .await;
+    env.cluster
+        .fail_pod("default", "cornered-worker-0", 1, "Error")
+        .unwrap();
+    assert_eq!(node_of_ready(&env, "cornered-worker-2").await, "gpu-node-0");
 }

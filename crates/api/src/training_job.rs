@@ -29,6 +29,10 @@ use crate::common::{
 /// Most entries `status.blacklist` holds; the oldest are dropped first.
 pub const BLACKLIST_LIMIT: usize = 64;
 
+/// Most entries `status.nodesInCooldown` holds; those whose cooldown ends first are dropped
+/// first.
+pub const COOLDOWN_LIMIT: usize = 64;
+
 /// Desired state of a TrainingJob.
 // The printer columns repeat keys such as `type_`, which clippy mistakes for duplicated
 // attributes.
@@ -301,8 +305,14 @@ pub struct ElasticPolicy {
     #[schemars(range(min = 0))]
     pub checkpoint_grace_seconds: Option<i32>,
 
-    /// Seconds during which a node where a worker failed is avoided by new workers of the
-    /// job. Defaults to 600.
+    /// Seconds during which a node where a worker of the job failed (its containers exited
+    /// with an error; not an eviction, a disruption or a deletion) is avoided by the job's new
+    /// workers. Each worker created while nodes are in cooldown gets a preferred node affinity
+    /// term of weight 100 with `matchFields` `metadata.name NotIn [those nodes]`: the scheduler
+    /// places it elsewhere when another node fits, and on a node in cooldown when none does, so
+    /// a worker never waits only for a cooldown to end. Running workers are not moved. The
+    /// nodes in cooldown are listed in `status.nodesInCooldown`. 0 turns the cooldown off.
+    /// Defaults to 600.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub blacklist_cooldown_seconds: Option<i32>,
@@ -361,11 +371,20 @@ pub struct TrainingJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkerSummary>,
 
-    /// Recent worker failures, newest last. A failed worker leaves host discovery at once and
-    /// its node is avoided by new workers for `elasticPolicy.blacklistCooldownSeconds`.
+    /// Workers lost so far (failed, evicted, disrupted, completed or deleted), newest last, at
+    /// most 64: the oldest entries are dropped first. A lost worker leaves host discovery at
+    /// once and never returns to it; its index is never used again, because Horovod blacklists
+    /// hosts by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = BLACKLIST_LIMIT))]
     pub blacklist: Vec<BlacklistEntry>,
+
+    /// Nodes the job's new workers avoid, because a worker failed there within
+    /// `elasticPolicy.blacklistCooldownSeconds`; at most 64, those whose cooldown ends first
+    /// are dropped first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = COOLDOWN_LIMIT))]
+    pub nodes_in_cooldown: Vec<NodeCooldown>,
 
     /// Label selector of the job's worker pods, used by the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -436,4 +455,16 @@ pub struct BlacklistEntry {
     pub exit_code: Option<i32>,
     /// When eto noticed the loss.
     pub time: Time,
+}
+
+/// A node the job's new workers avoid for a while.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCooldown {
+    /// Name of the node.
+    pub node: String,
+    /// The worker whose failure there started (or last renewed) the cooldown.
+    pub pod: String,
+    /// When the cooldown ends.
+    pub until: Time,
 }

@@ -13,6 +13,7 @@
 pub mod applied;
 pub mod build;
 pub mod conditions;
+pub mod cooldown;
 pub mod discovery;
 pub mod effective_spec;
 pub mod loss;

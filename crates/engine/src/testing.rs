@@ -191,6 +191,14 @@ pub(crate) mod world {
                 "state": {"terminated": {"exitCode": code, "reason": reason}}}]}));
         }
 
+        /// The kubelet evicted the pod.
+        pub fn evict(&mut self, name: &str) {
+            self.set_status(
+                name,
+                json!({"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}),
+            );
+        }
+
         /// The pod gets `DisruptionTarget=True` (its node is being reclaimed).
         pub fn disrupt(&mut self, name: &str) {
             self.set_status(name, json!({"phase": "Running", "conditions": [

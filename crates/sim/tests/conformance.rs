@@ -736,6 +736,46 @@ async fn scheduling_honours_selectors_and_taints() {
 }
 
 #[tokio::test]
+async fn a_preferred_node_affinity_wins_over_bin_packing_but_never_blocks_scheduling() {
+    let (_cluster, client) = cluster_with(SimConfig::default().gpu_nodes(2, 2)).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    // Bin packing puts the first pod on gpu-node-0, and would put the next one there too.
+    pods.create(&PostParams::default(), &pod("first", 1))
+        .await
+        .unwrap();
+    let first = wait_for(&pods, "first", is_running).await.unwrap();
+    assert_eq!(first.spec.unwrap().node_name.as_deref(), Some("gpu-node-0"));
+    let avoiding = |name: &str, gpus: u32| {
+        let mut pod = pod(name, gpus);
+        pod.spec.as_mut().unwrap().affinity = Some(
+            serde_json::from_value(json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["gpu-node-0"]}]}}]}}))
+            .unwrap(),
+        );
+        pod
+    };
+    pods.create(&PostParams::default(), &avoiding("elsewhere", 1))
+        .await
+        .unwrap();
+    let elsewhere = wait_for(&pods, "elsewhere", is_running).await.unwrap();
+    assert_eq!(
+        elsewhere.spec.unwrap().node_name.as_deref(),
+        Some("gpu-node-1")
+    );
+    // The preference is only a preference: once gpu-node-1 is full, the pod goes to
+    // gpu-node-0 rather than waiting.
+    pods.create(&PostParams::default(), &avoiding("fills-node-1", 1))
+        .await
+        .unwrap();
+    wait_for(&pods, "fills-node-1", is_running).await;
+    pods.create(&PostParams::default(), &avoiding("last-resort", 1))
+        .await
+        .unwrap();
+    let last = wait_for(&pods, "last-resort", is_running).await.unwrap();
+    assert_eq!(last.spec.unwrap().node_name.as_deref(), Some("gpu-node-0"));
+}
+
+#[tokio::test]
 async fn the_kubelet_runs_fails_and_restarts_pods() {
     let (cluster, client) = cluster().await;
     let pods: Api<Pod> = Api::default_namespaced(client);

@@ -31,7 +31,7 @@ fn workers_get_identity_ssh_and_sshd() {
         )
         .unwrap(),
     );
-    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 7)));
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 7, &[])));
     assert_eq!(pod["metadata"]["name"], "mnist-worker-7");
     assert_eq!(
         pod["metadata"]["labels"],
@@ -73,7 +73,7 @@ fn workers_get_identity_ssh_and_sshd() {
 fn a_worker_command_from_the_template_is_kept() {
     let mut job = training_job();
     worker_container(&mut job).command = Some(vec!["my-sshd".into()]);
-    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0)));
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0, &[])));
     assert_eq!(pod["spec"]["containers"][0]["command"], json!(["my-sshd"]));
 }
 
@@ -158,7 +158,7 @@ fn a_provided_ssh_secret_is_mounted_instead_of_the_generated_one() {
         )]
         .into(),
     );
-    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0)));
+    let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0, &[])));
     assert_eq!(
         pod["spec"]["volumes"][0]["secret"]["secretName"],
         "team-keys"

@@ -1,18 +1,20 @@
 //! Worker pods.
 
+use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{JOB_ROLE_LABEL, REPLICA_INDEX_LABEL, RESTART_LABEL, WORKER_ROLE};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Job, SSHD_COMMAND, merged, ssh_mount};
-use crate::names;
+use crate::{cooldown, names};
 
 /// Worker `index` of `job`: the worker template with eto's labels (template labels and
 /// annotations kept), `restartPolicy: Never` (eto, not the kubelet, replaces workers, under a new
 /// name), the host name `<job>-worker-<index>` in the subdomain of the job's headless Service,
-/// the SSH key pair in every container, and an SSH daemon as the first container's command
-/// when the template gives none.
-pub fn worker_pod(job: Job<'_>, index: u32) -> Pod {
+/// the SSH key pair in every container, an SSH daemon as the first container's command when
+/// the template gives none, and a preference against the nodes `in_cooldown` (see
+/// [`crate::cooldown`]).
+pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod {
     let template = &job.job.spec.et_replica_specs.worker.template;
     let template_metadata = template.metadata.clone().unwrap_or_default();
     let name = names::worker(job.name(), index);
@@ -34,6 +36,7 @@ pub fn worker_pod(job: Job<'_>, index: u32) -> Pod {
     {
         first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
     }
+    cooldown::avoiding(&mut spec, in_cooldown);
     spec.volumes.get_or_insert_default().push(job.ssh_volume());
     for container in &mut spec.containers {
         container

@@ -40,6 +40,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use crate::applied::is_applied;
 use crate::build::{self, Job};
 use crate::conditions::{self as c, Observation};
+use crate::cooldown;
 use crate::discovery::{self, Host};
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
 use crate::loss::Loss;
@@ -839,6 +840,28 @@ impl<'p, 'o> Run<'p, 'o> {
             .len()
             .saturating_sub(BLACKLIST_LIMIT);
         self.planner.status.blacklist.drain(..overflow);
+        let failures: Vec<cooldown::Failure<'_>> = decision
+            .lost
+            .iter()
+            .filter(|lost| matches!(lost.loss, Loss::Failed { .. }))
+            .filter_map(|lost| {
+                let pod = current.get(&lost.index)?;
+                Some(cooldown::Failure {
+                    node: pods::node(pod)?,
+                    pod: pod.metadata.name.as_deref()?,
+                })
+            })
+            .collect();
+        let in_cooldown = cooldown::update(
+            &self.planner.old.nodes_in_cooldown,
+            &failures,
+            spec.elastic.blacklist_cooldown,
+            self.planner.now,
+        );
+        if let Some(end) = cooldown::next_end(&in_cooldown) {
+            self.planner.requeue_at(end);
+        }
+        self.planner.status.nodes_in_cooldown = in_cooldown;
 
         if let Some((from, to)) = decision.resized {
             self.planner.event(
@@ -866,6 +889,7 @@ impl<'p, 'o> Run<'p, 'o> {
                         ..self.job
                     },
                     *index,
+                    &self.planner.status.nodes_in_cooldown,
                 );
                 self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
             }

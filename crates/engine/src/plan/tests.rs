@@ -742,3 +742,106 @@ fn the_wait_starts_again_with_each_run() {
         (true, WAITING_RESOURCE_TIMEOUT.into())
     );
 }
+
+/// The nodes a pod's preferred affinity steers it away from.
+fn avoided_nodes(pod: &Pod) -> Vec<String> {
+    let affinity = serde_json::to_value(&pod.spec.as_ref().unwrap().affinity).unwrap();
+    affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|term| {
+            term["preference"]["matchFields"][0]["values"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|node| node.as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_worker_failing_on_a_node_cools_it_and_its_replacement_prefers_other_nodes() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.exit("mnist-worker-1", 1);
+    let plan = world.reconcile();
+    let cooling: Vec<(String, String)> = world
+        .status()
+        .nodes_in_cooldown
+        .iter()
+        .map(|n| (n.node.clone(), n.pod.clone()))
+        .collect();
+    assert_eq!(
+        cooling,
+        [(
+            "node-mnist-worker-1".to_string(),
+            "mnist-worker-1".to_string()
+        )]
+    );
+    assert_eq!(
+        world.status().nodes_in_cooldown[0].until.0,
+        world.now + jiff::SignedDuration::from_secs(600)
+    );
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(600)));
+    assert_eq!(
+        avoided_nodes(&world.pods["mnist-worker-2"]),
+        ["node-mnist-worker-1"]
+    );
+
+    // Once the cooldown ends the node is forgotten, and later workers go anywhere.
+    world.advance(600);
+    world.reconcile();
+    assert!(world.status().nodes_in_cooldown.is_empty());
+    world.ready("mnist-worker-2");
+    world.exit("mnist-worker-2", 137);
+    world.reconcile();
+    assert_eq!(
+        avoided_nodes(&world.pods["mnist-worker-3"]),
+        ["node-mnist-worker-2"],
+        "only the node of the new failure"
+    );
+}
+
+#[test]
+fn evictions_disruptions_and_deletions_do_not_cool_a_node() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(3);
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::Always);
+    let mut world = World::new(job);
+    world.reconcile();
+    for worker in 0..3 {
+        world.ready(&format!("mnist-worker-{worker}"));
+    }
+    world.reconcile();
+    world.evict("mnist-worker-0");
+    world.disrupt("mnist-worker-1");
+    world.pods.remove("mnist-worker-2");
+    world.reconcile();
+    assert_eq!(world.status().blacklist.len(), 3);
+    assert!(world.status().nodes_in_cooldown.is_empty());
+    assert!(avoided_nodes(&world.pods["mnist-worker-3"]).is_empty());
+}
+
+#[test]
+fn a_zero_cooldown_turns_node_avoidance_off() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+        blacklist_cooldown_seconds: Some(0),
+        ..Default::default()
+    });
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.reconcile();
+    world.exit("mnist-worker-0", 1);
+    world.reconcile();
+    assert!(world.status().nodes_in_cooldown.is_empty());
+    assert!(avoided_nodes(&world.pods["mnist-worker-2"]).is_empty());
+}

@@ -4,13 +4,16 @@
 //! `nodeSelector` and required node affinity, whose `NoSchedule`/`NoExecute` taints the pod
 //! tolerates, and whose allocatable resources (CPU, memory, pods and any extended resource such
 //! as `nvidia.com/gpu`) cover the pod's requests on top of those of the pods already bound there
-//! and not finished. Among fitting nodes the fullest wins (bin packing, which keeps whole GPU
-//! nodes free), ties broken by name. Pods are considered oldest first. A pod that fits nowhere
+//! and not finished. Among fitting nodes, those satisfying the most of the pod's preferred node
+//! affinity (the sum of the weights of the terms they match) win; among those the fullest wins
+//! (bin packing, which keeps whole GPU nodes free), ties broken by name. Pods are considered
+//! oldest first. A pod that fits nowhere
 //! gets `PodScheduled=False` with reason `Unschedulable` and a message in the real scheduler's
 //! style (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
 //!
-//! Not simulated: preemption, pod (anti-)affinity, topology spread, preferred affinity,
-//! volumes and ports.
+//! Not simulated: preemption, pod (anti-)affinity, topology spread, volumes and ports.
+//! kube-scheduler weighs preferred node affinity against its other scores; here it always
+//! comes first, which is the outcome a single strong preference (weight 100) gets there.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -75,6 +78,32 @@ fn expression_matches(expression: &Value, value: Option<&str>) -> bool {
     }
 }
 
+/// Whether `node` satisfies a `NodeSelectorTerm`: all its label expressions and all its field
+/// expressions (only `metadata.name` is a node field the scheduler knows).
+fn term_matches(term: &Value, node: &Value) -> bool {
+    let labels = &node["metadata"]["labels"];
+    let expressions = term["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|expression| {
+            let key = expression["key"].as_str().unwrap_or_default();
+            expression_matches(expression, labels.get(key).and_then(Value::as_str))
+        });
+    let fields = term["matchFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|expression| {
+            let value = match expression["key"].as_str() {
+                Some("metadata.name") => node["metadata"]["name"].as_str(),
+                _ => None,
+            };
+            expression_matches(expression, value)
+        });
+    expressions && fields
+}
+
 fn selector_matches(pod: &Value, node: &Value) -> bool {
     let labels = &node["metadata"]["labels"];
     let selector_ok = pod["spec"]["nodeSelector"]
@@ -84,31 +113,19 @@ fn selector_matches(pod: &Value, node: &Value) -> bool {
         .all(|(key, value)| labels.get(key) == Some(value));
     let terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         .as_array();
-    let affinity_ok = terms.is_none_or(|terms| {
-        terms.iter().any(|term| {
-            let expressions = term["matchExpressions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .all(|expression| {
-                    let key = expression["key"].as_str().unwrap_or_default();
-                    expression_matches(expression, labels.get(key).and_then(Value::as_str))
-                });
-            let fields = term["matchFields"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .all(|expression| {
-                    let value = match expression["key"].as_str() {
-                        Some("metadata.name") => node["metadata"]["name"].as_str(),
-                        _ => None,
-                    };
-                    expression_matches(expression, value)
-                });
-            expressions && fields
-        })
-    });
+    let affinity_ok = terms.is_none_or(|terms| terms.iter().any(|term| term_matches(term, node)));
     selector_ok && affinity_ok
+}
+
+/// The sum of the weights of the pod's preferred node affinity terms that `node` satisfies.
+fn preference(pod: &Value, node: &Value) -> i64 {
+    pod["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|preferred| term_matches(&preferred["preference"], node))
+        .filter_map(|preferred| preferred["weight"].as_i64())
+        .sum()
 }
 
 fn ready(node: &Value) -> bool {
@@ -294,7 +311,7 @@ pub fn schedule(state: &mut State) -> bool {
         let requests = pod_requests(&pod);
         let empty = BTreeMap::new();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        let mut best: Option<(Milli, Milli, &str)> = None;
+        let mut best: Option<(i64, Milli, Milli, &str)> = None;
         for node in &nodes {
             let node_name = node["metadata"]["name"].as_str().unwrap_or_default();
             let node_used = used.get(node_name).unwrap_or(&empty);
@@ -310,7 +327,12 @@ pub fn schedule(state: &mut State) -> bool {
                     - node_used.get(resource).copied().unwrap_or(0)
                     - requests.get(resource).copied().unwrap_or(0)
             };
-            let score = (free("nvidia.com/gpu"), free("cpu"), node_name);
+            let score = (
+                -preference(&pod, node),
+                free("nvidia.com/gpu"),
+                free("cpu"),
+                node_name,
+            );
             if best.is_none_or(|current| score < current) {
                 best = Some(score);
             }
@@ -324,7 +346,7 @@ pub fn schedule(state: &mut State) -> bool {
             .unwrap_or_default()
             .to_string();
         match best {
-            Some((_, _, node)) => {
+            Some((_, _, _, node)) => {
                 let node = node.to_string();
                 if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
                     let usage = used.entry(node).or_default();
@@ -449,5 +471,17 @@ mod tests {
         ));
         let by_name = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}]}}}});
         assert!(!selector_matches(&pod(by_name), &node));
+    }
+
+    #[test]
+    fn a_node_scores_the_weights_of_the_preferred_terms_it_matches() {
+        let node = json!({"metadata": {"name": "n1", "labels": {"zone": "z1"}}});
+        let pod = json!({"spec": {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}},
+            {"weight": 100, "preference": {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}},
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}
+        ]}}}});
+        assert_eq!(preference(&pod, &node), 35);
+        assert_eq!(preference(&json!({"spec": {}}), &node), 0);
     }
 }
