@@ -4,8 +4,15 @@
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use eto_api::training_job::JobPhase;
 use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::watcher;
 
 #[tokio::test]
 async fn a_job_that_cannot_get_its_minimum_fails_at_max_wait_and_one_without_a_limit_waits_on() {
@@ -98,4 +105,138 @@ async fn a_replacement_still_runs_on_a_node_in_cooldown_when_no_other_fits() {
         .fail_pod("default", "cornered-worker-0", 1, "Error")
         .unwrap();
     assert_eq!(node_of_ready(&env, "cornered-worker-2").await, "gpu-node-0");
+}
+
+/// Records every change of the pods of the default namespace, with when it arrived, until
+/// dropped.
+struct PodHistory {
+    changes: Arc<Mutex<Vec<(Instant, Pod)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// A point in a [`PodHistory`]: the resourceVersion of a change, and when it arrived.
+type Seen = (u64, Instant);
+
+impl PodHistory {
+    async fn start(env: &Env) -> Self {
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&changes);
+        let mut stream = watcher(env.pods(), watcher::Config::default()).boxed();
+        // The first event comes once the initial list is in: later changes are all seen.
+        let _ = stream.next().await;
+        let task = tokio::spawn(async move {
+            while let Some(Ok(event)) = stream.next().await {
+                if let watcher::Event::Apply(pod) | watcher::Event::Delete(pod) = event {
+                    recorded.lock().unwrap().push((Instant::now(), pod));
+                }
+            }
+        });
+        Self { changes, task }
+    }
+
+    /// The first recorded change of a pod that satisfies `matches`.
+    fn first(&self, what: &str, matches: impl Fn(&Pod) -> bool) -> Seen {
+        let changes = self.changes.lock().unwrap();
+        let (arrived, pod) = changes
+            .iter()
+            .find(|(_, pod)| matches(pod))
+            .unwrap_or_else(|| panic!("no change where {what}"));
+        let rv = pod.metadata.resource_version.as_deref().unwrap();
+        (rv.parse().unwrap(), *arrived)
+    }
+
+    /// When the launcher of `job` first showed a hostfile without `worker`, and when `worker`
+    /// was first marked for deletion.
+    fn left_discovery_then_deleted(&self, job: &str, worker: &str) -> (Seen, Seen) {
+        let launcher = format!("{job}-launcher");
+        let left = self.first("the launcher's hostfile lost the worker", |pod| {
+            pod.metadata.name.as_deref() == Some(launcher.as_str())
+                && pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("eto.dev/hostfile"))
+                    .is_some_and(|hostfile| !hostfile.contains(worker))
+        });
+        let deleted = self.first("the worker is being deleted", |pod| {
+            pod.metadata.name.as_deref() == Some(worker)
+                && pod.metadata.deletion_timestamp.is_some()
+        });
+        (left, deleted)
+    }
+}
+
+impl Drop for PodHistory {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn kubectl_scale_takes_a_worker_out_of_discovery_before_deleting_it() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job_yaml(
+        "shrinking",
+        3,
+        1,
+        "\n  elasticPolicy:\n    drainSeconds: 1",
+        "Never",
+    ))
+    .await;
+    env.wait_job("shrinking", "runs", in_phase(JobPhase::Running))
+        .await;
+    env.wait_pod("shrinking-launcher", "lists 3 workers", |pod| {
+        pod.and_then(|p| {
+            p.metadata
+                .annotations
+                .as_ref()?
+                .get("eto.dev/hostfile")
+                .cloned()
+        })
+        .is_some_and(|h| h.lines().count() == 3)
+    })
+    .await;
+    let history = PodHistory::start(&env).await;
+    env.jobs()
+        .patch_scale(
+            "shrinking",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    let draining = env
+        .wait_job("shrinking", "drains a worker", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|s| !s.draining_workers.is_empty())
+        })
+        .await;
+    assert_eq!(
+        draining.status.unwrap().draining_workers[0].pod,
+        "shrinking-worker-2"
+    );
+    env.wait_pod("shrinking-worker-2", "is deleted", |pod| pod.is_none())
+        .await;
+    let (left, deleted) = history.left_discovery_then_deleted("shrinking", "shrinking-worker-2");
+    assert!(
+        left.0 < deleted.0,
+        "out of discovery at {left:?}, deleted at {deleted:?}"
+    );
+    assert!(
+        deleted.1 - left.1 >= Duration::from_millis(900),
+        "drained for elasticPolicy.drainSeconds before being deleted"
+    );
+    let job = env
+        .wait_job("shrinking", "has settled", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|s| s.draining_workers.is_empty())
+        })
+        .await;
+    let workers = job.status.unwrap().workers.unwrap();
+    assert_eq!(
+        (workers.ready, workers.desired, workers.spec_replicas),
+        (2, 2, Some(2))
+    );
 }

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -305,6 +305,16 @@ pub struct ElasticPolicy {
     #[schemars(range(min = 0))]
     pub checkpoint_grace_seconds: Option<i32>,
 
+    /// Seconds a worker removed from a running job (by a ScaleIn, or by lowering
+    /// `worker.replicas`) is given to leave the training gracefully. It leaves host discovery
+    /// at once, so Horovod takes it out at its next commit and re-forms the ring without it
+    /// instead of seeing a crash; its pod is deleted when this time is over, when the pod has
+    /// stopped by itself, or when the launcher is no longer running, whichever comes first.
+    /// Workers that were not in host discovery yet are deleted at once. Defaults to 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub drain_seconds: Option<i32>,
+
     /// Seconds during which a node where a worker of the job failed (its containers exited
     /// with an error; not an eviction, a disruption or a deletion) is avoided by the job's new
     /// workers. Each worker created while nodes are in cooldown gets a preferred node affinity
@@ -379,6 +389,11 @@ pub struct TrainingJobStatus {
     #[schemars(length(max = BLACKLIST_LIMIT))]
     pub blacklist: Vec<BlacklistEntry>,
 
+    /// Workers removed from the job that have left host discovery and whose pods are deleted
+    /// once their drain ends (see `elasticPolicy.drainSeconds`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draining_workers: Vec<DrainingWorker>,
+
     /// Nodes the job's new workers avoid, because a worker failed there within
     /// `elasticPolicy.blacklistCooldownSeconds`; at most 64, those whose cooldown ends first
     /// are dropped first.
@@ -430,8 +445,13 @@ pub struct WorkerSummary {
     pub ready: i32,
     /// Workers that exist but are not ready yet (waiting for a node, starting).
     pub pending: i32,
-    /// Workers the job asks for (`worker.replicas` with defaults applied).
+    /// Workers the job holds to: `worker.replicas` (with defaults applied), or the number a
+    /// ScaleIn or ScaleOut left the job with since `worker.replicas` last changed.
     pub desired: i32,
+    /// The value of `worker.replicas` eto last acted on. When `worker.replicas` changes
+    /// (`kubectl scale`, an autoscaler, an edited spec), the job is resized to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_replicas: Option<i32>,
     /// Fewest workers the job runs with (`worker.minReplicas` with defaults applied).
     pub min: i32,
     /// Most workers the job may have; absent when unbounded.
@@ -467,4 +487,14 @@ pub struct NodeCooldown {
     pub pod: String,
     /// When the cooldown ends.
     pub until: Time,
+}
+
+/// A worker on its way out of the job.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainingWorker {
+    /// Name of the worker pod.
+    pub pod: String,
+    /// When it left host discovery (to the microsecond: drains may be short).
+    pub since: MicroTime,
 }

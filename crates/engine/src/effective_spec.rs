@@ -61,6 +61,8 @@ pub struct ElasticSettings {
     pub checkpoint_grace: Duration,
     /// How long a node where a worker failed is avoided.
     pub blacklist_cooldown: Duration,
+    /// How long a removed worker stays out of host discovery before its pod is deleted.
+    pub drain: Duration,
 }
 
 /// Where the job's SSH key pair comes from.
@@ -77,6 +79,8 @@ impl ElasticSettings {
     pub const DEFAULT_CHECKPOINT_GRACE: Duration = Duration::from_secs(300);
     /// Default of `blacklistCooldownSeconds`.
     pub const DEFAULT_BLACKLIST_COOLDOWN: Duration = Duration::from_secs(600);
+    /// Default of `drainSeconds`.
+    pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 }
 
 impl EffectiveSpec {

@@ -15,6 +15,7 @@ pub mod build;
 pub mod conditions;
 pub mod cooldown;
 pub mod discovery;
+pub mod drain;
 pub mod effective_spec;
 pub mod loss;
 pub mod names;

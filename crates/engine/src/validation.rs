@@ -333,6 +333,11 @@ fn elastic_settings(
             .map_or(ElasticSettings::DEFAULT_BLACKLIST_COOLDOWN, |value| {
                 seconds("blacklistCooldownSeconds", value, errors)
             }),
+        drain: policy
+            .drain_seconds
+            .map_or(ElasticSettings::DEFAULT_DRAIN, |value| {
+                seconds("drainSeconds", value, errors)
+            }),
     }
 }
 
@@ -467,6 +472,7 @@ mod tests {
                 suspend_below_min_workers: true,
                 checkpoint_grace: Duration::from_secs(300),
                 blacklist_cooldown: Duration::from_secs(600),
+                drain: Duration::from_secs(30),
             }
         );
         assert_eq!(spec.ssh_secret, SshSecretSource::Generated);
@@ -604,6 +610,7 @@ mod tests {
             suspend_below_min_workers: Some(false),
             checkpoint_grace_seconds: Some(30),
             blacklist_cooldown_seconds: Some(0),
+            drain_seconds: Some(5),
         });
         set_annotation(&mut job, SSH_SECRET_ANNOTATION, "team-ssh");
 
@@ -622,6 +629,7 @@ mod tests {
         assert!(!spec.elastic.suspend_below_min_workers);
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(30));
         assert_eq!(spec.elastic.blacklist_cooldown, Duration::ZERO);
+        assert_eq!(spec.elastic.drain, Duration::from_secs(5));
         assert_eq!(
             spec.ssh_secret,
             SshSecretSource::Provided("team-ssh".into())
@@ -731,6 +739,15 @@ mod tests {
                     });
                 },
                 "spec.elasticPolicy.blacklistCooldownSeconds",
+            ),
+            (
+                |job| {
+                    job.spec.elastic_policy = Some(ElasticPolicy {
+                        drain_seconds: Some(-1),
+                        ..Default::default()
+                    });
+                },
+                "spec.elasticPolicy.drainSeconds",
             ),
             (
                 |job| set_annotation(job, MAX_WAIT_TIME_ANNOTATION, "10m"),

@@ -9,7 +9,7 @@
 //!    blacklists hosts by name, so a name is never reused.
 //! 2. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) is adopted while the target is short of the desired count, and
-//!    deleted otherwise.
+//!    deleted otherwise. Workers being drained are left alone.
 //! 3. When `worker.replicas` changed since the last reconcile, the target grows with new
 //!    indices or shrinks, dropping workers that are not ready first, then the highest indices.
 //!
@@ -40,6 +40,9 @@ pub struct WorkerInput<'a> {
     pub pods: &'a BTreeMap<u32, &'a Pod>,
     /// Indices of workers already on the blacklist.
     pub blacklisted: &'a BTreeSet<u32>,
+    /// Indices of workers removed from the job whose pods are still draining
+    /// (see [`crate::drain`]): neither adopted nor deleted here.
+    pub draining: &'a BTreeSet<u32>,
     /// The smallest index never used by the job.
     pub next_index: u32,
 }
@@ -72,7 +75,8 @@ pub struct WorkerDecision {
     pub resized: Option<(u32, u32)>,
 }
 
-/// Decides the target workers; see the module documentation.
+/// Decides the target workers; see the module documentation. The workers it deletes are
+/// removed from the job: the plan drains them first when they were in host discovery.
 pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     let mut decision = WorkerDecision::default();
     let mut next_index = input.next_index;
@@ -100,7 +104,8 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     for (&index, pod) in input.pods {
         let untracked = !target.contains(&index)
             && !lost.contains(&index)
-            && !input.blacklisted.contains(&index);
+            && !input.blacklisted.contains(&index)
+            && !input.draining.contains(&index);
         if untracked && Loss::of(Some(pod)).is_none() {
             if target.len() < adoption_limit {
                 target.push(index);
@@ -164,6 +169,7 @@ mod tests {
         previous_desired: Option<u32>,
         previous_target: Vec<u32>,
         pods: Vec<(u32, Pod)>,
+        draining: BTreeSet<u32>,
         next_index: u32,
     }
 
@@ -176,6 +182,7 @@ mod tests {
             previous_target: &case.previous_target,
             pods: &pods,
             blacklisted: &BTreeSet::new(),
+            draining: &case.draining,
             next_index: case.next_index,
         })
     }
@@ -192,6 +199,7 @@ mod tests {
             previous_desired: None,
             previous_target: vec![],
             pods: vec![],
+            draining: BTreeSet::new(),
             next_index: 0,
         };
         let decision = decide_case(&case);
@@ -214,6 +222,7 @@ mod tests {
                 previous_desired: Some(3),
                 previous_target: vec![0, 1, 2],
                 pods: vec![(0, running()), (1, pod("Failed", false)), (2, running())],
+                draining: BTreeSet::new(),
                 next_index: 3,
             };
             let decision = decide_case(&case);
@@ -237,6 +246,7 @@ mod tests {
             previous_desired: Some(2),
             previous_target: vec![0, 1],
             pods: vec![(0, running())],
+            draining: BTreeSet::new(),
             next_index: 2,
         };
         let decision = decide_case(&case);
@@ -259,6 +269,7 @@ mod tests {
             previous_desired: Some(2),
             previous_target: vec![0],
             pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
+            draining: BTreeSet::new(),
             next_index: 3,
         };
         let decision = decide_case(&case);
@@ -266,6 +277,27 @@ mod tests {
         assert_eq!(decision.adopted, [1]);
         assert_eq!(decision.delete, [2]);
         assert!(decision.create.is_empty());
+    }
+
+    #[test]
+    fn a_draining_worker_is_neither_adopted_nor_deleted() {
+        let case = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: vec![0],
+            pods: vec![(0, running()), (3, running())],
+            draining: BTreeSet::from([3]),
+            next_index: 4,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(
+            decision.target,
+            [0],
+            "short of two, yet the draining worker stays out"
+        );
+        assert!(decision.adopted.is_empty());
+        assert!(decision.delete.is_empty());
     }
 
     #[test]
@@ -277,6 +309,7 @@ mod tests {
             previous_desired: None,
             previous_target: vec![],
             pods: vec![(0, pod("Pending", false)), (1, pod("Pending", false))],
+            draining: BTreeSet::new(),
             next_index: 2,
         };
         let decision = decide_case(&case);
@@ -293,6 +326,7 @@ mod tests {
             previous_desired: Some(2),
             previous_target: vec![0, 1],
             pods: vec![(0, running()), (1, running())],
+            draining: BTreeSet::new(),
             next_index: 5,
         };
         let decision = decide_case(&grow);
@@ -310,6 +344,7 @@ mod tests {
                 (2, running()),
                 (3, running()),
             ],
+            draining: BTreeSet::new(),
             next_index: 4,
         };
         let decision = decide_case(&shrink);

@@ -40,12 +40,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use crate::applied::is_applied;
 use crate::build::{self, Job};
 use crate::conditions::{self as c, Observation};
-use crate::cooldown;
 use crate::discovery::{self, Host};
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
 use crate::loss::Loss;
 use crate::validation::{FieldError, validate};
 use crate::workers::{self, WorkerInput};
+use crate::{cooldown, drain};
 use crate::{names, pods};
 
 /// Whether the job's SSH Secret exists.
@@ -378,6 +378,8 @@ impl Planner {
             workers.pending = 0;
         }
         self.status.current_workers.clear();
+        // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides).
+        self.status.draining_workers.clear();
         if job.spec.clean_pod_policy != CleanPodPolicy::None {
             let workers = observed
                 .pods
@@ -636,6 +638,7 @@ impl<'p, 'o> Run<'p, 'o> {
             let planner = &mut *self.planner;
             planner.status.restart_count = restart;
             planner.status.target_workers.clear();
+            planner.status.draining_workers.clear();
             planner.status.workers = None;
             planner.condition(c::RESTARTING, true, "TrainingJobRestarting", &message);
             planner.condition(
@@ -778,18 +781,22 @@ impl<'p, 'o> Run<'p, 'o> {
             .chain(previous_target.iter().copied());
         let next_index = used.max().map_or(0, |max| max + 1);
         let spec = self.job.spec;
+        let draining: BTreeSet<u32> = self
+            .planner
+            .old
+            .draining_workers
+            .iter()
+            .filter_map(|d| names::worker_index(&name, &d.pod))
+            .collect();
+        let (previous_desired, desired) = self.desired_workers();
         let decision = workers::decide(&WorkerInput {
             policy: spec.worker_restart_policy,
-            desired: spec.workers.desired,
-            previous_desired: self
-                .planner
-                .status
-                .workers
-                .as_ref()
-                .map(|w| u32::try_from(w.desired).unwrap_or_default()),
+            desired,
+            previous_desired,
             previous_target: &previous_target,
             pods: &current,
             blacklisted: &blacklisted,
+            draining: &draining,
             next_index,
         });
 
@@ -871,11 +878,22 @@ impl<'p, 'o> Run<'p, 'o> {
                 format!("worker replicas changed from {from} to {to}"),
             );
         }
-        for index in &decision.delete {
-            if let Some(pod) = current.get(index).filter(|p| !pods::is_terminating(p)) {
-                self.planner.delete_pod(pod);
-            }
-        }
+        let removed: Vec<drain::Removed<'_>> = decision
+            .delete
+            .iter()
+            .filter_map(|index| current.get(index))
+            .filter(|pod| !pods::is_terminating(pod))
+            .map(|pod| drain::Removed {
+                pod,
+                was_in_discovery: self
+                    .planner
+                    .old
+                    .current_workers
+                    .iter()
+                    .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref()),
+            })
+            .collect();
+        self.drain(removed, &current);
         if !decision.create.is_empty() {
             let created: Vec<String> = decision
                 .create
@@ -923,7 +941,8 @@ impl<'p, 'o> Run<'p, 'o> {
         self.planner.status.workers = Some(WorkerSummary {
             ready: count(ready.len()),
             pending: count(decision.target.len() - ready.len()),
-            desired: count(workers.desired as usize),
+            desired: count(desired as usize),
+            spec_replicas: Some(count(workers.desired as usize)),
             min: count(workers.min as usize),
             max: workers.max.map(|m| count(m as usize)),
         });
@@ -951,6 +970,78 @@ impl<'p, 'o> Run<'p, 'o> {
                 slots: spec.slots_per_worker,
             })
             .collect()
+    }
+
+    /// The workers the job held to at the last reconcile (`None` for a new run), and those it
+    /// holds to now: `worker.replicas` when it changed since eto last acted on it (or for a new
+    /// run), else what the job held to (which a ScaleIn or ScaleOut may have moved), kept
+    /// within the spec's minimum and maximum.
+    fn desired_workers(&self) -> (Option<u32>, u32) {
+        let counts = self.job.spec.workers;
+        let Some(previous) = self.planner.status.workers.as_ref() else {
+            return (None, counts.desired);
+        };
+        let unsigned = |n: i32| u32::try_from(n).unwrap_or_default();
+        let held = unsigned(previous.desired);
+        // Statuses written before `specReplicas` existed held to `worker.replicas` itself.
+        let acted_on = previous.spec_replicas.map_or(held, unsigned);
+        let desired = if acted_on == counts.desired {
+            held.max(counts.min).min(counts.max.unwrap_or(u32::MAX))
+        } else {
+            counts.desired
+        };
+        (Some(held), desired)
+    }
+
+    /// Drains the workers `removed` now and those draining since earlier (see
+    /// [`crate::drain`]): records them, deletes the pods whose drain is over.
+    fn drain(&mut self, removed: Vec<drain::Removed<'_>>, current: &BTreeMap<u32, &'o Pod>) {
+        let newly: Vec<String> = removed
+            .iter()
+            .filter(|r| r.was_in_discovery)
+            .filter_map(|r| r.pod.metadata.name.clone())
+            .collect();
+        let launcher_running = self
+            .launcher()
+            .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+        let decision = drain::decide(&drain::DrainInput {
+            draining: &self.planner.old.draining_workers,
+            removed,
+            pods: current.values().copied().collect(),
+            launcher_running,
+            drain: self.job.spec.elastic.drain,
+            now: self.planner.now,
+        });
+        for pod in current.values() {
+            if decision
+                .delete
+                .iter()
+                .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
+            {
+                self.planner.delete_pod(pod);
+            }
+        }
+        let started: Vec<&str> = newly
+            .iter()
+            .map(String::as_str)
+            .filter(|pod| !decision.delete.iter().any(|d| d == pod))
+            .collect();
+        if !started.is_empty() {
+            self.planner.event(
+                false,
+                "WorkersDraining",
+                "Drain",
+                format!(
+                    "workers {} left host discovery; their pods are deleted in {}s (elasticPolicy.drainSeconds) or once the launcher or the pod stops",
+                    started.join(", "),
+                    self.job.spec.elastic.drain.as_secs()
+                ),
+            );
+        }
+        if let Some(end) = decision.next_end {
+            self.planner.requeue_at(end);
+        }
+        self.planner.status.draining_workers = decision.draining;
     }
 
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {

@@ -632,11 +632,127 @@ fn scaling_replicas_adds_or_removes_workers() {
 
     world.job.spec.et_replica_specs.worker.replicas = Some(2);
     let plan = world.reconcile();
-    assert_eq!(deleted_pods(&plan), ["mnist-worker-2"]);
     assert_eq!(
         world.status().target_workers,
         ["mnist-worker-0", "mnist-worker-1"]
     );
+    assert_eq!(
+        world.launcher_hostfile().unwrap(),
+        "mnist-worker-0.mnist-workers:1\nmnist-worker-1.mnist-workers:1\n",
+        "the removed worker leaves host discovery at once"
+    );
+    assert!(
+        deleted_pods(&plan).is_empty(),
+        "and drains before its pod goes"
+    );
+    assert_eq!(reasons(&plan), ["WorkersScaled", "WorkersDraining"]);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(30)));
+    let draining: Vec<&str> = world
+        .status()
+        .draining_workers
+        .iter()
+        .map(|d| d.pod.as_str())
+        .collect();
+    assert_eq!(draining, ["mnist-worker-2"]);
+
+    world.advance(29);
+    assert!(deleted_pods(&world.reconcile()).is_empty());
+    world.advance(1);
+    assert_eq!(deleted_pods(&world.reconcile()), ["mnist-worker-2"]);
+    assert!(
+        world.status().draining_workers.is_empty(),
+        "its drain is over"
+    );
+    world.reconcile();
+    assert!(world.reconcile().is_empty(), "settled");
+}
+
+/// A running job of four ready workers, at least two.
+fn running_four() -> World {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(4);
+    job.spec.et_replica_specs.worker.min_replicas = Some(2);
+    let mut world = World::new(job);
+    world.reconcile();
+    for worker in 0..4 {
+        world.ready(&format!("mnist-worker-{worker}"));
+    }
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    world
+}
+
+#[test]
+fn a_scale_in_removes_workers_not_in_discovery_at_once_and_drains_the_others() {
+    let mut world = running_four();
+    world.running_not_ready("mnist-worker-1");
+    world.reconcile();
+    world.job.spec.et_replica_specs.worker.replicas = Some(2);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-worker-1"],
+        "not ready: never listed, nothing to drain"
+    );
+    let draining: Vec<&str> = world
+        .status()
+        .draining_workers
+        .iter()
+        .map(|d| d.pod.as_str())
+        .collect();
+    assert_eq!(draining, ["mnist-worker-3"]);
+}
+
+#[test]
+fn a_drain_ends_early_when_the_worker_stops_or_the_launcher_finishes() {
+    let mut world = running_four();
+    world.job.spec.et_replica_specs.worker.replicas = Some(2);
+    world.reconcile();
+    assert_eq!(world.status().draining_workers.len(), 2);
+    // Horovod stopped the processes of worker 3: its pod completes.
+    world.exit("mnist-worker-3", 0);
+    assert_eq!(deleted_pods(&world.reconcile()), ["mnist-worker-3"]);
+    // The launcher finishes: nothing trains with worker 2 any more.
+    world.exit("mnist-launcher", 0);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).contains(&"mnist-worker-2".to_string()));
+    assert_eq!(world.status().phase, Some(JobPhase::Succeeded));
+    assert!(world.status().draining_workers.is_empty());
+}
+
+#[test]
+fn a_zero_drain_deletes_removed_workers_at_once() {
+    let mut world = running_four();
+    world.job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+        drain_seconds: Some(0),
+        ..Default::default()
+    });
+    world.job.spec.et_replica_specs.worker.replicas = Some(3);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["mnist-worker-3"]);
+    assert!(
+        !world
+            .launcher_hostfile()
+            .unwrap()
+            .contains("mnist-worker-3"),
+        "out of discovery in the same reconcile"
+    );
+}
+
+#[test]
+fn a_scale_out_while_workers_drain_takes_new_indices() {
+    let mut world = running_four();
+    world.job.spec.et_replica_specs.worker.replicas = Some(3);
+    world.reconcile();
+    world.job.spec.et_replica_specs.worker.replicas = Some(4);
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["mnist-worker-4"],
+        "the draining worker is not taken back"
+    );
+    assert_eq!(world.status().draining_workers.len(), 1);
 }
 
 /// A job (two workers, both needed) that may wait `seconds` for them.
@@ -844,4 +960,44 @@ fn a_zero_cooldown_turns_node_avoidance_off() {
     world.reconcile();
     assert!(world.status().nodes_in_cooldown.is_empty());
     assert!(avoided_nodes(&world.pods["mnist-worker-2"]).is_empty());
+}
+
+#[test]
+fn a_status_from_before_spec_replicas_was_recorded_causes_no_resize() {
+    let mut world = running_four();
+    world
+        .job
+        .status
+        .as_mut()
+        .unwrap()
+        .workers
+        .as_mut()
+        .unwrap()
+        .spec_replicas = None;
+    let plan = world.reconcile();
+    assert!(pod_names(&plan).is_empty() && deleted_pods(&plan).is_empty());
+    assert!(!reasons(&plan).contains(&"WorkersScaled".to_string()));
+    assert_eq!(
+        world.status().workers.as_ref().unwrap().spec_replicas,
+        Some(4),
+        "recorded from now on"
+    );
+}
+
+#[test]
+fn the_count_a_job_holds_to_stays_within_a_changed_maximum() {
+    let mut world = running_four();
+    world
+        .job
+        .status
+        .as_mut()
+        .unwrap()
+        .workers
+        .as_mut()
+        .unwrap()
+        .desired = 5;
+    world.job.spec.et_replica_specs.worker.max_replicas = Some(4);
+    world.reconcile();
+    assert_eq!(world.status().workers.as_ref().unwrap().desired, 4);
+    assert_eq!(world.status().target_workers.len(), 4);
 }

@@ -1,0 +1,224 @@
+//! Draining: a worker removed from a running job leaves host discovery first; its pod goes
+//! later.
+//!
+//! Deleting a worker that Horovod is training with looks like a crash to the other ranks (a
+//! broken ring, a Gloo connection reset). Taking it out of host discovery instead makes Horovod
+//! see a host removal, which it handles at its next commit by re-forming the ring without the
+//! host. So a removed worker that host discovery listed while the launcher runs is *drained*:
+//! out of discovery at once, its pod deleted once `elasticPolicy.drainSeconds` have passed.
+//! Nothing tells eto when Horovod has let go of the host without exec into the launcher, so
+//! the drain is a bounded wait, cut short when it can no longer matter: the pod stopped by
+//! itself, or the launcher is no longer running. A removed worker that discovery never listed,
+//! or removed while no launcher runs, is deleted at once.
+
+use std::time::Duration;
+
+use eto_api::training_job::DrainingWorker;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+use crate::pods;
+
+/// A worker leaving the job in this reconcile.
+#[derive(Clone, Copy, Debug)]
+pub struct Removed<'a> {
+    /// Its pod.
+    pub pod: &'a Pod,
+    /// Whether host discovery listed it until now.
+    pub was_in_discovery: bool,
+}
+
+/// What drains start from.
+#[derive(Clone, Debug)]
+pub struct DrainInput<'a> {
+    /// The workers draining since earlier reconciles (`status.drainingWorkers`).
+    pub draining: &'a [DrainingWorker],
+    /// Workers leaving the job now.
+    pub removed: Vec<Removed<'a>>,
+    /// The job's worker pods.
+    pub pods: Vec<&'a Pod>,
+    /// Whether the launcher of the current run is running.
+    pub launcher_running: bool,
+    /// `elasticPolicy.drainSeconds`.
+    pub drain: Duration,
+    /// The time.
+    pub now: jiff::Timestamp,
+}
+
+/// What the drains decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DrainDecision {
+    /// The new `status.drainingWorkers`: the workers whose drain goes on.
+    pub draining: Vec<DrainingWorker>,
+    /// Pods to delete now.
+    pub delete: Vec<String>,
+    /// When the next drain ends, if one is under way.
+    pub next_end: Option<jiff::Timestamp>,
+}
+
+/// Decides the drains; see the module documentation.
+pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
+    let mut decision = DrainDecision::default();
+    let drain = jiff::SignedDuration::try_from(input.drain).unwrap_or(jiff::SignedDuration::MAX);
+    let starting = input.removed.iter().filter_map(|removed| {
+        let name = removed.pod.metadata.name.as_deref()?;
+        let already = input.draining.iter().any(|d| d.pod == name);
+        (!already).then(|| {
+            let drains =
+                removed.was_in_discovery && input.launcher_running && !input.drain.is_zero();
+            DrainingWorker {
+                pod: name.to_string(),
+                // One that need not drain is due at once.
+                since: MicroTime(if drains { input.now } else { input.now - drain }),
+            }
+        })
+    });
+    for worker in input
+        .draining
+        .iter()
+        .cloned()
+        .chain(starting.collect::<Vec<_>>())
+    {
+        let named = |pod: &&&Pod| pod.metadata.name.as_deref() == Some(worker.pod.as_str());
+        let Some(pod) = input.pods.iter().find(named) else {
+            continue;
+        };
+        if pods::is_terminating(pod) {
+            continue;
+        }
+        let end = worker.since.0 + drain;
+        if input.now >= end || !input.launcher_running || pods::is_finished(pod) {
+            decision.delete.push(worker.pod);
+        } else {
+            decision.next_end = Some(decision.next_end.map_or(end, |next| next.min(end)));
+            decision.draining.push(worker);
+        }
+    }
+    decision
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(seconds: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+    }
+
+    fn pod(name: &str, phase: &str, terminating: bool) -> Pod {
+        let mut metadata = json!({"name": name});
+        if terminating {
+            metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+        }
+        serde_json::from_value(json!({"metadata": metadata, "status": {"phase": phase}})).unwrap()
+    }
+
+    fn draining(pod: &str, since: i64) -> DrainingWorker {
+        DrainingWorker {
+            pod: pod.into(),
+            since: MicroTime(at(since)),
+        }
+    }
+
+    const THIRTY: Duration = Duration::from_secs(30);
+
+    struct World {
+        pods: BTreeMap<String, Pod>,
+    }
+
+    impl World {
+        fn of(pods: &[Pod]) -> Self {
+            Self {
+                pods: pods
+                    .iter()
+                    .map(|p| (p.metadata.name.clone().unwrap(), p.clone()))
+                    .collect(),
+            }
+        }
+
+        fn decide(
+            &self,
+            previous: &[DrainingWorker],
+            removed: &[(&str, bool)],
+            launcher_running: bool,
+            now: i64,
+        ) -> DrainDecision {
+            decide(&DrainInput {
+                draining: previous,
+                removed: removed
+                    .iter()
+                    .map(|(name, was_in_discovery)| Removed {
+                        pod: &self.pods[*name],
+                        was_in_discovery: *was_in_discovery,
+                    })
+                    .collect(),
+                pods: self.pods.values().collect(),
+                launcher_running,
+                drain: THIRTY,
+                now: at(now),
+            })
+        }
+    }
+
+    #[test]
+    fn a_worker_in_discovery_drains_before_its_pod_is_deleted() {
+        let world = World::of(&[pod("w-3", "Running", false)]);
+        let started = world.decide(&[], &[("w-3", true)], true, 0);
+        assert_eq!(started.draining, [draining("w-3", 0)]);
+        assert!(started.delete.is_empty(), "not deleted yet");
+        assert_eq!(started.next_end, Some(at(30)));
+
+        let waiting = world.decide(&started.draining, &[], true, 29);
+        assert!(waiting.delete.is_empty());
+        let over = world.decide(&started.draining, &[], true, 30);
+        assert_eq!(over.delete, ["w-3"]);
+        assert!(over.draining.is_empty(), "its drain is over");
+        assert_eq!(over.next_end, None);
+    }
+
+    #[test]
+    fn a_worker_that_was_not_in_discovery_or_has_no_launcher_goes_at_once() {
+        let world = World::of(&[pod("w-1", "Pending", false), pod("w-2", "Running", false)]);
+        let pending = world.decide(&[], &[("w-1", false)], true, 0);
+        assert_eq!(pending.delete, ["w-1"]);
+        assert!(pending.draining.is_empty());
+        let no_launcher = world.decide(&[], &[("w-2", true)], false, 0);
+        assert_eq!(no_launcher.delete, ["w-2"]);
+        assert!(no_launcher.draining.is_empty());
+    }
+
+    #[test]
+    fn a_drain_ends_early_when_the_pod_stopped_or_the_launcher_did() {
+        let world = World::of(&[pod("w-1", "Failed", false), pod("w-2", "Running", false)]);
+        let previous = [draining("w-1", 0), draining("w-2", 0)];
+        let decision = world.decide(&previous, &[], true, 1);
+        assert_eq!(decision.delete, ["w-1"], "w-1 stopped by itself");
+        let decision = world.decide(&previous, &[], false, 1);
+        assert_eq!(
+            decision.delete,
+            ["w-1", "w-2"],
+            "nobody trains with them any more"
+        );
+    }
+
+    #[test]
+    fn a_pod_being_deleted_or_gone_is_forgotten() {
+        let world = World::of(&[pod("w-1", "Running", true)]);
+        let decision = world.decide(&[draining("w-1", 0), draining("w-2", 0)], &[], true, 10);
+        assert!(decision.delete.is_empty(), "w-1 is already going, w-2 gone");
+        assert!(decision.draining.is_empty());
+    }
+
+    #[test]
+    fn a_worker_already_draining_keeps_its_start() {
+        let world = World::of(&[pod("w-3", "Running", false)]);
+        let decision = world.decide(&[draining("w-3", 0)], &[("w-3", true)], true, 10);
+        assert_eq!(decision.draining, [draining("w-3", 0)]);
+        assert_eq!(decision.next_end, Some(at(30)));
+    }
+}
