@@ -53,6 +53,18 @@ fn the_operator_may_do_what_it_does() {
             &["get", "list", "watch", "patch", "delete"][..],
         ),
         ("kai.alibabacloud.com", "trainingjobs/status", &["patch"]),
+        (
+            "kai.alibabacloud.com",
+            "scaleins",
+            &["get", "list", "watch", "patch"],
+        ),
+        (
+            "kai.alibabacloud.com",
+            "scaleouts",
+            &["get", "list", "watch", "patch"],
+        ),
+        ("kai.alibabacloud.com", "scaleins/status", &["patch"]),
+        ("kai.alibabacloud.com", "scaleouts/status", &["patch"]),
         ("", "pods", &["get", "list", "watch", "patch", "delete"]),
         ("", "services", &["list", "watch", "patch", "delete"]),
         ("", "configmaps", &["list", "watch", "patch"]),

@@ -1,18 +1,16 @@
-//! Elastic behaviour against the simulated cluster: waiting for capacity, scaling requests,
-//! draining workers before they are deleted, and keeping replacements off failing nodes.
+//! Elastic behaviour against the simulated cluster: waiting for capacity, draining workers
+//! before they are deleted, and keeping replacements off failing nodes. ScaleIn and ScaleOut
+//! requests are in `scaling.rs`.
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eto_api::training_job::JobPhase;
 use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use eto_tests::history::PodHistory;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::watcher;
 
 #[tokio::test]
 async fn a_job_that_cannot_get_its_minimum_fails_at_max_wait_and_one_without_a_limit_waits_on() {
@@ -105,71 +103,6 @@ async fn a_replacement_still_runs_on_a_node_in_cooldown_when_no_other_fits() {
         .fail_pod("default", "cornered-worker-0", 1, "Error")
         .unwrap();
     assert_eq!(node_of_ready(&env, "cornered-worker-2").await, "gpu-node-0");
-}
-
-/// Records every change of the pods of the default namespace, with when it arrived, until
-/// dropped.
-struct PodHistory {
-    changes: Arc<Mutex<Vec<(Instant, Pod)>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-/// A point in a [`PodHistory`]: the resourceVersion of a change, and when it arrived.
-type Seen = (u64, Instant);
-
-impl PodHistory {
-    async fn start(env: &Env) -> Self {
-        let changes = Arc::new(Mutex::new(Vec::new()));
-        let recorded = Arc::clone(&changes);
-        let mut stream = watcher(env.pods(), watcher::Config::default()).boxed();
-        // The first event comes once the initial list is in: later changes are all seen.
-        let _ = stream.next().await;
-        let task = tokio::spawn(async move {
-            while let Some(Ok(event)) = stream.next().await {
-                if let watcher::Event::Apply(pod) | watcher::Event::Delete(pod) = event {
-                    recorded.lock().unwrap().push((Instant::now(), pod));
-                }
-            }
-        });
-        Self { changes, task }
-    }
-
-    /// The first recorded change of a pod that satisfies `matches`.
-    fn first(&self, what: &str, matches: impl Fn(&Pod) -> bool) -> Seen {
-        let changes = self.changes.lock().unwrap();
-        let (arrived, pod) = changes
-            .iter()
-            .find(|(_, pod)| matches(pod))
-            .unwrap_or_else(|| panic!("no change where {what}"));
-        let rv = pod.metadata.resource_version.as_deref().unwrap();
-        (rv.parse().unwrap(), *arrived)
-    }
-
-    /// When the launcher of `job` first showed a hostfile without `worker`, and when `worker`
-    /// was first marked for deletion.
-    fn left_discovery_then_deleted(&self, job: &str, worker: &str) -> (Seen, Seen) {
-        let launcher = format!("{job}-launcher");
-        let left = self.first("the launcher's hostfile lost the worker", |pod| {
-            pod.metadata.name.as_deref() == Some(launcher.as_str())
-                && pod
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get("eto.dev/hostfile"))
-                    .is_some_and(|hostfile| !hostfile.contains(worker))
-        });
-        let deleted = self.first("the worker is being deleted", |pod| {
-            pod.metadata.name.as_deref() == Some(worker)
-                && pod.metadata.deletion_timestamp.is_some()
-        });
-        (left, deleted)
-    }
-}
-
-impl Drop for PodHistory {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 #[tokio::test]

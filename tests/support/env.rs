@@ -6,10 +6,13 @@ use std::time::Duration;
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use eto_sim::{Fault, FaultAction, KubeletConfig, ListLatency, SimCluster, SimConfig, Verb};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for a condition before failing.
@@ -90,8 +93,49 @@ pub fn job_yaml(
     extra_spec: &str,
     worker_policy: &str,
 ) -> String {
-    format!(
-        r#"
+    JobYaml {
+        name,
+        replicas,
+        min,
+        max: None,
+        extra_spec,
+        worker_policy,
+    }
+    .render()
+}
+
+/// A small TrainingJob, as [`job_yaml`] writes it, with every setting at hand.
+pub struct JobYaml<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// `worker.replicas`.
+    pub replicas: u32,
+    /// `worker.minReplicas`.
+    pub min: u32,
+    /// `worker.maxReplicas`, if set.
+    pub max: Option<u32>,
+    /// Inserted under `spec:` (start it with a newline and two spaces).
+    pub extra_spec: &'a str,
+    /// `worker.restartPolicy`.
+    pub worker_policy: &'a str,
+}
+
+impl JobYaml<'_> {
+    /// The job as YAML.
+    pub fn render(&self) -> String {
+        let Self {
+            name,
+            replicas,
+            min,
+            max,
+            extra_spec,
+            worker_policy,
+        } = self;
+        let max = max
+            .map(|max| format!("\n      maxReplicas: {max}"))
+            .unwrap_or_default();
+        format!(
+            r#"
 apiVersion: kai.alibabacloud.com/v1alpha1
 kind: TrainingJob
 metadata:
@@ -107,7 +151,7 @@ spec:{extra_spec}
             command: ["horovodrun", "--host-discovery-script", "/etc/edl/discover_hosts.sh", "python", "train.py"]
     worker:
       replicas: {replicas}
-      minReplicas: {min}
+      minReplicas: {min}{max}
       restartPolicy: {worker_policy}
       template:
         spec:
@@ -118,7 +162,8 @@ spec:{extra_spec}
               limits:
                 nvidia.com/gpu: 1
 "#
-    )
+        )
+    }
 }
 
 /// What host discovery prints for the workers of `job` with `indices`, one slot each.
@@ -214,15 +259,28 @@ impl Env {
 
     /// Creates (or updates) a job from YAML.
     pub async fn apply_job(&self, yaml: &str) -> TrainingJob {
-        let job: TrainingJob = serde_saphyr::from_str(yaml).expect("the job is valid YAML");
-        self.jobs()
+        self.apply(yaml).await
+    }
+
+    /// Creates (or updates) a custom object of the default namespace from YAML, as
+    /// `kubectl apply --server-side` would.
+    pub async fn apply<K>(&self, yaml: &str) -> K
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + DeserializeOwned
+            + Serialize,
+    {
+        let object: K = serde_saphyr::from_str(yaml).expect("valid YAML");
+        Api::<K>::default_namespaced(self.client.clone())
             .patch(
-                &job.name_any(),
+                &object.name_any(),
                 &PatchParams::apply("test").force(),
-                &Patch::Apply(&job),
+                &Patch::Apply(&object),
             )
             .await
-            .expect("the job applies")
+            .expect("the object applies")
     }
 
     /// Waits until job `name` satisfies `condition`.
@@ -232,17 +290,29 @@ impl Env {
         what: &str,
         condition: impl Fn(&TrainingJob) -> bool,
     ) -> TrainingJob {
-        let wait = await_condition(self.jobs(), name, move |job: Option<&TrainingJob>| {
-            job.is_some_and(&condition)
+        self.wait(name, what, condition).await
+    }
+
+    /// Waits until the object `name` of kind `K` in the default namespace satisfies
+    /// `condition`; fails the test, showing the object, when it does not within [`WAIT`].
+    pub async fn wait<K>(&self, name: &str, what: &str, condition: impl Fn(&K) -> bool) -> K
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + DeserializeOwned
+            + Send
+            + 'static,
+    {
+        let api = Api::<K>::default_namespaced(self.client.clone());
+        let wait = await_condition(api.clone(), name, move |object: Option<&K>| {
+            object.is_some_and(&condition)
         });
         match tokio::time::timeout(WAIT, wait).await {
-            Ok(Ok(Some(job))) => job,
+            Ok(Ok(Some(object))) => object,
             _ => {
-                let job = self.jobs().get_opt(name).await.ok().flatten();
-                panic!(
-                    "timed out waiting until {name} {what}; the job is now: {:#?}",
-                    job.map(|j| j.status)
-                )
+                let object = api.get_opt(name).await.ok().flatten();
+                panic!("timed out waiting until {name} {what}; it is now: {object:#?}")
             }
         }
     }

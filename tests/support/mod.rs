@@ -35,3 +35,4 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
 }
 
 pub mod env;
+pub mod history;

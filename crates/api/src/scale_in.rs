@@ -32,7 +32,7 @@ use crate::common::{JobCondition, ScaleTarget, ScalerPhase, ScriptEnvVar, condit
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
     ),
-    doc = "A request to remove workers from a running TrainingJob, either a number of them (the highest indices) or named pods (for example those on a node about to be reclaimed). Planned: eto accepts and validates these requests but does not carry them out yet; scale a job through worker.replicas (kubectl scale) meanwhile."
+    doc = "A request to remove workers from a running TrainingJob: a number of them (those not ready first, then the newest) or named pods (for example those on a node about to be reclaimed). A job carries out one request at a time, the newest first. The workers leave host discovery at once and their pods are deleted after the job's elasticPolicy.drainSeconds; the request succeeds once they are gone, and the job then holds to its smaller size until worker.replicas changes. A request that would leave fewer than worker.minReplicas workers, names pods that are not workers of the job, or sets spec.script fails and removes nothing."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleInSpec {
@@ -42,22 +42,25 @@ pub struct ScaleInSpec {
     /// Which workers to remove.
     pub to_delete: ToDelete,
 
-    /// Path of an executable on the launcher, run with the removed hosts as one argument
-    /// (`host:slots,host:slots`) when they are removed. Without it the hosts simply leave
-    /// `/etc/edl/hostfile` and the output of the discovery script.
+    /// Path of a script on the launcher that et-operator runs with the removed hosts. eto
+    /// does not run scripts (it would need `pods/exec`): a request that sets one fails and
+    /// says so. Without it the hosts leave `/etc/edl/hostfile` and the output of the discovery
+    /// script, which is what Horovod reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
 
-    /// Seconds the scaling may take. Defaults to 60.
+    /// Seconds et-operator gives the script. Accepted for compatibility: eto runs no script,
+    /// and a ScaleIn ends when the removed workers' pods are gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout: Option<i32>,
 
-    /// Environment variables for the script.
+    /// Environment variables for the script. Accepted for compatibility: eto runs no script.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<ScriptEnvVar>,
 
-    /// Retries of a failed scaling. Accepted for compatibility with et-operator.
+    /// Retries of a failed request. Accepted for compatibility (et-operator does not read it
+    /// either): a failed request is not retried; create a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub backoff_limit: Option<i32>,
@@ -71,12 +74,12 @@ pub struct ScaleInSpec {
     "message": "set exactly one of spec.toDelete.count and spec.toDelete.podNames"
 }]))]
 pub struct ToDelete {
-    /// Number of workers to remove; the ones with the highest indices go first.
+    /// Number of workers to remove: those that are not ready first, then the newest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub count: Option<i32>,
 
-    /// Names of the worker pods to remove.
+    /// Names of the worker pods to remove; every one must be a current worker of the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub pod_names: Option<Vec<String>>,

@@ -32,7 +32,7 @@ use crate::common::{JobCondition, ScaleTarget, ScalerPhase, ScriptEnvVar, condit
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
     ),
-    doc = "A request to add workers to a running TrainingJob. Planned: eto accepts and validates these requests but does not carry them out yet; scale a job through worker.replicas (kubectl scale) meanwhile."
+    doc = "A request to add workers to a running TrainingJob. A job carries out one request at a time, the newest first. The new workers get new indices and join host discovery as each becomes ready; the request succeeds once all are ready, and the job then holds to its larger size until worker.replicas changes. When they are not all ready within spec.timeout the request fails and the workers it added are removed. A request that would make more than worker.maxReplicas workers or sets spec.script fails and adds nothing."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleOutSpec {
@@ -42,9 +42,10 @@ pub struct ScaleOutSpec {
     /// How many workers to add.
     pub to_add: ToAdd,
 
-    /// Path of an executable on the launcher, run with the whole new host list as one argument
-    /// (`host:slots,host:slots`) once the new workers are ready. Without it the hosts simply
-    /// join `/etc/edl/hostfile` and the output of the discovery script.
+    /// Path of a script on the launcher that et-operator runs with the new host list. eto
+    /// does not run scripts (it would need `pods/exec`): a request that sets one fails and
+    /// says so. Without it the hosts join `/etc/edl/hostfile` and the output of the discovery
+    /// script as they become ready, which is what Horovod reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
 
@@ -54,11 +55,12 @@ pub struct ScaleOutSpec {
     #[schemars(range(min = 1))]
     pub timeout: Option<i32>,
 
-    /// Environment variables for the script.
+    /// Environment variables for the script. Accepted for compatibility: eto runs no script.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<ScriptEnvVar>,
 
-    /// Retries of a failed scaling. Accepted for compatibility with et-operator.
+    /// Retries of a failed request. Accepted for compatibility (et-operator does not read it
+    /// either): a failed request is not retried; create a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub backoff_limit: Option<i32>,

@@ -8,17 +8,25 @@
 //!    Service, new workers, the ConfigMap, then the launcher (which mounts the ConfigMap and
 //!    runs as the ServiceAccount).
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
-//! 4. The status, with server-side apply of `/status`: written after the children, so that a
-//!    failed write of a child leaves the status describing what exists, and the next reconcile
-//!    tries again.
-//! 5. Events, best effort: a failure to record one is logged, not retried.
-//! 6. The deletion of a finished job whose time to live ran out.
+//! 4. The job's ScaleIn and ScaleOut requests: the job added to their owners, their status.
+//!    A request's status records what it decided (the workers it adds or removes), and the
+//!    engine re-derives the job's workers from it; so it is written before the job's status:
+//!    an operator stopped between the two carries the request on, where the reverse order
+//!    could start a ScaleOut twice.
+//! 5. The job's status, with server-side apply of `/status`: written after the children, so
+//!    that a failed write of a child leaves the status describing what exists, and the next
+//!    reconcile tries again.
+//! 6. Events, best effort: a failure to record one is logged, not retried.
+//! 7. The deletion of a finished job whose time to live ran out.
 //!
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::MANAGER;
+use eto_api::{ScaleIn, ScaleOut};
 use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
+use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
@@ -32,15 +40,15 @@ use crate::error::Error;
 use crate::freshness::Written;
 use crate::ssh_keys;
 
-/// The job a plan is for.
-pub struct JobTarget<'a> {
-    /// The job as the controller sees it.
+/// A custom object eto writes: a job, or one of its requests.
+pub struct Target<'a> {
+    /// The object as the controller's cache shows it.
     pub object: &'a DynamicObject,
-    /// The TrainingJob resource.
+    /// Its resource.
     pub resource: &'a ApiResource,
 }
 
-impl JobTarget<'_> {
+impl Target<'_> {
     fn namespace(&self) -> &str {
         self.object
             .metadata
@@ -51,6 +59,23 @@ impl JobTarget<'_> {
 
     fn name(&self) -> &str {
         self.object.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), self.namespace(), self.resource)
+    }
+
+    /// The job as the owner of its requests: not their controller (a request may already
+    /// have one, and only one is allowed), so that they go with the job.
+    fn as_owner(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.resource.api_version.clone(),
+            kind: self.resource.kind.clone(),
+            name: self.name().to_string(),
+            uid: self.object.metadata.uid.clone().unwrap_or_default(),
+            controller: None,
+            block_owner_deletion: None,
+        }
     }
 
     fn reference(&self) -> ObjectReference {
@@ -142,12 +167,108 @@ where
     }
 }
 
+/// Records an event about `target`, best effort: a failure is logged, not retried.
+pub async fn publish(
+    ctx: &Context,
+    target: &Target<'_>,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(error) = ctx.recorder.publish(&event, &target.reference()).await {
+        tracing::warn!(namespace = target.namespace(), name = target.name(), %error, reason, "failed to record an event");
+    }
+}
+
+/// Writes `update` to the request `target`: makes `owner` (its job) one of its owners, and
+/// applies its new status. Returns the request and its resourceVersion before a status write
+/// that changed it, for the caches to show.
+///
+/// # Errors
+/// A write failed.
+pub async fn request_update(
+    ctx: &Context,
+    target: &Target<'_>,
+    owner: Option<OwnerReference>,
+    update: &ScalerUpdate,
+) -> Result<Option<(ObjectRef<DynamicObject>, String)>, Error> {
+    let api = target.api(&ctx.client);
+    let failed = |source| Error::WriteRequest {
+        kind: update.kind.as_str(),
+        name: update.name.clone(),
+        source,
+    };
+    let header = json!({"apiVersion": target.resource.api_version, "kind": target.resource.kind});
+    if let Some(owner) = owner.filter(|_| update.adopt) {
+        let mut patch = header.clone();
+        patch["metadata"] = json!({"name": update.name, "ownerReferences": [owner]});
+        api.patch(&update.name, &params(), &Patch::Apply(&patch))
+            .await
+            .map_err(failed)?;
+    }
+    let Some(status) = &update.status else {
+        return Ok(None);
+    };
+    let mut patch = header;
+    patch["status"] = match status {
+        ScalerStatus::In(status) => serde_json::to_value(status),
+        ScalerStatus::Out(status) => serde_json::to_value(status),
+    }
+    .map_err(|source| Error::Serialize {
+        what: "a request's status",
+        source,
+    })?;
+    let after = api
+        .patch_status(&update.name, &params(), &Patch::Apply(&patch))
+        .await
+        .map_err(failed)?;
+    let before = target.object.metadata.resource_version.clone();
+    Ok(before
+        .filter(|b| after.metadata.resource_version.as_ref() != Some(b))
+        .map(|before| {
+            (
+                ObjectRef::from_obj_with(target.object, target.resource.clone()),
+                before,
+            )
+        }))
+}
+
+/// The resource of requests of `kind`.
+pub fn request_resource(kind: ScalerKind) -> ApiResource {
+    match kind {
+        ScalerKind::ScaleIn => ApiResource::erase::<ScaleIn>(&()),
+        ScalerKind::ScaleOut => ApiResource::erase::<ScaleOut>(&()),
+    }
+}
+
+/// The request of `kind` named `name` in `namespace`, as the caches show it.
+fn cached_request(
+    ctx: &Context,
+    kind: ScalerKind,
+    namespace: &str,
+    name: &str,
+) -> Option<std::sync::Arc<DynamicObject>> {
+    let store = match kind {
+        ScalerKind::ScaleIn => &ctx.stores.scale_ins,
+        ScalerKind::ScaleOut => &ctx.stores.scale_outs,
+    };
+    store.get(&ObjectRef::new_with(name, request_resource(kind)).within(namespace))
+}
+
 /// Carries out `plan` for `job`; see the module documentation for the order. Returns the
 /// writes the caches must show before the job is planned again.
 ///
 /// # Errors
 /// The first write that failed; nothing after it is attempted.
-pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<Written, Error> {
+pub async fn execute(ctx: &Context, job: &Target<'_>, plan: Plan) -> Result<Written, Error> {
     let mut written = Written::default();
     let client = &ctx.client;
     let namespace = job.namespace();
@@ -183,7 +304,21 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<W
             ChildKind::Service => delete_one::<Service>(ctx, namespace, &deletion.name).await?,
         }
     }
-    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, job.resource);
+    for update in &plan.scalers {
+        let Some(request) = cached_request(ctx, update.kind, namespace, &update.name) else {
+            // Deleted since it was planned.
+            continue;
+        };
+        let resource = request_resource(update.kind);
+        let target = Target {
+            object: request.as_ref(),
+            resource: &resource,
+        };
+        if let Some(shown) = request_update(ctx, &target, Some(job.as_owner()), update).await? {
+            written.requests.push((update.kind, shown.0, shown.1));
+        }
+    }
+    let jobs = job.api(client);
     if let Some(status) = &plan.status {
         let patch = json!({"apiVersion": job.resource.api_version, "kind": job.resource.kind, "status": status});
         let after = jobs
@@ -197,25 +332,16 @@ pub async fn execute(ctx: &Context, job: &JobTarget<'_>, plan: Plan) -> Result<W
             written.status = Some((cached, before));
         }
     }
-    let reference = job.reference();
-    for event in &plan.events {
+    for event in plan.events {
         if event.reason == WORKER_LOST {
             ctx.metrics.workers_lost.inc();
         }
-        let event = Event {
-            type_: if event.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: event.reason.clone(),
-            note: Some(event.note.clone()),
-            action: event.action.clone(),
-            secondary: None,
+        let type_ = if event.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
         };
-        if let Err(error) = ctx.recorder.publish(&event, &reference).await {
-            tracing::warn!(job = job.name(), namespace, %error, reason = event.reason, "failed to record an event");
-        }
+        publish(ctx, job, type_, &event.reason, &event.action, event.note).await;
     }
     if plan.delete_job {
         match jobs.delete(job.name(), &DeleteParams::background()).await {

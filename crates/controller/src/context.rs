@@ -16,8 +16,8 @@ use crate::metrics::Metrics;
 /// Where a reconcile reads the time; tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
-/// The caches: the TrainingJobs, and the objects eto creates (those labelled
-/// `app.kubernetes.io/managed-by: eto`).
+/// The caches: the TrainingJobs, their ScaleIn and ScaleOut requests, and the objects eto
+/// creates (those labelled `app.kubernetes.io/managed-by: eto`).
 #[derive(Clone)]
 pub struct Stores {
     /// TrainingJobs, as the controller watches them.
@@ -36,6 +36,10 @@ pub struct Stores {
     pub roles: Store<Role>,
     /// Launcher RoleBindings.
     pub role_bindings: Store<RoleBinding>,
+    /// ScaleIn requests (all of them: users create them).
+    pub scale_ins: Store<DynamicObject>,
+    /// ScaleOut requests (all of them).
+    pub scale_outs: Store<DynamicObject>,
     /// Sent to after any cache changed; see [`Stores::show`].
     pub changes: watch::Sender<()>,
 }

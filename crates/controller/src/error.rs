@@ -37,6 +37,17 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// Writing to a ScaleIn or ScaleOut failed.
+    #[error("failed to update {kind} {name}: {source}")]
+    WriteRequest {
+        /// `ScaleIn` or `ScaleOut`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// Writing the job's status failed.
     #[error("failed to write the status: {0}")]
     Status(#[source] kube::Error),
@@ -77,6 +88,7 @@ impl Error {
             Self::CreateSecret { .. } => "create_secret",
             Self::GenerateKey(_) => "generate_key",
             Self::Delete { .. } => "delete",
+            Self::WriteRequest { .. } => "request",
             Self::Status(_) => "status",
             Self::ReadSecret { .. } => "read_secret",
             Self::DeleteJob(_) => "delete_job",

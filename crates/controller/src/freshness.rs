@@ -13,9 +13,10 @@
 
 use std::time::Duration;
 
+use eto_engine::scaling::ScalerKind;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::context::Stores;
 
@@ -29,6 +30,20 @@ pub struct Written {
     pub created_pods: Vec<ObjectRef<Pod>>,
     /// The job, with its resourceVersion before a status write that changed it.
     pub status: Option<(ObjectRef<DynamicObject>, String)>,
+    /// The job's requests whose status changed, with their resourceVersion before the write:
+    /// a request's status records what it started, and must not be started twice.
+    pub requests: Vec<(ScalerKind, ObjectRef<DynamicObject>, String)>,
+}
+
+/// Whether `store` no longer shows `object` at resourceVersion `before` (or no longer has it).
+fn moved_past(
+    store: &Store<DynamicObject>,
+    object: &ObjectRef<DynamicObject>,
+    before: &str,
+) -> bool {
+    store
+        .get(object)
+        .is_none_or(|cached| cached.metadata.resource_version.as_deref() != Some(before))
 }
 
 impl Written {
@@ -39,13 +54,18 @@ impl Written {
             .created_pods
             .iter()
             .all(|pod| stores.pods.get(pod).is_some());
-        let status_shown = self.status.as_ref().is_none_or(|(job, before)| {
-            stores
-                .jobs
-                .get(job)
-                .is_none_or(|cached| cached.metadata.resource_version.as_deref() != Some(before))
+        let status_shown = self
+            .status
+            .as_ref()
+            .is_none_or(|(job, before)| moved_past(&stores.jobs, job, before));
+        let requests_shown = self.requests.iter().all(|(kind, request, before)| {
+            let store = match kind {
+                ScalerKind::ScaleIn => &stores.scale_ins,
+                ScalerKind::ScaleOut => &stores.scale_outs,
+            };
+            moved_past(store, request, before)
         });
-        pods_shown && status_shown
+        pods_shown && status_shown && requests_shown
     }
 }
 
@@ -96,6 +116,16 @@ mod tests {
             service_accounts: listed(Writer::<ServiceAccount>::default(), Vec::new()).as_reader(),
             roles: listed(Writer::<Role>::default(), Vec::new()).as_reader(),
             role_bindings: listed(Writer::<RoleBinding>::default(), Vec::new()).as_reader(),
+            scale_ins: listed(
+                Writer::new(ApiResource::erase::<eto_api::ScaleIn>(&())),
+                Vec::new(),
+            )
+            .as_reader(),
+            scale_outs: listed(
+                Writer::new(ApiResource::erase::<eto_api::ScaleOut>(&())),
+                Vec::new(),
+            )
+            .as_reader(),
             changes: watch::channel(()).0,
         };
         (stores, pod_writer, job_writer)
@@ -126,7 +156,7 @@ mod tests {
         let (stores, mut pods, _) = stores();
         let written = Written {
             created_pods: vec![ObjectRef::new("w-3").within("default")],
-            status: None,
+            ..Written::default()
         };
         assert!(
             !stores.show(&written, Duration::ZERO).await,
@@ -146,8 +176,8 @@ mod tests {
         let (stores, _, mut jobs) = stores();
         jobs.apply_watcher_event(&watcher::Event::Apply(job("7")));
         let written = Written {
-            created_pods: Vec::new(),
             status: Some((job_ref(), "7".into())),
+            ..Written::default()
         };
         assert!(
             !stores.show(&written, Duration::ZERO).await,

@@ -14,11 +14,13 @@ pub mod context;
 pub mod crds;
 pub mod error;
 pub mod freshness;
+pub mod listed;
 pub mod metrics;
 #[cfg(test)]
 mod mock_tests;
 pub mod observe;
 pub mod reconcile;
+pub mod requests;
 pub mod run;
 pub mod shutdown;
 pub mod ssh_keys;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use eto_api::TrainingJob;
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
+use eto_engine::scaling::ScalerKind;
 use http::{Request, Response};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -17,9 +18,11 @@ use kube::runtime::reflector::store::Writer;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use crate::apply;
 use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
+use crate::requests;
 use crate::testing::listed;
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
@@ -68,24 +71,67 @@ struct Cached {
     service_accounts: Vec<ServiceAccount>,
     roles: Vec<Role>,
     role_bindings: Vec<RoleBinding>,
+    jobs: Vec<TrainingJob>,
+    scale_outs: Vec<DynamicObject>,
+    scale_ins: Vec<DynamicObject>,
 }
 
 impl Cached {
     /// What exists after `plan` was carried out from nothing.
     fn after(plan: &eto_engine::Plan) -> Self {
         let mut cached = Self::default();
+        cached.absorb(plan);
+        cached
+    }
+
+    /// Adds what `plan` creates (pods it updates keep their status).
+    fn absorb(&mut self, plan: &eto_engine::Plan) {
         for child in plan.apply.clone() {
             match child {
-                Child::Pod(pod) => cached.pods.push(*pod),
-                Child::Service(service) => cached.services.push(*service),
-                Child::ConfigMap(config_map) => cached.config_maps.push(*config_map),
-                Child::ServiceAccount(account) => cached.service_accounts.push(*account),
-                Child::Role(role) => cached.roles.push(*role),
-                Child::RoleBinding(binding) => cached.role_bindings.push(*binding),
+                Child::Pod(pod) => {
+                    if !self
+                        .pods
+                        .iter()
+                        .any(|p| p.metadata.name == pod.metadata.name)
+                    {
+                        self.pods.push(*pod);
+                    }
+                }
+                Child::Service(service) => self.services.push(*service),
+                Child::ConfigMap(config_map) => self.config_maps.push(*config_map),
+                Child::ServiceAccount(account) => self.service_accounts.push(*account),
+                Child::Role(role) => self.roles.push(*role),
+                Child::RoleBinding(binding) => self.role_bindings.push(*binding),
             }
         }
-        cached.secrets.extend(plan.create_ssh_secret.clone());
-        cached
+        self.secrets.extend(plan.create_ssh_secret.clone());
+    }
+
+    /// Every pod runs, ready, on a node.
+    fn all_ready(&mut self) {
+        for pod in &mut self.pods {
+            pod.spec.as_mut().expect("pods have specs").node_name = Some("node-a".into());
+            pod.status = Some(
+                serde_json::from_value(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}))
+                    .expect("a pod status"),
+            );
+        }
+    }
+
+    /// `job` and these children, as the engine sees them.
+    fn plan_for(&self, job: &TrainingJob) -> eto_engine::Plan {
+        let observed = Observed {
+            job,
+            pods: self.pods.iter().collect(),
+            worker_service: self.services.first(),
+            config_map: self.config_maps.first(),
+            service_account: self.service_accounts.first(),
+            role: self.roles.first(),
+            role_binding: self.role_bindings.first(),
+            ssh_secret: SecretPresence::Present,
+            scalers: &[],
+        };
+        plan(&observed, now())
     }
 
     fn context(self, client: Client) -> Arc<Context> {
@@ -102,7 +148,10 @@ impl Cached {
         let stores = Stores {
             jobs: listed(
                 Writer::new(ApiResource::erase::<TrainingJob>(&())),
-                Vec::new(),
+                self.jobs
+                    .iter()
+                    .map(|job| (*dynamic(job)).clone())
+                    .collect(),
             )
             .as_reader(),
             pods: writers.0.as_reader(),
@@ -112,6 +161,16 @@ impl Cached {
             service_accounts: writers.4.as_reader(),
             roles: writers.5.as_reader(),
             role_bindings: writers.6.as_reader(),
+            scale_ins: listed(
+                Writer::new(apply::request_resource(ScalerKind::ScaleIn)),
+                self.scale_ins,
+            )
+            .as_reader(),
+            scale_outs: listed(
+                Writer::new(apply::request_resource(ScalerKind::ScaleOut)),
+                self.scale_outs,
+            )
+            .as_reader(),
             changes: tokio::sync::watch::channel(()).0,
         };
 
@@ -143,10 +202,39 @@ fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
         role: None,
         role_binding: None,
         ssh_secret: SecretPresence::Missing,
+        scalers: &[],
     };
     let first = plan(&nothing, now());
     let cached = Cached::after(&first);
     (first, cached)
+}
+
+/// A job whose workers and launcher run, with its status, and the caches that show it.
+fn running_job() -> (TrainingJob, Cached) {
+    let mut job = job();
+    let (first, mut cached) = first_reconcile(&job);
+    job.status = first.status;
+    cached.all_ready();
+    let launched = cached.plan_for(&job);
+    cached.absorb(&launched);
+    job.status = launched.status.or(job.status);
+    cached.all_ready();
+    let running = cached.plan_for(&job);
+    job.status = running.status.or(job.status);
+    let phase = job.status.as_ref().and_then(|s| s.phase);
+    assert_eq!(phase, Some(eto_api::training_job::JobPhase::Running));
+    (job, cached)
+}
+
+/// A ScaleOut of `count` workers for the job `mnist`, as a user creates it.
+fn scale_out(name: &str, job: &str, count: u32) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "ScaleOut",
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+            "resourceVersion": "20", "creationTimestamp": "2027-01-15T07:00:00Z"},
+        "spec": {"selector": {"name": job}, "toAdd": {"count": count}},
+    }))
+    .expect("a dynamic object")
 }
 
 fn mock() -> (Client, Handle) {
@@ -397,5 +485,147 @@ async fn a_failed_write_fails_the_reconcile_before_the_status() {
     assert!(
         handle.next_request().await.is_none(),
         "nothing after the failed write"
+    );
+}
+
+#[tokio::test]
+async fn a_scale_out_is_owned_and_its_status_written_after_its_pod_and_before_the_jobs() {
+    let (job, mut cached) = running_job();
+    cached.scale_outs.push(scale_out("grow", "mnist", 1));
+    let (client, mut handle) = mock();
+    let ctx = cached.context(client);
+    let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
+
+    let pod = "/api/v1/namespaces/default/pods/mnist-worker-2";
+    expect(&mut handle, "PATCH", &format!("{pod}{APPLY}"), None).await;
+    let request = "/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/scaleouts/grow";
+    let owned = expect(&mut handle, "PATCH", &format!("{request}{APPLY}"), None).await;
+    assert_eq!(
+        owned,
+        json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "ScaleOut",
+            "metadata": {"name": "grow", "ownerReferences": [{"apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": "TrainingJob", "name": "mnist", "uid": "0b1c7a2e-0000-4000-8000-00000000beef"}]}})
+    );
+    let status = expect(
+        &mut handle,
+        "PATCH",
+        &format!("{request}/status{APPLY}"),
+        None,
+    )
+    .await;
+    assert_eq!(status["kind"], "ScaleOut");
+    assert_eq!(status["status"]["phase"], "Scaling");
+    assert_eq!(status["status"]["addPods"], json!(["mnist-worker-2"]));
+
+    let job_status = expect_status_apply(&mut handle, &job).await;
+    assert_eq!(job_status["status"]["phase"], "Scaling");
+    assert_eq!(
+        job_status["status"]["currentScaler"],
+        "ScaleOut:default/grow"
+    );
+    let reasons = [
+        expect_event(&mut handle).await["reason"].clone(),
+        expect_event(&mut handle).await["reason"].clone(),
+    ];
+    assert_eq!(reasons, [json!("ScalingStarted"), json!("WorkersCreated")]);
+    reconcile
+        .await
+        .expect("the reconcile task")
+        .expect("the reconcile succeeds");
+}
+
+/// The request controller for ScaleOuts, over `cached`, and what it asks the job controller.
+fn scale_outs(
+    client: Client,
+    cached: Cached,
+) -> (
+    Arc<requests::Requests>,
+    futures::channel::mpsc::UnboundedReceiver<kube::runtime::reflector::ObjectRef<DynamicObject>>,
+) {
+    let (poke, poked) = futures::channel::mpsc::unbounded();
+    let listed = crate::listed::Listed::default();
+    listed.mark(crate::run::JOBS);
+    let requests = Arc::new(requests::Requests {
+        kind: ScalerKind::ScaleOut,
+        resource: apply::request_resource(ScalerKind::ScaleOut),
+        job_resource: ApiResource::erase::<TrainingJob>(&()),
+        shared: cached.context(client),
+        poke,
+        listed,
+    });
+    (requests, poked)
+}
+
+#[tokio::test]
+async fn a_request_for_an_existing_job_asks_for_its_reconcile_and_writes_nothing() {
+    let (client, mut handle) = mock();
+    let mut cached = Cached::default();
+    cached.jobs.push(job());
+    let (requests, mut poked) = scale_outs(client, cached);
+    let request = Arc::new(scale_out("grow", "mnist", 1));
+    requests::reconcile(request, Arc::clone(&requests))
+        .await
+        .expect("the request is handled");
+    let job = poked.try_recv().expect("a reconcile was asked for");
+    assert_eq!(
+        (job.name.as_str(), job.namespace.as_deref()),
+        ("mnist", Some("default"))
+    );
+    drop(requests);
+    assert!(handle.next_request().await.is_none(), "no request was sent");
+}
+
+#[tokio::test]
+async fn a_request_for_a_job_that_does_not_exist_fails_with_a_warning_on_it() {
+    let (client, mut handle) = mock();
+    let (requests, _poked) = scale_outs(client, Cached::default());
+    let request = Arc::new(scale_out("grow", "gone", 1));
+    let handled = tokio::spawn(requests::reconcile(request, requests));
+    let path = "/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/scaleouts/grow/status";
+    let status = expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await;
+    assert_eq!(status["status"]["phase"], "Failed");
+    let failed = condition(&status, "ScaleFailed");
+    assert_eq!(failed["reason"], "JobNotFound");
+    assert_eq!(
+        failed["message"],
+        "spec.selector.name: TrainingJob gone does not exist in namespace default"
+    );
+    let event = expect_event(&mut handle).await;
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["reason"], "ScaleFailed");
+    assert_eq!(event["regarding"]["kind"], "ScaleOut");
+    assert_eq!(event["regarding"]["name"], "grow");
+    let action = handled
+        .await
+        .expect("the request task")
+        .expect("the request is handled");
+    assert_eq!(action, kube::runtime::controller::Action::await_change());
+}
+
+#[tokio::test]
+async fn a_request_is_not_judged_before_the_job_cache_has_listed() {
+    let (client, mut handle) = mock();
+    let (requests, mut poked) = scale_outs(client, Cached::default());
+    let waiting = requests::Requests {
+        listed: crate::listed::Listed::default(),
+        kind: requests.kind,
+        resource: requests.resource.clone(),
+        job_resource: requests.job_resource.clone(),
+        shared: Arc::clone(&requests.shared),
+        poke: requests.poke.clone(),
+    };
+    let request = Arc::new(scale_out("grow", "gone", 1));
+    let action = requests::reconcile(request, Arc::new(waiting))
+        .await
+        .expect("the request is handled");
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(requests::LISTING_RETRY)
+    );
+    drop(requests);
+    assert!(poked.try_recv().is_err(), "no job reconcile asked for");
+    assert!(
+        handle.next_request().await.is_none(),
+        "the request is not failed"
     );
 }

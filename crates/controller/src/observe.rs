@@ -8,6 +8,7 @@ use eto_api::training_job::JobPhase;
 use eto_engine::effective_spec::SshSecretSource;
 use eto_engine::names;
 use eto_engine::plan::{Observed, SecretPresence};
+use eto_engine::scaling::{Scaler, ScalerKind};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -16,9 +17,10 @@ use kube::{Api, Resource};
 use crate::context::{Context, Stores};
 use crate::error::Error;
 
-/// The children of a job found in the caches.
+/// The children of a job found in the caches, and its ScaleIn and ScaleOut requests.
 pub struct Children {
     pods: Vec<Arc<Pod>>,
+    scalers: Vec<Scaler>,
     worker_service: Option<Arc<Service>>,
     config_map: Option<Arc<ConfigMap>>,
     service_account: Option<Arc<ServiceAccount>>,
@@ -60,8 +62,29 @@ impl Children {
                     && controlled_by(pod.as_ref(), uid)
             })
             .collect();
+        let scalers = [
+            (ScalerKind::ScaleIn, &stores.scale_ins),
+            (ScalerKind::ScaleOut, &stores.scale_outs),
+        ]
+        .into_iter()
+        .flat_map(|(kind, store)| {
+            store
+                .state()
+                .into_iter()
+                .filter(|request| {
+                    request.metadata.namespace.as_deref() == Some(namespace)
+                        && request.data["spec"]["selector"]["name"].as_str() == Some(name)
+                })
+                .filter_map(move |request| {
+                    serde_json::to_value(request.as_ref())
+                        .ok()
+                        .map(|value| Scaler::read(kind, &value))
+                })
+        })
+        .collect();
         Self {
             pods,
+            scalers,
             worker_service: named(
                 &stores.services,
                 namespace,
@@ -105,6 +128,7 @@ impl Children {
             role: self.role.as_deref(),
             role_binding: self.role_binding.as_deref(),
             ssh_secret,
+            scalers: &self.scalers,
         }
     }
 }

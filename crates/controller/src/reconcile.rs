@@ -9,7 +9,7 @@ use eto_engine::plan::{plan, plan_undecodable};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::controller::Action;
 
-use crate::apply::{self, JobTarget};
+use crate::apply::{self, Target};
 use crate::context::Context;
 use crate::error::Error;
 use crate::metrics::Outcome;
@@ -91,7 +91,7 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
     let resource = ApiResource::erase::<TrainingJob>(&());
     let written = apply::execute(
         ctx,
-        &JobTarget {
+        &Target {
             object,
             resource: &resource,
         },

@@ -8,23 +8,28 @@ use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
+use eto_engine::scaling::ScalerKind;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use crate::apply;
 use crate::context::{Clock, Context, Stores};
 use crate::freshness::CACHE_WAIT;
+use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
+use crate::requests::{self, Requests};
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
 
 /// How the controller runs.
@@ -75,17 +80,20 @@ where
 }
 
 /// A cache of the objects of kind `K` that eto manages, and the stream that fills it (and
-/// triggers reconciles of their owners). `changes` is sent to after each update of the cache.
+/// triggers reconciles of their owners). `changes` is sent to after each update of the cache;
+/// `listed` is told when its first list is done.
 fn reflected<K>(
     client: &Client,
     namespace: Option<&str>,
     changes: &watch::Sender<()>,
+    listed: &Listed,
 ) -> (
     Store<K>,
     impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    K: k8s_openapi::Resource
+        + Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + Debug
         + DeserializeOwned
@@ -97,33 +105,81 @@ where
     let (store, writer) = reflector::store();
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
     let changes = changes.clone();
+    let listed = listed.clone();
     let stream = watcher(api::<K>(client, namespace), config)
         .default_backoff()
         .reflect(writer)
-        .inspect(move |_| {
+        .inspect(move |event| {
+            listed.observe(K::KIND, event);
             changes.send_replace(());
         })
         .touched_objects();
     (store, stream)
 }
 
-/// Resolves once every cache of children has completed its first list.
-///
-/// This is the only place that waits for it. kube-runtime's `Store::wait_until_ready` keeps a
-/// single waker per store: of several tasks waiting on one store at the same time, only the one
-/// that polled last is woken when the list completes, and the others wait forever.
-async fn children_listed(stores: Stores) {
-    // A store whose writer is gone never becomes ready; the controller is stopping then.
-    let _ = futures::join!(
-        stores.pods.wait_until_ready(),
-        stores.services.wait_until_ready(),
-        stores.config_maps.wait_until_ready(),
-        stores.secrets.wait_until_ready(),
-        stores.service_accounts.wait_until_ready(),
-        stores.roles.wait_until_ready(),
-        stores.role_bindings.wait_until_ready(),
-    );
+/// A cache of the custom objects of `resource` (all of them: users create them), and the stream
+/// that fills it, as [`reflected`] does for eto's own objects.
+fn reflected_custom(
+    client: &Client,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+    changes: &watch::Sender<()>,
+    listed: &Listed,
+    cache: &'static str,
+) -> (
+    Store<DynamicObject>,
+    impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+) {
+    let writer = reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
+        None => Api::all_with(client.clone(), resource),
+    };
+    let changes = changes.clone();
+    let listed = listed.clone();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .inspect(move |event| {
+            listed.observe(cache, event);
+            changes.send_replace(());
+        })
+        .applied_objects();
+    (store, stream)
 }
+
+/// `stream`, held back until `caches` have completed their first list.
+fn after_listed<S: Stream + Send + 'static>(
+    listed: &Listed,
+    caches: &'static [&'static str],
+    stream: S,
+) -> impl Stream<Item = S::Item> + Send + 'static {
+    let listed = listed.clone();
+    futures::stream::once(async move {
+        let started = Instant::now();
+        listed.all(caches).await;
+        tracing::info!(after = ?started.elapsed(), "caches filled; watching TrainingJobs");
+        stream
+    })
+    .flatten()
+}
+
+/// The caches a job is planned from, besides the TrainingJobs.
+const JOB_INPUTS: &[&str] = &[
+    Pod::KIND,
+    Service::KIND,
+    ConfigMap::KIND,
+    Secret::KIND,
+    ServiceAccount::KIND,
+    Role::KIND,
+    RoleBinding::KIND,
+    ScalerKind::ScaleIn.as_str(),
+    ScalerKind::ScaleOut.as_str(),
+];
+
+/// The name [`Listed`] knows the TrainingJob cache by.
+pub const JOBS: &str = "TrainingJob";
 
 /// Runs the controller until `shutdown` resolves.
 ///
@@ -177,7 +233,7 @@ async fn run_until(
     metrics: Arc<Metrics>,
     clock: Clock,
     in_flight: InFlight,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Result<(), RunError> {
     let namespace = settings.namespace.as_deref();
     let resource = ApiResource::erase::<TrainingJob>(&());
@@ -190,17 +246,37 @@ async fn run_until(
         .map_err(RunError::CrdMissing)?;
 
     let changes = watch::channel(()).0;
+    let listed = Listed::default();
     let job_writer = reflector::store::Writer::new(resource.clone());
     let job_cache = job_writer.as_reader();
-    let (pods, pod_events) = reflected::<Pod>(&client, namespace, &changes);
-    let (services, service_events) = reflected::<Service>(&client, namespace, &changes);
-    let (config_maps, config_map_events) = reflected::<ConfigMap>(&client, namespace, &changes);
-    let (secrets, secret_events) = reflected::<Secret>(&client, namespace, &changes);
+    let (pods, pod_events) = reflected::<Pod>(&client, namespace, &changes, &listed);
+    let (services, service_events) = reflected::<Service>(&client, namespace, &changes, &listed);
+    let (config_maps, config_map_events) =
+        reflected::<ConfigMap>(&client, namespace, &changes, &listed);
+    let (secrets, secret_events) = reflected::<Secret>(&client, namespace, &changes, &listed);
     let (service_accounts, service_account_events) =
-        reflected::<ServiceAccount>(&client, namespace, &changes);
-    let (roles, role_events) = reflected::<Role>(&client, namespace, &changes);
+        reflected::<ServiceAccount>(&client, namespace, &changes, &listed);
+    let (roles, role_events) = reflected::<Role>(&client, namespace, &changes, &listed);
     let (role_bindings, role_binding_events) =
-        reflected::<RoleBinding>(&client, namespace, &changes);
+        reflected::<RoleBinding>(&client, namespace, &changes, &listed);
+    let scale_in_resource = apply::request_resource(ScalerKind::ScaleIn);
+    let scale_out_resource = apply::request_resource(ScalerKind::ScaleOut);
+    let (scale_ins, scale_in_events) = reflected_custom(
+        &client,
+        namespace,
+        &scale_in_resource,
+        &changes,
+        &listed,
+        ScalerKind::ScaleIn.as_str(),
+    );
+    let (scale_outs, scale_out_events) = reflected_custom(
+        &client,
+        namespace,
+        &scale_out_resource,
+        &changes,
+        &listed,
+        ScalerKind::ScaleOut.as_str(),
+    );
     let reporter = Reporter {
         controller: MANAGER.into(),
         instance: settings.instance.clone(),
@@ -214,24 +290,21 @@ async fn run_until(
         service_accounts,
         roles,
         role_bindings,
+        scale_ins: scale_ins.clone(),
+        scale_outs: scale_outs.clone(),
         changes,
     };
     let job_changes = stores.changes.clone();
+    let job_listed = listed.clone();
     let job_watch = watcher(jobs, watcher::Config::default())
         .default_backoff()
         .reflect(job_writer)
-        .inspect(move |_| {
+        .inspect(move |event| {
+            job_listed.observe(JOBS, event);
             job_changes.send_replace(());
         })
         .applied_objects();
-    let listed = children_listed(stores.clone());
-    let job_events = futures::stream::once(async move {
-        let started = Instant::now();
-        listed.await;
-        tracing::info!(after = ?started.elapsed(), "the caches of children are filled; watching TrainingJobs");
-        job_watch
-    })
-    .flatten();
+    let job_events = after_listed(&listed, JOB_INPUTS, job_watch);
     let ctx = Arc::new(Context {
         client: client.clone(),
         stores,
@@ -241,11 +314,18 @@ async fn run_until(
         cache_wait: CACHE_WAIT,
         reconcile_timeout: settings.reconcile_timeout,
     });
+    let config = controller::Config::default()
+        .debounce(settings.debounce)
+        .concurrency(settings.concurrency);
     tracing::info!(
         namespace = namespace.unwrap_or("<all>"),
         "eto controller starting"
     );
-    Controller::for_stream_with(job_events, job_cache, resource)
+    // A ScaleIn or ScaleOut of an existing job makes its request controller ask for a
+    // reconcile of the job, which carries the request out.
+    let (poke, poked) = futures::channel::mpsc::unbounded();
+    let job_in_flight = in_flight.clone();
+    let job_controller = Controller::for_stream_with(job_events, job_cache, resource.clone())
         .owns_stream(pod_events)
         .owns_stream(service_events)
         .owns_stream(config_map_events)
@@ -253,25 +333,63 @@ async fn run_until(
         .owns_stream(service_account_events)
         .owns_stream(role_events)
         .owns_stream(role_binding_events)
-        .with_config(
-            controller::Config::default()
-                .debounce(settings.debounce)
-                .concurrency(settings.concurrency),
-        )
-        .graceful_shutdown_on(shutdown)
+        .reconcile_on(poked)
+        .with_config(config.clone())
+        .graceful_shutdown_on(shutdown.clone())
         .run(
-            move |job, ctx| in_flight.track(reconcile(job, ctx)),
+            move |job, ctx| job_in_flight.track(reconcile(job, ctx)),
             error_policy,
-            ctx,
+            Arc::clone(&ctx),
         )
-        .for_each(|result| async move {
-            match result {
-                Ok((job, _)) => tracing::debug!(%job, "reconciled"),
-                // Failed reconciles are logged by the error policy.
-                Err(controller::Error::ReconcilerFailed(..)) => {}
-                Err(error) => tracing::warn!(%error, "controller error"),
-            }
-        })
-        .await;
+        .for_each(log_result);
+    let request_controller = |kind: ScalerKind, api_resource: ApiResource, store, events| {
+        let in_flight = in_flight.clone();
+        let requests = Arc::new(Requests {
+            kind,
+            resource: api_resource.clone(),
+            job_resource: resource.clone(),
+            shared: Arc::clone(&ctx),
+            poke: poke.clone(),
+            listed: listed.clone(),
+        });
+        // Not held back: this watch fills a cache the job controller waits for.
+        Controller::for_stream_with(events, store, api_resource)
+            .with_config(config.clone())
+            .graceful_shutdown_on(shutdown.clone())
+            .run(
+                move |request, requests| in_flight.track(requests::reconcile(request, requests)),
+                requests::error_policy,
+                requests,
+            )
+            .for_each(log_result)
+    };
+    let scale_in_controller = request_controller(
+        ScalerKind::ScaleIn,
+        scale_in_resource,
+        scale_ins,
+        scale_in_events,
+    );
+    let scale_out_controller = request_controller(
+        ScalerKind::ScaleOut,
+        scale_out_resource,
+        scale_outs,
+        scale_out_events,
+    );
+    futures::join!(job_controller, scale_in_controller, scale_out_controller);
     Ok(())
+}
+
+/// Logs what a controller reports about one object.
+async fn log_result(
+    result: Result<
+        (ObjectRef<DynamicObject>, controller::Action),
+        controller::Error<crate::Error, watcher::Error>,
+    >,
+) {
+    match result {
+        Ok((object, _)) => tracing::debug!(%object, "reconciled"),
+        // Failed reconciles are logged by the error policies.
+        Err(controller::Error::ReconcilerFailed(..)) => {}
+        Err(error) => tracing::warn!(%error, "controller error"),
+    }
 }

@@ -1,7 +1,8 @@
 //! Conditions of a job's status.
 //!
 //! The types are et-operator's (`Created`, `WorkersCreated`, `WorkersReady`,
-//! `LauncherCreated`, `Running`, `Restarting`, `Succeeded`, `Failed`) plus two that generic
+//! `LauncherCreated`, `Running`, `Restarting`, `Scaling`, `Succeeded`, `Failed`) plus two that
+//! generic
 //! tools read: `Ready` (Argo CD and Flux health: the job runs or has succeeded) and `Stalled`
 //! (it cannot make progress without a change: invalid spec, failure).
 
@@ -20,6 +21,8 @@ pub const LAUNCHER_CREATED: &str = "LauncherCreated";
 pub const RUNNING: &str = "Running";
 /// The job is being restarted after its launcher failed.
 pub const RESTARTING: &str = "Restarting";
+/// A ScaleIn or ScaleOut is carried out (on the job and on the request).
+pub const SCALING: &str = "Scaling";
 /// The launcher finished successfully.
 pub const SUCCEEDED: &str = "Succeeded";
 /// The job failed for good.

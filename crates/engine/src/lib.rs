@@ -22,6 +22,7 @@ pub mod names;
 pub mod parse;
 pub mod plan;
 pub mod pods;
+pub mod scaling;
 pub mod validation;
 pub mod workers;
 

@@ -63,6 +63,32 @@ pub(crate) mod world {
     use serde_json::json;
 
     use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, plan};
+    use crate::scaling::{Scaler, ScalerKind};
+
+    /// The names of the pods a plan applies.
+    pub(crate) fn pod_names(plan: &Plan) -> Vec<String> {
+        plan.apply
+            .iter()
+            .filter_map(|child| match child {
+                Child::Pod(pod) => pod.metadata.name.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The names of the pods a plan deletes.
+    pub(crate) fn deleted_pods(plan: &Plan) -> Vec<String> {
+        plan.delete
+            .iter()
+            .filter(|d| d.kind == ChildKind::Pod)
+            .map(|d| d.name.clone())
+            .collect()
+    }
+
+    /// The reasons of the events a plan records.
+    pub(crate) fn reasons(plan: &Plan) -> Vec<String> {
+        plan.events.iter().map(|e| e.reason.clone()).collect()
+    }
 
     /// The job and its children.
     pub(crate) struct World {
@@ -74,6 +100,7 @@ pub(crate) mod world {
         pub role: Option<Role>,
         pub role_binding: Option<RoleBinding>,
         pub secret: SecretPresence,
+        pub scalers: Vec<Scaler>,
         pub now: jiff::Timestamp,
     }
 
@@ -88,6 +115,7 @@ pub(crate) mod world {
                 role: None,
                 role_binding: None,
                 secret: SecretPresence::Missing,
+                scalers: Vec::new(),
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -102,6 +130,7 @@ pub(crate) mod world {
                 role: self.role.as_ref(),
                 role_binding: self.role_binding.as_ref(),
                 ssh_secret: self.secret,
+                scalers: &self.scalers,
             }
         }
 
@@ -150,6 +179,42 @@ pub(crate) mod world {
             if let Some(status) = &plan.status {
                 self.job.status = Some(status.clone());
             }
+            let uid = self.job.metadata.uid.clone().unwrap_or_default();
+            for update in &plan.scalers {
+                let scaler = self
+                    .scalers
+                    .iter_mut()
+                    .find(|s| s.kind == update.kind && s.name == update.name)
+                    .expect("updates are for known requests");
+                if update.adopt {
+                    scaler.owners.push(uid.clone());
+                }
+                if let Some(status) = &update.status {
+                    scaler.state = status.state();
+                }
+            }
+        }
+
+        /// Creates a request of `kind` for the job, with `spec` (its `selector` is filled in),
+        /// created now.
+        pub fn request(&mut self, kind: ScalerKind, name: &str, mut spec: serde_json::Value) {
+            spec["selector"] = json!({"name": self.job.metadata.name});
+            let object = json!({
+                "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                "kind": kind.as_str(),
+                "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                    "creationTimestamp": self.now.to_string()},
+                "spec": spec,
+            });
+            self.scalers.push(Scaler::read(kind, &object));
+        }
+
+        /// The request named `name`.
+        pub fn scaler(&self, name: &str) -> &Scaler {
+            self.scalers
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("no request {name}"))
         }
 
         pub fn pod(&mut self, name: &str) -> &mut Pod {

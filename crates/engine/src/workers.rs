@@ -10,8 +10,11 @@
 //! 2. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) is adopted while the target is short of the desired count, and
 //!    deleted otherwise. Workers being drained are left alone.
-//! 3. When `worker.replicas` changed since the last reconcile, the target grows with new
-//!    indices or shrinks, dropping workers that are not ready first, then the highest indices.
+//! 3. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
+//!    target, or takes its workers out.
+//! 4. When the count the job holds to changed since the last reconcile, the target grows with
+//!    new indices or shrinks, dropping workers that are not ready first, then the highest
+//!    indices.
 //!
 //! Without a change of `worker.replicas`, a lost worker that is not replaced is not made up for:
 //! the job runs with fewer workers, as with et-operator.
@@ -43,6 +46,10 @@ pub struct WorkerInput<'a> {
     /// Indices of workers removed from the job whose pods are still draining
     /// (see [`crate::drain`]): neither adopted nor deleted here.
     pub draining: &'a BTreeSet<u32>,
+    /// Indices that belong to the target (the workers of a ScaleOut under way), unless lost.
+    pub add: &'a [u32],
+    /// Indices taken out of the target (the workers of a ScaleIn, or of a failed ScaleOut).
+    pub remove: &'a [u32],
     /// The smallest index never used by the job.
     pub next_index: u32,
 }
@@ -100,6 +107,12 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     }
 
     let lost: BTreeSet<u32> = decision.lost.iter().map(|l| l.index).collect();
+    for &index in input.add {
+        if !target.contains(&index) && !lost.contains(&index) && !input.blacklisted.contains(&index)
+        {
+            target.push(index);
+        }
+    }
     let adoption_limit = input.previous_desired.unwrap_or(input.desired) as usize;
     for (&index, pod) in input.pods {
         let untracked = !target.contains(&index)
@@ -113,6 +126,13 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             } else {
                 decision.delete.push(index);
             }
+        }
+    }
+
+    for &index in input.remove {
+        target.retain(|i| *i != index);
+        if input.pods.contains_key(&index) && !decision.delete.contains(&index) {
+            decision.delete.push(index);
         }
     }
 
@@ -170,6 +190,8 @@ mod tests {
         previous_target: Vec<u32>,
         pods: Vec<(u32, Pod)>,
         draining: BTreeSet<u32>,
+        add: Vec<u32>,
+        remove: Vec<u32>,
         next_index: u32,
     }
 
@@ -183,6 +205,8 @@ mod tests {
             pods: &pods,
             blacklisted: &BTreeSet::new(),
             draining: &case.draining,
+            add: &case.add,
+            remove: &case.remove,
             next_index: case.next_index,
         })
     }
@@ -200,6 +224,8 @@ mod tests {
             previous_target: vec![],
             pods: vec![],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 0,
         };
         let decision = decide_case(&case);
@@ -223,6 +249,8 @@ mod tests {
                 previous_target: vec![0, 1, 2],
                 pods: vec![(0, running()), (1, pod("Failed", false)), (2, running())],
                 draining: BTreeSet::new(),
+                add: vec![],
+                remove: vec![],
                 next_index: 3,
             };
             let decision = decide_case(&case);
@@ -247,6 +275,8 @@ mod tests {
             previous_target: vec![0, 1],
             pods: vec![(0, running())],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 2,
         };
         let decision = decide_case(&case);
@@ -270,6 +300,8 @@ mod tests {
             previous_target: vec![0],
             pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 3,
         };
         let decision = decide_case(&case);
@@ -288,6 +320,8 @@ mod tests {
             previous_target: vec![0],
             pods: vec![(0, running()), (3, running())],
             draining: BTreeSet::from([3]),
+            add: vec![],
+            remove: vec![],
             next_index: 4,
         };
         let decision = decide_case(&case);
@@ -301,6 +335,64 @@ mod tests {
     }
 
     #[test]
+    fn a_scale_out_adds_its_workers_and_a_scale_in_removes_its_own() {
+        let out = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: vec![0, 1],
+            pods: vec![(0, running()), (1, running()), (3, pod("Pending", false))],
+            draining: BTreeSet::new(),
+            // 3 exists (an earlier reconcile created it), 4 is new.
+            add: vec![3, 4],
+            remove: vec![],
+            next_index: 5,
+        };
+        let decision = decide_case(&out);
+        assert_eq!(decision.target, [0, 1, 3, 4]);
+        assert_eq!(decision.create, [4]);
+        assert!(
+            decision.delete.is_empty(),
+            "not excess: the request holds them"
+        );
+
+        let into = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 3,
+            previous_desired: Some(3),
+            previous_target: vec![0, 1, 2],
+            pods: vec![(0, running()), (1, running()), (2, running())],
+            draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![1],
+            next_index: 3,
+        };
+        let decision = decide_case(&into);
+        assert_eq!(decision.target, [0, 2]);
+        assert_eq!(decision.delete, [1]);
+        assert!(decision.create.is_empty(), "not made up for");
+    }
+
+    #[test]
+    fn an_added_worker_that_was_lost_is_not_added_again() {
+        let case = Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: vec![0, 3],
+            pods: vec![(0, running()), (3, pod("Failed", false))],
+            draining: BTreeSet::new(),
+            add: vec![3],
+            remove: vec![],
+            next_index: 4,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(decision.target, [0]);
+        assert_eq!(decision.lost.len(), 1);
+        assert!(decision.create.is_empty());
+    }
+
+    #[test]
     fn an_operator_that_stopped_before_recording_its_workers_adopts_them() {
         // Status never written: no target, no previous desired count, but the pods exist.
         let case = Case {
@@ -310,6 +402,8 @@ mod tests {
             previous_target: vec![],
             pods: vec![(0, pod("Pending", false)), (1, pod("Pending", false))],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 2,
         };
         let decision = decide_case(&case);
@@ -327,6 +421,8 @@ mod tests {
             previous_target: vec![0, 1],
             pods: vec![(0, running()), (1, running())],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 5,
         };
         let decision = decide_case(&grow);
@@ -345,6 +441,8 @@ mod tests {
                 (3, running()),
             ],
             draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
             next_index: 4,
         };
         let decision = decide_case(&shrink);

@@ -43,6 +43,7 @@ use crate::conditions::{self as c, Observation};
 use crate::discovery::{self, Host};
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
 use crate::loss::Loss;
+use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::{FieldError, validate};
 use crate::workers::{self, WorkerInput};
 use crate::{cooldown, drain};
@@ -76,6 +77,8 @@ pub struct Observed<'a> {
     pub role_binding: Option<&'a RoleBinding>,
     /// The job's SSH Secret, generated or provided.
     pub ssh_secret: SecretPresence,
+    /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
+    pub scalers: &'a [Scaler],
 }
 
 /// An object to apply.
@@ -151,6 +154,8 @@ pub struct Plan {
     pub requeue_after: Option<Duration>,
     /// Delete the job itself (its time to live ran out).
     pub delete_job: bool,
+    /// Writes to the job's ScaleIn and ScaleOut requests.
+    pub scalers: Vec<ScalerUpdate>,
 }
 
 impl Plan {
@@ -162,6 +167,7 @@ impl Plan {
             && self.status.is_none()
             && self.events.is_empty()
             && !self.delete_job
+            && self.scalers.is_empty()
     }
 }
 
@@ -176,10 +182,22 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     let old = observed.job.status.clone().unwrap_or_default();
     let mut planner = Planner::new(observed.job.metadata.generation, old, now);
     match validate(observed.job) {
-        Err(invalid) => planner.invalid(&invalid.to_string()),
+        Err(invalid) => {
+            planner.invalid(&invalid.to_string());
+            let (name, uid) = identity(observed.job);
+            let idle = scaling::JobSide::idle(name, uid, now);
+            planner.scaling(scaling::step(&idle, observed.scalers));
+        }
         Ok(spec) => planner.valid(observed, &spec),
     }
     planner.finish()
+}
+
+fn identity(job: &TrainingJob) -> (&str, &str) {
+    (
+        job.metadata.name.as_deref().unwrap_or_default(),
+        job.metadata.uid.as_deref().unwrap_or_default(),
+    )
 }
 
 /// Plans the reconcile of a job that does not even decode (a value outside an enum, a string
@@ -304,6 +322,25 @@ impl Planner {
         Run::new(self, observed, job).reconcile();
     }
 
+    /// Takes what the job's requests decided into the plan: their writes, the job's events,
+    /// `currentScaler` and `Scaling` condition.
+    fn scaling(&mut self, step: scaling::Step) {
+        for event in &step.events {
+            self.event(event.warning, event.reason, "Scale", event.note.clone());
+        }
+        if let Some((holds, reason, message)) = scaling::job_condition(&step) {
+            self.condition(c::SCALING, holds, reason, &message);
+        }
+        self.status.current_scaler = step
+            .under_way
+            .as_ref()
+            .map(|(reference, _)| reference.clone());
+        if let Some(due) = step.requeue_at {
+            self.requeue_at(due);
+        }
+        self.plan.scalers.extend(step.updates);
+    }
+
     /// Makes the plan look again at `due` at the latest.
     fn requeue_at(&mut self, due: jiff::Timestamp) {
         let after = duration_until(self.now, due);
@@ -372,6 +409,19 @@ impl Planner {
         .unwrap_or_default();
         self.condition(c::READY, succeeded, &reason, &message);
         self.condition(c::STALLED, !succeeded, &reason, &message);
+        let ended = format!(
+            "TrainingJob {} {}",
+            job.name(),
+            if succeeded { "succeeded" } else { "failed" }
+        );
+        let uid = job.job.metadata.uid.as_deref().unwrap_or_default();
+        self.scaling(scaling::abandon(
+            job.name(),
+            uid,
+            observed.scalers,
+            &ended,
+            self.now,
+        ));
         self.status.replica_statuses = replica_statuses(&observed.pods);
         if let Some(workers) = self.status.workers.as_mut() {
             workers.ready = 0;
@@ -445,6 +495,18 @@ fn replica_statuses(pods: &[&Pod]) -> BTreeMap<ReplicaType, eto_api::common::Rep
     statuses
 }
 
+/// The number of workers a job holds to.
+struct Desired {
+    /// At the last reconcile; `None` for a new run.
+    previous: Option<u32>,
+    /// Now: `worker.replicas` when it changed since eto last acted on it (or for a new run),
+    /// else what the job held to (which a ScaleIn or ScaleOut may have moved), kept within the
+    /// spec's minimum and maximum.
+    now: u32,
+    /// Whether `worker.replicas` changed since eto last acted on it.
+    spec_changed: bool,
+}
+
 /// The run of a job that is not finished: its workers, its launcher, its discovery data.
 struct Run<'p, 'o> {
     planner: &'p mut Planner,
@@ -454,6 +516,10 @@ struct Run<'p, 'o> {
     restart: i32,
     /// Whether this plan creates the launcher.
     creates_launcher: bool,
+    /// Whether a ScaleIn or ScaleOut is under way after this plan.
+    scaling: bool,
+    /// Whether this plan restarts the job (its requests are then abandoned, not carried on).
+    restarted: bool,
 }
 
 impl<'p, 'o> Run<'p, 'o> {
@@ -465,6 +531,8 @@ impl<'p, 'o> Run<'p, 'o> {
             job,
             restart,
             creates_launcher: false,
+            scaling: false,
+            restarted: false,
         }
     }
 
@@ -649,7 +717,21 @@ impl<'p, 'o> Run<'p, 'o> {
             );
             planner.condition(c::RUNNING, false, "TrainingJobRestarting", &message);
             planner.event(true, "TrainingJobRestarting", "Restart", message);
+            let ended = format!(
+                "TrainingJob {} restarted after its launcher failed",
+                self.job.name()
+            );
+            let uid = self.job.job.metadata.uid.as_deref().unwrap_or_default();
+            let abandoned = scaling::abandon(
+                self.job.name(),
+                uid,
+                self.observed.scalers,
+                &ended,
+                planner.now,
+            );
+            planner.scaling(abandoned);
             self.restart = restart;
+            self.restarted = true;
             return true;
         }
         let limit = if spec.job_restart_policy == JobRestartPolicy::OnFailure {
@@ -788,17 +870,60 @@ impl<'p, 'o> Run<'p, 'o> {
             .iter()
             .filter_map(|d| names::worker_index(&name, &d.pod))
             .collect();
-        let (previous_desired, desired) = self.desired_workers();
+        let desired = self.desired_workers();
+        let mut step = if self.restarted {
+            scaling::Step::default()
+        } else {
+            let launcher_running = self
+                .launcher()
+                .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+            let restarting = self.observed.pods.iter().any(|p| self.is_stale(p));
+            scaling::step(
+                &scaling::JobSide {
+                    name: &name,
+                    uid: self.job.job.metadata.uid.as_deref().unwrap_or_default(),
+                    target: &previous_target,
+                    pods: &current,
+                    blacklisted: &blacklisted,
+                    next_index,
+                    counts: spec.workers,
+                    running: launcher_running && !restarting,
+                    resizing: desired.spec_changed,
+                    now: self.planner.now,
+                },
+                self.observed.scalers,
+            )
+        };
+        // Indices a starting ScaleOut took are not used again for replacements or growth.
+        let next_index = step.add.iter().map(|i| i + 1).fold(next_index, u32::max);
         let decision = workers::decide(&WorkerInput {
             policy: spec.worker_restart_policy,
-            desired,
-            previous_desired,
+            desired: desired.now,
+            previous_desired: desired.previous,
             previous_target: &previous_target,
             pods: &current,
             blacklisted: &blacklisted,
             draining: &draining,
+            add: &step.add,
+            remove: &step.remove,
             next_index,
         });
+        for lost in &decision.lost {
+            if let Some(replacement) = lost.replacement {
+                step.replaced(self.observed.scalers, &name, lost.index, replacement);
+            }
+        }
+        // A request that succeeded leaves the job holding to its new size.
+        let holds_to = match &step.finished {
+            Some(finished) if finished.succeeded => {
+                u32::try_from(decision.target.len()).unwrap_or(u32::MAX)
+            }
+            _ => desired.now,
+        };
+        self.scaling = step.under_way.is_some();
+        if !self.restarted {
+            self.planner.scaling(step);
+        }
 
         for lost in &decision.lost {
             let pod_name = names::worker(&name, lost.index);
@@ -941,7 +1066,7 @@ impl<'p, 'o> Run<'p, 'o> {
         self.planner.status.workers = Some(WorkerSummary {
             ready: count(ready.len()),
             pending: count(decision.target.len() - ready.len()),
-            desired: count(desired as usize),
+            desired: count(holds_to as usize),
             spec_replicas: Some(count(workers.desired as usize)),
             min: count(workers.min as usize),
             max: workers.max.map(|m| count(m as usize)),
@@ -972,25 +1097,31 @@ impl<'p, 'o> Run<'p, 'o> {
             .collect()
     }
 
-    /// The workers the job held to at the last reconcile (`None` for a new run), and those it
-    /// holds to now: `worker.replicas` when it changed since eto last acted on it (or for a new
-    /// run), else what the job held to (which a ScaleIn or ScaleOut may have moved), kept
-    /// within the spec's minimum and maximum.
-    fn desired_workers(&self) -> (Option<u32>, u32) {
+    /// The number of workers the job holds to; see [`Desired`].
+    fn desired_workers(&self) -> Desired {
         let counts = self.job.spec.workers;
         let Some(previous) = self.planner.status.workers.as_ref() else {
-            return (None, counts.desired);
+            return Desired {
+                previous: None,
+                now: counts.desired,
+                spec_changed: false,
+            };
         };
         let unsigned = |n: i32| u32::try_from(n).unwrap_or_default();
         let held = unsigned(previous.desired);
         // Statuses written before `specReplicas` existed held to `worker.replicas` itself.
         let acted_on = previous.spec_replicas.map_or(held, unsigned);
-        let desired = if acted_on == counts.desired {
-            held.max(counts.min).min(counts.max.unwrap_or(u32::MAX))
-        } else {
+        let spec_changed = acted_on != counts.desired;
+        let now = if spec_changed {
             counts.desired
+        } else {
+            held.max(counts.min).min(counts.max.unwrap_or(u32::MAX))
         };
-        (Some(held), desired)
+        Desired {
+            previous: Some(held),
+            now,
+            spec_changed,
+        }
     }
 
     /// Drains the workers `removed` now and those draining since earlier (see
@@ -1111,6 +1242,8 @@ impl<'p, 'o> Run<'p, 'o> {
             .condition(c::WORKERS_READY, workers_ready, reason, &message);
         let phase = if restarting {
             JobPhase::Restarting
+        } else if launcher_running && self.scaling {
+            JobPhase::Scaling
         } else if launcher_running {
             JobPhase::Running
         } else {
@@ -1127,9 +1260,12 @@ impl<'p, 'o> Run<'p, 'o> {
             );
         }
         match phase {
-            JobPhase::Running => {
+            JobPhase::Running | JobPhase::Scaling => {
                 let message = format!("training runs with {ready} workers in host discovery");
-                if self.planner.old.phase != Some(JobPhase::Running) {
+                if !matches!(
+                    self.planner.old.phase,
+                    Some(JobPhase::Running | JobPhase::Scaling)
+                ) {
                     self.planner.event(
                         false,
                         "TrainingJobRunning",
@@ -1184,5 +1320,7 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 }
 
+#[cfg(test)]
+mod scaling_tests;
 #[cfg(test)]
 mod tests;

@@ -7,29 +7,7 @@ use pretty_assertions::assert_eq;
 use super::*;
 use crate::conditions as c;
 use crate::testing::training_job;
-use crate::testing::world::World;
-
-fn pod_names(plan: &Plan) -> Vec<String> {
-    plan.apply
-        .iter()
-        .filter_map(|child| match child {
-            Child::Pod(pod) => pod.metadata.name.clone(),
-            _ => None,
-        })
-        .collect()
-}
-
-fn deleted_pods(plan: &Plan) -> Vec<String> {
-    plan.delete
-        .iter()
-        .filter(|d| d.kind == ChildKind::Pod)
-        .map(|d| d.name.clone())
-        .collect()
-}
-
-fn reasons(plan: &Plan) -> Vec<String> {
-    plan.events.iter().map(|e| e.reason.clone()).collect()
-}
+use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
 fn condition(world: &World, type_: &str) -> (bool, String) {
     let condition = c::find(&world.status().conditions, type_)
