@@ -1,0 +1,387 @@
+//! The workers of a run: losses, replacements, requests, resizes, drains, node cooldowns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use eto_api::training_job::{BLACKLIST_LIMIT, BlacklistEntry, WorkerSummary};
+use eto_api::well_known::{JOB_ROLE_LABEL, WORKER_ROLE};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::super::{Child, WORKER_LOST, replica_statuses};
+use super::Run;
+use crate::build::{self, Job};
+use crate::conditions as c;
+use crate::discovery::Host;
+use crate::loss::Loss;
+use crate::scaling;
+use crate::workers::{self, WorkerInput};
+use crate::{cooldown, drain, names, pods};
+
+/// The number of workers a job holds to.
+struct Desired {
+    /// At the last reconcile; `None` for a new run.
+    previous: Option<u32>,
+    /// Now: `worker.replicas` when it changed since eto last acted on it (or for a new run),
+    /// else what the job held to (which a ScaleIn or ScaleOut may have moved), kept within the
+    /// spec's minimum and maximum.
+    now: u32,
+    /// Whether `worker.replicas` changed since eto last acted on it.
+    spec_changed: bool,
+}
+
+impl<'o> Run<'_, 'o> {
+    /// Decides the workers, creates and deletes their pods, records losses; returns the hosts
+    /// of host discovery.
+    pub(super) fn workers(&mut self) -> Vec<Host> {
+        let name = self.name().to_string();
+        let worker_pods: Vec<&'o Pod> = self
+            .observed
+            .pods
+            .iter()
+            .copied()
+            .filter(|p| pods::label(p, JOB_ROLE_LABEL) == Some(WORKER_ROLE))
+            .collect();
+        let index_of = |pod: &Pod| {
+            pod.metadata
+                .name
+                .as_deref()
+                .and_then(|n| names::worker_index(&name, n))
+        };
+        let current: BTreeMap<u32, &Pod> = worker_pods
+            .iter()
+            .filter(|p| !self.is_stale(p))
+            .filter_map(|p| Some((index_of(p)?, *p)))
+            .collect();
+        let blacklisted: BTreeSet<u32> = self
+            .planner
+            .old
+            .blacklist
+            .iter()
+            .filter_map(|e| names::worker_index(&name, &e.pod))
+            .collect();
+        let previous_target: Vec<u32> = self
+            .planner
+            .status
+            .target_workers
+            .iter()
+            .filter_map(|w| names::worker_index(&name, w))
+            .collect();
+        let used = worker_pods
+            .iter()
+            .filter_map(|p| index_of(p))
+            .chain(blacklisted.iter().copied())
+            .chain(previous_target.iter().copied());
+        let next_index = used.max().map_or(0, |max| max + 1);
+        let spec = self.job.spec;
+        let draining: BTreeSet<u32> = self
+            .planner
+            .old
+            .draining_workers
+            .iter()
+            .filter_map(|d| names::worker_index(&name, &d.pod))
+            .collect();
+        let desired = self.desired_workers();
+        let mut step = if self.restarted {
+            scaling::Step::default()
+        } else {
+            let launcher_running = self
+                .launcher()
+                .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+            let restarting = self.observed.pods.iter().any(|p| self.is_stale(p));
+            scaling::step(
+                &scaling::JobSide {
+                    name: &name,
+                    uid: self.job.job.metadata.uid.as_deref().unwrap_or_default(),
+                    target: &previous_target,
+                    pods: &current,
+                    blacklisted: &blacklisted,
+                    next_index,
+                    counts: spec.workers,
+                    running: launcher_running && !restarting,
+                    resizing: desired.spec_changed,
+                    now: self.planner.now,
+                },
+                self.observed.scalers,
+            )
+        };
+        // Indices a starting ScaleOut took are not used again for replacements or growth.
+        let next_index = step.add.iter().map(|i| i + 1).fold(next_index, u32::max);
+        let decision = workers::decide(&WorkerInput {
+            policy: spec.worker_restart_policy,
+            desired: desired.now,
+            previous_desired: desired.previous,
+            previous_target: &previous_target,
+            pods: &current,
+            blacklisted: &blacklisted,
+            draining: &draining,
+            add: &step.add,
+            remove: &step.remove,
+            next_index,
+        });
+        for lost in &decision.lost {
+            if let Some(replacement) = lost.replacement {
+                step.replaced(self.observed.scalers, &name, lost.index, replacement);
+            }
+        }
+        // A request that succeeded leaves the job holding to its new size.
+        let holds_to = match &step.finished {
+            Some(finished) if finished.succeeded => {
+                u32::try_from(decision.target.len()).unwrap_or(u32::MAX)
+            }
+            _ => desired.now,
+        };
+        self.scaling = step.under_way.is_some();
+        if !self.restarted {
+            self.planner.scaling(step);
+        }
+
+        for lost in &decision.lost {
+            let pod_name = names::worker(&name, lost.index);
+            let pod = current.get(&lost.index);
+            let node = pod.and_then(|p| pods::node(p)).map(String::from);
+            let on = node
+                .as_deref()
+                .map(|n| format!(" on node {n}"))
+                .unwrap_or_default();
+            let then = match lost.replacement {
+                Some(replacement) => format!("replaced by {}", names::worker(&name, replacement)),
+                None => format!(
+                    "not replaced (worker restartPolicy {:?})",
+                    spec.worker_restart_policy
+                ),
+            };
+            self.planner.event(
+                true,
+                WORKER_LOST,
+                "Replace",
+                format!(
+                    "worker {pod_name} {}{on}; it left host discovery and is {then}",
+                    lost.loss.describe()
+                ),
+            );
+            if !self
+                .planner
+                .status
+                .blacklist
+                .iter()
+                .any(|e| e.pod == pod_name)
+            {
+                self.planner.status.blacklist.push(BlacklistEntry {
+                    pod: pod_name,
+                    node,
+                    reason: lost.loss.reason().to_string(),
+                    exit_code: lost.loss.exit_code(),
+                    time: Time(self.planner.now),
+                });
+            }
+        }
+        let overflow = self
+            .planner
+            .status
+            .blacklist
+            .len()
+            .saturating_sub(BLACKLIST_LIMIT);
+        self.planner.status.blacklist.drain(..overflow);
+        let failures: Vec<cooldown::Failure<'_>> = decision
+            .lost
+            .iter()
+            .filter(|lost| matches!(lost.loss, Loss::Failed { .. }))
+            .filter_map(|lost| {
+                let pod = current.get(&lost.index)?;
+                Some(cooldown::Failure {
+                    node: pods::node(pod)?,
+                    pod: pod.metadata.name.as_deref()?,
+                })
+            })
+            .collect();
+        let in_cooldown = cooldown::update(
+            &self.planner.old.nodes_in_cooldown,
+            &failures,
+            spec.elastic.blacklist_cooldown,
+            self.planner.now,
+        );
+        if let Some(end) = cooldown::next_end(&in_cooldown) {
+            self.planner.requeue_at(end);
+        }
+        self.planner.status.nodes_in_cooldown = in_cooldown;
+
+        if let Some((from, to)) = decision.resized {
+            self.planner.event(
+                false,
+                "WorkersScaled",
+                "Scale",
+                format!("worker replicas changed from {from} to {to}"),
+            );
+        }
+        let removed: Vec<drain::Removed<'_>> = decision
+            .delete
+            .iter()
+            .filter_map(|index| current.get(index))
+            .filter(|pod| !pods::is_terminating(pod))
+            .map(|pod| drain::Removed {
+                pod,
+                was_in_discovery: self
+                    .planner
+                    .old
+                    .current_workers
+                    .iter()
+                    .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref()),
+            })
+            .collect();
+        self.drain(removed, &current);
+        if !decision.create.is_empty() {
+            let created: Vec<String> = decision
+                .create
+                .iter()
+                .map(|i| names::worker(&name, *i))
+                .collect();
+            for index in &decision.create {
+                let pod = build::worker_pod(
+                    Job {
+                        restart: self.restart,
+                        ..self.job
+                    },
+                    *index,
+                    &self.planner.status.nodes_in_cooldown,
+                );
+                self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
+            }
+            self.planner.event(
+                false,
+                "WorkersCreated",
+                "Create",
+                format!("created workers {}", created.join(", ")),
+            );
+        }
+
+        self.planner.status.target_workers = decision
+            .target
+            .iter()
+            .map(|i| names::worker(&name, *i))
+            .collect();
+        let ready: Vec<u32> = decision
+            .target
+            .iter()
+            .copied()
+            .filter(|i| {
+                current
+                    .get(i)
+                    .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
+            })
+            .collect();
+        self.planner.status.current_workers =
+            ready.iter().map(|i| names::worker(&name, *i)).collect();
+        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        let workers = &spec.workers;
+        self.planner.status.workers = Some(WorkerSummary {
+            ready: count(ready.len()),
+            pending: count(decision.target.len() - ready.len()),
+            desired: count(holds_to as usize),
+            spec_replicas: Some(count(workers.desired as usize)),
+            min: count(workers.min as usize),
+            max: workers.max.map(|m| count(m as usize)),
+        });
+        self.planner.status.replica_statuses = replica_statuses(
+            &self
+                .observed
+                .pods
+                .iter()
+                .copied()
+                .filter(|p| !self.is_stale(p))
+                .collect::<Vec<_>>(),
+        );
+        if !decision.target.is_empty() {
+            self.planner.condition(
+                c::WORKERS_CREATED,
+                true,
+                "TrainingJobWorkerCreated",
+                &format!("{} workers created", decision.target.len()),
+            );
+        }
+        ready
+            .iter()
+            .map(|index| Host {
+                name: names::worker_host(&name, *index),
+                slots: spec.slots_per_worker,
+            })
+            .collect()
+    }
+
+    /// The number of workers the job holds to; see [`Desired`].
+    fn desired_workers(&self) -> Desired {
+        let counts = self.job.spec.workers;
+        let Some(previous) = self.planner.status.workers.as_ref() else {
+            return Desired {
+                previous: None,
+                now: counts.desired,
+                spec_changed: false,
+            };
+        };
+        let unsigned = |n: i32| u32::try_from(n).unwrap_or_default();
+        let held = unsigned(previous.desired);
+        // Statuses written before `specReplicas` existed held to `worker.replicas` itself.
+        let acted_on = previous.spec_replicas.map_or(held, unsigned);
+        let spec_changed = acted_on != counts.desired;
+        let now = if spec_changed {
+            counts.desired
+        } else {
+            held.max(counts.min).min(counts.max.unwrap_or(u32::MAX))
+        };
+        Desired {
+            previous: Some(held),
+            now,
+            spec_changed,
+        }
+    }
+
+    /// Drains the workers `removed` now and those draining since earlier (see
+    /// [`crate::drain`]): records them, deletes the pods whose drain is over.
+    fn drain(&mut self, removed: Vec<drain::Removed<'_>>, current: &BTreeMap<u32, &'o Pod>) {
+        let newly: Vec<String> = removed
+            .iter()
+            .filter(|r| r.was_in_discovery)
+            .filter_map(|r| r.pod.metadata.name.clone())
+            .collect();
+        let launcher_running = self
+            .launcher()
+            .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+        let decision = drain::decide(&drain::DrainInput {
+            draining: &self.planner.old.draining_workers,
+            removed,
+            pods: current.values().copied().collect(),
+            launcher_running,
+            drain: self.job.spec.elastic.drain,
+            now: self.planner.now,
+        });
+        for pod in current.values() {
+            if decision
+                .delete
+                .iter()
+                .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
+            {
+                self.planner.delete_pod(pod);
+            }
+        }
+        let started: Vec<&str> = newly
+            .iter()
+            .map(String::as_str)
+            .filter(|pod| !decision.delete.iter().any(|d| d == pod))
+            .collect();
+        if !started.is_empty() {
+            self.planner.event(
+                false,
+                "WorkersDraining",
+                "Drain",
+                format!(
+                    "workers {} left host discovery; their pods are deleted in {}s (elasticPolicy.drainSeconds) or once the launcher or the pod stops",
+                    started.join(", "),
+                    self.job.spec.elastic.drain.as_secs()
+                ),
+            );
+        }
+        if let Some(end) = decision.next_end {
+            self.planner.requeue_at(end);
+        }
+        self.planner.status.draining_workers = decision.draining;
+    }
+}
