@@ -133,10 +133,13 @@ pub struct TrainingJobSpec {
     #[schemars(range(min = 0), extend("default" = 6))]
     pub backoff_limit: Option<i32>,
 
-    /// While true, the job is suspended: eto gives the workers `elasticPolicy.checkpointGraceSeconds`
-    /// to checkpoint, then deletes the launcher and the workers and keeps everything else.
-    /// Setting it back to false resumes the job, which then restarts from its last checkpoint.
-    /// Planned: eto validates this field but does not act on it yet.
+    /// While true, the job is suspended: eto posts a checkpoint notice to the launcher and the
+    /// workers (`/etc/edl/notice`), waits `elasticPolicy.checkpointGraceSeconds` or until the
+    /// launcher exits, then deletes the launcher and the workers and keeps everything else.
+    /// A job created suspended creates nothing. Setting it back to false resumes the job: a
+    /// new run with new workers, whose launcher and notice tell the training script to load
+    /// its latest checkpoint. A queue such as Kueue may set it; the annotation
+    /// `job-supervisor.kube-ai.io/job-suspended: "true"` means the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
 
@@ -152,8 +155,8 @@ pub struct TrainingJobSpec {
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i32>,
 
-    /// How eto waits for, replaces, suspends and resumes workers as capacity comes and goes.
-    /// Planned: eto validates these settings but does not act on them yet.
+    /// How eto waits for, replaces, drains, suspends and resumes workers as capacity comes and
+    /// goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elastic_policy: Option<ElasticPolicy>,
 }
@@ -292,15 +295,24 @@ pub struct ElasticPolicy {
     #[schemars(range(min = 0))]
     pub max_wait_seconds: Option<i32>,
 
-    /// Whether the job is suspended when fewer than `worker.minReplicas` workers remain and no
-    /// replacement could be scheduled within `maxWaitSeconds`. A suspended job resumes from
-    /// its checkpoint once capacity returns. When false the job keeps waiting. Defaults to
-    /// true.
+    /// Whether a running job whose ready workers stay below `worker.minReplicas` for
+    /// `belowMinSeconds` is suspended: eto posts a checkpoint notice, waits
+    /// `checkpointGraceSeconds` or until the launcher exits, deletes the launcher and the
+    /// workers (the launcher exiting meanwhile is part of the suspend, not a failure), and asks
+    /// for new workers at once; once `worker.minReplicas` of them are ready a new launcher
+    /// resumes the training from its checkpoint. When false the job keeps running with fewer
+    /// workers, as Horovod allows. Defaults to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_below_min_workers: Option<bool>,
 
-    /// Seconds the workers get to write a checkpoint after eto warns them of a suspend,
-    /// before their pods are deleted. Defaults to 300.
+    /// Seconds ready workers may stay below `worker.minReplicas` (a flapping pod, a replacement
+    /// about to start) before a running job is suspended. Defaults to 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub below_min_seconds: Option<i32>,
+
+    /// Seconds the training processes get to write a checkpoint after eto posts a suspend
+    /// notice, before their pods are deleted (earlier if the launcher exits). Defaults to 300.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub checkpoint_grace_seconds: Option<i32>,
@@ -373,6 +385,22 @@ pub struct TrainingJobStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub current_workers: Vec<String>,
 
+    /// The index the job's next new worker gets. Indices are never used twice, because
+    /// Horovod blacklists hosts by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_worker_index: Option<i32>,
+
+    /// The current run: 0 at first, one more after each restart and each resume. The job's
+    /// pods carry it in the label `eto.dev/run`; pods of earlier runs are deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<i32>,
+
+    /// What the job's pods show their training processes in `/etc/edl/notice`: a `Suspend`
+    /// notice while the job is suspending, a `Resume` notice during a run that resumed a
+    /// suspended job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<Notice>,
+
     /// The `metadata.generation` of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -418,7 +446,8 @@ pub enum JobPhase {
     Scaling,
     /// The job is being restarted after its launcher failed.
     Restarting,
-    /// The job's pods are deleted until it is resumed.
+    /// Suspended: its launcher and workers are deleted (by `spec.suspend`), or it waits for
+    /// `worker.minReplicas` new workers to resume (after too few were left).
     Suspended,
     /// The launcher finished successfully.
     Succeeded,
@@ -497,4 +526,38 @@ pub struct DrainingWorker {
     pub pod: String,
     /// When it left host discovery (to the microsecond: drains may be short).
     pub since: MicroTime,
+}
+
+/// A notice to the training processes of a job, written as one line of JSON to the file
+/// `/etc/edl/notice` of the launcher and of every worker (an empty file: no notice). Training
+/// code polls it, for example before each batch: the `eto_notice.py` helper in eto's
+/// repository reads it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Notice {
+    /// What is happening.
+    pub kind: NoticeKind,
+    /// Why: `BelowMinWorkers` or `Suspended` (by `spec.suspend`) for the job, `Disrupted` for
+    /// a pod whose node is going away.
+    pub reason: String,
+    /// When eto posted it.
+    pub since: Time,
+    /// When the pods go: save a checkpoint and exit before then. Absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Time>,
+    /// What happens, in words.
+    pub message: String,
+}
+
+/// What a notice announces.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum NoticeKind {
+    /// The job is being suspended: save a checkpoint and exit before the deadline.
+    Suspend,
+    /// This pod is going away (its node is reclaimed or drained): save what it must and exit
+    /// before the deadline. Only in the pod's own file.
+    Reclaim,
+    /// This run resumes a suspended job: load the latest checkpoint.
+    Resume,
 }

@@ -31,9 +31,21 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// eto's name as a manager: the value of [`MANAGED_BY_LABEL`] and the field manager of its
 /// writes.
 pub const MANAGER: &str = "eto";
-/// Label holding the job's `status.restartCount` when the pod was created; pods of earlier
-/// restarts are removed.
+/// Label holding the job's run (`status.run`) a pod belongs to; pods of earlier runs are
+/// removed.
+pub const RUN_LABEL: &str = "eto.dev/run";
+/// Label holding the job's `status.restartCount` when the pod was created, on pods created
+/// before [`RUN_LABEL`] existed; read as their run.
 pub const RESTART_LABEL: &str = "eto.dev/restart";
+/// Annotation on every pod holding the notice shown in `/etc/edl/notice` (see
+/// [`crate::training_job::Notice`]).
+pub const NOTICE_ANNOTATION: &str = "eto.dev/notice";
+/// Environment variable of the launcher's first container: `true` when its run resumes a
+/// suspended job, `false` otherwise. `horovodrun` passes it on to the training processes.
+pub const RESUME_ENV: &str = "ETO_RESUME";
+/// Annotation Alibaba's job supervisor (and et-operator users) set to `"true"` to suspend a
+/// job; eto reads it as `spec.suspend: true`.
+pub const JOB_SUSPENDED_ANNOTATION: &str = "job-supervisor.kube-ai.io/job-suspended";
 /// Annotation on the launcher holding the current hostfile, which the launcher reads as
 /// `/etc/edl/hostfile` (see the README on host discovery).
 pub const HOSTFILE_ANNOTATION: &str = "eto.dev/hostfile";

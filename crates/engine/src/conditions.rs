@@ -23,6 +23,8 @@ pub const RUNNING: &str = "Running";
 pub const RESTARTING: &str = "Restarting";
 /// A ScaleIn or ScaleOut is carried out (on the job and on the request).
 pub const SCALING: &str = "Scaling";
+/// The job is suspended: by `spec.suspend`, or waiting for workers after too few were left.
+pub const SUSPENDED: &str = "Suspended";
 /// The launcher finished successfully.
 pub const SUCCEEDED: &str = "Succeeded";
 /// The job failed for good.

@@ -26,7 +26,8 @@ pub struct EffectiveSpec {
     pub worker_restart_policy: ReplicaRestartPolicy,
     /// What a missing launcher pod does to the job; `None` when unset.
     pub launcher_restart_policy: Option<ReplicaRestartPolicy>,
-    /// Whether the user asked for the job to be suspended.
+    /// Whether the job is to be suspended (`spec.suspend`, or the annotation
+    /// `job-supervisor.kube-ai.io/job-suspended: "true"`).
     pub suspend: bool,
     /// How long the job may run from its start time.
     pub active_deadline: Option<Duration>,
@@ -55,8 +56,10 @@ pub struct ElasticSettings {
     /// How long a run may wait for `min` ready workers before its launcher starts; `None`
     /// waits forever.
     pub max_wait: Option<Duration>,
-    /// Whether the job is suspended when it cannot keep `min` workers.
+    /// Whether a running job is suspended when its ready workers stay below `min`.
     pub suspend_below_min_workers: bool,
+    /// How long ready workers may stay below `min` before a running job is suspended.
+    pub below_min: Duration,
     /// Time the workers get to checkpoint before a suspend deletes them.
     pub checkpoint_grace: Duration,
     /// How long a node where a worker failed is avoided.
@@ -75,6 +78,8 @@ pub enum SshSecretSource {
 }
 
 impl ElasticSettings {
+    /// Default of `belowMinSeconds`.
+    pub const DEFAULT_BELOW_MIN: Duration = Duration::from_secs(30);
     /// Default of `checkpointGraceSeconds`.
     pub const DEFAULT_CHECKPOINT_GRACE: Duration = Duration::from_secs(300);
     /// Default of `blacklistCooldownSeconds`.

@@ -19,6 +19,7 @@ pub mod drain;
 pub mod effective_spec;
 pub mod loss;
 pub mod names;
+pub mod notice;
 pub mod parse;
 pub mod plan;
 pub mod pods;

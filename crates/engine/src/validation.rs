@@ -13,7 +13,9 @@ use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{
     CleanPodPolicy, ElasticPolicy, JobRestartPolicy, LauncherAttachMode, TrainingJob, WorkerSpec,
 };
-use eto_api::well_known::{MAX_WAIT_TIME_ANNOTATION, SSH_SECRET_ANNOTATION};
+use eto_api::well_known::{
+    JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION, SSH_SECRET_ANNOTATION,
+};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 
 use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, RESERVED_VOLUMES, SSH_DIR};
@@ -121,6 +123,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
     });
     let elastic = elastic_settings(job, spec.elastic_policy.as_ref(), &mut errors);
     let ssh_secret = ssh_secret_source(job, &mut errors);
+    let suspend = spec.suspend.unwrap_or(false) || suspended_by_annotation(job, &mut errors);
 
     errors.into_result(EffectiveSpec {
         workers,
@@ -130,7 +133,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
         backoff_limit,
         worker_restart_policy: worker.restart_policy.unwrap_or(ReplicaRestartPolicy::Never),
         launcher_restart_policy: launcher.restart_policy,
-        suspend: spec.suspend.unwrap_or(false),
+        suspend,
         active_deadline,
         ttl_after_finished,
         elastic,
@@ -253,10 +256,12 @@ fn check_template(path: &str, template: &PodTemplateSpec, role: Role, errors: &m
         if container.image.as_deref().is_none_or(str::is_empty) {
             errors.push(format!("{field}.image"), "is required");
         }
-        // eto mounts the SSH key pair in every container, host discovery in the launcher's first.
+        // eto mounts the SSH key pair in every container, host discovery and the notice in
+        // the launcher's first, the notice in every worker container.
         let reserved: &[&str] = match (role, index) {
             (Role::Launcher, 0) => &[SSH_DIR, DISCOVERY_DIR, DEEPSPEED_DIR],
-            _ => &[SSH_DIR],
+            (Role::Launcher, _) => &[SSH_DIR],
+            (Role::Worker, _) => &[SSH_DIR, DISCOVERY_DIR],
         };
         for (mount_index, mount) in container.volume_mounts.iter().flatten().enumerate() {
             if reserved.contains(&mount.mount_path.trim_end_matches('/')) {
@@ -323,6 +328,11 @@ fn elastic_settings(
     ElasticSettings {
         max_wait: max_wait.filter(|wait| !wait.is_zero()),
         suspend_below_min_workers: policy.suspend_below_min_workers.unwrap_or(true),
+        below_min: policy
+            .below_min_seconds
+            .map_or(ElasticSettings::DEFAULT_BELOW_MIN, |value| {
+                seconds("belowMinSeconds", value, errors)
+            }),
         checkpoint_grace: policy
             .checkpoint_grace_seconds
             .map_or(ElasticSettings::DEFAULT_CHECKPOINT_GRACE, |value| {
@@ -355,6 +365,26 @@ fn max_wait_from_annotation(job: &TrainingJob, errors: &mut Errors) -> Option<Du
                 format!("must be a whole number of seconds, not {value:?}"),
             );
             None
+        }
+    }
+}
+
+/// Whether the annotation `job-supervisor.kube-ai.io/job-suspended` asks for a suspend.
+fn suspended_by_annotation(job: &TrainingJob, errors: &mut Errors) -> bool {
+    let value = job
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(JOB_SUSPENDED_ANNOTATION));
+    match value.map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            errors.push(
+                format!("metadata.annotations[{JOB_SUSPENDED_ANNOTATION}]"),
+                format!("must be \"true\" or \"false\", not {other:?}"),
+            );
+            false
         }
     }
 }
@@ -470,6 +500,7 @@ mod tests {
             ElasticSettings {
                 max_wait: None,
                 suspend_below_min_workers: true,
+                below_min: Duration::from_secs(30),
                 checkpoint_grace: Duration::from_secs(300),
                 blacklist_cooldown: Duration::from_secs(600),
                 drain: Duration::from_secs(30),
@@ -595,6 +626,16 @@ mod tests {
     }
 
     #[test]
+    fn the_job_supervisors_annotation_suspends_as_spec_suspend_does() {
+        for (value, suspend) in [("true", true), ("false", false)] {
+            let mut job = training_job();
+            set_annotation(&mut job, JOB_SUSPENDED_ANNOTATION, value);
+            assert_eq!(valid(&job).suspend, suspend, "{value}");
+        }
+        assert!(!valid(&training_job()).suspend);
+    }
+
+    #[test]
     fn explicit_settings_are_carried_over() {
         let mut job = training_job();
         job.spec.clean_pod_policy = Some(CleanPodPolicy::None);
@@ -608,6 +649,7 @@ mod tests {
         job.spec.elastic_policy = Some(ElasticPolicy {
             max_wait_seconds: None,
             suspend_below_min_workers: Some(false),
+            below_min_seconds: Some(10),
             checkpoint_grace_seconds: Some(30),
             blacklist_cooldown_seconds: Some(0),
             drain_seconds: Some(5),
@@ -627,6 +669,7 @@ mod tests {
             Some(ReplicaRestartPolicy::Always)
         );
         assert!(!spec.elastic.suspend_below_min_workers);
+        assert_eq!(spec.elastic.below_min, Duration::from_secs(10));
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(30));
         assert_eq!(spec.elastic.blacklist_cooldown, Duration::ZERO);
         assert_eq!(spec.elastic.drain, Duration::from_secs(5));
@@ -752,6 +795,19 @@ mod tests {
             (
                 |job| set_annotation(job, MAX_WAIT_TIME_ANNOTATION, "10m"),
                 "metadata.annotations[job-supervisor.kube-ai.io/max-wait-time]",
+            ),
+            (
+                |job| set_annotation(job, JOB_SUSPENDED_ANNOTATION, "yes"),
+                "metadata.annotations[job-supervisor.kube-ai.io/job-suspended]",
+            ),
+            (
+                |job| {
+                    job.spec.elastic_policy = Some(ElasticPolicy {
+                        below_min_seconds: Some(-5),
+                        ..Default::default()
+                    });
+                },
+                "spec.elasticPolicy.belowMinSeconds",
             ),
             (
                 |job| set_annotation(job, SSH_SECRET_ANNOTATION, "My_Secret"),

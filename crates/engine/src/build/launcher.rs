@@ -2,21 +2,22 @@
 
 use std::collections::BTreeMap;
 
+use eto_api::training_job::NoticeKind;
 use eto_api::well_known::{
     DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, JOB_ROLE_LABEL, LAUNCHER_ROLE,
-    RESTART_LABEL,
+    NOTICE_ANNOTATION, RESUME_ENV, RUN_LABEL,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeFile, DownwardAPIVolumeSource,
-    EnvVar, KeyToPath, ObjectFieldSelector, Pod, ProjectedVolumeSource, Volume, VolumeMount,
-    VolumeProjection,
+    ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeSource, EnvVar, KeyToPath, Pod,
+    ProjectedVolumeSource, Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
-    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, merged, ssh_mount,
+    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, annotation_file, merged,
+    ssh_mount,
 };
-use crate::names;
+use crate::{names, notice};
 
 /// Environment the launcher's first container gets unless its template sets it: OpenMPI keeps
 /// the hostfile's host names as they are (they resolve only in their full form) and finds the
@@ -37,14 +38,15 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
     let template_metadata = template.metadata.clone().unwrap_or_default();
     let mut labels = job.labels();
     labels.insert(JOB_ROLE_LABEL.into(), LAUNCHER_ROLE.into());
-    labels.insert(RESTART_LABEL.into(), job.restart.to_string());
-    let annotations = BTreeMap::from([
+    labels.insert(RUN_LABEL.into(), job.run.to_string());
+    let mut annotations = BTreeMap::from([
         (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
         (
             DEEPSPEED_HOSTFILE_ANNOTATION.to_string(),
             deepspeed_hostfile.to_string(),
         ),
     ]);
+    annotations.extend(notice::annotations(job.notice));
     let metadata = ObjectMeta {
         labels: Some(merged(template_metadata.labels.as_ref(), labels)),
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
@@ -80,7 +82,11 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
             });
         }
         let env = first.env.get_or_insert_default();
-        for (name, value) in LAUNCHER_ENV {
+        let resume = job.notice.is_some_and(|n| n.kind == NoticeKind::Resume);
+        let eto_env = LAUNCHER_ENV
+            .into_iter()
+            .chain([(RESUME_ENV, if resume { "true" } else { "false" })]);
+        for (name, value) in eto_env {
             if !env.iter().any(|var| var.name == name) {
                 env.push(EnvVar {
                     name: name.into(),
@@ -97,20 +103,8 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
     }
 }
 
-fn annotation_file(path: &str, annotation: &str, mode: i32) -> DownwardAPIVolumeFile {
-    DownwardAPIVolumeFile {
-        path: path.into(),
-        field_ref: Some(ObjectFieldSelector {
-            api_version: None,
-            field_path: format!("metadata.annotations['{annotation}']"),
-        }),
-        mode: Some(mode),
-        resource_field_ref: None,
-    }
-}
-
-/// `/etc/edl`: the discovery script from the job's ConfigMap, the hostfile from the
-/// launcher's own annotation.
+/// `/etc/edl`: the discovery script from the job's ConfigMap, the hostfile and the notice from
+/// the launcher's own annotations.
 fn discovery_volume(job: &str) -> Volume {
     Volume {
         name: DISCOVERY_VOLUME.into(),
@@ -131,11 +125,10 @@ fn discovery_volume(job: &str) -> Volume {
                 },
                 VolumeProjection {
                     downward_api: Some(DownwardAPIProjection {
-                        items: Some(vec![annotation_file(
-                            "hostfile",
-                            HOSTFILE_ANNOTATION,
-                            0o444,
-                        )]),
+                        items: Some(vec![
+                            annotation_file("hostfile", HOSTFILE_ANNOTATION, 0o444),
+                            annotation_file("notice", NOTICE_ANNOTATION, 0o444),
+                        ]),
                     }),
                     ..VolumeProjection::default()
                 },

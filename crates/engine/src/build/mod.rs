@@ -11,10 +11,13 @@ mod worker;
 use std::collections::BTreeMap;
 
 use eto_api::TrainingJob;
+use eto_api::training_job::Notice;
 use eto_api::well_known::{
     GROUP_NAME, GROUP_NAME_LABEL, JOB_NAME_LABEL, MANAGED_BY_LABEL, MANAGER,
 };
-use k8s_openapi::api::core::v1::{KeyToPath, SecretVolumeSource, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{
+    DownwardAPIVolumeFile, KeyToPath, ObjectFieldSelector, SecretVolumeSource, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
@@ -40,8 +43,15 @@ pub const DISCOVERY_DIR: &str = "/etc/edl";
 pub const DEEPSPEED_VOLUME: &str = "eto-deepspeed";
 /// Where the launcher finds the DeepSpeed `hostfile`.
 pub const DEEPSPEED_DIR: &str = "/job";
+/// Name of the workers' volume with the notice, mounted at [`DISCOVERY_DIR`].
+pub const NOTICE_VOLUME: &str = "eto-notice";
 /// Volume names eto adds to pods; templates may not use them.
-pub const RESERVED_VOLUMES: [&str; 3] = [SSH_VOLUME, DISCOVERY_VOLUME, DEEPSPEED_VOLUME];
+pub const RESERVED_VOLUMES: [&str; 4] = [
+    SSH_VOLUME,
+    DISCOVERY_VOLUME,
+    DEEPSPEED_VOLUME,
+    NOTICE_VOLUME,
+];
 /// Command of a worker whose first container has none: an SSH daemon in the foreground, so
 /// that the launcher can start the training processes.
 pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
@@ -53,8 +63,10 @@ pub struct Job<'a> {
     pub job: &'a TrainingJob,
     /// Its validated spec.
     pub spec: &'a EffectiveSpec,
-    /// Its `status.restartCount`, recorded on the pods created now.
-    pub restart: i32,
+    /// Its current run (`status.run`), recorded on the pods created now.
+    pub run: i32,
+    /// The notice its pods show (`status.notice`).
+    pub notice: Option<&'a Notice>,
 }
 
 impl Job<'_> {
@@ -141,6 +153,19 @@ pub fn ssh_mount() -> VolumeMount {
         mount_path: SSH_DIR.into(),
         read_only: Some(true),
         ..VolumeMount::default()
+    }
+}
+
+/// A downward-API file at `path` holding the pod's annotation `annotation`.
+pub fn annotation_file(path: &str, annotation: &str, mode: i32) -> DownwardAPIVolumeFile {
+    DownwardAPIVolumeFile {
+        path: path.into(),
+        field_ref: Some(ObjectFieldSelector {
+            api_version: None,
+            field_path: format!("metadata.annotations['{annotation}']"),
+        }),
+        mode: Some(mode),
+        resource_field_ref: None,
     }
 }
 

@@ -14,7 +14,8 @@ fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
     build(Job {
         job,
         spec: &spec,
-        restart: 2,
+        run: 2,
+        notice: None,
     })
 }
 
@@ -38,7 +39,7 @@ fn workers_get_identity_ssh_and_sshd() {
         json!({
             "app": "etjob", "release": "mnist",
             "group-name": "kai.alibabacloud.com", "training-job-name": "mnist", "training-job-role": "worker",
-            "replica-index": "7", "app.kubernetes.io/managed-by": "eto", "eto.dev/restart": "2"
+            "replica-index": "7", "app.kubernetes.io/managed-by": "eto", "eto.dev/run": "2"
         })
     );
     assert_eq!(pod["metadata"]["annotations"], json!({"team": "ml"}));
@@ -56,7 +57,10 @@ fn workers_get_identity_ssh_and_sshd() {
     );
     assert_eq!(
         spec["containers"][0]["volumeMounts"],
-        json!([{"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true}])
+        json!([
+            {"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true},
+            {"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}
+        ])
     );
     assert_eq!(spec["volumes"][0]["secret"]["secretName"], "mnist-ssh");
     assert_eq!(spec["volumes"][0]["secret"]["defaultMode"], 0o600);
@@ -111,7 +115,8 @@ fn the_launcher_reads_discovery_from_its_annotation_and_the_config_map() {
         spec["containers"][0]["env"],
         json!([
             {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
-            {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/edl/hostfile"}
+            {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/edl/hostfile"},
+            {"name": "ETO_RESUME", "value": "false"}
         ])
     );
     assert_eq!(
@@ -162,5 +167,87 @@ fn a_provided_ssh_secret_is_mounted_instead_of_the_generated_one() {
     assert_eq!(
         pod["spec"]["volumes"][0]["secret"]["secretName"],
         "team-keys"
+    );
+}
+
+#[test]
+fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
+    use eto_api::training_job::{Notice, NoticeKind};
+    let job = training_job();
+    let spec = validate(&job).expect("the fixture is valid");
+    let resume = Notice {
+        kind: NoticeKind::Resume,
+        reason: "BelowMinWorkers".into(),
+        since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::from_second(1_800_000_000).unwrap(),
+        ),
+        deadline: None,
+        message: "resumed".into(),
+    };
+    let resumed = Job {
+        job: &job,
+        spec: &spec,
+        run: 3,
+        notice: Some(&resume),
+    };
+    let worker = json_of(&worker_pod(resumed, 0, &[]));
+    let notice = worker["metadata"]["annotations"]["eto.dev/notice"]
+        .as_str()
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Notice>(notice).unwrap(), resume);
+    let volume = worker["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "eto-notice")
+        .unwrap();
+    assert_eq!(
+        volume["downwardAPI"]["items"],
+        json!([{"path": "notice", "fieldRef": {"fieldPath": "metadata.annotations['eto.dev/notice']"}, "mode": 0o444}])
+    );
+    assert!(
+        worker["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}))
+    );
+
+    let launcher = json_of(&launcher_pod(resumed, "", ""));
+    assert!(launcher["metadata"]["annotations"]["eto.dev/notice"].is_string());
+    let env = &launcher["spec"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .contains(&json!({"name": "ETO_RESUME", "value": "true"}))
+    );
+    let projected = launcher["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "eto-discovery")
+        .unwrap();
+    assert_eq!(
+        projected["projected"]["sources"][1]["downwardAPI"]["items"][1]["path"],
+        "notice"
+    );
+
+    let first = json_of(&launcher_pod(
+        Job {
+            notice: None,
+            ..resumed
+        },
+        "",
+        "",
+    ));
+    let env = &first["spec"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .contains(&json!({"name": "ETO_RESUME", "value": "false"}))
+    );
+    assert!(
+        first["metadata"]["annotations"]
+            .get("eto.dev/notice")
+            .is_none()
     );
 }

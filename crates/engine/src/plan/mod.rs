@@ -185,6 +185,12 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     planner.finish()
 }
 
+/// The run `status` describes: `status.run`, or for statuses written before it existed, the
+/// restart count (runs were counted by restarts then).
+fn current_run(status: &TrainingJobStatus) -> i32 {
+    status.run.unwrap_or(status.restart_count)
+}
+
 fn identity(job: &TrainingJob) -> (&str, &str) {
     (
         job.metadata.name.as_deref().unwrap_or_default(),
@@ -276,7 +282,8 @@ impl Planner {
         let job = Job {
             job: observed.job,
             spec,
-            restart: self.old.restart_count,
+            run: current_run(&self.old),
+            notice: None,
         };
         if !c::is_true(&self.status.conditions, c::CREATED) {
             self.condition(
@@ -295,7 +302,9 @@ impl Planner {
             return;
         }
         let start = self.status.start_time.get_or_insert(Time(self.now)).0;
-        if let Some(deadline) = spec.active_deadline {
+        // The deadline does not run while the job is suspended.
+        let suspended = c::is_true(&self.status.conditions, c::SUSPENDED);
+        if let Some(deadline) = spec.active_deadline.filter(|_| !suspended) {
             let due = start
                 + jiff::SignedDuration::try_from(deadline).unwrap_or(jiff::SignedDuration::MAX);
             if self.now >= due {
@@ -420,8 +429,10 @@ impl Planner {
             workers.pending = 0;
         }
         self.status.current_workers.clear();
-        // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides).
+        // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides), and
+        // no notice is worth showing.
         self.status.draining_workers.clear();
+        self.status.notice = None;
         if job.spec.clean_pod_policy != CleanPodPolicy::None {
             let workers = observed
                 .pods
@@ -493,5 +504,7 @@ use run::Run;
 
 #[cfg(test)]
 mod scaling_tests;
+#[cfg(test)]
+mod suspension_tests;
 #[cfg(test)]
 mod tests;

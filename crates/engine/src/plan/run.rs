@@ -2,30 +2,36 @@
 //! phase. A run lasts from the job's start (or restart) to its end; the workers of a run are
 //! decided in [`workers`].
 
+mod suspension;
 mod workers;
 
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
-use eto_api::well_known::RESTART_LABEL;
+use eto_api::training_job::{Notice, NoticeKind};
+use eto_api::well_known::{NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::{Child, Observed, Planner, SecretPresence, WAITING_RESOURCE_TIMEOUT, needs_apply};
+use super::{
+    Child, Observed, Planner, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
+};
 use crate::applied::is_applied;
 use crate::build::{self, Job};
 use crate::conditions as c;
 use crate::discovery::{self, Host};
 use crate::effective_spec::SshSecretSource;
 use crate::loss::Loss;
-use crate::{names, pods, scaling};
+use crate::{names, notice, pods, scaling};
 
 /// The run of a job that is not finished: its workers, its launcher, its discovery data.
 pub(super) struct Run<'p, 'o> {
     planner: &'p mut Planner,
     observed: &'p Observed<'o>,
     job: Job<'p>,
-    /// `status.restartCount` of the current run.
-    restart: i32,
+    /// The current run (`status.run`).
+    run: i32,
+    /// The notice the pods of the run show (`status.notice`), as decided by this plan.
+    notice: Option<Notice>,
     /// Whether this plan creates the launcher.
     creates_launcher: bool,
     /// Whether a ScaleIn or ScaleOut is under way after this plan.
@@ -36,12 +42,14 @@ pub(super) struct Run<'p, 'o> {
 
 impl<'p, 'o> Run<'p, 'o> {
     pub(super) fn new(planner: &'p mut Planner, observed: &'p Observed<'o>, job: Job<'p>) -> Self {
-        let restart = planner.old.restart_count;
+        let run = current_run(&planner.old);
+        let notice = planner.old.notice.clone();
         Self {
             planner,
             observed,
             job,
-            restart,
+            run,
+            notice,
             creates_launcher: false,
             scaling: false,
             restarted: false,
@@ -52,12 +60,24 @@ impl<'p, 'o> Run<'p, 'o> {
         self.job.name()
     }
 
-    /// Pods of earlier runs (before the last restart). Pods without the label predate eto's
-    /// labels and are taken as part of the current run.
+    /// The job as the builders of its pods need it now: its run and its notice.
+    fn job(&self) -> Job<'_> {
+        Job {
+            job: self.job.job,
+            spec: self.job.spec,
+            run: self.run,
+            notice: self.notice.as_ref(),
+        }
+    }
+
+    /// Pods of earlier runs. Pods labelled before the run label existed carry their restart
+    /// count instead, which counted runs then; pods without either predate eto's labels and
+    /// are taken as part of the current run.
     fn is_stale(&self, pod: &Pod) -> bool {
-        pods::label(pod, RESTART_LABEL)
+        pods::label(pod, RUN_LABEL)
+            .or_else(|| pods::label(pod, RESTART_LABEL))
             .and_then(|r| r.parse::<i32>().ok())
-            .is_some_and(|r| r < self.restart)
+            .is_some_and(|r| r < self.run)
     }
 
     fn launcher(&self) -> Option<&'o Pod> {
@@ -74,6 +94,11 @@ impl<'p, 'o> Run<'p, 'o> {
             if self.is_stale(pod) && !pods::is_terminating(pod) {
                 self.planner.delete_pod(pod);
             }
+        }
+        // Before the launcher's own outcome: a launcher exiting while the job suspends is
+        // part of the suspend.
+        if !self.suspension() {
+            return;
         }
         let launcher = self.launcher();
         if launcher.is_some_and(|l| pods::phase(l) == "Succeeded") {
@@ -113,7 +138,39 @@ impl<'p, 'o> Run<'p, 'o> {
         }
         let hosts = self.workers();
         self.discovery_and_launcher(&hosts);
+        self.show_notices();
         self.phase(&hosts);
+    }
+
+    /// Re-applies the workers of the run whose notice is not the one they should show (see
+    /// [`crate::notice`]); the launcher's is kept current with its hostfile.
+    fn show_notices(&mut self) {
+        let name = self.name().to_string();
+        let mut updates = Vec::new();
+        for pod in &self.observed.pods {
+            let Some(index) = pod
+                .metadata
+                .name
+                .as_deref()
+                .and_then(|n| names::worker_index(&name, n))
+            else {
+                continue;
+            };
+            if self.is_stale(pod) || pods::is_terminating(pod) || pods::is_finished(pod) {
+                continue;
+            }
+            let wanted = notice::for_pod(pod, self.notice.as_ref(), self.planner.now);
+            let mut update = build::worker_pod(self.job(), index, &[]);
+            update.spec = pod.spec.clone();
+            let mut annotations = update.metadata.annotations.take().unwrap_or_default();
+            annotations.remove(NOTICE_ANNOTATION);
+            annotations.extend(notice::annotations(wanted.as_ref()));
+            update.metadata.annotations = Some(annotations).filter(|a| !a.is_empty());
+            if metadata_differs(&update, pod) {
+                updates.push(Child::Pod(Box::new(update)));
+            }
+        }
+        self.planner.plan.apply.extend(updates);
     }
 
     /// Applies `elasticPolicy.maxWaitSeconds`: a run whose launcher has not been created may
@@ -215,8 +272,13 @@ impl<'p, 'o> Run<'p, 'o> {
             {
                 self.planner.delete_pod(pod);
             }
+            // A new run, which resumes nothing: the notice of the last one goes.
+            self.run += 1;
+            self.notice = None;
             let planner = &mut *self.planner;
             planner.status.restart_count = restart;
+            planner.status.run = Some(self.run);
+            planner.status.notice = None;
             planner.status.target_workers.clear();
             planner.status.draining_workers.clear();
             planner.status.workers = None;
@@ -242,7 +304,6 @@ impl<'p, 'o> Run<'p, 'o> {
                 planner.now,
             );
             planner.scaling(abandoned);
-            self.restart = restart;
             self.restarted = true;
             return true;
         }
@@ -335,25 +396,21 @@ impl<'p, 'o> Run<'p, 'o> {
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {
         let hostfile = discovery::hostfile(hosts);
         let deepspeed = discovery::deepspeed_hostfile(hosts);
-        let job = Job {
-            restart: self.restart,
-            ..self.job
-        };
-        let config_map = build::config_map(job, &hostfile, &deepspeed);
+        let config_map = build::config_map(self.job(), &hostfile, &deepspeed);
+        let desired = build::launcher_pod(self.job(), &hostfile, &deepspeed);
         if needs_apply(&config_map, self.observed.config_map) {
             self.planner
                 .plan
                 .apply
                 .push(Child::ConfigMap(Box::new(config_map)));
         }
-        let desired = build::launcher_pod(job, &hostfile, &deepspeed);
         let min = self.job.spec.workers.min as usize;
         match self.launcher() {
             Some(launcher) => {
                 // A pod's spec is immutable: re-apply the spec it has, with the new metadata.
                 let mut update = desired;
                 update.spec = launcher.spec.clone();
-                if !is_applied(&update.metadata, &launcher.metadata) {
+                if metadata_differs(&update, launcher) {
                     self.planner.plan.apply.push(Child::Pod(Box::new(update)));
                 }
             }
@@ -368,6 +425,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 if may_create && hosts.len() >= min && !old_launcher_present {
                     self.planner.plan.apply.push(Child::Pod(Box::new(desired)));
                     self.creates_launcher = true;
+                    self.resumed_below_min(hosts.len());
                     let message = format!(
                         "launcher {name} created with {} workers in host discovery",
                         hosts.len()
@@ -397,7 +455,26 @@ impl<'p, 'o> Run<'p, 'o> {
         };
         self.planner
             .condition(c::WORKERS_READY, workers_ready, reason, &message);
-        let phase = if restarting {
+        let suspended = c::is_true(&self.planner.status.conditions, c::SUSPENDED);
+        let suspending = self
+            .notice
+            .as_ref()
+            .is_some_and(|notice| notice.kind == NoticeKind::Suspend);
+        let elastic = self.job.spec.elastic;
+        let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
+        if !workers_ready && launcher_running && watch_minimum {
+            // Looked at again when too few workers have been ready for too long.
+            let since = c::find(&self.planner.status.conditions, c::WORKERS_READY)
+                .and_then(|condition| condition.last_transition_time.as_ref())
+                .map_or(self.planner.now, |time| time.0);
+            let due = since
+                + jiff::SignedDuration::try_from(elastic.below_min)
+                    .unwrap_or(jiff::SignedDuration::MAX);
+            self.planner.requeue_at(due);
+        }
+        let phase = if suspended {
+            JobPhase::Suspended
+        } else if restarting {
             JobPhase::Restarting
         } else if launcher_running && self.scaling {
             JobPhase::Scaling
@@ -440,6 +517,14 @@ impl<'p, 'o> Run<'p, 'o> {
                 self.planner
                     .condition(c::READY, false, "TrainingJobRestarting", &message);
             }
+            JobPhase::Suspended => {
+                let pending = target.saturating_sub(ready);
+                let message = format!(
+                    "suspended: it resumes from its checkpoint once {min} workers are ready ({ready} ready, {pending} pending)"
+                );
+                self.planner
+                    .condition(c::READY, false, suspension::BELOW_MIN_WORKERS, &message);
+            }
             _ => {
                 let launcher_missing = self.launcher().is_none()
                     && !self.creates_launcher
@@ -471,8 +556,29 @@ impl<'p, 'o> Run<'p, 'o> {
                 self.planner.condition(c::READY, false, reason, &message);
             }
         }
+        if let Some(notice) = self
+            .notice
+            .as_ref()
+            .filter(|notice| notice.kind == NoticeKind::Suspend)
+        {
+            self.planner
+                .condition(c::READY, false, "Suspending", &notice.message);
+        }
         self.planner
             .condition(c::STALLED, false, "Progressing", "the job makes progress");
         self.planner.status.phase = Some(phase);
     }
+}
+
+/// Whether `desired` (eto's pod) differs from the metadata of `observed`: a value eto sets that
+/// the pod lacks or has otherwise, or a notice the pod shows that eto no longer wants.
+fn metadata_differs(desired: &Pod, observed: &Pod) -> bool {
+    let notice = |pod: &Pod| {
+        pod.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(NOTICE_ANNOTATION))
+            .cloned()
+    };
+    !is_applied(&desired.metadata, &observed.metadata) || notice(desired) != notice(observed)
 }

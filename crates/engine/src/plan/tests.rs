@@ -88,7 +88,8 @@ fn a_new_job_gets_its_supporting_objects_and_workers_but_no_launcher() {
 #[test]
 fn a_reconcile_with_nothing_to_change_plans_nothing() {
     let mut world = started();
-    assert!(world.reconcile().is_empty());
+    let again = world.reconcile();
+    assert!(again.is_empty(), "{again:#?}");
     let mut world = running();
     assert!(world.reconcile().is_empty());
     world.advance(3600);
@@ -409,7 +410,7 @@ fn launcher_failure_restarts_the_job_until_the_backoff_limit() {
             .metadata
             .labels
             .as_ref()
-            .unwrap()["eto.dev/restart"],
+            .unwrap()["eto.dev/run"],
         "1"
     );
     world.ready("mnist-launcher");

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::{Child, WORKER_LOST, replica_statuses};
 use super::Run;
-use crate::build::{self, Job};
+use crate::build;
 use crate::conditions as c;
 use crate::discovery::Host;
 use crate::loss::Loss;
@@ -71,7 +71,16 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|p| index_of(p))
             .chain(blacklisted.iter().copied())
             .chain(previous_target.iter().copied());
-        let next_index = used.max().map_or(0, |max| max + 1);
+        // Indices are never used again (Horovod blacklists hosts by name): past the highest
+        // index the job's pods, blacklist and target show, and past the highest it ever used,
+        // whose pods may be long gone.
+        let recorded = self
+            .planner
+            .old
+            .next_worker_index
+            .and_then(|next| u32::try_from(next).ok())
+            .unwrap_or(0);
+        let next_index = used.max().map_or(0, |max| max + 1).max(recorded);
         let spec = self.job.spec;
         let draining: BTreeSet<u32> = self
             .planner
@@ -236,14 +245,8 @@ impl<'o> Run<'_, 'o> {
                 .map(|i| names::worker(&name, *i))
                 .collect();
             for index in &decision.create {
-                let pod = build::worker_pod(
-                    Job {
-                        restart: self.restart,
-                        ..self.job
-                    },
-                    *index,
-                    &self.planner.status.nodes_in_cooldown,
-                );
+                let pod =
+                    build::worker_pod(self.job(), *index, &self.planner.status.nodes_in_cooldown);
                 self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
             }
             self.planner.event(
@@ -259,6 +262,12 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .map(|i| names::worker(&name, *i))
             .collect();
+        let next = decision
+            .target
+            .iter()
+            .map(|i| i + 1)
+            .fold(next_index, u32::max);
+        self.planner.status.next_worker_index = Some(i32::try_from(next).unwrap_or(i32::MAX));
         let ready: Vec<u32> = decision
             .target
             .iter()

@@ -1,0 +1,351 @@
+//! Suspending a job, and resuming it from its checkpoint.
+//!
+//! # States, as the status records them
+//! - **Running**: no `Suspend` notice, no `Suspended` condition that holds.
+//! - **Suspending**: `status.notice` is a `Suspend` notice. Every pod of the run shows it in
+//!   `/etc/edl/notice` (see [`crate::notice`]); the training processes save a checkpoint and
+//!   exit. The job waits until the notice's deadline (`elasticPolicy.checkpointGraceSeconds`
+//!   after it) or until the launcher has exited, whichever comes first. A launcher exiting now,
+//!   with success or failure, is part of the suspend: it neither ends the job, nor counts
+//!   against `backoffLimit`, nor triggers `cleanPodPolicy`.
+//! - **Suspended**, the `Suspended` condition holds. With reason `Suspended` (by `spec.suspend`
+//!   or the job supervisor's annotation) the job has no pod at all. With reason
+//!   `BelowMinWorkers` the job has started a new run: its workers are created at once (pending
+//!   pods are what a cluster autoscaler adds nodes for), and once `minReplicas` of them are
+//!   ready a new launcher resumes the training.
+//!
+//! # Transitions
+//! - Running to suspending: `spec.suspend` is set while the launcher runs; or ready workers
+//!   stayed below `minReplicas` for `elasticPolicy.belowMinSeconds` while the launcher runs
+//!   and `elasticPolicy.suspendBelowMinWorkers` holds. With no launcher running (nothing trains,
+//!   nothing to checkpoint) or no grace period, the job is suspended at once instead.
+//! - Suspending to suspended: the pods of the run are deleted; below the minimum, a new run
+//!   starts, whose pods show a `Resume` notice and whose launcher gets `ETO_RESUME=true`.
+//! - Suspended by spec to running: `spec.suspend` is cleared: a new run, resumed the same way.
+//! - Suspended below the minimum to running: the new run's launcher is created.
+//! - Suspended below the minimum, then `spec.suspend` set: the waiting workers are deleted and
+//!   the job is suspended by spec.
+//!
+//! A posted notice is a promise: the suspend completes even if capacity returns meanwhile.
+//! `activeDeadlineSeconds` does not run while the job is suspended: `startTime` is set again
+//! when it resumes. A resume is no restart: `restartCount` does not move.
+
+use eto_api::common::ConditionStatus;
+use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::Run;
+use crate::conditions as c;
+use crate::{names, pods, scaling};
+
+/// Reason of the `Suspended` condition and of the notices when too few workers stayed ready.
+pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
+/// Reason of the `Suspended` condition and of the notices when `spec.suspend` asks for it.
+pub const SUSPENDED: &str = "Suspended";
+
+/// Ready and pending workers of the run's target, as observed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Counts {
+    pub(super) ready: u32,
+    pub(super) pending: u32,
+}
+
+impl Run<'_, '_> {
+    /// Carries the job's suspension one step (see the module documentation). Returns whether
+    /// the run goes on in this reconcile: its workers and launcher are planned as usual.
+    pub(super) fn suspension(&mut self) -> bool {
+        let requested = self.job.spec.suspend;
+        if let Some(notice) = self
+            .notice
+            .clone()
+            .filter(|notice| notice.kind == NoticeKind::Suspend)
+        {
+            return self.checkpointing(&notice, requested);
+        }
+        let suspended = c::find(&self.planner.old.conditions, c::SUSPENDED)
+            .filter(|condition| condition.status == ConditionStatus::True)
+            .and_then(|condition| condition.reason.clone());
+        match (suspended.as_deref(), requested) {
+            (Some(SUSPENDED), true) => {
+                self.hold();
+                false
+            }
+            (Some(SUSPENDED), false) => {
+                self.resume_by_spec();
+                true
+            }
+            (Some(_), true) => {
+                self.suspend(SUSPENDED);
+                false
+            }
+            // Below the minimum: the new run waits for its workers.
+            (Some(_), false) => true,
+            (None, true) => self.start_suspending(
+                SUSPENDED,
+                "spec.suspend (or the job supervisor's annotation) asks for it".into(),
+            ),
+            (None, false) => match self.below_min_for_too_long() {
+                Some(why) => self.start_suspending(BELOW_MIN_WORKERS, why),
+                None => true,
+            },
+        }
+    }
+
+    /// Whether the launcher of the run is running (something trains, and can checkpoint).
+    fn training(&self) -> bool {
+        self.launcher()
+            .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l))
+    }
+
+    /// Ready and pending workers of the run's target.
+    pub(super) fn counts(&self) -> Counts {
+        let (mut ready, mut pending) = (0, 0);
+        for worker in &self.planner.status.target_workers {
+            let is_ready = self
+                .observed
+                .pods
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+                .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p));
+            if is_ready {
+                ready += 1;
+            } else {
+                pending += 1;
+            }
+        }
+        Counts { ready, pending }
+    }
+
+    /// Why the job should suspend because too few workers stayed ready, if it should: its
+    /// launcher runs, fewer than `minReplicas` workers are ready, and the `WorkersReady`
+    /// condition has said so for `belowMinSeconds`.
+    fn below_min_for_too_long(&mut self) -> Option<String> {
+        let elastic = self.job.spec.elastic;
+        if !elastic.suspend_below_min_workers || !self.training() {
+            return None;
+        }
+        let min = self.job.spec.workers.min;
+        let Counts { ready, pending } = self.counts();
+        if ready >= min {
+            return None;
+        }
+        let since = c::find(&self.planner.old.conditions, c::WORKERS_READY)
+            .filter(|condition| condition.status == ConditionStatus::False)
+            .and_then(|condition| condition.last_transition_time.as_ref())?
+            .0;
+        let due = since + signed(elastic.below_min);
+        if self.planner.now < due {
+            self.planner.requeue_at(due);
+            return None;
+        }
+        Some(format!(
+            "only {ready} of the {min} workers it needs (worker.minReplicas) were ready for {}s (elasticPolicy.belowMinSeconds), {pending} pending",
+            elastic.below_min.as_secs()
+        ))
+    }
+
+    /// Posts the `Suspend` notice, or suspends at once when nothing trains or there is no
+    /// grace period. Returns whether the run goes on.
+    fn start_suspending(&mut self, reason: &str, why: String) -> bool {
+        let grace = self.job.spec.elastic.checkpoint_grace;
+        if !self.training() || grace.is_zero() {
+            self.suspend(reason);
+            return false;
+        }
+        let now = self.planner.now;
+        let deadline = now + signed(grace);
+        let message = format!(
+            "TrainingJob {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
+            self.name()
+        );
+        let notice = Notice {
+            kind: NoticeKind::Suspend,
+            reason: reason.into(),
+            since: Time(now),
+            deadline: Some(Time(deadline)),
+            message: message.clone(),
+        };
+        self.planner
+            .event(false, "CheckpointNotice", "Suspend", message);
+        self.set_notice(Some(notice));
+        self.planner.requeue_at(deadline);
+        true
+    }
+
+    /// The `Suspend` notice is out: suspends once its deadline has come or the launcher has
+    /// exited. Returns whether the run goes on.
+    fn checkpointing(&mut self, notice: &Notice, requested: bool) -> bool {
+        let deadline = notice.deadline.as_ref().map_or(self.planner.now, |d| d.0);
+        if self.planner.now >= deadline || !self.training() {
+            let reason = if requested {
+                SUSPENDED
+            } else {
+                notice.reason.as_str()
+            };
+            self.suspend(reason);
+            return false;
+        }
+        self.planner.requeue_at(deadline);
+        self.planner
+            .condition(c::READY, false, "Suspending", &notice.message);
+        true
+    }
+
+    /// Suspends the job now: deletes every pod, and below the minimum starts the run that will
+    /// resume it.
+    fn suspend(&mut self, reason: &str) {
+        let Counts { ready, pending } = self.counts();
+        let min = self.job.spec.workers.min;
+        let name = self.name().to_string();
+        for pod in self
+            .observed
+            .pods
+            .iter()
+            .filter(|p| !pods::is_terminating(p))
+        {
+            self.planner.delete_pod(pod);
+        }
+        let (message, warning) = if reason == BELOW_MIN_WORKERS {
+            (
+                format!(
+                    "suspended with {ready} of the {min} workers it needs ready ({pending} pending); its pods are deleted, and it resumes from its checkpoint once {min} new workers are ready"
+                ),
+                true,
+            )
+        } else {
+            (
+                "suspended by spec.suspend; its pods are deleted until it is unsuspended"
+                    .to_string(),
+                false,
+            )
+        };
+        self.planner.event(
+            warning,
+            "TrainingJobSuspended",
+            "Suspend",
+            format!("TrainingJob {name} {message}"),
+        );
+        let ended = format!("TrainingJob {name} was suspended");
+        let uid = self.job.job.metadata.uid.as_deref().unwrap_or_default();
+        let abandoned =
+            scaling::abandon(&name, uid, self.observed.scalers, &ended, self.planner.now);
+        self.planner.scaling(abandoned);
+        let planner = &mut *self.planner;
+        planner.condition(c::SUSPENDED, true, reason, &message);
+        planner.condition(c::LAUNCHER_CREATED, false, reason, &message);
+        if c::find(&planner.status.conditions, c::RUNNING).is_some() {
+            planner.condition(c::RUNNING, false, reason, &message);
+        }
+        planner.condition(c::READY, false, reason, &message);
+        planner.status.phase = Some(JobPhase::Suspended);
+        planner.status.target_workers.clear();
+        planner.status.current_workers.clear();
+        planner.status.draining_workers.clear();
+        if let Some(workers) = planner.status.workers.as_mut() {
+            *workers = WorkerSummary {
+                ready: 0,
+                pending: 0,
+                ..workers.clone()
+            };
+        }
+        self.set_notice(None);
+        if reason == BELOW_MIN_WORKERS {
+            self.new_run(BELOW_MIN_WORKERS);
+        }
+    }
+
+    /// Stays suspended by spec: no pod, requests wait.
+    fn hold(&mut self) {
+        for pod in self
+            .observed
+            .pods
+            .iter()
+            .filter(|p| !pods::is_terminating(p))
+        {
+            self.planner.delete_pod(pod);
+        }
+        let planner = &mut *self.planner;
+        planner.status.phase = Some(JobPhase::Suspended);
+        let message = "suspended by spec.suspend; it resumes from its checkpoint once unsuspended";
+        planner.condition(c::READY, false, SUSPENDED, message);
+        let (name, uid) = (
+            self.job.name(),
+            self.job.job.metadata.uid.as_deref().unwrap_or_default(),
+        );
+        let idle = scaling::JobSide::idle(name, uid, planner.now);
+        planner.scaling(scaling::step(&idle, self.observed.scalers));
+    }
+
+    /// Unsuspended by spec: a new run, which resumes the training.
+    fn resume_by_spec(&mut self) {
+        let name = self.name().to_string();
+        self.new_run(SUSPENDED);
+        let planner = &mut *self.planner;
+        let message = "unsuspended: a new run resumes from the checkpoint";
+        planner.condition(c::SUSPENDED, false, "Resumed", message);
+        planner.condition(c::LAUNCHER_CREATED, false, "Resumed", message);
+        planner.status.start_time = Some(Time(planner.now));
+        planner.event(
+            false,
+            "TrainingJobResumed",
+            "Resume",
+            format!("TrainingJob {name} {message}"),
+        );
+    }
+
+    /// The job was suspended below the minimum and this plan creates the launcher of its new
+    /// run: it resumes.
+    pub(super) fn resumed_below_min(&mut self, ready: usize) {
+        let suspended = c::find(&self.planner.status.conditions, c::SUSPENDED)
+            .is_some_and(|condition| condition.status == ConditionStatus::True);
+        if !suspended {
+            return;
+        }
+        let name = self.name().to_string();
+        let planner = &mut *self.planner;
+        let message = format!(
+            "resumed: {ready} workers are ready; launcher {} starts with the resume notice",
+            names::launcher(&name)
+        );
+        planner.condition(c::SUSPENDED, false, "Resumed", &message);
+        planner.status.start_time = Some(Time(planner.now));
+        planner.event(
+            false,
+            "TrainingJobResumed",
+            "Resume",
+            format!("TrainingJob {name} {message}"),
+        );
+    }
+
+    /// Starts a new run that resumes a job suspended for `reason`: its pods show a `Resume`
+    /// notice, and its workers are those the spec asks for (the count a request left is
+    /// forgotten with the run).
+    fn new_run(&mut self, reason: &str) {
+        self.run += 1;
+        let now = self.planner.now;
+        let notice = Notice {
+            kind: NoticeKind::Resume,
+            reason: reason.into(),
+            since: Time(now),
+            deadline: None,
+            message: format!(
+                "this run resumes TrainingJob {}, suspended ({reason}): load the latest checkpoint",
+                self.name()
+            ),
+        };
+        self.set_notice(Some(notice));
+        let status = &mut self.planner.status;
+        status.run = Some(self.run);
+        status.target_workers.clear();
+        status.workers = None;
+    }
+
+    fn set_notice(&mut self, notice: Option<Notice>) {
+        self.planner.status.notice.clone_from(&notice);
+        self.notice = notice;
+    }
+}
+
+fn signed(duration: std::time::Duration) -> jiff::SignedDuration {
+    jiff::SignedDuration::try_from(duration).unwrap_or(jiff::SignedDuration::MAX)
+}

@@ -1,0 +1,474 @@
+//! Suspending a job and resuming it, stepped through the in-memory world with time passed in.
+
+use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
+use eto_api::training_job::{ElasticPolicy, JobPhase, JobRestartPolicy, Notice, NoticeKind};
+use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, NOTICE_ANNOTATION, RUN_LABEL};
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::conditions as c;
+use crate::testing::training_job;
+use crate::testing::world::{World, deleted_pods, pod_names, reasons};
+
+/// A running job of two workers, both needed, with `policy` settings.
+fn running(policy: ElasticPolicy) -> World {
+    let mut job = training_job();
+    job.spec.elastic_policy = Some(policy);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    world
+}
+
+fn default_running() -> World {
+    running(ElasticPolicy::default())
+}
+
+/// The notice pod `name` shows, if any.
+fn shown(world: &World, name: &str) -> Option<Notice> {
+    let pod = world
+        .pods
+        .get(name)
+        .unwrap_or_else(|| panic!("no pod {name}"));
+    let json = pod.metadata.annotations.as_ref()?.get(NOTICE_ANNOTATION)?;
+    Some(serde_json::from_str(json).expect("a notice is JSON"))
+}
+
+fn suspended(world: &World) -> Option<(bool, String)> {
+    c::find(&world.status().conditions, c::SUSPENDED).map(|condition| {
+        (
+            condition.status == ConditionStatus::True,
+            condition.reason.clone().unwrap_or_default(),
+        )
+    })
+}
+
+fn run_of(world: &World, pod: &str) -> String {
+    world.pods[pod].metadata.labels.as_ref().unwrap()[RUN_LABEL].clone()
+}
+
+fn env_of(world: &World, pod: &str, name: &str) -> Option<String> {
+    world.pods[pod].spec.as_ref().unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|var| var.name == name)
+        .and_then(|var| var.value.clone())
+}
+
+/// Takes the job below its minimum (one of its two workers fails) and lets
+/// `belowMinSeconds` (30 by default) pass, so that the next reconcile posts the notice.
+fn below_min_long_enough(world: &mut World) {
+    world.exit("mnist-worker-1", 1);
+    world.reconcile();
+    world.advance(30);
+}
+
+#[test]
+fn a_job_below_its_minimum_for_long_enough_posts_a_checkpoint_notice_to_every_pod() {
+    let mut world = default_running();
+    world.exit("mnist-worker-1", 1);
+    let plan = world.reconcile();
+    assert_eq!(
+        plan.requeue_after,
+        Some(Duration::from_secs(30)),
+        "looked at again after belowMinSeconds"
+    );
+    world.advance(29);
+    world.reconcile();
+    assert_eq!(
+        world.status().notice,
+        None,
+        "not yet: a replacement may be about to start"
+    );
+
+    world.advance(1);
+    let plan = world.reconcile();
+    let notice = world.status().notice.clone().expect("a notice");
+    assert_eq!(
+        (notice.kind, notice.reason.as_str()),
+        (NoticeKind::Suspend, "BelowMinWorkers")
+    );
+    assert_eq!(notice.since.0, world.now);
+    assert_eq!(
+        notice.deadline.as_ref().unwrap().0,
+        world.now + jiff::SignedDuration::from_secs(300)
+    );
+    assert!(
+        notice.message.contains("only 1 of the 2 workers it needs"),
+        "{}",
+        notice.message
+    );
+    assert_eq!(shown(&world, "mnist-launcher").as_ref(), Some(&notice));
+    assert_eq!(shown(&world, "mnist-worker-0").as_ref(), Some(&notice));
+    assert_eq!(reasons(&plan), ["CheckpointNotice"]);
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
+    assert_eq!(
+        world.status().phase,
+        Some(JobPhase::Running),
+        "still training, checkpointing"
+    );
+    let ready = c::find(&world.status().conditions, c::READY).unwrap();
+    assert_eq!(ready.reason.as_deref(), Some("Suspending"));
+    assert!(deleted_pods(&plan).is_empty());
+}
+
+#[test]
+fn after_the_grace_period_the_pods_go_and_new_workers_are_asked_for() {
+    let mut world = default_running();
+    below_min_long_enough(&mut world);
+    world.reconcile();
+    world.advance(299);
+    assert!(
+        deleted_pods(&world.reconcile()).is_empty(),
+        "within the grace period"
+    );
+    world.advance(1);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-launcher", "mnist-worker-0", "mnist-worker-1"]
+    );
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
+    assert_eq!(suspended(&world), Some((true, "BelowMinWorkers".into())));
+    let event = plan
+        .events
+        .iter()
+        .find(|e| e.reason == "TrainingJobSuspended")
+        .unwrap();
+    assert!(event.warning);
+    assert!(
+        event
+            .note
+            .contains("with 1 of the 2 workers it needs ready (0 pending)"),
+        "{}",
+        event.note
+    );
+    assert_eq!(world.status().run, Some(1));
+    assert_eq!(world.status().restart_count, 0, "a suspend is no restart");
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+
+    // The new run asks for its workers: pending pods are what an autoscaler adds nodes for.
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+    assert_eq!(run_of(&world, "mnist-worker-2"), "1");
+    assert_eq!(
+        shown(&world, "mnist-worker-2").map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
+    assert_eq!(
+        world
+            .status()
+            .workers
+            .as_ref()
+            .map(|w| (w.ready, w.pending)),
+        Some((0, 2))
+    );
+}
+
+#[test]
+fn once_enough_new_workers_are_ready_a_resume_launcher_starts_the_new_run() {
+    let mut world = default_running();
+    below_min_long_enough(&mut world);
+    world.reconcile();
+    world.advance(300);
+    world.reconcile();
+    world.reconcile();
+    world.advance(120);
+    world.ready("mnist-worker-2");
+    world.reconcile();
+    assert!(
+        !world.pods.contains_key("mnist-launcher"),
+        "one of two is not enough"
+    );
+    world.ready("mnist-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
+    assert_eq!(
+        env_of(&world, "mnist-launcher", "ETO_RESUME").as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        shown(&world, "mnist-launcher").map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+    assert_eq!(run_of(&world, "mnist-launcher"), "1");
+    assert_eq!(suspended(&world), Some((false, "Resumed".into())));
+    assert!(reasons(&plan).contains(&"TrainingJobResumed".to_string()));
+    assert_eq!(
+        world.status().start_time.as_ref().unwrap().0,
+        world.now,
+        "started again"
+    );
+    world.ready("mnist-launcher");
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    assert_eq!(world.status().restart_count, 0);
+    assert_eq!(
+        world.launcher_hostfile().unwrap(),
+        "mnist-worker-2.mnist-workers:1\nmnist-worker-3.mnist-workers:1\n",
+        "only the workers of the new run"
+    );
+}
+
+#[test]
+fn the_launcher_exiting_during_the_grace_period_is_part_of_the_suspend() {
+    for (exit_code, case) in [(1, "a failed launcher"), (0, "a launcher that succeeded")] {
+        let mut world = running(ElasticPolicy::default());
+        world.job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
+        world.job.spec.backoff_limit = Some(0);
+        below_min_long_enough(&mut world);
+        world.reconcile();
+        world.advance(20);
+        world.exit("mnist-launcher", exit_code);
+        let plan = world.reconcile();
+        assert_eq!(world.status().phase, Some(JobPhase::Suspended), "{case}");
+        assert_eq!(
+            world.status().restart_count,
+            0,
+            "{case}: no restart counted"
+        );
+        assert!(
+            c::find(&world.status().conditions, c::FAILED).is_none(),
+            "{case}"
+        );
+        assert!(
+            c::find(&world.status().conditions, c::SUCCEEDED).is_none(),
+            "{case}"
+        );
+        assert!(
+            deleted_pods(&plan).contains(&"mnist-worker-0".to_string()),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn a_worker_replaced_within_the_debounce_does_not_suspend_the_job() {
+    let mut world = default_running();
+    world.job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    world.exit("mnist-worker-1", 1);
+    world.reconcile();
+    world.advance(10);
+    world.ready("mnist-worker-2");
+    world.reconcile();
+    world.advance(3600);
+    let plan = world.reconcile();
+    assert_eq!(world.status().notice, None);
+    assert!(!reasons(&plan).contains(&"CheckpointNotice".to_string()));
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+}
+
+#[test]
+fn without_suspend_below_min_workers_the_job_runs_on_with_fewer() {
+    let mut world = running(ElasticPolicy {
+        suspend_below_min_workers: Some(false),
+        ..ElasticPolicy::default()
+    });
+    below_min_long_enough(&mut world);
+    world.advance(3600);
+    world.reconcile();
+    assert_eq!(world.status().notice, None);
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+}
+
+#[test]
+fn spec_suspend_suspends_with_the_same_notice_and_holds_until_cleared() {
+    let mut world = default_running();
+    world.job.spec.suspend = Some(true);
+    world.reconcile();
+    let notice = world.status().notice.clone().unwrap();
+    assert_eq!(
+        (notice.kind, notice.reason.as_str()),
+        (NoticeKind::Suspend, "Suspended")
+    );
+    assert_eq!(shown(&world, "mnist-worker-1").as_ref(), Some(&notice));
+    world.advance(300);
+    world.reconcile();
+    assert_eq!(suspended(&world), Some((true, "Suspended".into())));
+    assert!(world.pods.is_empty(), "every pod is deleted");
+    world.advance(86_400);
+    let plan = world.reconcile();
+    assert!(
+        pod_names(&plan).is_empty(),
+        "nothing is created while suspended"
+    );
+    assert_eq!(
+        world.status().run.unwrap_or_default(),
+        0,
+        "no new run until it is unsuspended"
+    );
+
+    world.job.spec.suspend = Some(false);
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+    assert_eq!(suspended(&world), Some((false, "Resumed".into())));
+    assert!(reasons(&plan).contains(&"TrainingJobResumed".to_string()));
+    assert_eq!(world.status().run, Some(1));
+    assert_eq!(world.status().phase, Some(JobPhase::Created));
+    world.ready("mnist-worker-2");
+    world.ready("mnist-worker-3");
+    world.reconcile();
+    assert_eq!(
+        env_of(&world, "mnist-launcher", "ETO_RESUME").as_deref(),
+        Some("true")
+    );
+}
+
+#[test]
+fn a_job_created_suspended_creates_nothing_until_unsuspended() {
+    let mut job = training_job();
+    job.spec.suspend = Some(true);
+    let mut world = World::new(job);
+    let plan = world.reconcile();
+    assert!(
+        plan.apply.is_empty() && plan.create_ssh_secret.is_none(),
+        "{plan:#?}"
+    );
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
+    assert_eq!(suspended(&world), Some((true, "Suspended".into())));
+    world.job.spec.suspend = Some(false);
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
+    assert!(plan.create_ssh_secret.is_some());
+}
+
+#[test]
+fn the_job_supervisors_annotation_suspends_like_spec_suspend() {
+    let mut world = default_running();
+    world.job.metadata.annotations =
+        Some([(JOB_SUSPENDED_ANNOTATION.to_string(), "true".to_string())].into());
+    world.reconcile();
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.reason.as_str()),
+        Some("Suspended")
+    );
+}
+
+#[test]
+fn spec_suspend_while_waiting_below_the_minimum_deletes_the_waiting_workers() {
+    let mut world = default_running();
+    below_min_long_enough(&mut world);
+    world.reconcile();
+    world.advance(300);
+    world.reconcile();
+    world.reconcile();
+    assert!(
+        world.pods.contains_key("mnist-worker-2"),
+        "waiting for capacity"
+    );
+    world.job.spec.suspend = Some(true);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+    assert_eq!(suspended(&world), Some((true, "Suspended".into())));
+    world.reconcile();
+    assert!(world.pods.is_empty());
+}
+
+#[test]
+fn a_job_suspended_by_spec_never_turns_into_one_suspended_below_the_minimum() {
+    let mut world = default_running();
+    world.job.spec.suspend = Some(true);
+    world.reconcile();
+    world.exit("mnist-worker-1", 1);
+    world.advance(300);
+    world.reconcile();
+    world.advance(3600);
+    world.reconcile();
+    assert_eq!(suspended(&world), Some((true, "Suspended".into())));
+}
+
+#[test]
+fn the_active_deadline_does_not_run_while_suspended() {
+    let mut world = default_running();
+    world.job.spec.active_deadline_seconds = Some(100);
+    world.job.spec.suspend = Some(true);
+    world.job.spec.elastic_policy = Some(ElasticPolicy {
+        checkpoint_grace_seconds: Some(0),
+        ..ElasticPolicy::default()
+    });
+    world.advance(10);
+    world.reconcile();
+    world.advance(10_000);
+    world.reconcile();
+    assert_eq!(
+        world.status().phase,
+        Some(JobPhase::Suspended),
+        "no deadline while suspended"
+    );
+    world.job.spec.suspend = Some(false);
+    world.reconcile();
+    world.advance(99);
+    world.reconcile();
+    assert_ne!(
+        world.status().phase,
+        Some(JobPhase::Failed),
+        "99 s after the resume"
+    );
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+}
+
+#[test]
+fn max_wait_bounds_the_wait_for_workers_after_a_suspend_below_the_minimum() {
+    let mut world = running(ElasticPolicy {
+        max_wait_seconds: Some(600),
+        ..ElasticPolicy::default()
+    });
+    below_min_long_enough(&mut world);
+    world.reconcile();
+    world.advance(300);
+    world.reconcile();
+    world.reconcile();
+    world.advance(599);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+    assert_eq!(
+        c::find(&world.status().conditions, c::FAILED)
+            .and_then(|f| f.reason.clone())
+            .as_deref(),
+        Some(WAITING_RESOURCE_TIMEOUT)
+    );
+}
+
+#[test]
+fn a_disrupted_worker_gets_a_reclaim_notice_of_its_own_while_the_job_runs_on() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(3);
+    job.spec.et_replica_specs.worker.min_replicas = Some(1);
+    let mut world = World::new(job);
+    world.reconcile();
+    for worker in 0..3 {
+        world.ready(&format!("mnist-worker-{worker}"));
+    }
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    world.disrupt("mnist-worker-2");
+    world.reconcile();
+    let reclaim = shown(&world, "mnist-worker-2").expect("its own notice");
+    assert_eq!(
+        (reclaim.kind, reclaim.reason.as_str()),
+        (NoticeKind::Reclaim, "Disrupted")
+    );
+    assert_eq!(shown(&world, "mnist-worker-0"), None, "the others train on");
+    assert_eq!(world.status().notice, None);
+    world.advance(5);
+    assert!(
+        world.reconcile().is_empty(),
+        "the notice keeps the time it was first posted"
+    );
+}
