@@ -1,8 +1,10 @@
 //! `eto-demo`: eto end to end on a simulated GPU cluster, in one command.
 //!
-//! It starts a simulated cluster with GPU nodes, installs eto's CRDs, runs the operator,
+//! It starts a simulated cluster with spot GPU nodes, installs eto's CRDs, runs the operator,
 //! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, takes a worker
-//! away as a spot preemption would, and ends with the `kubectl get trainingjobs` view.
+//! away as a spot preemption would, then reclaims every GPU node at once: the job gets a
+//! checkpoint notice and is suspended; the autoscaler adds nodes and the job resumes from its
+//! checkpoint. It ends with the `kubectl get events` and `kubectl get trainingjobs` views.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,9 +13,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use eto_api::TrainingJob;
-use eto_api::training_job::JobPhase;
+use eto_api::training_job::{ElasticPolicy, JobPhase, NoticeKind};
+use eto_api::well_known::{NOTICE_ANNOTATION, RESUME_ENV};
 use eto_controller::{Metrics, Settings};
-use eto_sim::{KubeletConfig, SimCluster, SimConfig};
+use eto_sim::{KubeletConfig, NodeSpec, SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
@@ -75,19 +78,24 @@ async fn main() -> ExitCode {
 }
 
 async fn demo(args: Args) -> Result<(), DemoError> {
+    // The launcher needs no GPU: it lands on the CPU node, which no spot storm takes.
     let config = SimConfig {
         kubelet: KubeletConfig {
             start_delay: Duration::from_millis(400),
             termination_delay: Duration::from_millis(400),
             orphan_gc_delay: Duration::ZERO,
         },
+        nodes: vec![
+            NodeSpec::gpu("cpu-node", 0),
+            NodeSpec::gpu("spot-0", 8),
+            NodeSpec::gpu("spot-1", 8),
+        ],
         ..SimConfig::default()
-    }
-    .gpu_nodes(2, 8);
+    };
     let cluster = SimCluster::start(config).await?;
     std::fs::write(&args.kubeconfig, cluster.kubeconfig())?;
     println!(
-        "• simulated cluster at {} with 2 nodes of 8 GPUs (kubeconfig: {})",
+        "• simulated cluster at {} with a CPU node and 2 spot nodes of 8 GPUs (kubeconfig: {})",
         cluster.url(),
         args.kubeconfig.display()
     );
@@ -116,7 +124,13 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     ));
     println!("• eto is running");
 
-    let job: TrainingJob = serde_saphyr::from_str(ARENA_JOB)?;
+    let mut job: TrainingJob = serde_saphyr::from_str(ARENA_JOB)?;
+    // Shorter than the defaults (30 s, 300 s), so that the story fits in a minute.
+    job.spec.elastic_policy = Some(ElasticPolicy {
+        below_min_seconds: Some(3),
+        checkpoint_grace_seconds: Some(5),
+        ..ElasticPolicy::default()
+    });
     let jobs: Api<TrainingJob> = Api::default_namespaced(client.clone());
     jobs.patch(
         JOB,
@@ -125,7 +139,7 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     )
     .await?;
     println!(
-        "• submitted TrainingJob {JOB} (examples/arena-etjob.yaml: 8 workers, 1 to 128, one GPU each)"
+        "• submitted TrainingJob {JOB} (examples/arena-etjob.yaml: 8 workers, 1 to 128, one GPU each;\n  elasticPolicy: belowMinSeconds 3, checkpointGraceSeconds 5)"
     );
     follow(&jobs, |job| {
         phase(job) == Some(JobPhase::Running) && ready(job) == 8
@@ -142,6 +156,30 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     })
     .await?;
     show_hostfile(&client).await?;
+
+    println!("• a spot storm: the cloud reclaims both GPU nodes, with 20 seconds' notice");
+    for node in ["spot-0", "spot-1"] {
+        cluster.reclaim_node(node, Duration::from_secs(20))?;
+    }
+    follow(&jobs, |job| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.notice.as_ref())
+            .is_some_and(|n| n.kind == NoticeKind::Suspend)
+    })
+    .await?;
+    show_notice(&client, "a checkpoint notice").await?;
+    follow(&jobs, |job| phase(job) == Some(JobPhase::Suspended)).await?;
+
+    println!("• the cluster-autoscaler adds 2 GPU nodes for the pending workers");
+    for node in ["autoscaled-0", "autoscaled-1"] {
+        cluster.add_node(&NodeSpec::gpu(node, 8))?;
+    }
+    follow(&jobs, |job| {
+        phase(job) == Some(JobPhase::Running) && ready(job) == 8
+    })
+    .await?;
+    show_notice(&client, "the resume notice").await?;
 
     println!();
     println!("$ kubectl get events");
@@ -215,6 +253,34 @@ async fn follow(
         Ok(true) => Ok(()),
         _ => Err(DemoError::Timeout("the job did not get there in a minute")),
     }
+}
+
+/// Prints the launcher's `/etc/edl/notice` and `ETO_RESUME`, once it shows a notice.
+async fn show_notice(client: &Client, what: &str) -> Result<(), DemoError> {
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let shows =
+        |pod: Option<&Pod>| pod.is_some_and(|p| p.annotations().contains_key(NOTICE_ANNOTATION));
+    let launcher = tokio::time::timeout(
+        STEP,
+        await_condition(pods, &format!("{JOB}-launcher"), shows),
+    )
+    .await
+    .map_err(|_| DemoError::Timeout("no notice on the launcher"))?
+    .map_err(|_| DemoError::Timeout("no notice on the launcher"))?
+    .ok_or(DemoError::Timeout("no launcher"))?;
+    let notice = launcher.annotations()[NOTICE_ANNOTATION].clone();
+    let resume = launcher
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.env.as_ref())
+        .and_then(|env| env.iter().find(|v| v.name == RESUME_ENV))
+        .and_then(|v| v.value.clone())
+        .unwrap_or_default();
+    println!("  {what}: /etc/edl/notice on the launcher holds");
+    println!("    {notice}");
+    println!("  and its {RESUME_ENV} is {resume}");
+    Ok(())
 }
 
 async fn show_hostfile(client: &Client) -> Result<(), DemoError> {

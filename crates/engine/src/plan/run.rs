@@ -520,7 +520,8 @@ impl<'p, 'o> Run<'p, 'o> {
             JobPhase::Suspended => {
                 let pending = target.saturating_sub(ready);
                 let message = format!(
-                    "suspended: it resumes from its checkpoint once {min} workers are ready ({ready} ready, {pending} pending)"
+                    "suspended: it resumes from its checkpoint once {} ready ({ready} ready, {pending} pending)",
+                    suspension::workers(self.job.spec.workers.min, "worker is", "workers are")
                 );
                 self.planner
                     .condition(c::READY, false, suspension::BELOW_MIN_WORKERS, &message);

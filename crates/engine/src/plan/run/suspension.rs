@@ -153,7 +153,15 @@ impl Run<'_, '_> {
             return false;
         }
         let now = self.planner.now;
-        let deadline = now + signed(grace);
+        // Whole seconds, as the status stores times; rounded up, so that the processes get
+        // at least the grace period.
+        let deadline = (now + signed(grace))
+            .round(
+                jiff::TimestampRound::new()
+                    .smallest(jiff::Unit::Second)
+                    .mode(jiff::RoundMode::Ceil),
+            )
+            .unwrap_or(now + signed(grace));
         let message = format!(
             "TrainingJob {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
             self.name()
@@ -208,7 +216,8 @@ impl Run<'_, '_> {
         let (message, warning) = if reason == BELOW_MIN_WORKERS {
             (
                 format!(
-                    "suspended with {ready} of the {min} workers it needs ready ({pending} pending); its pods are deleted, and it resumes from its checkpoint once {min} new workers are ready"
+                    "suspended with {ready} of the {min} workers it needs ready ({pending} pending); its pods are deleted, and it resumes from its checkpoint once {} ready",
+                    workers(min, "new worker is", "new workers are")
                 ),
                 true,
             )
@@ -344,6 +353,11 @@ impl Run<'_, '_> {
         self.planner.status.notice.clone_from(&notice);
         self.notice = notice;
     }
+}
+
+/// `count` and the noun (with its verb) in the right number: "1 new worker is".
+pub(super) fn workers(count: u32, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 fn signed(duration: std::time::Duration) -> jiff::SignedDuration {

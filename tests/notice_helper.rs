@@ -1,0 +1,151 @@
+//! `python/eto_notice.py`, the helper training code uses to read eto's notices, against notice
+//! files written exactly as eto writes them.
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use eto_api::training_job::{Notice, NoticeKind};
+use eto_tests::workspace_root;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{Value, json};
+
+fn python() -> Command {
+    let probe = Command::new("python3").arg("--version").output();
+    assert!(
+        probe.is_ok_and(|out| out.status.success()),
+        "python3 is needed to test python/eto_notice.py; install it (Debian: apt-get install python3)"
+    );
+    Command::new("python3")
+}
+
+/// What the helper reports with the notice file holding `content` (absent for `None`) and
+/// the launcher environment `resume`.
+fn helper(case: &str, content: Option<&str>, resume: Option<&str>) -> Value {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(case);
+    let _ = std::fs::remove_file(&file);
+    if let Some(content) = content {
+        std::fs::write(&file, content).unwrap();
+    }
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+deadline = eto_notice.deadline()
+print(json.dumps({
+    "alive": eto_notice.check_alive(),
+    "resume": eto_notice.is_resume(),
+    "deadline": deadline.isoformat() if deadline else None,
+    "kind": (eto_notice.notice() or {}).get("kind"),
+}))
+"#;
+    let mut command = python();
+    command
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env("ETO_NOTICE_FILE", &file)
+        .env_remove("ETO_RESUME");
+    if let Some(resume) = resume {
+        command.env("ETO_RESUME", resume);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{case}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn notice(kind: NoticeKind, deadline: Option<i64>) -> String {
+    let at = |second| Time(jiff::Timestamp::from_second(second).unwrap());
+    eto_engine::notice::render(&Notice {
+        kind,
+        reason: "BelowMinWorkers".into(),
+        since: at(1_800_000_000),
+        deadline: deadline.map(at),
+        message: "what happens".into(),
+    })
+}
+
+#[test]
+fn the_helper_reads_every_notice_as_eto_writes_it() {
+    let suspend = notice(NoticeKind::Suspend, Some(1_800_000_300));
+    let reclaim = notice(NoticeKind::Reclaim, None);
+    let resume = notice(NoticeKind::Resume, None);
+    let cases = [
+        (
+            "no file",
+            None,
+            None,
+            json!({"alive": true, "resume": false, "deadline": null, "kind": null}),
+        ),
+        (
+            "empty file: no notice",
+            Some(""),
+            None,
+            json!({"alive": true, "resume": false, "deadline": null, "kind": null}),
+        ),
+        (
+            "suspend",
+            Some(suspend.as_str()),
+            None,
+            json!({"alive": false, "resume": false, "deadline": "2027-01-15T08:05:00+00:00", "kind": "Suspend"}),
+        ),
+        (
+            "reclaim",
+            Some(reclaim.as_str()),
+            None,
+            json!({"alive": false, "resume": false, "deadline": null, "kind": "Reclaim"}),
+        ),
+        (
+            "resume notice",
+            Some(resume.as_str()),
+            None,
+            json!({"alive": true, "resume": true, "deadline": null, "kind": "Resume"}),
+        ),
+        (
+            "resumed launcher",
+            Some(""),
+            Some("true"),
+            json!({"alive": true, "resume": true, "deadline": null, "kind": null}),
+        ),
+        (
+            "first run's launcher",
+            Some(""),
+            Some("false"),
+            json!({"alive": true, "resume": false, "deadline": null, "kind": null}),
+        ),
+        (
+            "garbage: training goes on",
+            Some("{not json"),
+            None,
+            json!({"alive": true, "resume": false, "deadline": null, "kind": null}),
+        ),
+    ];
+    for (case, content, env, expected) in cases {
+        let file_name = case.replace([' ', ':', '\''], "-");
+        assert_eq!(helper(&file_name, content, env), expected, "{case}");
+    }
+}
+
+#[test]
+fn the_example_training_loop_is_valid_python() {
+    let example: &Path = &workspace_root().join("examples/train_elastic.py");
+    let output = python()
+        .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+        .arg(example)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(example).unwrap();
+    assert!(text.contains("eto_notice.check_alive()") && text.contains("eto_notice.is_resume()"));
+}

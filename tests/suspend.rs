@@ -1,0 +1,348 @@
+//! Suspending and resuming jobs against the simulated cluster: below the minimum after a spot
+//! reclaim, by `spec.suspend`, by the job supervisor's annotation, and from creation.
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use eto_api::common::ConditionStatus;
+use eto_api::training_job::{JobPhase, Notice, NoticeKind};
+use eto_sim::{NodeSpec, SimConfig};
+use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use kube::api::{Api, Patch, PatchParams};
+
+/// A job of `replicas` one-GPU workers, at least `min`, with `policy` under `elasticPolicy`.
+fn job(name: &str, replicas: u32, min: u32, policy: &str, worker_policy: &str) -> String {
+    JobYaml {
+        name,
+        replicas,
+        min,
+        max: None,
+        extra_spec: &format!("\n  elasticPolicy:\n{policy}"),
+        worker_policy,
+    }
+    .render()
+}
+
+/// The notice pod `name` shows in `/etc/edl/notice`, if any.
+fn notice_of(pod: &Pod) -> Option<Notice> {
+    let json = pod.metadata.annotations.as_ref()?.get("eto.dev/notice")?;
+    Some(serde_json::from_str(json).expect("a notice is JSON"))
+}
+
+async fn wait_notice(env: &Env, pod: &str, kind: NoticeKind) -> Notice {
+    let shown = env
+        .wait_pod(pod, &format!("shows a {kind:?} notice"), |pod| {
+            pod.and_then(notice_of).is_some_and(|n| n.kind == kind)
+        })
+        .await;
+    notice_of(&shown.unwrap()).unwrap()
+}
+
+/// Whether the pod reads the annotation `eto.dev/notice` as the file `notice` of the volume
+/// mounted at `/etc/edl`.
+fn shows_notice_file(pod: &Pod) -> bool {
+    let spec = pod.spec.as_ref().unwrap();
+    let mounted: Vec<&str> = spec.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter(|m| m.mount_path == "/etc/edl")
+        .map(|m| m.name.as_str())
+        .collect();
+    let volumes = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| mounted.contains(&v.name.as_str()));
+    let value = serde_json::to_value(volumes.collect::<Vec<_>>())
+        .unwrap()
+        .to_string();
+    value.contains(r#""path":"notice""#) && value.contains("metadata.annotations['eto.dev/notice']")
+}
+
+/// Merges `patch` into job `name`.
+async fn patch_job(env: &Env, name: &str, patch: serde_json::Value) {
+    env.jobs()
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
+fn env_value(pod: &Pod, name: &str) -> Option<String> {
+    pod.spec.as_ref().unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|var| var.name == name)
+        .and_then(|var| var.value.clone())
+}
+
+#[tokio::test]
+async fn a_reclaim_storm_below_the_minimum_suspends_the_job_and_new_nodes_resume_it() {
+    // Once the workers fill the spot nodes, every node has as many GPUs free for the launcher
+    // (none, and it needs none); ties go by name, so it lands on the on-demand node.
+    let config = SimConfig {
+        nodes: vec![
+            NodeSpec::gpu("on-demand", 0),
+            NodeSpec::gpu("spot-a", 2),
+            NodeSpec::gpu("spot-b", 2),
+        ],
+        ..sim_config(0, 0)
+    };
+    let env = Env::start(config).await;
+    env.apply_job(&job(
+        "storm",
+        4,
+        3,
+        "    belowMinSeconds: 1\n    checkpointGraceSeconds: 3",
+        "Always",
+    ))
+    .await;
+    env.wait_job("storm", "runs with four workers", |job| {
+        job.status.as_ref().is_some_and(|s| {
+            s.phase == Some(JobPhase::Running) && s.workers.as_ref().is_some_and(|w| w.ready == 4)
+        })
+    })
+    .await;
+    let on = |node: &str| {
+        let env = &env;
+        let node = node.to_string();
+        async move {
+            let pods = env.pods().list(&Default::default()).await.unwrap().items;
+            pods.into_iter()
+                .filter(|p| p.spec.as_ref().unwrap().node_name.as_deref() == Some(node.as_str()))
+                .map(|p| p.metadata.name.unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(on("on-demand").await, ["storm-launcher"]);
+    let doomed = on("spot-b").await;
+    let healthy = on("spot-a").await;
+    assert_eq!((doomed.len(), healthy.len()), (2, 2));
+
+    // Half the workers go: two of the three needed are left.
+    env.cluster
+        .reclaim_node("spot-b", Duration::from_secs(60))
+        .unwrap();
+    let notice = wait_notice(&env, "storm-launcher", NoticeKind::Suspend).await;
+    assert_eq!(notice.reason, "BelowMinWorkers");
+    assert!(notice.deadline.is_some());
+    for worker in &healthy {
+        assert_eq!(wait_notice(&env, worker, NoticeKind::Suspend).await, notice);
+    }
+    for worker in &doomed {
+        assert_eq!(
+            wait_notice(&env, worker, NoticeKind::Reclaim).await.reason,
+            "Disrupted"
+        );
+    }
+    let launcher = env.pods().get("storm-launcher").await.unwrap();
+    assert!(shows_notice_file(&launcher));
+    assert!(shows_notice_file(
+        &env.pods().get(&healthy[0]).await.unwrap()
+    ));
+
+    let job = env
+        .wait_job("storm", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    let suspended = job
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Suspended")
+        .unwrap();
+    assert_eq!(
+        (suspended.status, suspended.reason.as_deref()),
+        (ConditionStatus::True, Some("BelowMinWorkers"))
+    );
+    env.wait_pod("storm-launcher", "is deleted", |pod| pod.is_none())
+        .await;
+    assert!(
+        env.event_reasons("storm")
+            .await
+            .contains(&"TrainingJobSuspended".to_string())
+    );
+
+    // Capacity returns: the new run's workers are scheduled and a resume launcher starts.
+    env.cluster
+        .add_node(&NodeSpec::gpu("autoscaled", 2))
+        .unwrap();
+    let job = env
+        .wait_job("storm", "runs again", in_phase(JobPhase::Running))
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0, "a resume is no restart");
+    assert_eq!(status.run, Some(1));
+    let launcher = env
+        .wait_pod("storm-launcher", "runs", pod_ready)
+        .await
+        .unwrap();
+    assert_eq!(env_value(&launcher, "ETO_RESUME").as_deref(), Some("true"));
+    assert_eq!(
+        notice_of(&launcher).map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+    let workers = env.worker_names("storm").await;
+    let new_run: Vec<&String> = workers
+        .iter()
+        .filter(|w| !doomed.contains(w) && !healthy.contains(w))
+        .collect();
+    assert_eq!(
+        new_run.len(),
+        4,
+        "four workers under new names: {workers:?}"
+    );
+    assert!(
+        env.event_reasons("storm")
+            .await
+            .contains(&"TrainingJobResumed".to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_single_worker_failing_and_being_replaced_does_not_suspend_the_job() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job("steady", 2, 2, "    belowMinSeconds: 2", "OnFailure"))
+        .await;
+    env.wait_job("steady", "runs", in_phase(JobPhase::Running))
+        .await;
+    env.cluster
+        .fail_pod("default", "steady-worker-0", 1, "Error")
+        .unwrap();
+    env.wait_pod("steady-worker-2", "is ready", pod_ready).await;
+    let job = env
+        .wait_job("steady", "has two ready workers again", |job| {
+            job.status
+                .as_ref()
+                .and_then(|s| s.workers.as_ref())
+                .is_some_and(|w| w.ready == 2)
+        })
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.notice, None);
+    assert_eq!(status.phase, Some(JobPhase::Running));
+    assert!(
+        !env.event_reasons("steady")
+            .await
+            .contains(&"CheckpointNotice".to_string())
+    );
+}
+
+#[tokio::test]
+async fn spec_suspend_suspends_after_the_notice_and_clearing_it_resumes() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job(
+        "paused",
+        2,
+        1,
+        "    checkpointGraceSeconds: 1",
+        "Never",
+    ))
+    .await;
+    env.wait_job("paused", "runs", in_phase(JobPhase::Running))
+        .await;
+    patch_job(
+        &env,
+        "paused",
+        serde_json::json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    let notice = wait_notice(&env, "paused-worker-0", NoticeKind::Suspend).await;
+    assert_eq!(notice.reason, "Suspended");
+    env.wait_job("paused", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    for pod in ["paused-launcher", "paused-worker-0", "paused-worker-1"] {
+        env.wait_pod(pod, "is deleted", |pod| pod.is_none()).await;
+    }
+    assert!(
+        env.worker_names("paused").await.is_empty(),
+        "nothing is created while suspended"
+    );
+
+    patch_job(
+        &env,
+        "paused",
+        serde_json::json!({"spec": {"suspend": false}}),
+    )
+    .await;
+    env.wait_job("paused", "runs again", in_phase(JobPhase::Running))
+        .await;
+    let launcher = env
+        .wait_pod("paused-launcher", "runs", pod_ready)
+        .await
+        .unwrap();
+    assert_eq!(env_value(&launcher, "ETO_RESUME").as_deref(), Some("true"));
+    assert_eq!(
+        env.worker_names("paused").await,
+        ["paused-worker-2", "paused-worker-3"]
+    );
+}
+
+#[tokio::test]
+async fn a_job_created_suspended_creates_nothing_until_unsuspended() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job(
+        "queued",
+        2,
+        1,
+        "    drainSeconds: 1\n  suspend: true",
+        "Never",
+    ))
+    .await;
+    env.wait_job("queued", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    assert!(
+        env.pods()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let services: Api<Service> = Api::default_namespaced(env.client.clone());
+    assert!(services.get_opt("queued-workers").await.unwrap().is_none());
+    let config_maps: Api<ConfigMap> = Api::default_namespaced(env.client.clone());
+    assert!(
+        config_maps
+            .get_opt("queued-config")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    patch_job(
+        &env,
+        "queued",
+        serde_json::json!({"spec": {"suspend": false}}),
+    )
+    .await;
+    env.wait_job("queued", "runs", in_phase(JobPhase::Running))
+        .await;
+}
+
+#[tokio::test]
+async fn the_job_supervisors_annotation_suspends_and_resumes_the_job() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job(
+        "supervised",
+        2,
+        1,
+        "    checkpointGraceSeconds: 1",
+        "Never",
+    ))
+    .await;
+    env.wait_job("supervised", "runs", in_phase(JobPhase::Running))
+        .await;
+    patch_job(&env, "supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "true"}}})).await;
+    env.wait_job("supervised", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    env.wait_pod("supervised-launcher", "is deleted", |pod| pod.is_none())
+        .await;
+    patch_job(&env, "supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "false"}}})).await;
+    env.wait_job("supervised", "runs again", in_phase(JobPhase::Running))
+        .await;
+}
