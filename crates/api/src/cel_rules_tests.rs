@@ -4,7 +4,7 @@ use kube::Resource;
 use serde_json::{Value, json};
 
 use crate::testing::{crd, schema};
-use crate::{ScaleIn, TrainingJob};
+use crate::{MPIJob, ScaleIn, TrainingJob};
 
 /// The messages of the CEL rules that reject `object`.
 fn cel_rejections<K: Resource<DynamicType = ()>>(object: &Value) -> Vec<String> {
@@ -103,5 +103,58 @@ fn a_scale_in_names_either_a_count_or_pods() {
             json!({"count": 1, "podNames": ["mnist-worker-1"]})
         )),
         vec![message]
+    );
+}
+
+fn cel_rejections_of_update<K: Resource<DynamicType = ()>>(
+    object: &Value,
+    old: &Value,
+) -> Vec<String> {
+    match kube_cel::Validator::new().validate(&schema(&crd::<K>()), object, Some(old)) {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors.iter().map(|error| error.message.clone()).collect(),
+    }
+}
+
+fn mpi_job(extra: Value) -> Value {
+    let pod = json!({"spec": {"containers": [{"name": "main", "image": "mpi"}]}});
+    let mut job = json!({
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "pi"},
+        "spec": {"mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": pod},
+            "Worker": {"replicas": 2, "template": pod}
+        }}
+    });
+    json_patch::merge(&mut job, &extra);
+    job
+}
+
+#[test]
+fn mpi_job_elastic_bounds_are_ordered() {
+    assert!(
+        cel_rejections::<MPIJob>(&mpi_job(
+            json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 4}}})
+        ))
+        .is_empty()
+    );
+    assert_eq!(
+        cel_rejections::<MPIJob>(&mpi_job(
+            json!({"spec": {"elasticPolicy": {"minReplicas": 5, "maxReplicas": 4}}})
+        )),
+        vec!["spec.elasticPolicy.minReplicas must not be greater than maxReplicas".to_string()]
+    );
+}
+
+#[test]
+fn mpi_job_managed_by_cannot_change() {
+    let ours = mpi_job(json!({"spec": {"runPolicy": {"managedBy": "eto.dev/operator"}}}));
+    let theirs =
+        mpi_job(json!({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}}));
+    assert!(cel_rejections_of_update::<MPIJob>(&ours, &ours).is_empty());
+    assert_eq!(
+        cel_rejections_of_update::<MPIJob>(&theirs, &ours),
+        vec!["spec.runPolicy.managedBy cannot be changed".to_string()]
     );
 }

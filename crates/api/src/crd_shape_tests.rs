@@ -3,7 +3,7 @@
 use kube::Resource;
 
 use crate::testing::{crd, schema};
-use crate::{ScaleIn, ScaleOut, TrainingJob, crds};
+use crate::{MPIJob, ScaleIn, ScaleOut, TrainingJob, crds};
 
 fn column_names<K: Resource<DynamicType = ()>>() -> Vec<String> {
     let crd = crd::<K>();
@@ -113,4 +113,70 @@ fn field_descriptions_are_the_fields_own_reflowed_prose() {
     );
     assert_eq!(spec["restartPolicy"]["default"], "Never");
     assert_eq!(spec["backoffLimit"]["default"], 6);
+}
+
+#[test]
+fn mpi_jobs_answer_to_mpi_operators_names_with_columns_and_a_scale_subresource() {
+    let crd = crd::<MPIJob>();
+    assert_eq!(crd.metadata.name.as_deref(), Some("mpijobs.kubeflow.org"));
+    assert_eq!(crd.spec.versions[0].name, "v2beta1");
+    assert_eq!(crd.spec.names.short_names, Some(vec!["mpij".into()]));
+    assert_eq!(
+        column_names::<MPIJob>(),
+        ["State", "Ready", "Pending", "Desired", "Age"]
+    );
+    let scale = crd.spec.versions[0]
+        .subresources
+        .clone()
+        .unwrap()
+        .scale
+        .unwrap();
+    assert_eq!(
+        scale.spec_replicas_path,
+        ".spec.mpiReplicaSpecs.Worker.replicas"
+    );
+    assert_eq!(
+        scale.status_replicas_path,
+        ".status.replicaStatuses.Worker.active"
+    );
+    assert_eq!(
+        scale.label_selector_path.as_deref(),
+        Some(".status.replicaStatuses.Worker.selector")
+    );
+}
+
+#[test]
+fn mpi_job_fields_have_mpi_operators_defaults_and_open_strings() {
+    let schema = schema(&crd::<MPIJob>());
+    let spec = &schema["properties"]["spec"]["properties"];
+    assert_eq!(
+        schema["properties"]["spec"]["required"],
+        serde_json::json!(["mpiReplicaSpecs"])
+    );
+    for (field, default) in [
+        ("slotsPerWorker", serde_json::json!(1)),
+        ("runLauncherAsWorker", serde_json::json!(false)),
+        ("sshAuthMountPath", serde_json::json!("/root/.ssh")),
+        ("launcherCreationPolicy", serde_json::json!("AtStartup")),
+        ("mpiImplementation", serde_json::json!("OpenMPI")),
+    ] {
+        assert_eq!(spec[field]["default"], default, "{field}");
+    }
+    assert_eq!(
+        spec["mpiImplementation"]["enum"],
+        serde_json::json!(["OpenMPI", "Intel", "MPICH"])
+    );
+    // Values mpi-operator's CRD accepts are accepted; eto reports unknown ones on the job.
+    let replica = &spec["mpiReplicaSpecs"]["additionalProperties"]["properties"];
+    assert!(replica["restartPolicy"].get("enum").is_none());
+    assert!(spec["launcherCreationPolicy"].get("enum").is_none());
+    let run_policy = &spec["runPolicy"]["properties"];
+    assert!(run_policy["cleanPodPolicy"].get("enum").is_none());
+    assert_eq!(run_policy["suspend"]["default"], false);
+    assert!(
+        replica["restartPolicy"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ExitCode")
+    );
 }

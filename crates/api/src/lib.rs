@@ -5,12 +5,17 @@
 //! - [`TrainingJob`]: a launcher plus an elastic set of workers;
 //! - [`ScaleIn`] and [`ScaleOut`]: requests to remove or add workers, as Arena renders them.
 //!
-//! Field names, enums and defaults are those of et-operator, so that existing YAML and tools keep
+//! and Kubeflow mpi-operator's `kubeflow.org/v2beta1`:
+//!
+//! - [`MPIJob`]: a launcher Job plus a set of workers, with eto's optional elastic bounds.
+//!
+//! Field names, enums and defaults are those of the original projects, so that existing YAML and tools keep
 //! working; eto's extensions are optional fields. This crate holds types only: it pulls in no
 //! async runtime or HTTP client, so tools can depend on it cheaply.
 
 pub mod common;
 mod descriptions;
+pub mod mpi_job;
 pub mod scale_in;
 pub mod scale_out;
 pub mod training_job;
@@ -26,16 +31,22 @@ mod testing;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use mpi_job::{MPIJob, MPIJobSpec, MPIJobStatus};
 pub use scale_in::{ScaleIn, ScaleInSpec, ScaleInStatus};
 pub use scale_out::{ScaleOut, ScaleOutSpec, ScaleOutStatus};
 pub use training_job::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
 
 /// Every CustomResourceDefinition eto serves, in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    [TrainingJob::crd(), ScaleIn::crd(), ScaleOut::crd()]
-        .into_iter()
-        .map(descriptions::reflow)
-        .collect()
+    [
+        TrainingJob::crd(),
+        ScaleIn::crd(),
+        ScaleOut::crd(),
+        MPIJob::crd(),
+    ]
+    .into_iter()
+    .map(descriptions::reflow)
+    .collect()
 }
 
 /// One CRD as the YAML document committed under `crds/`.

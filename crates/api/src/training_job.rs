@@ -279,11 +279,13 @@ pub enum JobRestartPolicy {
     OnFailure,
 }
 
-/// How eto waits for, replaces, suspends and resumes workers.
+/// How eto waits for, replaces, suspends and resumes workers. "The minimum" below is the
+/// fewest workers the job runs with: `worker.minReplicas` of a TrainingJob,
+/// `elasticPolicy.minReplicas` of an MPIJob.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ElasticPolicy {
-    /// Seconds the job may wait for `worker.minReplicas` ready workers before its launcher
+    /// Seconds the job may wait for the minimum of ready workers before its launcher
     /// starts (counted from the start of the job, or of the run after a restart). When they
     /// are not ready by then, the job fails with reason `WaitingResourceTimeout` and a message
     /// with the ready, pending and needed counts, and its pods are deleted. Workers above the
@@ -295,17 +297,17 @@ pub struct ElasticPolicy {
     #[schemars(range(min = 0))]
     pub max_wait_seconds: Option<i32>,
 
-    /// Whether a running job whose ready workers stay below `worker.minReplicas` for
+    /// Whether a running job whose ready workers stay below the minimum for
     /// `belowMinSeconds` is suspended: eto posts a checkpoint notice, waits
     /// `checkpointGraceSeconds` or until the launcher exits, deletes the launcher and the
     /// workers (the launcher exiting meanwhile is part of the suspend, not a failure), and asks
-    /// for new workers at once; once `worker.minReplicas` of them are ready a new launcher
+    /// for new workers at once; once the minimum of them are ready a new launcher
     /// resumes the training from its checkpoint. When false the job keeps running with fewer
     /// workers, as Horovod allows. Defaults to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_below_min_workers: Option<bool>,
 
-    /// Seconds ready workers may stay below `worker.minReplicas` (a flapping pod, a replacement
+    /// Seconds ready workers may stay below the minimum (a flapping pod, a replacement
     /// about to start) before a running job is suspended. Defaults to 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
@@ -318,7 +320,7 @@ pub struct ElasticPolicy {
     pub checkpoint_grace_seconds: Option<i32>,
 
     /// Seconds a worker removed from a running job (by a ScaleIn, or by lowering
-    /// `worker.replicas`) is given to leave the training gracefully. It leaves host discovery
+    /// its replicas) is given to leave the training gracefully. It leaves host discovery
     /// at once, so Horovod takes it out at its next commit and re-forms the ring without it
     /// instead of seeing a crash; its pod is deleted when this time is over, when the pod has
     /// stopped by itself, or when the launcher is no longer running, whichever comes first.

@@ -51,3 +51,18 @@ pub const JOB_SUSPENDED_ANNOTATION: &str = "job-supervisor.kube-ai.io/job-suspen
 pub const HOSTFILE_ANNOTATION: &str = "eto.dev/hostfile";
 /// Annotation on the launcher holding the current DeepSpeed hostfile, read as `/job/hostfile`.
 pub const DEEPSPEED_HOSTFILE_ANNOTATION: &str = "eto.dev/deepspeed-hostfile";
+
+/// Label on every pod of an MPIJob naming the operator, with value [`MPI_OPERATOR_NAME`]:
+/// mpi-operator's label and value, kept so that selectors written for mpi-operator keep
+/// working (`app.kubernetes.io/managed-by: eto` tells eto's pods apart).
+pub const MPI_OPERATOR_NAME_LABEL: &str = "training.kubeflow.org/operator-name";
+/// Value of [`MPI_OPERATOR_NAME_LABEL`].
+pub const MPI_OPERATOR_NAME: &str = "mpi-operator";
+/// Label holding the job name on every pod of an MPIJob.
+pub const MPI_JOB_NAME_LABEL: &str = "training.kubeflow.org/job-name";
+/// Label holding the role of an MPIJob's pod: [`LAUNCHER_ROLE`] or [`WORKER_ROLE`].
+pub const MPI_JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
+/// Label holding an MPIJob worker's index.
+pub const MPI_REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
+/// Environment variable of the first container of an MPIJob's pods: `launcher` or `worker`.
+pub const MPI_ROLE_ENV: &str = "K_MPI_JOB_ROLE";
