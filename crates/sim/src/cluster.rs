@@ -15,6 +15,7 @@ use crate::apiserver::latency::ListLatency;
 use crate::builtin;
 use crate::control;
 use crate::errors::ApiError;
+use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
 use crate::nodes::{NodeSpec, Taint, scheduler};
 use crate::operations::{DeleteOptions, Subresource, WriteOptions};
@@ -175,14 +176,17 @@ impl SimCluster {
         tokio::spawn(async move {
             let mut changed = store.subscribe();
             let mut kubelets = Kubelets::default();
+            let mut job_controller = JobController::default();
             let mut cursor = 0;
             let mut wake_at: Option<Instant> = None;
             loop {
                 let relevant = store.read(|state| {
                     let touched = match state.changes_since(cursor) {
                         Ok(changes) => changes.iter().any(|c| {
-                            c.resource.group.is_empty()
-                                && matches!(c.resource.plural.as_str(), "pods" | "nodes")
+                            match (c.resource.group.as_str(), c.resource.plural.as_str()) {
+                                ("", plural) => matches!(plural, "pods" | "nodes"),
+                                (group, plural) => group == "batch" && plural == "jobs",
+                            }
                         }),
                         Err(_) => true,
                     };
@@ -191,6 +195,7 @@ impl SimCluster {
                 });
                 if relevant || wake_at.is_some_and(|at| at <= Instant::now()) {
                     wake_at = store.write(|state| {
+                        job_controller.sync(state);
                         scheduler::schedule(state);
                         kubelets.sync(state, &kubelet_config).1
                     });

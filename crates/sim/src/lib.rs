@@ -46,8 +46,8 @@
 //! documents (so no `kubectl explain` and no client-side `kubectl apply` of custom resources);
 //! no aggregated discovery; pods' containers run nothing (their lifecycle is driven by the
 //! simulated kubelet and by fault injection); Services get a cluster IP but nothing routes to
-//! it; the pod spec immutability check is simplified; no Deployments, StatefulSets or other
-//! workload controllers.
+//! it; the pod spec immutability check is simplified; of the workload controllers only the part of
+//! the Job controller that single-pod Jobs need (see [`jobs`]); no Deployments or StatefulSets.
 
 pub mod apiserver;
 pub mod builtin;
@@ -55,6 +55,7 @@ pub mod cluster;
 pub mod control;
 pub mod errors;
 pub mod http;
+pub mod jobs;
 pub mod merge;
 pub mod nodes;
 pub mod operations;

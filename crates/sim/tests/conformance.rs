@@ -1359,3 +1359,132 @@ async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
         "the client waited for Retry-After: 1"
     );
 }
+
+fn batch_job(name: &str, backoff_limit: i32) -> k8s_openapi::api::batch::v1::Job {
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": backoff_limit,
+            "podReplacementPolicy": "Failed",
+            "template": {
+                "metadata": {"labels": {"app": "test"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+/// The one pod `job` currently runs, once it runs.
+async fn job_pod(pods: &Api<Pod>, job: &str) -> Pod {
+    let selector = format!("batch.kubernetes.io/job-name={job}");
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let listed = pods
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .unwrap();
+            if let Some(pod) = listed.items.into_iter().find(|p| is_running(Some(p))) {
+                return pod;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no running pod of job {job}"))
+}
+
+fn job_condition(
+    type_: &'static str,
+) -> impl Fn(Option<&k8s_openapi::api::batch::v1::Job>) -> bool {
+    move |job| {
+        job.and_then(|j| j.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    }
+}
+
+#[tokio::test]
+async fn a_job_runs_one_pod_and_completes_when_it_succeeds() {
+    let (cluster, client) = cluster().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let job = jobs
+        .create(&PostParams::default(), &batch_job("once", 0))
+        .await
+        .unwrap();
+    let pod = job_pod(&pods, "once").await;
+    assert!(pod.name_any().starts_with("once-"));
+    let owner = &pod.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("Job", job.uid().unwrap().as_str(), Some(true))
+    );
+    assert_eq!(pod.labels()["app"], "test");
+    assert_eq!(pod.labels()["job-name"], "once");
+
+    cluster.succeed_pod("default", &pod.name_any()).unwrap();
+    let done = wait_for(&jobs, "once", job_condition("Complete"))
+        .await
+        .unwrap();
+    let status = done.status.unwrap();
+    assert_eq!((status.succeeded, status.active), (Some(1), Some(0)));
+    assert!(status.completion_time.is_some() && status.start_time.is_some());
+}
+
+#[tokio::test]
+async fn a_job_retries_failed_pods_up_to_its_backoff_limit() {
+    let (cluster, client) = cluster().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    jobs.create(&PostParams::default(), &batch_job("retry", 1))
+        .await
+        .unwrap();
+    let first = job_pod(&pods, "retry").await;
+    cluster
+        .fail_pod("default", &first.name_any(), 1, "Error")
+        .unwrap();
+    let second = job_pod(&pods, "retry").await;
+    assert_ne!(second.name_any(), first.name_any());
+    cluster
+        .fail_pod("default", &second.name_any(), 1, "Error")
+        .unwrap();
+    let failed = wait_for(&jobs, "retry", job_condition("Failed"))
+        .await
+        .unwrap();
+    let status = failed.status.unwrap();
+    assert_eq!(status.failed, Some(2));
+    let reason = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap()
+        .reason;
+    assert_eq!(reason.as_deref(), Some("BackoffLimitExceeded"));
+    let listed = pods
+        .list(&ListParams::default().labels("job-name=retry"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 2, "no third pod after the limit");
+}
+
+#[tokio::test]
+async fn deleting_a_job_without_a_propagation_policy_orphans_its_pods() {
+    let (_cluster, client) = cluster().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    jobs.create(&PostParams::default(), &batch_job("legacy", 0))
+        .await
+        .unwrap();
+    let pod = job_pod(&pods, "legacy").await;
+    jobs.delete("legacy", &DeleteParams::default())
+        .await
+        .unwrap();
+    let orphaned = wait_for(&pods, &pod.name_any(), |p: Option<&Pod>| {
+        p.is_some_and(|p| p.owner_references().is_empty())
+    })
+    .await;
+    assert!(orphaned.is_some(), "the pod stays, without its owner");
+}

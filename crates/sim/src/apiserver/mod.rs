@@ -490,7 +490,7 @@ impl ApiServer {
         namespace: Option<&str>,
     ) -> Result<Response<Body>, ApiError> {
         let (labels, fields) = call.selectors()?;
-        let options = delete_options(call)?;
+        let options = delete_options(call, &resolved.resource)?;
         let resource = &resolved.resource;
         let deleted = self.store.write(|state| {
             let keys: Vec<_> = state
@@ -650,7 +650,7 @@ impl ApiServer {
                 Ok(written_response(resolved, &written, code))
             }
             Method::DELETE if sub.is_none() => {
-                let options = delete_options(call)?;
+                let options = delete_options(call, resource)?;
                 let (object, gone) = self
                     .store
                     .write(|state| state.delete(resource, namespace, name, &options))?;
@@ -698,7 +698,10 @@ fn written_response(resolved: &Resolved, written: &Written, code: StatusCode) ->
     json_response(code, &resolved.show(&written.object), &written.warnings)
 }
 
-fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
+/// The options of a delete. Without a `propagationPolicy` (or `orphanDependents`), `batch/v1`
+/// Jobs orphan their pods, as kube-apiserver keeps doing for that legacy group; everything else
+/// is collected in the background.
+fn delete_options(call: &Call, resource: &ResourceType) -> Result<DeleteOptions, ApiError> {
     let body: Value = if call.body.is_empty() {
         json!({})
     } else {
@@ -708,6 +711,13 @@ fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
         .param("propagationPolicy")
         .or_else(|| body["propagationPolicy"].as_str());
     let propagation = match propagation {
+        None if body["orphanDependents"] == true => Propagation::Orphan,
+        None if body["orphanDependents"].is_null()
+            && resource.id.group == "batch"
+            && resource.id.plural == "jobs" =>
+        {
+            Propagation::Orphan
+        }
         None | Some("Background") => Propagation::Background,
         Some("Foreground") => Propagation::Foreground,
         Some("Orphan") => Propagation::Orphan,
