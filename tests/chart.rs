@@ -65,6 +65,17 @@ fn the_operator_may_do_what_it_does() {
         ),
         ("kai.alibabacloud.com", "scaleins/status", &["patch"]),
         ("kai.alibabacloud.com", "scaleouts/status", &["patch"]),
+        (
+            "kubeflow.org",
+            "mpijobs",
+            &["get", "list", "watch", "patch", "delete"],
+        ),
+        ("kubeflow.org", "mpijobs/status", &["patch"]),
+        (
+            "batch",
+            "jobs",
+            &["get", "list", "watch", "create", "delete"],
+        ),
         ("", "pods", &["get", "list", "watch", "patch", "delete"]),
         ("", "services", &["list", "watch", "patch", "delete"]),
         ("", "configmaps", &["list", "watch", "patch"]),

@@ -8,7 +8,8 @@ use eto_controller::{Metrics, Settings};
 use eto_sim::{Fault, FaultAction, KubeletConfig, ListLatency, SimCluster, SimConfig, Verb};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -245,6 +246,21 @@ impl Env {
             .await
             .expect("the operator stops")
             .expect("the operator task ends cleanly");
+    }
+
+    /// Deletes the CustomResourceDefinition `name` and waits until its API is gone.
+    pub async fn remove_crd(&self, name: &str) {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        crds.delete(name, &DeleteParams::default())
+            .await
+            .expect("the CRD deletes");
+        let gone = await_condition(crds, name, |crd: Option<&CustomResourceDefinition>| {
+            crd.is_none()
+        });
+        tokio::time::timeout(WAIT, gone)
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting until CRD {name} is gone"))
+            .expect("the CRD watch works");
     }
 
     /// The TrainingJobs of namespace `default`.

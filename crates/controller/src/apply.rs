@@ -6,7 +6,9 @@
 //! 2. Children, with server-side apply under the field manager `eto`, forced (eto owns them),
 //!    in the plan's order: the launcher's ServiceAccount, Role and RoleBinding, the worker
 //!    Service, new workers, the ConfigMap, then the launcher (which mounts the ConfigMap and
-//!    runs as the ServiceAccount).
+//!    runs as the ServiceAccount). An MPIJob's launcher Job is created instead (its pod
+//!    template is immutable: one that exists already is left as it is), and the annotations
+//!    eto shows its pod are applied alone, since the pod is the Job's.
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
 //! 4. The job's ScaleIn and ScaleOut requests: the job added to their owners, their status.
 //!    A request's status records what it decided (the workers it adds or removes), and the
@@ -22,9 +24,11 @@
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::MANAGER;
-use eto_api::{ScaleIn, ScaleOut};
+use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
+use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
 use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
@@ -140,6 +144,30 @@ async fn apply_child(
         Child::ServiceAccount(account) => apply_one(ctx, namespace, account.as_ref()).await,
         Child::Role(role) => apply_one(ctx, namespace, role.as_ref()).await,
         Child::RoleBinding(binding) => apply_one(ctx, namespace, binding.as_ref()).await,
+        Child::LauncherJob(job) => {
+            let name = job.metadata.name.clone().unwrap_or_default();
+            let jobs: Api<BatchJob> = Api::namespaced(ctx.client.clone(), namespace);
+            let params = PostParams {
+                field_manager: Some(MANAGER.into()),
+                ..PostParams::default()
+            };
+            match jobs.create(&params, job.as_ref()).await {
+                Ok(_) => {
+                    ctx.metrics.writes.inc();
+                    written
+                        .created_jobs
+                        .push(ObjectRef::new(&name).within(namespace));
+                    Ok(())
+                }
+                // Created by an earlier reconcile whose write the cache has not shown yet.
+                Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+                Err(source) => Err(Error::Apply {
+                    kind: "Job",
+                    name,
+                    source,
+                }),
+            }
+        }
     }
 }
 
@@ -263,12 +291,25 @@ fn cached_request(
     store.get(&ObjectRef::new_with(name, request_resource(kind)).within(namespace))
 }
 
-/// Carries out `plan` for `job`; see the module documentation for the order. Returns the
-/// writes the caches must show before the job is planned again.
+/// The resource of jobs of `kind`.
+pub fn job_resource(kind: Kind) -> ApiResource {
+    match kind {
+        Kind::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
+        Kind::MpiJob => ApiResource::erase::<MPIJob>(&()),
+    }
+}
+
+/// Carries out `plan` for `job`, of `kind`; see the module documentation for the order.
+/// Returns the writes the caches must show before the job is planned again.
 ///
 /// # Errors
 /// The first write that failed; nothing after it is attempted.
-pub async fn execute(ctx: &Context, job: &Target<'_>, plan: Plan) -> Result<Written, Error> {
+pub async fn execute(
+    ctx: &Context,
+    kind: Kind,
+    job: &Target<'_>,
+    plan: Plan,
+) -> Result<Written, Error> {
     let mut written = Written::default();
     let client = &ctx.client;
     let namespace = job.namespace();
@@ -302,6 +343,7 @@ pub async fn execute(ctx: &Context, job: &Target<'_>, plan: Plan) -> Result<Writ
         match deletion.kind {
             ChildKind::Pod => delete_one::<Pod>(ctx, namespace, &deletion.name).await?,
             ChildKind::Service => delete_one::<Service>(ctx, namespace, &deletion.name).await?,
+            ChildKind::Job => delete_one::<BatchJob>(ctx, namespace, &deletion.name).await?,
         }
     }
     for update in &plan.scalers {
@@ -319,7 +361,8 @@ pub async fn execute(ctx: &Context, job: &Target<'_>, plan: Plan) -> Result<Writ
         }
     }
     let jobs = job.api(client);
-    if let Some(status) = &plan.status {
+    if let Some(status) = plan.status {
+        let status = ApiStatus::of(kind, status);
         let patch = json!({"apiVersion": job.resource.api_version, "kind": job.resource.kind, "status": status});
         let after = jobs
             .patch_status(job.name(), &params(), &Patch::Apply(&patch))
@@ -329,7 +372,7 @@ pub async fn execute(ctx: &Context, job: &Target<'_>, plan: Plan) -> Result<Writ
         if let Some(before) = before.filter(|b| after.metadata.resource_version.as_ref() != Some(b))
         {
             let cached = ObjectRef::from_obj_with(job.object, job.resource.clone());
-            written.status = Some((cached, before));
+            written.status = Some((kind, cached, before));
         }
     }
     for event in plan.events {

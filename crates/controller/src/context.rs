@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use eto_engine::kind::Kind;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
@@ -16,12 +18,17 @@ use crate::metrics::Metrics;
 /// Where a reconcile reads the time; tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 
-/// The caches: the TrainingJobs, their ScaleIn and ScaleOut requests, and the objects eto
-/// creates (those labelled `app.kubernetes.io/managed-by: eto`).
+/// The caches: the jobs of each kind, the ScaleIn and ScaleOut requests, and the objects eto
+/// creates (those labelled `app.kubernetes.io/managed-by: eto`). The cache of a kind eto does
+/// not serve stays empty.
 #[derive(Clone)]
 pub struct Stores {
     /// TrainingJobs, as the controller watches them.
-    pub jobs: Store<DynamicObject>,
+    pub training_jobs: Store<DynamicObject>,
+    /// MPIJobs, as the controller watches them.
+    pub mpi_jobs: Store<DynamicObject>,
+    /// The launcher Jobs of MPIJobs.
+    pub launcher_jobs: Store<BatchJob>,
     /// Launchers and workers.
     pub pods: Store<Pod>,
     /// Headless worker Services.
@@ -42,6 +49,16 @@ pub struct Stores {
     pub scale_outs: Store<DynamicObject>,
     /// Sent to after any cache changed; see [`Stores::show`].
     pub changes: watch::Sender<()>,
+}
+
+impl Stores {
+    /// The cache of the jobs of `kind`.
+    pub fn jobs(&self, kind: Kind) -> &Store<DynamicObject> {
+        match kind {
+            Kind::TrainingJob => &self.training_jobs,
+            Kind::MpiJob => &self.mpi_jobs,
+        }
+    }
 }
 
 /// Shared by every reconcile.

@@ -13,7 +13,9 @@
 
 use std::time::Duration;
 
+use eto_engine::kind::Kind;
 use eto_engine::scaling::ScalerKind;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -28,8 +30,11 @@ pub const CACHE_WAIT: Duration = Duration::from_secs(10);
 pub struct Written {
     /// Pods that were not in the cache when they were applied.
     pub created_pods: Vec<ObjectRef<Pod>>,
-    /// The job, with its resourceVersion before a status write that changed it.
-    pub status: Option<(ObjectRef<DynamicObject>, String)>,
+    /// Launcher Jobs that were created: a next reconcile that did not see one would take it
+    /// for gone.
+    pub created_jobs: Vec<ObjectRef<BatchJob>>,
+    /// The job, its kind, and its resourceVersion before a status write that changed it.
+    pub status: Option<(Kind, ObjectRef<DynamicObject>, String)>,
     /// The job's requests whose status changed, with their resourceVersion before the write:
     /// a request's status records what it started, and must not be started twice.
     pub requests: Vec<(ScalerKind, ObjectRef<DynamicObject>, String)>,
@@ -54,10 +59,14 @@ impl Written {
             .created_pods
             .iter()
             .all(|pod| stores.pods.get(pod).is_some());
+        let jobs_shown = self
+            .created_jobs
+            .iter()
+            .all(|job| stores.launcher_jobs.get(job).is_some());
         let status_shown = self
             .status
             .as_ref()
-            .is_none_or(|(job, before)| moved_past(&stores.jobs, job, before));
+            .is_none_or(|(kind, job, before)| moved_past(stores.jobs(*kind), job, before));
         let requests_shown = self.requests.iter().all(|(kind, request, before)| {
             let store = match kind {
                 ScalerKind::ScaleIn => &stores.scale_ins,
@@ -65,7 +74,7 @@ impl Written {
             };
             moved_past(store, request, before)
         });
-        pods_shown && status_shown && requests_shown
+        pods_shown && jobs_shown && status_shown && requests_shown
     }
 }
 
@@ -108,7 +117,13 @@ mod tests {
         let pod_writer = listed(Writer::default(), Vec::new());
         let job_writer = listed(Writer::new(resource()), Vec::new());
         let stores = Stores {
-            jobs: job_writer.as_reader(),
+            training_jobs: job_writer.as_reader(),
+            mpi_jobs: listed(
+                Writer::new(ApiResource::erase::<eto_api::MPIJob>(&())),
+                Vec::new(),
+            )
+            .as_reader(),
+            launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
             pods: pod_writer.as_reader(),
             services: listed(Writer::<Service>::default(), Vec::new()).as_reader(),
             config_maps: listed(Writer::<ConfigMap>::default(), Vec::new()).as_reader(),
@@ -176,7 +191,7 @@ mod tests {
         let (stores, _, mut jobs) = stores();
         jobs.apply_watcher_event(&watcher::Event::Apply(job("7")));
         let written = Written {
-            status: Some((job_ref(), "7".into())),
+            status: Some((Kind::TrainingJob, job_ref(), "7".into())),
             ..Written::default()
         };
         assert!(

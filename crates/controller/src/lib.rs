@@ -30,6 +30,7 @@ mod testing;
 pub use context::{Clock, Context, Stores};
 pub use crds::install_crds;
 pub use error::Error;
+pub use eto_engine::kind::Kind;
 pub use metrics::Metrics;
 pub use run::{RunError, Settings, run};
 pub use shutdown::SHUTDOWN_GRACE;

@@ -32,7 +32,7 @@ impl Default for Metrics {
         let reconciliations = Family::<Outcome, Counter>::default();
         registry.register(
             "reconciliations",
-            "Reconciles of TrainingJobs, by outcome",
+            "Reconciles of jobs (TrainingJobs and MPIJobs), by outcome",
             reconciliations.clone(),
         );
         let reconcile_duration =

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eto_api::TrainingJob;
+use eto_engine::kind::{JobRef, Kind};
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
 use eto_engine::scaling::ScalerKind;
 use http::{Request, Response};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
@@ -72,6 +74,7 @@ struct Cached {
     roles: Vec<Role>,
     role_bindings: Vec<RoleBinding>,
     jobs: Vec<TrainingJob>,
+    launcher_jobs: Vec<BatchJob>,
     scale_outs: Vec<DynamicObject>,
     scale_ins: Vec<DynamicObject>,
 }
@@ -102,6 +105,10 @@ impl Cached {
                 Child::ServiceAccount(account) => self.service_accounts.push(*account),
                 Child::Role(role) => self.roles.push(*role),
                 Child::RoleBinding(binding) => self.role_bindings.push(*binding),
+                Child::LauncherJob(mut launcher) => {
+                    launcher.metadata.uid = Some("launcher-job-uid".into());
+                    self.launcher_jobs.push(*launcher);
+                }
             }
         }
         self.secrets.extend(plan.create_ssh_secret.clone());
@@ -121,7 +128,8 @@ impl Cached {
     /// `job` and these children, as the engine sees them.
     fn plan_for(&self, job: &TrainingJob) -> eto_engine::Plan {
         let observed = Observed {
-            job,
+            job: JobRef::Training(job),
+            launcher_job: None,
             pods: self.pods.iter().collect(),
             worker_service: self.services.first(),
             config_map: self.config_maps.first(),
@@ -146,7 +154,13 @@ impl Cached {
             listed(Writer::default(), self.role_bindings),
         );
         let stores = Stores {
-            jobs: listed(
+            mpi_jobs: listed(
+                Writer::new(ApiResource::erase::<eto_api::MPIJob>(&())),
+                Vec::new(),
+            )
+            .as_reader(),
+            launcher_jobs: listed(Writer::default(), self.launcher_jobs).as_reader(),
+            training_jobs: listed(
                 Writer::new(ApiResource::erase::<TrainingJob>(&())),
                 self.jobs
                     .iter()
@@ -194,7 +208,8 @@ impl Cached {
 /// The first plan of `job`, and the caches as they are once it was carried out.
 fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
     let nothing = Observed {
-        job,
+        job: JobRef::Training(job),
+        launcher_job: None,
         pods: Vec::new(),
         worker_service: None,
         config_map: None,
@@ -324,7 +339,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
     let job = job();
-    let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
 
     let secret = expect(
         &mut handle,
@@ -380,7 +395,7 @@ async fn a_reconcile_with_nothing_to_change_sends_no_request() {
     job.status = first.status.clone();
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    reconcile(dynamic(&job), Arc::clone(&ctx))
+    reconcile(Kind::TrainingJob, dynamic(&job), Arc::clone(&ctx))
         .await
         .expect("the reconcile succeeds");
     drop(ctx);
@@ -397,7 +412,7 @@ async fn a_finished_job_deletes_its_workers_and_service() {
     job.status = Some(status);
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
     for path in [
         "/api/v1/namespaces/default/pods/mnist-worker-0",
         "/api/v1/namespaces/default/pods/mnist-worker-1",
@@ -432,7 +447,7 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
     );
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
-    let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
     let (request, send) = handle.next_request().await.expect("a request");
     assert_eq!(
         format!("{} {}", request.method(), request.uri()),
@@ -466,7 +481,11 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
 async fn a_failed_write_fails_the_reconcile_before_the_status() {
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
-    let reconcile = tokio::spawn(reconcile(dynamic(&job()), Arc::clone(&ctx)));
+    let reconcile = tokio::spawn(reconcile(
+        Kind::TrainingJob,
+        dynamic(&job()),
+        Arc::clone(&ctx),
+    ));
     expect(
         &mut handle,
         "POST",
@@ -494,7 +513,7 @@ async fn a_scale_out_is_owned_and_its_status_written_after_its_pod_and_before_th
     cached.scale_outs.push(scale_out("grow", "mnist", 1));
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    let reconcile = tokio::spawn(reconcile(dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
 
     let pod = "/api/v1/namespaces/default/pods/mnist-worker-2";
     expect(&mut handle, "PATCH", &format!("{pod}{APPLY}"), None).await;
@@ -627,5 +646,190 @@ async fn a_request_is_not_judged_before_the_job_cache_has_listed() {
     assert!(
         handle.next_request().await.is_none(),
         "the request is not failed"
+    );
+}
+
+const MPI_JOB: &str = r#"
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: pi
+  namespace: default
+  uid: 5e0f9b1c-0000-4000-8000-0000000000a1
+  generation: 1
+  resourceVersion: "9"
+spec:
+  slotsPerWorker: 1
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: mpioperator/mpi-pi:openmpi
+            command: ["mpirun", "-n", "2", "/home/mpiuser/pi"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: mpioperator/mpi-pi:openmpi
+"#;
+
+fn mpi_job() -> eto_api::MPIJob {
+    serde_saphyr::from_str(MPI_JOB).expect("the fixture is an MPIJob")
+}
+
+fn dynamic_mpi(job: &eto_api::MPIJob) -> Arc<DynamicObject> {
+    Arc::new(
+        serde_json::from_value(serde_json::to_value(job).expect("jobs serialize"))
+            .expect("a dynamic object"),
+    )
+}
+
+/// Answers every request with an echo of its body until the client hangs up; returns the
+/// requests as `METHOD URI` with their bodies.
+async fn echo_all(mut handle: Handle) -> Vec<(String, Value)> {
+    let mut seen = Vec::new();
+    while let Some((request, send)) = handle.next_request().await {
+        let line = format!("{} {}", request.method(), request.uri());
+        let bytes = request
+            .into_body()
+            .collect_bytes()
+            .await
+            .expect("a readable body");
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        send.send_response(
+            Response::builder()
+                .status(200)
+                .body(Body::from(bytes.to_vec()))
+                .expect("a response"),
+        );
+        seen.push((line, body));
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_status() {
+    let (client, handle) = mock();
+    let ctx = Cached::default().context(client);
+    let job = mpi_job();
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    let requests = served.await.expect("the mock server");
+    let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "POST /api/v1/namespaces/default/secrets?&fieldManager=eto",
+            "PATCH /api/v1/namespaces/default/services/pi?&force=true&fieldManager=eto",
+            "PATCH /api/v1/namespaces/default/pods/pi-worker-0?&force=true&fieldManager=eto",
+            "PATCH /api/v1/namespaces/default/pods/pi-worker-1?&force=true&fieldManager=eto",
+            "PATCH /api/v1/namespaces/default/configmaps/pi-config?&force=true&fieldManager=eto",
+            "POST /apis/batch/v1/namespaces/default/jobs?&fieldManager=eto",
+            "PATCH /apis/kubeflow.org/v2beta1/namespaces/default/mpijobs/pi/status?&force=true&fieldManager=eto",
+            "POST /apis/events.k8s.io/v1/namespaces/default/events?",
+            "POST /apis/events.k8s.io/v1/namespaces/default/events?",
+        ]
+    );
+    let secret = &requests[0].1;
+    assert_eq!(secret["type"], "kubernetes.io/ssh-auth");
+    let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["ssh-privatekey", "ssh-publickey"]);
+    let launcher = &requests[5].1;
+    assert_eq!(launcher["metadata"]["name"], "pi-launcher");
+    assert_eq!(
+        launcher["metadata"]["ownerReferences"][0]["uid"],
+        "5e0f9b1c-0000-4000-8000-0000000000a1"
+    );
+    assert_eq!(launcher["spec"]["backoffLimit"], 0);
+    let status = &requests[6].1;
+    assert_eq!(
+        (&status["apiVersion"], &status["kind"]),
+        (&json!("kubeflow.org/v2beta1"), &json!("MPIJob"))
+    );
+    assert_eq!(condition(status, "Created")["reason"], "MPIJobCreated");
+    assert_eq!(status["status"]["observedGeneration"], 1);
+}
+
+#[tokio::test]
+async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
+    let (client, handle) = mock();
+    let ctx = Cached::default().context(client);
+    let mut job = mpi_job();
+    job.spec.run_policy = Some(eto_api::mpi_job::RunPolicy {
+        managed_by: Some("kubeflow.org/mpi-operator".into()),
+        ..eto_api::mpi_job::RunPolicy::default()
+    });
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    assert_eq!(served.await.expect("the mock server"), []);
+}
+
+#[tokio::test]
+async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_only_apply() {
+    let mut job = mpi_job();
+    let nothing = Observed {
+        job: JobRef::Mpi(&job),
+        launcher_job: None,
+        pods: Vec::new(),
+        worker_service: None,
+        config_map: None,
+        service_account: None,
+        role: None,
+        role_binding: None,
+        ssh_secret: SecretPresence::Missing,
+        scalers: &[],
+    };
+    let first = plan(&nothing, now());
+    let mut cached = Cached::after(&first);
+    job.status = first.status.map(|status| {
+        serde_json::from_value(
+            serde_json::to_value(eto_engine::kind::ApiStatus::of(Kind::MpiJob, status))
+                .expect("statuses serialize"),
+        )
+        .expect("an MPIJob status")
+    });
+    // The Job controller started the launcher's pod from its template; every pod runs.
+    let template_labels = cached.launcher_jobs[0]
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.metadata.as_ref())
+        .and_then(|metadata| metadata.labels.clone());
+    cached.pods.push(
+        serde_json::from_value(json!({
+            "metadata": {"name": "pi-launcher-x7k2p", "namespace": "default",
+                "labels": template_labels,
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi-launcher",
+                    "uid": "launcher-job-uid", "controller": true}]},
+            "spec": {"containers": [{"name": "launcher", "image": "mpioperator/mpi-pi:openmpi"}]},
+        }))
+        .expect("a pod"),
+    );
+    cached.all_ready();
+    let (client, handle) = mock();
+    let ctx = cached.context(client);
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    let requests = served.await.expect("the mock server");
+    let (_, annotated) = requests
+        .iter()
+        .find(|(line, _)| {
+            line == "PATCH /api/v1/namespaces/default/pods/pi-launcher-x7k2p?&force=true&fieldManager=eto"
+        })
+        .unwrap_or_else(|| panic!("no apply of the launcher pod among {requests:#?}"));
+    assert_eq!(annotated.get("spec"), None, "only metadata is applied");
+    assert_eq!(
+        annotated["metadata"]["annotations"]["eto.dev/hostfile"],
+        "pi-worker-0.pi.default.svc:1\npi-worker-1.pi.default.svc:1\n"
     );
 }

@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use eto_api::TrainingJob;
 use eto_api::training_job::JobPhase;
 use eto_engine::effective_spec::SshSecretSource;
+use eto_engine::kind::{JobRef, Kind};
 use eto_engine::names;
 use eto_engine::plan::{Observed, SecretPresence};
 use eto_engine::scaling::{Scaler, ScalerKind};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -19,6 +20,7 @@ use crate::error::Error;
 
 /// The children of a job found in the caches, and its ScaleIn and ScaleOut requests.
 pub struct Children {
+    launcher_job: Option<Arc<BatchJob>>,
     pods: Vec<Arc<Pod>>,
     scalers: Vec<Scaler>,
     worker_service: Option<Arc<Service>>,
@@ -48,47 +50,52 @@ where
 }
 
 impl Children {
-    /// The children of `job` in `stores`: objects in its namespace that it controls.
-    pub fn of(stores: &Stores, job: &TrainingJob) -> Self {
-        let namespace = job.metadata.namespace.as_deref().unwrap_or_default();
-        let name = job.metadata.name.as_deref().unwrap_or_default();
-        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+    /// The children of `job` in `stores`: objects in its namespace that it controls, and the
+    /// pods of an MPIJob's launcher Job.
+    pub fn of(stores: &Stores, job: JobRef<'_>) -> Self {
+        let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
+        let name = job.name();
+        let uid = job.uid();
+        let kind = job.kind();
+        let launcher_job = match kind {
+            Kind::MpiJob => named(
+                &stores.launcher_jobs,
+                namespace,
+                &names::launcher(name),
+                uid,
+            ),
+            Kind::TrainingJob => None,
+        };
+        let launcher_uid = launcher_job
+            .as_ref()
+            .and_then(|launcher| launcher.metadata.uid.clone());
         let pods = stores
             .pods
             .state()
             .into_iter()
             .filter(|pod| {
                 pod.metadata.namespace.as_deref() == Some(namespace)
-                    && controlled_by(pod.as_ref(), uid)
+                    && (controlled_by(pod.as_ref(), uid)
+                        || launcher_uid
+                            .as_deref()
+                            .is_some_and(|launcher| controlled_by(pod.as_ref(), launcher)))
             })
             .collect();
-        let scalers = [
-            (ScalerKind::ScaleIn, &stores.scale_ins),
-            (ScalerKind::ScaleOut, &stores.scale_outs),
-        ]
-        .into_iter()
-        .flat_map(|(kind, store)| {
-            store
-                .state()
-                .into_iter()
-                .filter(|request| {
-                    request.metadata.namespace.as_deref() == Some(namespace)
-                        && request.data["spec"]["selector"]["name"].as_str() == Some(name)
-                })
-                .filter_map(move |request| {
-                    serde_json::to_value(request.as_ref())
-                        .ok()
-                        .map(|value| Scaler::read(kind, &value))
-                })
-        })
-        .collect();
+        // ScaleIn and ScaleOut requests and the launcher's RBAC exist for TrainingJobs only.
+        let training = kind == Kind::TrainingJob;
+        let launcher_rbac = names::launcher_rbac(name);
         Self {
+            launcher_job,
             pods,
-            scalers,
+            scalers: if training {
+                scalers(stores, namespace, name)
+            } else {
+                Vec::new()
+            },
             worker_service: named(
                 &stores.services,
                 namespace,
-                &names::worker_service(name),
+                &names::job_service(kind, name),
                 uid,
             ),
             config_map: named(
@@ -97,30 +104,19 @@ impl Children {
                 &names::config_map(name),
                 uid,
             ),
-            service_account: named(
-                &stores.service_accounts,
-                namespace,
-                &names::launcher_rbac(name),
-                uid,
-            ),
-            role: named(&stores.roles, namespace, &names::launcher_rbac(name), uid),
-            role_binding: named(
-                &stores.role_bindings,
-                namespace,
-                &names::launcher_rbac(name),
-                uid,
-            ),
+            service_account: named(&stores.service_accounts, namespace, &launcher_rbac, uid)
+                .filter(|_| training),
+            role: named(&stores.roles, namespace, &launcher_rbac, uid).filter(|_| training),
+            role_binding: named(&stores.role_bindings, namespace, &launcher_rbac, uid)
+                .filter(|_| training),
         }
     }
 
     /// The engine's view of `job` with these children.
-    pub fn observed<'a>(
-        &'a self,
-        job: &'a TrainingJob,
-        ssh_secret: SecretPresence,
-    ) -> Observed<'a> {
+    pub fn observed<'a>(&'a self, job: JobRef<'a>, ssh_secret: SecretPresence) -> Observed<'a> {
         Observed {
             job,
+            launcher_job: self.launcher_job.as_deref(),
             pods: self.pods.iter().map(AsRef::as_ref).collect(),
             worker_service: self.worker_service.as_deref(),
             config_map: self.config_map.as_deref(),
@@ -133,20 +129,44 @@ impl Children {
     }
 }
 
+/// The ScaleIn and ScaleOut requests that select TrainingJob `name`.
+fn scalers(stores: &Stores, namespace: &str, name: &str) -> Vec<Scaler> {
+    [
+        (ScalerKind::ScaleIn, &stores.scale_ins),
+        (ScalerKind::ScaleOut, &stores.scale_outs),
+    ]
+    .into_iter()
+    .flat_map(|(kind, store)| {
+        store
+            .state()
+            .into_iter()
+            .filter(|request| {
+                request.metadata.namespace.as_deref() == Some(namespace)
+                    && request.data["spec"]["selector"]["name"].as_str() == Some(name)
+            })
+            .filter_map(move |request| {
+                serde_json::to_value(request.as_ref())
+                    .ok()
+                    .map(|value| Scaler::read(kind, &value))
+            })
+    })
+    .collect()
+}
+
 /// Whether the job's SSH Secret exists: the generated one is looked up in the cache, a
 /// provided one (annotation `arena.kubeflow.org/ssh-secret`) is read from the API, metadata
 /// only, and only while the job may still need pods.
 ///
 /// # Errors
 /// Reading a provided Secret failed for another reason than its absence.
-pub async fn ssh_secret(ctx: &Context, job: &TrainingJob) -> Result<SecretPresence, Error> {
-    let namespace = job.metadata.namespace.as_deref().unwrap_or_default();
-    let name = job.metadata.name.as_deref().unwrap_or_default();
+pub async fn ssh_secret(ctx: &Context, job: JobRef<'_>) -> Result<SecretPresence, Error> {
+    let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
+    let name = job.name();
     let finished = matches!(
-        job.status.as_ref().and_then(|s| s.phase),
+        job.status().phase,
         Some(JobPhase::Succeeded | JobPhase::Failed)
     );
-    let provided = match eto_engine::validate(job).map(|spec| spec.ssh_secret) {
+    let provided = match eto_engine::validation::validate_job(job).map(|spec| spec.ssh_secret) {
         Ok(SshSecretSource::Provided(secret)) => secret,
         Ok(SshSecretSource::Generated) => {
             let generated = names::generated_ssh_secret(name);

@@ -3,10 +3,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eto_api::TrainingJob;
+use eto_api::mpi_job::{ETO_MANAGED_BY, MPIJobStatus};
 use eto_api::training_job::TrainingJobStatus;
+use eto_api::{MPIJob, TrainingJob};
+use eto_engine::kind::{JobRef, Kind};
+use eto_engine::mpi_status;
 use eto_engine::plan::{plan, plan_undecodable};
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 
 use crate::apply::{self, Target};
@@ -24,8 +27,11 @@ pub const RETRY: Duration = Duration::from_secs(5);
 /// [`crate::freshness::CACHE_WAIT`] for the caches; one that takes this long is stuck.
 pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Reconciles one TrainingJob: reads it and its children from the caches, asks the engine
+/// Reconciles one job of `kind`: reads it and its children from the caches, asks the engine
 /// what to do, and does it. Returns when to look again.
+///
+/// An MPIJob whose `runPolicy.managedBy` names another controller is left alone entirely: no
+/// write, no event.
 ///
 /// The job is watched as a dynamic object and decoded here, so that a job that does not fit
 /// eto's types (possible with a CRD installed without validation) gets a status condition
@@ -39,9 +45,13 @@ pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 /// within [`Context::reconcile_timeout`] (it is then dropped, in the middle of whatever it
 /// was waiting for). Either way the reconcile is retried after [`RETRY`]: every write is
 /// idempotent, and the engine recovers from a reconcile cut short as from an operator crash.
-pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(
+    kind: Kind,
+    object: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = tokio::time::timeout(ctx.reconcile_timeout, reconcile_job(&object, &ctx))
+    let result = tokio::time::timeout(ctx.reconcile_timeout, reconcile_job(kind, &object, &ctx))
         .await
         .unwrap_or(Err(Error::TimedOut(ctx.reconcile_timeout)));
     ctx.metrics
@@ -60,7 +70,17 @@ pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<
     result
 }
 
-async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
+/// Whether eto runs the job `object` of `kind` (see [`ETO_MANAGED_BY`]).
+pub fn managed_by_eto(kind: Kind, object: &DynamicObject) -> bool {
+    match kind {
+        Kind::TrainingJob => true,
+        Kind::MpiJob => object.data["spec"]["runPolicy"]["managedBy"]
+            .as_str()
+            .is_none_or(|manager| manager == ETO_MANAGED_BY),
+    }
+}
+
+async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
     if object.metadata.name.is_none() || object.metadata.namespace.is_none() {
         return Err(Error::MissingIdentity);
     }
@@ -68,29 +88,51 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
         // The garbage collector removes the children with the job.
         return Ok(Action::await_change());
     }
+    if !managed_by_eto(kind, object) {
+        tracing::debug!(
+            namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
+            job = object.metadata.name.as_deref().unwrap_or_default(),
+            "managed by another controller; left alone"
+        );
+        return Ok(Action::await_change());
+    }
     let now = (ctx.clock)();
     let value = serde_json::to_value(object).map_err(|source| Error::Serialize {
         what: "the job",
         source,
     })?;
-    let plan = match eto_engine::parse::parse::<TrainingJob>(value.clone()) {
+    let decoded = match kind {
+        Kind::TrainingJob => eto_engine::parse::parse::<TrainingJob>(value.clone())
+            .map(|job| Job::Training(Box::new(job))),
+        Kind::MpiJob => {
+            eto_engine::parse::parse::<MPIJob>(value.clone()).map(|job| Job::Mpi(Box::new(job)))
+        }
+    };
+    let plan = match &decoded {
         Ok(job) => {
-            let children = Children::of(&ctx.stores, &job);
-            let secret = observe::ssh_secret(ctx, &job).await?;
-            plan(&children.observed(&job, secret), now)
+            let job = job.as_ref();
+            let children = Children::of(&ctx.stores, job);
+            let secret = observe::ssh_secret(ctx, job).await?;
+            plan(&children.observed(job, secret), now)
         }
         Err(error) => {
-            let status = value
-                .get("status")
-                .cloned()
-                .and_then(|s| serde_json::from_value::<TrainingJobStatus>(s).ok());
-            plan_undecodable(&object.metadata, status, &error, now)
+            let status = value.get("status").cloned();
+            let status = match kind {
+                Kind::TrainingJob => {
+                    status.and_then(|s| serde_json::from_value::<TrainingJobStatus>(s).ok())
+                }
+                Kind::MpiJob => status
+                    .and_then(|s| serde_json::from_value::<MPIJobStatus>(s).ok())
+                    .map(|s| mpi_status::to_engine(&s)),
+            };
+            plan_undecodable(kind, &object.metadata, status, error, now)
         }
     };
     let requeue = plan.requeue_after;
-    let resource = ApiResource::erase::<TrainingJob>(&());
+    let resource = apply::job_resource(kind);
     let written = apply::execute(
         ctx,
+        kind,
         &Target {
             object,
             resource: &resource,
@@ -108,6 +150,21 @@ async fn reconcile_job(object: &DynamicObject, ctx: &Context) -> Result<Action, 
     Ok(Action::requeue(
         requeue.map_or(RESYNC, |after| after.min(RESYNC)),
     ))
+}
+
+/// A decoded job of either kind (boxed: a TrainingJob is several times larger than an MPIJob).
+enum Job {
+    Training(Box<TrainingJob>),
+    Mpi(Box<MPIJob>),
+}
+
+impl Job {
+    fn as_ref(&self) -> JobRef<'_> {
+        match self {
+            Self::Training(job) => JobRef::Training(job),
+            Self::Mpi(job) => JobRef::Mpi(job),
+        }
+    }
 }
 
 /// What to do after a failed reconcile: log it and try again after [`RETRY`]. An abandoned

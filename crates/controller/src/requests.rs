@@ -62,7 +62,7 @@ pub async fn reconcile(
     let ctx = &requests.shared;
     let job =
         ObjectRef::new_with(&scaler.job, requests.job_resource.clone()).within(&scaler.namespace);
-    if !scaler.job.is_empty() && ctx.stores.jobs.get(&job).is_some() {
+    if !scaler.job.is_empty() && ctx.stores.training_jobs.get(&job).is_some() {
         // The job's reconcile carries the request out. The channel closes only when the job
         // controller stops, and then nothing is to be carried out.
         let _ = requests.poke.unbounded_send(job);

@@ -1,19 +1,23 @@
-//! Running the TrainingJob controller.
+//! Running the controllers: one per kind of job served, and one per kind of scaling request.
 
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eto_api::TrainingJob;
-use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
+use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
+use eto_engine::kind::Kind;
 use eto_engine::scaling::ScalerKind;
+use futures::channel::mpsc;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::Resource as _;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -45,6 +49,9 @@ pub struct Settings {
     pub instance: Option<String>,
     /// How long one reconcile may take before it is abandoned, logged as an error and retried.
     pub reconcile_timeout: Duration,
+    /// The kinds of job served: both by default. Serving TrainingJobs includes their ScaleIn
+    /// and ScaleOut requests.
+    pub kinds: Vec<Kind>,
 }
 
 impl Default for Settings {
@@ -55,6 +62,7 @@ impl Default for Settings {
             debounce: Duration::from_millis(20),
             instance: None,
             reconcile_timeout: RECONCILE_TIMEOUT,
+            kinds: vec![Kind::TrainingJob, Kind::MpiJob],
         }
     }
 }
@@ -62,11 +70,28 @@ impl Default for Settings {
 /// Why the controller did not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The TrainingJob API is not served.
+    /// The API of a kind to serve is not installed.
     #[error(
-        "cannot list TrainingJobs ({0}); is the CRD installed? Install it with `eto-operator crd | kubectl apply --server-side -f -`"
+        "the {kind} API is not installed: the cluster has no CustomResourceDefinition {crd}. Install eto's CRDs with `eto-operator crd | kubectl apply --server-side -f -`, or serve only the other kinds (--kinds)"
     )]
-    CrdMissing(#[source] kube::Error),
+    CrdMissing {
+        /// The kind.
+        kind: &'static str,
+        /// The name of its CRD.
+        crd: String,
+    },
+    /// The jobs of a kind to serve cannot be listed for another reason.
+    #[error("cannot list {kind}s: {source}")]
+    Unreachable {
+        /// The kind.
+        kind: &'static str,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// No kind of job to serve.
+    #[error("no kind of job to serve")]
+    NothingToServe,
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -149,51 +174,89 @@ fn reflected_custom(
     (store, stream)
 }
 
-/// `stream`, held back until `caches` have completed their first list.
+/// `stream` of `kind`'s jobs, held back until `caches` have completed their first list.
 fn after_listed<S: Stream + Send + 'static>(
     listed: &Listed,
-    caches: &'static [&'static str],
+    kind: Kind,
+    caches: Vec<&'static str>,
     stream: S,
 ) -> impl Stream<Item = S::Item> + Send + 'static {
     let listed = listed.clone();
     futures::stream::once(async move {
         let started = Instant::now();
-        listed.all(caches).await;
-        tracing::info!(after = ?started.elapsed(), "caches filled; watching TrainingJobs");
+        listed.all(&caches).await;
+        tracing::info!(after = ?started.elapsed(), kind = kind.name(), "caches filled; watching jobs");
         stream
     })
     .flatten()
 }
 
-/// The caches a job is planned from, besides the TrainingJobs.
-const JOB_INPUTS: &[&str] = &[
-    Pod::KIND,
-    Service::KIND,
-    ConfigMap::KIND,
-    Secret::KIND,
-    ServiceAccount::KIND,
-    Role::KIND,
-    RoleBinding::KIND,
-    ScalerKind::ScaleIn.as_str(),
-    ScalerKind::ScaleOut.as_str(),
-];
-
 /// The name [`Listed`] knows the TrainingJob cache by.
 pub const JOBS: &str = "TrainingJob";
 
-/// Runs the controller until `shutdown` resolves.
+/// A job to reconcile because one of its children changed.
+type Trigger = (Kind, ObjectRef<DynamicObject>);
+
+/// The job whose reconcile a change of the child with `metadata` calls for: its controller
+/// owner, or for the pod of an MPIJob's launcher Job (owned by the Job), the MPIJob its label
+/// names.
+fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
+    let namespace = metadata.namespace.as_deref()?;
+    let owner = metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|owner| owner.controller == Some(true))?;
+    let group = owner.api_version.split('/').next().unwrap_or_default();
+    let (kind, name) = match (group, owner.kind.as_str()) {
+        ("kai.alibabacloud.com", "TrainingJob") => (Kind::TrainingJob, owner.name.as_str()),
+        ("kubeflow.org", "MPIJob") => (Kind::MpiJob, owner.name.as_str()),
+        ("batch", "Job") => (
+            Kind::MpiJob,
+            metadata.labels.as_ref()?.get(MPI_JOB_NAME_LABEL)?.as_str(),
+        ),
+        _ => return None,
+    };
+    Some((
+        kind,
+        ObjectRef::new_with(name, apply::job_resource(kind)).within(namespace),
+    ))
+}
+
+/// The jobs whose reconcile the changes in `stream` call for.
+fn triggers<K>(
+    stream: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>>
+where
+    K: Resource + Send + 'static,
+{
+    stream
+        .filter_map(|changed| async move {
+            match changed {
+                Ok(object) => owner_trigger(object.meta()),
+                Err(error) => {
+                    tracing::warn!(%error, "watch error; retrying");
+                    None
+                }
+            }
+        })
+        .boxed()
+}
+
+/// Runs the controllers until `shutdown` resolves.
 ///
 /// # Guarantees
 /// - No job is planned before every cache has completed its first list: planned from a cache
-///   that has not listed yet, a job's workers would look lost. The TrainingJob watch is held
-///   back until then, so reconciles never have to wait for it, and jobs that already exist
-///   when the controller starts are all reconciled as soon as the caches are filled.
+///   that has not listed yet, a job's workers would look lost. The job watches are held back
+///   until then, so reconciles never have to wait for them, and jobs that already exist when
+///   the controller starts are all reconciled as soon as the caches are filled.
 /// - Once `shutdown` resolves, no reconcile starts, and this returns as soon as none is under
 ///   way, or after [`SHUTDOWN_GRACE`], abandoning those still under way (see
 ///   [`crate::shutdown`]). So the controller stops within [`SHUTDOWN_GRACE`] of the signal.
 ///
 /// # Errors
-/// The TrainingJob CRD is not installed (checked once at start).
+/// The CRD of a kind to serve is not installed, or its jobs cannot be listed (checked once at
+/// start).
 pub async fn run(
     client: Client,
     settings: Settings,
@@ -227,6 +290,34 @@ pub async fn run(
     result
 }
 
+/// Checks that the jobs of `kind` can be listed.
+async fn check_served(
+    client: &Client,
+    namespace: Option<&str>,
+    kind: Kind,
+) -> Result<(), RunError> {
+    let resource = apply::job_resource(kind);
+    let jobs: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    match jobs.list_metadata(&ListParams::default().limit(1)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
+            Err(RunError::CrdMissing {
+                kind: kind.name(),
+                crd: format!("{}.{}", resource.plural, resource.group),
+            })
+        }
+        Err(source) => Err(RunError::Unreachable {
+            kind: kind.name(),
+            source,
+        }),
+    }
+}
+
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 async fn run_until(
     client: Client,
     settings: Settings,
@@ -236,53 +327,104 @@ async fn run_until(
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Result<(), RunError> {
     let namespace = settings.namespace.as_deref();
-    let resource = ApiResource::erase::<TrainingJob>(&());
-    let jobs: Api<DynamicObject> = match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    jobs.list_metadata(&ListParams::default().limit(1))
-        .await
-        .map_err(RunError::CrdMissing)?;
+    let mut kinds = settings.kinds.clone();
+    kinds.dedup();
+    if kinds.is_empty() {
+        return Err(RunError::NothingToServe);
+    }
+    for kind in &kinds {
+        check_served(&client, namespace, *kind).await?;
+    }
+    let training_jobs = kinds.contains(&Kind::TrainingJob);
+    let mpi_jobs = kinds.contains(&Kind::MpiJob);
 
     let changes = watch::channel(()).0;
     let listed = Listed::default();
-    let job_writer = reflector::store::Writer::new(resource.clone());
-    let job_cache = job_writer.as_reader();
-    let (pods, pod_events) = reflected::<Pod>(&client, namespace, &changes, &listed);
-    let (services, service_events) = reflected::<Service>(&client, namespace, &changes, &listed);
-    let (config_maps, config_map_events) =
-        reflected::<ConfigMap>(&client, namespace, &changes, &listed);
-    let (secrets, secret_events) = reflected::<Secret>(&client, namespace, &changes, &listed);
-    let (service_accounts, service_account_events) =
-        reflected::<ServiceAccount>(&client, namespace, &changes, &listed);
-    let (roles, role_events) = reflected::<Role>(&client, namespace, &changes, &listed);
-    let (role_bindings, role_binding_events) =
-        reflected::<RoleBinding>(&client, namespace, &changes, &listed);
+    // The caches every job is planned from, and the triggers their changes send.
+    let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
+    let mut child_triggers = Vec::new();
+    let (pods, events) = reflected::<Pod>(&client, namespace, &changes, &listed);
+    child_triggers.push(triggers(events));
+    let (services, events) = reflected::<Service>(&client, namespace, &changes, &listed);
+    child_triggers.push(triggers(events));
+    let (config_maps, events) = reflected::<ConfigMap>(&client, namespace, &changes, &listed);
+    child_triggers.push(triggers(events));
+    let (secrets, events) = reflected::<Secret>(&client, namespace, &changes, &listed);
+    child_triggers.push(triggers(events));
+    // The caches of one kind only; a kind not served gets an empty cache and no watch (and
+    // needs no RBAC for it).
+    let (service_accounts, roles, role_bindings) = if training_jobs {
+        inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
+        let (accounts, events) = reflected::<ServiceAccount>(&client, namespace, &changes, &listed);
+        child_triggers.push(triggers(events));
+        let (roles, events) = reflected::<Role>(&client, namespace, &changes, &listed);
+        child_triggers.push(triggers(events));
+        let (bindings, events) = reflected::<RoleBinding>(&client, namespace, &changes, &listed);
+        child_triggers.push(triggers(events));
+        (accounts, roles, bindings)
+    } else {
+        (
+            reflector::store().0,
+            reflector::store().0,
+            reflector::store().0,
+        )
+    };
+    let launcher_jobs = if mpi_jobs {
+        inputs.push(BatchJob::KIND);
+        let (jobs, events) = reflected::<BatchJob>(&client, namespace, &changes, &listed);
+        child_triggers.push(triggers(events));
+        jobs
+    } else {
+        reflector::store().0
+    };
     let scale_in_resource = apply::request_resource(ScalerKind::ScaleIn);
     let scale_out_resource = apply::request_resource(ScalerKind::ScaleOut);
-    let (scale_ins, scale_in_events) = reflected_custom(
-        &client,
-        namespace,
-        &scale_in_resource,
-        &changes,
-        &listed,
-        ScalerKind::ScaleIn.as_str(),
-    );
-    let (scale_outs, scale_out_events) = reflected_custom(
-        &client,
-        namespace,
-        &scale_out_resource,
-        &changes,
-        &listed,
-        ScalerKind::ScaleOut.as_str(),
-    );
-    let reporter = Reporter {
-        controller: MANAGER.into(),
-        instance: settings.instance.clone(),
+    let mut request_streams = Vec::new();
+    let (scale_ins, scale_outs) = if training_jobs {
+        inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
+        let (scale_ins, scale_in_events) = reflected_custom(
+            &client,
+            namespace,
+            &scale_in_resource,
+            &changes,
+            &listed,
+            ScalerKind::ScaleIn.as_str(),
+        );
+        let (scale_outs, scale_out_events) = reflected_custom(
+            &client,
+            namespace,
+            &scale_out_resource,
+            &changes,
+            &listed,
+            ScalerKind::ScaleOut.as_str(),
+        );
+        request_streams.push((
+            ScalerKind::ScaleIn,
+            scale_in_resource,
+            scale_ins.clone(),
+            scale_in_events.boxed(),
+        ));
+        request_streams.push((
+            ScalerKind::ScaleOut,
+            scale_out_resource,
+            scale_outs.clone(),
+            scale_out_events.boxed(),
+        ));
+        (scale_ins, scale_outs)
+    } else {
+        (
+            reflector::store::Writer::new(scale_in_resource).as_reader(),
+            reflector::store::Writer::new(scale_out_resource).as_reader(),
+        )
     };
+
+    let job_writers = [Kind::TrainingJob, Kind::MpiJob]
+        .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
+    let [training_writer, mpi_writer] = job_writers;
     let stores = Stores {
-        jobs: job_cache.clone(),
+        training_jobs: training_writer.as_reader(),
+        mpi_jobs: mpi_writer.as_reader(),
+        launcher_jobs,
         pods,
         services,
         config_maps,
@@ -290,25 +432,18 @@ async fn run_until(
         service_accounts,
         roles,
         role_bindings,
-        scale_ins: scale_ins.clone(),
-        scale_outs: scale_outs.clone(),
+        scale_ins,
+        scale_outs,
         changes,
     };
-    let job_changes = stores.changes.clone();
-    let job_listed = listed.clone();
-    let job_watch = watcher(jobs, watcher::Config::default())
-        .default_backoff()
-        .reflect(job_writer)
-        .inspect(move |event| {
-            job_listed.observe(JOBS, event);
-            job_changes.send_replace(());
-        })
-        .applied_objects();
-    let job_events = after_listed(&listed, JOB_INPUTS, job_watch);
+    let reporter = Reporter {
+        controller: MANAGER.into(),
+        instance: settings.instance.clone(),
+    };
     let ctx = Arc::new(Context {
         client: client.clone(),
-        stores,
-        recorder: Recorder::new(client, reporter),
+        stores: stores.clone(),
+        recorder: Recorder::new(client.clone(), reporter),
         clock,
         metrics,
         cache_wait: CACHE_WAIT,
@@ -319,63 +454,104 @@ async fn run_until(
         .concurrency(settings.concurrency);
     tracing::info!(
         namespace = namespace.unwrap_or("<all>"),
+        kinds = ?kinds.iter().map(|kind| kind.name()).collect::<Vec<_>>(),
         "eto controller starting"
+    );
+
+    let mut tasks: Vec<Task> = Vec::new();
+    // Changes of children go to the controller of their job's kind.
+    let (training_triggers, training_triggered) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
+    let (mpi_triggers, mpi_triggered) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
+    tasks.push(
+        futures::stream::select_all(child_triggers)
+            .take_until(shutdown.clone())
+            .for_each(move |(kind, job)| {
+                let sent = match kind {
+                    Kind::TrainingJob => training_triggers.unbounded_send(job),
+                    Kind::MpiJob => mpi_triggers.unbounded_send(job),
+                };
+                // A kind not served has no controller listening.
+                drop(sent);
+                futures::future::ready(())
+            })
+            .boxed(),
     );
     // A ScaleIn or ScaleOut of an existing job makes its request controller ask for a
     // reconcile of the job, which carries the request out.
-    let (poke, poked) = futures::channel::mpsc::unbounded();
-    let job_in_flight = in_flight.clone();
-    let job_controller = Controller::for_stream_with(job_events, job_cache, resource.clone())
-        .owns_stream(pod_events)
-        .owns_stream(service_events)
-        .owns_stream(config_map_events)
-        .owns_stream(secret_events)
-        .owns_stream(service_account_events)
-        .owns_stream(role_events)
-        .owns_stream(role_binding_events)
-        .reconcile_on(poked)
-        .with_config(config.clone())
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            move |job, ctx| job_in_flight.track(reconcile(job, ctx)),
-            error_policy,
-            Arc::clone(&ctx),
-        )
-        .for_each(log_result);
-    let request_controller = |kind: ScalerKind, api_resource: ApiResource, store, events| {
+    let (poke, poked) = mpsc::unbounded();
+    let mut poked = Some(poked);
+    for (kind, writer, triggered) in [
+        (Kind::TrainingJob, training_writer, training_triggered),
+        (Kind::MpiJob, mpi_writer, mpi_triggered),
+    ] {
+        if !kinds.contains(&kind) {
+            continue;
+        }
+        let resource = apply::job_resource(kind);
+        let api: Api<DynamicObject> = match namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let job_changes = stores.changes.clone();
+        let job_listed = listed.clone();
+        let watch = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .inspect(move |event| {
+                job_listed.observe(kind.name(), event);
+                job_changes.send_replace(());
+            })
+            .applied_objects();
+        let events = after_listed(&listed, kind, inputs.clone(), watch);
+        let in_flight = in_flight.clone();
+        let mut controller =
+            Controller::for_stream_with(events, stores.jobs(kind).clone(), resource)
+                .reconcile_on(triggered);
+        if kind == Kind::TrainingJob
+            && let Some(poked) = poked.take()
+        {
+            controller = controller.reconcile_on(poked);
+        }
+        tasks.push(
+            controller
+                .with_config(config.clone())
+                .graceful_shutdown_on(shutdown.clone())
+                .run(
+                    move |job, ctx| in_flight.track(reconcile(kind, job, ctx)),
+                    error_policy,
+                    Arc::clone(&ctx),
+                )
+                .for_each(log_result)
+                .boxed(),
+        );
+    }
+    for (kind, resource, store, events) in request_streams {
         let in_flight = in_flight.clone();
         let requests = Arc::new(Requests {
             kind,
-            resource: api_resource.clone(),
-            job_resource: resource.clone(),
+            resource: resource.clone(),
+            job_resource: apply::job_resource(Kind::TrainingJob),
             shared: Arc::clone(&ctx),
             poke: poke.clone(),
             listed: listed.clone(),
         });
         // Not held back: this watch fills a cache the job controller waits for.
-        Controller::for_stream_with(events, store, api_resource)
-            .with_config(config.clone())
-            .graceful_shutdown_on(shutdown.clone())
-            .run(
-                move |request, requests| in_flight.track(requests::reconcile(request, requests)),
-                requests::error_policy,
-                requests,
-            )
-            .for_each(log_result)
-    };
-    let scale_in_controller = request_controller(
-        ScalerKind::ScaleIn,
-        scale_in_resource,
-        scale_ins,
-        scale_in_events,
-    );
-    let scale_out_controller = request_controller(
-        ScalerKind::ScaleOut,
-        scale_out_resource,
-        scale_outs,
-        scale_out_events,
-    );
-    futures::join!(job_controller, scale_in_controller, scale_out_controller);
+        tasks.push(
+            Controller::for_stream_with(events, store, resource)
+                .with_config(config.clone())
+                .graceful_shutdown_on(shutdown.clone())
+                .run(
+                    move |request, requests| {
+                        in_flight.track(requests::reconcile(request, requests))
+                    },
+                    requests::error_policy,
+                    requests,
+                )
+                .for_each(log_result)
+                .boxed(),
+        );
+    }
+    futures::future::join_all(tasks).await;
     Ok(())
 }
 

@@ -18,6 +18,8 @@
 
 use std::fmt::Write;
 
+use eto_api::mpi_job::MpiImplementation;
+
 /// The discovery script Horovod runs (`--host-discovery-script /etc/edl/discover_hosts.sh`).
 /// Horovod runs it every second and stops the job if its first run fails, so it only prints
 /// the current hostfile and always succeeds.
@@ -25,6 +27,16 @@ pub const DISCOVER_HOSTS_SCRIPT: &str = "#!/bin/sh
 # Prints the workers that are ready for training, one host:slots line each. eto keeps
 # /etc/edl/hostfile current; this script stays cheap and always succeeds.
 cat /etc/edl/hostfile 2>/dev/null
+exit 0
+";
+
+/// The discovery script of an MPIJob's launcher (`/etc/mpi/discover_hosts.sh`, where
+/// mpi-operator's is). Unlike mpi-operator's it prints `host:slots`, which Horovod prefers to
+/// `--slots-per-host`, and it follows the workers within seconds.
+pub const MPI_DISCOVER_HOSTS_SCRIPT: &str = "#!/bin/sh
+# Prints the workers that are ready for training, one host:slots line each. eto keeps
+# /etc/mpi/ready_hosts current; this script stays cheap and always succeeds.
+cat /etc/mpi/ready_hosts 2>/dev/null
 exit 0
 ";
 
@@ -53,6 +65,15 @@ pub fn deepspeed_hostfile(hosts: &[Host]) -> String {
     })
 }
 
+/// An MPI hostfile in `implementation`'s format, as mpirun reads it: `host slots=n` for Open
+/// MPI, `host:n` for Intel MPI and MPICH.
+pub fn mpi_hostfile(hosts: &[Host], implementation: MpiImplementation) -> String {
+    match implementation {
+        MpiImplementation::OpenMpi => deepspeed_hostfile(hosts),
+        MpiImplementation::Intel | MpiImplementation::Mpich => hostfile(hosts),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +93,29 @@ mod tests {
         assert_eq!(hostfile(&hosts), "a.svc:8\nb.svc:8\n");
         assert_eq!(deepspeed_hostfile(&hosts), "a.svc slots=8\nb.svc slots=8\n");
         assert_eq!(hostfile(&[]), "");
+    }
+
+    #[test]
+    fn mpi_hostfiles_follow_the_implementation() {
+        let hosts = [Host {
+            name: "pi-worker-0.pi.default.svc".into(),
+            slots: 2,
+        }];
+        assert_eq!(
+            mpi_hostfile(&hosts, MpiImplementation::OpenMpi),
+            "pi-worker-0.pi.default.svc slots=2\n"
+        );
+        for implementation in [MpiImplementation::Intel, MpiImplementation::Mpich] {
+            assert_eq!(
+                mpi_hostfile(&hosts, implementation),
+                "pi-worker-0.pi.default.svc:2\n"
+            );
+        }
+        let lines: Vec<&str> = MPI_DISCOVER_HOSTS_SCRIPT
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        assert_eq!(lines, ["cat /etc/mpi/ready_hosts 2>/dev/null", "exit 0"]);
     }
 
     #[test]

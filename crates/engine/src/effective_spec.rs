@@ -1,15 +1,15 @@
-//! A TrainingJob's spec after validation, with every default applied.
+//! A job's spec after validation, with every default applied.
 
 use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
+use eto_api::mpi_job::MpiImplementation;
 use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
 
-/// What a TrainingJob asks for, validated and with every default applied.
+/// What a job asks for, validated and with every default applied.
 ///
-/// Only [`crate::validation::validate`] builds one, so holding an `EffectiveSpec` means the
-/// spec passed every rule. The pod templates are not copied here: planners read them from the
-/// TrainingJob itself.
+/// Only [`crate::validation`] builds one, so holding an `EffectiveSpec` means the spec passed
+/// every rule. The pod templates are not copied here: planners read them from the job itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EffectiveSpec {
     /// Worker counts.
@@ -37,6 +37,31 @@ pub struct EffectiveSpec {
     pub elastic: ElasticSettings,
     /// The SSH key pair mounted into launcher and workers.
     pub ssh_secret: SshSecretSource,
+    /// When the launcher of a run is created.
+    pub launcher_start: LauncherStart,
+    /// An MPIJob's settings; `None` for a TrainingJob.
+    pub mpi: Option<MpiSettings>,
+}
+
+/// When the launcher of a run is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LauncherStart {
+    /// Once the minimum of workers is ready (a TrainingJob; an MPIJob with
+    /// `launcherCreationPolicy: WaitForWorkersReady`).
+    WhenMinReady,
+    /// With the workers (an MPIJob with `launcherCreationPolicy: AtStartup`).
+    AtStartup,
+}
+
+/// What only an MPIJob has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MpiSettings {
+    /// The MPI implementation: the hostfile format and the launcher's environment.
+    pub implementation: MpiImplementation,
+    /// Where the SSH key pair is mounted.
+    pub ssh_auth_mount_path: String,
+    /// Whether the launcher also runs training processes.
+    pub run_launcher_as_worker: bool,
 }
 
 /// Desired, minimum and maximum worker counts; `min <= desired <= max` holds.
@@ -89,6 +114,7 @@ impl ElasticSettings {
 }
 
 impl EffectiveSpec {
-    /// Default of `spec.backoffLimit`, as in et-operator's CRD.
+    /// Default of `spec.backoffLimit`, as in et-operator's CRD (and of an MPIJob's
+    /// `runPolicy.backoffLimit`, as in a batch Job).
     pub const DEFAULT_BACKOFF_LIMIT: u32 = 6;
 }

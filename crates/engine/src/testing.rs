@@ -1,6 +1,6 @@
 //! Fixtures for the engine's unit tests.
 
-use eto_api::TrainingJob;
+use eto_api::{MPIJob, TrainingJob};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 /// A small valid TrainingJob: two workers without GPUs, a launcher running horovodrun.
@@ -35,6 +35,39 @@ spec:
     .expect("the fixture is a valid TrainingJob")
 }
 
+/// A small valid MPIJob, as mpi-operator's README runs it: two workers without GPUs, a
+/// launcher running mpirun, nothing defaulted by the API server.
+pub(crate) fn mpi_job() -> MPIJob {
+    serde_saphyr::from_str(
+        r#"
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: pi
+  namespace: default
+  uid: 6f1d7c1e-0000-4000-8000-000000000002
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: mpioperator/mpi-pi:openmpi
+            command: ["mpirun", "-n", "2", "/home/mpiuser/pi"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: mpioperator/mpi-pi:openmpi
+"#,
+    )
+    .expect("the fixture is a valid MPIJob")
+}
+
 /// The pod spec of `job`'s worker template, for tests that change it.
 pub(crate) fn worker_pod_spec(job: &mut TrainingJob) -> &mut PodSpec {
     job.spec
@@ -57,11 +90,14 @@ pub(crate) fn worker_container(job: &mut TrainingJob) -> &mut Container {
 pub(crate) mod world {
     use std::collections::BTreeMap;
 
-    use eto_api::TrainingJob;
+    use eto_api::training_job::TrainingJobStatus;
+    use eto_api::{MPIJob, TrainingJob};
+    use k8s_openapi::api::batch::v1::Job as BatchJob;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use serde_json::json;
 
+    use crate::kind::{ApiStatus, JobRef};
     use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, plan};
     use crate::scaling::{Scaler, ScalerKind};
 
@@ -90,9 +126,13 @@ pub(crate) mod world {
         plan.events.iter().map(|e| e.reason.clone()).collect()
     }
 
-    /// The job and its children.
+    /// The job and its children. An MPIJob's world (see [`World::mpi`]) plans `mpi_job`, and
+    /// plays the Job controller for its launcher Job: it creates the Job's pod
+    /// `<job>-launcher-<run>` at once.
     pub(crate) struct World {
         pub job: TrainingJob,
+        pub mpi_job: Option<MPIJob>,
+        pub launcher_job: Option<BatchJob>,
         pub pods: BTreeMap<String, Pod>,
         pub service: Option<Service>,
         pub config_map: Option<ConfigMap>,
@@ -108,6 +148,8 @@ pub(crate) mod world {
         pub fn new(job: TrainingJob) -> Self {
             Self {
                 job,
+                mpi_job: None,
+                launcher_job: None,
                 pods: BTreeMap::new(),
                 service: None,
                 config_map: None,
@@ -120,9 +162,21 @@ pub(crate) mod world {
             }
         }
 
+        /// A world of MPIJob `job`.
+        pub fn mpi(job: MPIJob) -> Self {
+            Self {
+                mpi_job: Some(job),
+                ..Self::new(crate::testing::training_job())
+            }
+        }
+
         pub fn observed(&self) -> Observed<'_> {
             Observed {
-                job: &self.job,
+                job: match &self.mpi_job {
+                    Some(job) => JobRef::Mpi(job),
+                    None => JobRef::Training(&self.job),
+                },
+                launcher_job: self.launcher_job.as_ref(),
                 pods: self.pods.values().collect(),
                 worker_service: self.service.as_ref(),
                 config_map: self.config_map.as_ref(),
@@ -146,6 +200,16 @@ pub(crate) mod world {
                 match child.clone() {
                     Child::Pod(pod) => {
                         let name = pod.metadata.name.clone().expect("pods have names");
+                        if pod.spec.is_none() {
+                            // Metadata only: the annotations of a pod eto does not own.
+                            let existing = self.pod(&name);
+                            existing
+                                .metadata
+                                .annotations
+                                .get_or_insert_default()
+                                .extend(pod.metadata.annotations.unwrap_or_default());
+                            continue;
+                        }
                         let mut pod = *pod;
                         match self.pods.get(&name) {
                             Some(existing) => pod.status = existing.status.clone(),
@@ -163,6 +227,7 @@ pub(crate) mod world {
                     Child::ServiceAccount(account) => self.service_account = Some(*account),
                     Child::Role(role) => self.role = Some(*role),
                     Child::RoleBinding(binding) => self.role_binding = Some(*binding),
+                    Child::LauncherJob(job) => self.create_launcher_job(*job),
                 }
             }
             if plan.create_ssh_secret.is_some() {
@@ -174,10 +239,27 @@ pub(crate) mod world {
                         self.pods.remove(&deletion.name);
                     }
                     ChildKind::Service => self.service = None,
+                    ChildKind::Job => {
+                        self.launcher_job = None;
+                        self.pods.retain(|_, pod| {
+                            !pod.metadata
+                                .owner_references
+                                .iter()
+                                .flatten()
+                                .any(|owner| owner.kind == "Job")
+                        });
+                    }
                 }
             }
             if let Some(status) = &plan.status {
-                self.job.status = Some(status.clone());
+                match &mut self.mpi_job {
+                    // Written as the API has it, and read back from there.
+                    Some(job) => match ApiStatus::of(crate::kind::Kind::MpiJob, status.clone()) {
+                        ApiStatus::MpiJob(status) => job.status = Some(status),
+                        ApiStatus::TrainingJob(_) => unreachable!("an MPIJob's status"),
+                    },
+                    None => self.job.status = Some(status.clone()),
+                }
             }
             let uid = self.job.metadata.uid.clone().unwrap_or_default();
             for update in &plan.scalers {
@@ -276,6 +358,66 @@ pub(crate) mod world {
 
         pub fn status(&self) -> &eto_api::TrainingJobStatus {
             self.job.status.as_ref().expect("the job has a status")
+        }
+
+        /// The status of the MPIJob, in the engine's shape.
+        pub fn mpi_status(&self) -> TrainingJobStatus {
+            self.observed().job.status()
+        }
+
+        /// Creates the launcher Job and, as the Job controller would, its pod.
+        fn create_launcher_job(&mut self, job: BatchJob) {
+            let name = job.metadata.name.clone().expect("jobs have names");
+            let template = job.spec.clone().expect("jobs have specs").template;
+            let run = template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.as_ref())
+                .and_then(|l| l.get(eto_api::well_known::RUN_LABEL).cloned())
+                .unwrap_or_default();
+            let pod_name = format!("{name}-{run}");
+            let mut metadata = template.metadata.clone().unwrap_or_default();
+            metadata.name = Some(pod_name.clone());
+            metadata.namespace = job.metadata.namespace.clone();
+            metadata.owner_references = Some(vec![
+                serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job",
+                    "name": name, "uid": format!("uid-{name}"), "controller": true}))
+                .expect("an owner reference"),
+            ]);
+            let pod = Pod {
+                metadata,
+                spec: template.spec,
+                status: Some(
+                    serde_json::from_value(json!({"phase": "Pending"})).expect("a status"),
+                ),
+            };
+            self.pods.insert(pod_name, pod);
+            self.launcher_job = Some(job);
+        }
+
+        /// The launcher Job records its pod's end, as the Job controller does.
+        pub fn launcher_job_finished(&mut self, succeeded: bool) {
+            let (type_, reason) = if succeeded {
+                ("Complete", "CompletionsReached")
+            } else {
+                ("Failed", "BackoffLimitExceeded")
+            };
+            let job = self.launcher_job.as_mut().expect("a launcher Job");
+            job.status = Some(
+                serde_json::from_value(json!({"conditions": [
+                    {"type": type_, "status": "True", "reason": reason,
+                     "message": "Job has reached the specified backoff limit"}]}))
+                .expect("a Job status"),
+            );
+        }
+
+        /// The name of the launcher Job's pod.
+        pub fn launcher_pod_name(&self) -> String {
+            self.pods
+                .keys()
+                .find(|name| name.contains("-launcher-"))
+                .cloned()
+                .expect("a launcher pod")
         }
 
         pub fn launcher_hostfile(&self) -> Option<String> {

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
-use eto_controller::{Metrics, Settings};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use eto_controller::{Kind, Metrics, Settings};
 
 /// eto, the elastic training operator for Kubernetes.
 #[derive(Parser)]
@@ -32,15 +32,44 @@ enum Command {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Only manage TrainingJobs in this namespace (default: all namespaces).
+    /// Only manage jobs in this namespace (default: all namespaces).
     #[arg(long)]
     namespace: Option<String>,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_address: SocketAddr,
-    /// TrainingJobs reconciled at the same time.
+    /// Jobs reconciled at the same time.
     #[arg(long, default_value_t = 16)]
     concurrency: u16,
+    /// The kinds of job to serve, comma-separated. Serve only TrainingJob to run beside an
+    /// mpi-operator that keeps MPIJob; every kind served needs its CRD installed.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "TrainingJob,MPIJob",
+        ignore_case = true
+    )]
+    kinds: Vec<ServedKind>,
+}
+
+/// A kind of job `--kinds` names.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ServedKind {
+    /// `TrainingJob` (kai.alibabacloud.com/v1alpha1) with its ScaleIn and ScaleOut requests.
+    #[value(name = "TrainingJob")]
+    TrainingJob,
+    /// `MPIJob` (kubeflow.org/v2beta1).
+    #[value(name = "MPIJob")]
+    MpiJob,
+}
+
+impl From<ServedKind> for Kind {
+    fn from(kind: ServedKind) -> Self {
+        match kind {
+            ServedKind::TrainingJob => Self::TrainingJob,
+            ServedKind::MpiJob => Self::MpiJob,
+        }
+    }
 }
 
 /// How long blocking tasks may delay the exit once the operator has stopped.
@@ -115,6 +144,7 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
     let settings = Settings {
         namespace: args.namespace,
         concurrency: args.concurrency,
+        kinds: unique_kinds(&args.kinds),
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
@@ -129,6 +159,17 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
     )
     .await?;
     Ok(())
+}
+
+/// The kinds named, each once, in the order first named.
+fn unique_kinds(named: &[ServedKind]) -> Vec<Kind> {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for kind in named.iter().map(|&kind| Kind::from(kind)) {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds
 }
 
 /// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C. The controller then stops

@@ -81,8 +81,8 @@ async fn terminate(child: &mut Child) -> ExitStatus {
 /// Starts the operator, waits until it logged that it runs and `under_way` resolved, sends
 /// SIGTERM, and checks that it exits cleanly and logged plain text (its output is a pipe, not
 /// a terminal). Returns what it logged.
-async fn run_then_terminate(kubeconfig: &PathBuf, under_way: impl Future<Output = ()>) -> String {
-    let mut child = operator(kubeconfig, "127.0.0.1:0").spawn().unwrap();
+async fn run_then_terminate(mut operator: Command, under_way: impl Future<Output = ()>) -> String {
+    let mut child = operator.spawn().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut logged = read_until(&mut stdout, "eto controller starting").await;
     tokio::time::timeout(WAIT, under_way)
@@ -121,7 +121,7 @@ async fn sigterm_stops_the_operator_while_its_caches_are_still_listing() {
     let (env, kubeconfig) = cluster_with_jobs("sigterm-while-listing").await;
     env.cluster
         .inject(slow_list("/api/v1/pods", u32::MAX, FOREVER));
-    let logged = run_then_terminate(&kubeconfig, async {}).await;
+    let logged = run_then_terminate(operator(&kubeconfig, "127.0.0.1:0"), async {}).await;
     assert!(
         !logged.contains("abandoned"),
         "no reconcile was under way:\n{logged}"
@@ -133,6 +133,32 @@ async fn sigterm_stops_the_operator_while_reconciles_wait_for_the_api_server() {
     let (env, kubeconfig) = cluster_with_jobs("sigterm-while-reconciling").await;
     // Every pod write hangs: each job's reconcile is stuck in its first worker apply.
     env.cluster.inject(hanging_pod_writes(u32::MAX));
-    let logged = run_then_terminate(&kubeconfig, env.wait_worker_service("job-0")).await;
+    let logged = run_then_terminate(
+        operator(&kubeconfig, "127.0.0.1:0"),
+        env.wait_worker_service("job-0"),
+    )
+    .await;
     assert!(logged.contains("abandoned"), "{logged}");
+}
+
+#[tokio::test]
+async fn a_missing_crd_of_a_served_kind_is_named_and_the_other_kind_can_be_served_alone() {
+    let (env, kubeconfig) = cluster_with_jobs("missing-mpijob-crd").await;
+    env.remove_crd("mpijobs.kubeflow.org").await;
+    let output = tokio::time::timeout(WAIT, operator(&kubeconfig, "127.0.0.1:0").output())
+        .await
+        .expect("the operator exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("the MPIJob API is not installed")
+            && stderr.contains("mpijobs.kubeflow.org")
+            && stderr.contains("--kinds"),
+        "{stderr}"
+    );
+
+    let mut training_jobs_only = operator(&kubeconfig, "127.0.0.1:0");
+    training_jobs_only.args(["--kinds", "TrainingJob"]);
+    run_then_terminate(training_jobs_only, env.wait_worker_service("job-0")).await;
 }

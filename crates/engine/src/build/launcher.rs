@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 
 use eto_api::training_job::NoticeKind;
 use eto_api::well_known::{
-    DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, JOB_ROLE_LABEL, LAUNCHER_ROLE,
-    NOTICE_ANNOTATION, RESUME_ENV, RUN_LABEL,
+    DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESUME_ENV,
 };
 use k8s_openapi::api::core::v1::{
     ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeSource, EnvVar, KeyToPath, Pod,
@@ -14,8 +13,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
-    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, annotation_file, merged,
-    ssh_mount,
+    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, Role, annotation_file,
+    merged,
 };
 use crate::{names, notice};
 
@@ -27,18 +26,16 @@ const LAUNCHER_ENV: [(&str, &str); 2] = [
     ("OMPI_MCA_orte_default_hostfile", "/etc/edl/hostfile"),
 ];
 
-/// The launcher of `job`, showing `hostfile` and `deepspeed_hostfile` to host discovery.
+/// The launcher pod of TrainingJob `job`, showing `hostfile` and `deepspeed_hostfile` to host discovery.
 ///
 /// It is the launcher template with eto's labels, `restartPolicy: Never`, the service account
 /// `<job>-launcher`, the SSH key pair in every container, and in its first container
 /// `/etc/edl/discover_hosts.sh` and `/etc/edl/hostfile` (see [`crate::discovery`] for how they
 /// stay current) and `/job/hostfile` for DeepSpeed.
 pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Pod {
-    let template = &job.job.spec.et_replica_specs.launcher.template;
-    let template_metadata = template.metadata.clone().unwrap_or_default();
-    let mut labels = job.labels();
-    labels.insert(JOB_ROLE_LABEL.into(), LAUNCHER_ROLE.into());
-    labels.insert(RUN_LABEL.into(), job.run.to_string());
+    let template = job.job.launcher_template().cloned().unwrap_or_default();
+    let template_metadata = template.metadata.unwrap_or_default();
+    let labels = job.pod_labels(Role::Launcher);
     let mut annotations = BTreeMap::from([
         (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
         (
@@ -52,7 +49,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..job.metadata(names::launcher(job.name()))
     };
-    let mut spec = template.spec.clone().unwrap_or_default();
+    let mut spec = template.spec.unwrap_or_default();
     spec.restart_policy = Some("Never".into());
     spec.service_account_name = Some(names::launcher_rbac(job.name()));
     let volumes = spec.volumes.get_or_insert_default();
@@ -66,7 +63,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
         container
             .volume_mounts
             .get_or_insert_default()
-            .push(ssh_mount());
+            .push(job.ssh_mount());
     }
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();
@@ -82,10 +79,9 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
             });
         }
         let env = first.env.get_or_insert_default();
-        let resume = job.notice.is_some_and(|n| n.kind == NoticeKind::Resume);
         let eto_env = LAUNCHER_ENV
             .into_iter()
-            .chain([(RESUME_ENV, if resume { "true" } else { "false" })]);
+            .chain([(RESUME_ENV, resume_value(&job))]);
         for (name, value) in eto_env {
             if !env.iter().any(|var| var.name == name) {
                 env.push(EnvVar {
@@ -100,6 +96,15 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
         metadata,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// The value of `ETO_RESUME` in the launcher of `job`'s current run.
+pub(super) fn resume_value(job: &Job<'_>) -> &'static str {
+    if job.notice.is_some_and(|n| n.kind == NoticeKind::Resume) {
+        "true"
+    } else {
+        "false"
     }
 }
 

@@ -2,33 +2,37 @@
 //!
 //! Every object carries the job's controller owner reference (so garbage collection removes
 //! it with the job), [`MANAGER`] as `app.kubernetes.io/managed-by` (so eto's watches select
-//! only its own objects) and et-operator's job label.
+//! only its own objects) and the job labels of the kind's original operator (et-operator's,
+//! or mpi-operator's `training.kubeflow.org/*`).
 
 mod launcher;
+mod mpi;
 mod objects;
 mod worker;
 
 use std::collections::BTreeMap;
 
-use eto_api::TrainingJob;
 use eto_api::training_job::Notice;
 use eto_api::well_known::{
-    GROUP_NAME, GROUP_NAME_LABEL, JOB_NAME_LABEL, MANAGED_BY_LABEL, MANAGER,
+    GROUP_NAME, GROUP_NAME_LABEL, MANAGED_BY_LABEL, MANAGER, MPI_OPERATOR_NAME,
+    MPI_OPERATOR_NAME_LABEL, RUN_LABEL,
 };
 use k8s_openapi::api::core::v1::{
-    DownwardAPIVolumeFile, KeyToPath, ObjectFieldSelector, SecretVolumeSource, Volume, VolumeMount,
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector,
+    SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::Resource;
 
 pub use launcher::launcher_pod;
+pub use mpi::{launcher_job, mpi_config_map, mpi_service};
 pub use objects::{
-    config_map, launcher_role, launcher_role_binding, launcher_service_account, ssh_secret,
-    worker_service,
+    SSH_AUTH_SECRET_TYPE, config_map, launcher_role, launcher_role_binding,
+    launcher_service_account, ssh_secret, worker_service,
 };
 pub use worker::worker_pod;
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
+use crate::kind::{JobRef, Kind};
 use crate::names;
 
 /// Name of the volume holding the SSH key pair, mounted at [`SSH_DIR`].
@@ -43,24 +47,50 @@ pub const DISCOVERY_DIR: &str = "/etc/edl";
 pub const DEEPSPEED_VOLUME: &str = "eto-deepspeed";
 /// Where the launcher finds the DeepSpeed `hostfile`.
 pub const DEEPSPEED_DIR: &str = "/job";
-/// Name of the workers' volume with the notice, mounted at [`DISCOVERY_DIR`].
+/// Name of the volume with the notice, mounted at [`DISCOVERY_DIR`] in the workers (and in an
+/// MPIJob's launcher).
 pub const NOTICE_VOLUME: &str = "eto-notice";
+/// Name of an MPIJob launcher's volume with the hostfile and the discovery script, mounted at
+/// [`MPI_CONFIG_DIR`].
+pub const MPI_CONFIG_VOLUME: &str = "eto-mpi-config";
+/// Where an MPIJob's launcher finds `hostfile` and `discover_hosts.sh`, as with mpi-operator.
+pub const MPI_CONFIG_DIR: &str = "/etc/mpi";
 /// Volume names eto adds to pods; templates may not use them.
-pub const RESERVED_VOLUMES: [&str; 4] = [
+pub const RESERVED_VOLUMES: [&str; 5] = [
     SSH_VOLUME,
     DISCOVERY_VOLUME,
     DEEPSPEED_VOLUME,
     NOTICE_VOLUME,
+    MPI_CONFIG_VOLUME,
 ];
 /// Command of a worker whose first container has none: an SSH daemon in the foreground, so
 /// that the launcher can start the training processes.
 pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
 
+/// The role of a pod in its job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The launcher.
+    Launcher,
+    /// A worker.
+    Worker,
+}
+
+impl Role {
+    /// The value of the kind's role label.
+    pub fn label_value(self) -> &'static str {
+        match self {
+            Self::Launcher => eto_api::well_known::LAUNCHER_ROLE,
+            Self::Worker => eto_api::well_known::WORKER_ROLE,
+        }
+    }
+}
+
 /// A valid job, as the builders need it.
 #[derive(Clone, Copy, Debug)]
 pub struct Job<'a> {
-    /// The TrainingJob.
-    pub job: &'a TrainingJob,
+    /// The job.
+    pub job: JobRef<'a>,
     /// Its validated spec.
     pub spec: &'a EffectiveSpec,
     /// Its current run (`status.run`), recorded on the pods created now.
@@ -69,36 +99,62 @@ pub struct Job<'a> {
     pub notice: Option<&'a Notice>,
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
     /// The job's name.
-    pub fn name(&self) -> &str {
-        self.job.metadata.name.as_deref().unwrap_or_default()
+    pub fn name(&self) -> &'a str {
+        self.job.name()
     }
 
     /// The job's namespace.
-    pub fn namespace(&self) -> &str {
-        self.job.metadata.namespace.as_deref().unwrap_or("default")
+    pub fn namespace(&self) -> &'a str {
+        self.job.namespace()
+    }
+
+    /// The job's kind.
+    pub fn kind(&self) -> Kind {
+        self.job.kind()
     }
 
     /// The owner reference every child carries: controller, blocking owner deletion.
     pub fn owner(&self) -> OwnerReference {
-        OwnerReference {
-            api_version: TrainingJob::api_version(&()).into_owned(),
-            kind: TrainingJob::kind(&()).into_owned(),
-            name: self.name().to_string(),
-            uid: self.job.metadata.uid.clone().unwrap_or_default(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }
+        self.job.owner_reference()
     }
 
-    /// The labels on every object of the job.
+    /// The labels on every object of the job: the original operator's job labels and
+    /// [`MANAGED_BY_LABEL`].
     pub fn labels(&self) -> BTreeMap<String, String> {
+        let kind = self.kind();
+        let operator = match kind {
+            Kind::TrainingJob => (GROUP_NAME_LABEL, GROUP_NAME),
+            Kind::MpiJob => (MPI_OPERATOR_NAME_LABEL, MPI_OPERATOR_NAME),
+        };
         BTreeMap::from([
-            (GROUP_NAME_LABEL.to_string(), GROUP_NAME.to_string()),
-            (JOB_NAME_LABEL.to_string(), self.name().to_string()),
+            (operator.0.to_string(), operator.1.to_string()),
+            (kind.job_name_label().to_string(), self.name().to_string()),
             (MANAGED_BY_LABEL.to_string(), MANAGER.to_string()),
         ])
+    }
+
+    /// The labels of a pod of the current run in `role`.
+    pub fn pod_labels(&self, role: Role) -> BTreeMap<String, String> {
+        let mut labels = self.labels();
+        labels.insert(
+            self.kind().role_label().to_string(),
+            role.label_value().to_string(),
+        );
+        labels.insert(RUN_LABEL.to_string(), self.run.to_string());
+        labels
+    }
+
+    /// The headless Service that gives the pods their DNS names: `<job>-workers` for a
+    /// TrainingJob, `<job>` for an MPIJob (as mpi-operator names it).
+    pub fn service_name(&self) -> String {
+        names::job_service(self.kind(), self.name())
+    }
+
+    /// The host name of worker `index` as host discovery and the hostfile list it.
+    pub fn worker_host(&self, index: u32) -> String {
+        names::worker_host_of(self.kind(), self.name(), self.namespace(), index)
     }
 
     /// Metadata of a child named `name`, with the job's labels and owner.
@@ -120,37 +176,85 @@ impl Job<'_> {
         }
     }
 
-    /// The SSH volume: the key pair as `id_rsa`, `id_rsa.pub`, `authorized_keys` (the public
-    /// key) and `config`, readable by its owner only.
+    /// The SSH volume: the key pair as `id_rsa`, `id_rsa.pub` and `authorized_keys` (the
+    /// public key), and for a TrainingJob `config`. A TrainingJob's files are readable by their
+    /// owner only; an MPIJob's too when they are mounted at `/root/.ssh`, and by everyone
+    /// otherwise (as mpi-operator mounts them), so that a non-root user can read its key.
     pub fn ssh_volume(&self) -> Volume {
         let item = |key: &str, path: &str| KeyToPath {
             key: key.into(),
             path: path.into(),
             mode: None,
         };
-        Volume {
-            name: SSH_VOLUME.into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(self.ssh_secret_name()),
-                default_mode: Some(0o600),
-                items: Some(vec![
+        let (items, default_mode) = match &self.spec.mpi {
+            None => (
+                vec![
                     item("id_rsa", "id_rsa"),
                     item("id_rsa.pub", "id_rsa.pub"),
                     item("id_rsa.pub", "authorized_keys"),
                     item("config", "config"),
-                ]),
+                ],
+                Some(0o600),
+            ),
+            Some(mpi) => (
+                vec![
+                    item("ssh-privatekey", "id_rsa"),
+                    item("ssh-publickey", "id_rsa.pub"),
+                    item("ssh-publickey", "authorized_keys"),
+                ],
+                (mpi.ssh_auth_mount_path.trim_end_matches('/') == SSH_DIR).then_some(0o600),
+            ),
+        };
+        Volume {
+            name: SSH_VOLUME.into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(self.ssh_secret_name()),
+                default_mode,
+                items: Some(items),
                 optional: None,
             }),
             ..Volume::default()
         }
     }
+
+    /// The mount of the SSH volume: at `/root/.ssh` in every container of a TrainingJob's
+    /// pods, at `sshAuthMountPath` in the first container of an MPIJob's.
+    pub fn ssh_mount(&self) -> VolumeMount {
+        VolumeMount {
+            name: SSH_VOLUME.into(),
+            mount_path: self
+                .spec
+                .mpi
+                .as_ref()
+                .map_or(SSH_DIR, |mpi| mpi.ssh_auth_mount_path.as_str())
+                .into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }
+    }
 }
 
-/// The mount of the SSH volume, added to every container of every pod.
-pub fn ssh_mount() -> VolumeMount {
+/// The volume showing a pod its notice (see [`crate::notice`]) as `notice`.
+pub fn notice_volume() -> Volume {
+    Volume {
+        name: NOTICE_VOLUME.into(),
+        downward_api: Some(DownwardAPIVolumeSource {
+            default_mode: Some(0o444),
+            items: Some(vec![annotation_file(
+                "notice",
+                eto_api::well_known::NOTICE_ANNOTATION,
+                0o444,
+            )]),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// The mount of [`notice_volume`] at `/etc/edl`.
+pub fn notice_mount() -> VolumeMount {
     VolumeMount {
-        name: SSH_VOLUME.into(),
-        mount_path: SSH_DIR.into(),
+        name: NOTICE_VOLUME.into(),
+        mount_path: DISCOVERY_DIR.into(),
         read_only: Some(true),
         ..VolumeMount::default()
     }
@@ -179,5 +283,19 @@ pub fn merged(
     merged
 }
 
+/// Sets `name` to `value` in the environment of `container`, replacing a value the template
+/// gave (the operator's variables win, as with mpi-operator, which appends them).
+pub fn set_env(container: &mut k8s_openapi::api::core::v1::Container, name: &str, value: &str) {
+    let env = container.env.get_or_insert_default();
+    env.retain(|var| var.name != name);
+    env.push(k8s_openapi::api::core::v1::EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        value_from: None,
+    });
+}
+
+#[cfg(test)]
+mod mpi_tests;
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 
 use super::Job;
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
+use crate::kind::Kind;
 use crate::names;
 
 /// The headless Service `<job>-workers`: it gives every worker the DNS name
@@ -49,15 +50,24 @@ pub fn config_map(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Con
     }
 }
 
-/// The Secret `<job>-ssh` eto generates, without its key material: the controller adds
-/// `id_rsa`, `id_rsa.pub` and `config` when it creates the Secret, once.
+/// The Secret `<job>-ssh` eto generates, without its key material: the controller adds the key
+/// pair when it creates the Secret, once. A TrainingJob's is `Opaque` with et-operator's keys
+/// (`id_rsa`, `id_rsa.pub`, `config`); an MPIJob's is `kubernetes.io/ssh-auth` with
+/// mpi-operator's (`ssh-privatekey`, `ssh-publickey`).
 pub fn ssh_secret(job: Job<'_>) -> Secret {
+    let type_ = match job.kind() {
+        Kind::TrainingJob => "Opaque",
+        Kind::MpiJob => SSH_AUTH_SECRET_TYPE,
+    };
     Secret {
         metadata: job.metadata(names::generated_ssh_secret(job.name())),
-        type_: Some("Opaque".into()),
+        type_: Some(type_.into()),
         ..Secret::default()
     }
 }
+
+/// The type of an MPIJob's SSH Secret.
+pub const SSH_AUTH_SECRET_TYPE: &str = "kubernetes.io/ssh-auth";
 
 /// The launcher's ServiceAccount `<job>-launcher`.
 pub fn launcher_service_account(job: Job<'_>) -> ServiceAccount {

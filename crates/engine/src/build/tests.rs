@@ -12,7 +12,7 @@ use crate::validation::validate;
 fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
     let spec = validate(job).expect("the fixture is valid");
     build(Job {
-        job,
+        job: JobRef::Training(job),
         spec: &spec,
         run: 2,
         notice: None,
@@ -185,7 +185,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
         message: "resumed".into(),
     };
     let resumed = Job {
-        job: &job,
+        job: JobRef::Training(&job),
         spec: &spec,
         run: 3,
         notice: Some(&resume),

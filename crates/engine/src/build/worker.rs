@@ -1,29 +1,37 @@
 //! Worker pods.
 
 use eto_api::training_job::NodeCooldown;
-use eto_api::well_known::{
-    JOB_ROLE_LABEL, NOTICE_ANNOTATION, REPLICA_INDEX_LABEL, RUN_LABEL, WORKER_ROLE,
-};
-use k8s_openapi::api::core::v1::{DownwardAPIVolumeSource, Pod, Volume, VolumeMount};
+use eto_api::well_known::{MPI_ROLE_ENV, WORKER_ROLE};
+use k8s_openapi::api::core::v1::{Pod, PodDNSConfig};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{DISCOVERY_DIR, Job, NOTICE_VOLUME, SSHD_COMMAND, annotation_file, merged, ssh_mount};
+use super::{Job, Role, SSHD_COMMAND, merged, notice_mount, notice_volume, set_env};
+use crate::kind::Kind;
 use crate::{cooldown, names, notice};
 
 /// Worker `index` of `job`: the worker template with eto's labels (template labels and
 /// annotations kept), `restartPolicy: Never` (eto, not the kubelet, replaces workers, under a new
 /// name), the host name `<job>-worker-<index>` in the subdomain of the job's headless Service,
-/// the SSH key pair in every container, the job's notice in `/etc/edl/notice` of every container
-/// (see [`crate::notice`]), an SSH daemon as the first container's command when the template
-/// gives none, and a preference against the nodes `in_cooldown` (see [`crate::cooldown`]).
+/// the SSH key pair, the job's notice in `/etc/edl/notice` of every container (see
+/// [`crate::notice`]), an SSH daemon as the first container's command when the template gives
+/// none, and a preference against the nodes `in_cooldown` (see [`crate::cooldown`]).
+///
+/// A TrainingJob's worker has the key pair in every container. An MPIJob's worker is built as
+/// mpi-operator builds it: the key pair at `sshAuthMountPath` in the first container,
+/// `K_MPI_JOB_ROLE=worker`, the job's Service domain in its DNS search path.
 pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod {
-    let template = &job.job.spec.et_replica_specs.worker.template;
-    let template_metadata = template.metadata.clone().unwrap_or_default();
+    let template = job.job.worker_template().cloned().unwrap_or_default();
+    let template_metadata = template.metadata.unwrap_or_default();
     let name = names::worker(job.name(), index);
-    let mut labels = job.labels();
-    labels.insert(JOB_ROLE_LABEL.into(), WORKER_ROLE.into());
-    labels.insert(REPLICA_INDEX_LABEL.into(), index.to_string());
-    labels.insert(RUN_LABEL.into(), job.run.to_string());
+    let kind = job.kind();
+    let mut labels = job.pod_labels(Role::Worker);
+    // With the launcher as worker 0, mpi-operator numbers workers from 1 (Kueue's topology
+    // aware scheduling needs unique indices across the pod group).
+    let shown_index = match &job.spec.mpi {
+        Some(mpi) if mpi.run_launcher_as_worker => index + 1,
+        _ => index,
+    };
+    labels.insert(kind.index_label().into(), shown_index.to_string());
     let annotations = merged(
         template_metadata.annotations.as_ref(),
         notice::annotations(job.notice),
@@ -33,35 +41,47 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
         annotations: Some(annotations).filter(|a| !a.is_empty()),
         ..job.metadata(name.clone())
     };
-    let mut spec = template.spec.clone().unwrap_or_default();
+    let mut spec = template.spec.unwrap_or_default();
     spec.restart_policy = Some("Never".into());
     spec.hostname = Some(name);
-    spec.subdomain = Some(names::worker_service(job.name()));
-    if let Some(first) = spec.containers.first_mut()
-        && first.command.as_ref().is_none_or(Vec::is_empty)
-    {
-        first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
+    spec.subdomain = Some(job.service_name());
+    if let Some(first) = spec.containers.first_mut() {
+        let no_command = first.command.as_ref().is_none_or(Vec::is_empty);
+        let no_args = first.args.as_ref().is_none_or(Vec::is_empty);
+        // A TrainingJob's arguments without a command go to sshd, as with et-operator; an
+        // MPIJob's run as the image's entry point, as with mpi-operator.
+        if no_command && (kind == Kind::TrainingJob || no_args) {
+            first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
+        }
     }
     cooldown::avoiding(&mut spec, in_cooldown);
     let volumes = spec.volumes.get_or_insert_default();
     volumes.push(job.ssh_volume());
-    volumes.push(Volume {
-        name: NOTICE_VOLUME.into(),
-        downward_api: Some(DownwardAPIVolumeSource {
-            default_mode: Some(0o444),
-            items: Some(vec![annotation_file("notice", NOTICE_ANNOTATION, 0o444)]),
-        }),
-        ..Volume::default()
-    });
-    for container in &mut spec.containers {
+    volumes.push(notice_volume());
+    for (position, container) in spec.containers.iter_mut().enumerate() {
         let mounts = container.volume_mounts.get_or_insert_default();
-        mounts.push(ssh_mount());
-        mounts.push(VolumeMount {
-            name: NOTICE_VOLUME.into(),
-            mount_path: DISCOVERY_DIR.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
+        if kind == Kind::TrainingJob || position == 0 {
+            mounts.push(job.ssh_mount());
+        }
+        mounts.push(notice_mount());
+    }
+    if kind == Kind::MpiJob {
+        if let Some(first) = spec.containers.first_mut() {
+            set_env(first, MPI_ROLE_ENV, WORKER_ROLE);
+        }
+        if spec.host_network == Some(true) {
+            spec.dns_policy = Some("ClusterFirstWithHostNet".into());
+        }
+        let search = format!(
+            "{}.{}.svc.cluster.local",
+            job.service_name(),
+            job.namespace()
+        );
+        spec.dns_config
+            .get_or_insert_with(PodDNSConfig::default)
+            .searches
+            .get_or_insert_default()
+            .push(search);
     }
     Pod {
         metadata,

@@ -1,4 +1,5 @@
-//! The decision function: from a job and its observed children to what should be written.
+//! The decision function: from a job, of either kind, and its observed children to what
+//! should be written.
 //!
 //! [`plan`] is pure: it reads the job, its children as the controller's caches hold them, and
 //! the time, and returns a [`Plan`]: the children to apply (only those that differ from what
@@ -10,8 +11,10 @@
 //! - An invalid spec creates nothing; `Ready=False` and `Stalled=True` (reason `InvalidSpec`)
 //!   and a Warning event name the field. Fixing the spec resumes the job.
 //! - Workers are created at once (see [`crate::workers`]); the launcher once at least
-//!   `minReplicas` of them are ready, never before. Its host discovery lists exactly the ready
-//!   workers that are not being deleted, disrupted or lost.
+//!   `minReplicas` of them are ready (an MPIJob with `launcherCreationPolicy: AtStartup`: at
+//!   once). Its host discovery lists exactly the ready workers that are not being deleted,
+//!   disrupted or lost.
+//! - An MPIJob's launcher is a batch Job that runs one pod; its outcome is the Job's.
 //! - The launcher succeeding makes the job `Succeeded`. Its failing makes the job `Failed`,
 //!   unless `restartPolicy: OnFailure` and fewer than `backoffLimit` restarts were made: then
 //!   every pod of the run is deleted, `restartCount` grows, and a new run starts with new
@@ -26,9 +29,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use eto_api::TrainingJob;
 use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus};
-use eto_api::well_known::{JOB_ROLE_LABEL, LAUNCHER_ROLE, WORKER_ROLE};
+use eto_api::well_known::{LAUNCHER_ROLE, WORKER_ROLE};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -37,9 +40,10 @@ use crate::applied::is_applied;
 use crate::build::Job;
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
+use crate::kind::{JobRef, Kind};
 use crate::scaling::{self, Scaler, ScalerUpdate};
-use crate::validation::{FieldError, validate};
-use crate::{names, pods};
+use crate::validation::{FieldError, validate_job};
+use crate::{mpi_status, names, pods};
 
 /// Whether the job's SSH Secret exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,10 +58,10 @@ pub enum SecretPresence {
 #[derive(Clone, Debug)]
 pub struct Observed<'a> {
     /// The job.
-    pub job: &'a TrainingJob,
-    /// The pods the job controls.
+    pub job: JobRef<'a>,
+    /// The pods the job controls, and those its launcher Job controls.
     pub pods: Vec<&'a Pod>,
-    /// `<job>-workers`.
+    /// The headless Service: `<job>-workers` of a TrainingJob, `<job>` of an MPIJob.
     pub worker_service: Option<&'a Service>,
     /// `<job>-config`.
     pub config_map: Option<&'a ConfigMap>,
@@ -71,6 +75,8 @@ pub struct Observed<'a> {
     pub ssh_secret: SecretPresence,
     /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
     pub scalers: &'a [Scaler],
+    /// The launcher Job `<job>-launcher` of an MPIJob.
+    pub launcher_job: Option<&'a BatchJob>,
 }
 
 /// An object to apply.
@@ -88,6 +94,9 @@ pub enum Child {
     Role(Box<Role>),
     /// The launcher's RoleBinding.
     RoleBinding(Box<RoleBinding>),
+    /// An MPIJob's launcher Job: created once per run, never updated (its pod template is
+    /// immutable); one that already exists is left as it is.
+    LauncherJob(Box<BatchJob>),
 }
 
 /// The kind of a child to delete.
@@ -97,6 +106,8 @@ pub enum ChildKind {
     Pod,
     /// A Service.
     Service,
+    /// A batch Job (an MPIJob's launcher), deleted with its pods.
+    Job,
 }
 
 /// A child to delete.
@@ -171,13 +182,28 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         .pods
         .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let observed = &sorted;
-    let old = observed.job.status.clone().unwrap_or_default();
-    let mut planner = Planner::new(observed.job.metadata.generation, old, now);
-    match validate(observed.job) {
+    let job = observed.job;
+    let old = job.status();
+    let mut planner = Planner::new(job.kind(), job.metadata().generation, old, now);
+    planner.foreign = match job {
+        JobRef::Mpi(mpi) => mpi
+            .status
+            .as_ref()
+            .is_some_and(mpi_status::started_elsewhere),
+        JobRef::Training(_) => false,
+    };
+    let finished = matches!(
+        planner.old.phase,
+        Some(JobPhase::Succeeded | JobPhase::Failed)
+    );
+    if planner.foreign && !finished {
+        planner.started_elsewhere(job);
+        return planner.finish();
+    }
+    match validate_job(job) {
         Err(invalid) => {
             planner.invalid(&invalid.to_string());
-            let (name, uid) = identity(observed.job);
-            let idle = scaling::JobSide::idle(name, uid, now);
+            let idle = scaling::JobSide::idle(job.name(), job.uid(), now);
             planner.scaling(scaling::step(&idle, observed.scalers));
         }
         Ok(spec) => planner.valid(observed, &spec),
@@ -191,27 +217,25 @@ fn current_run(status: &TrainingJobStatus) -> i32 {
     status.run.unwrap_or(status.restart_count)
 }
 
-fn identity(job: &TrainingJob) -> (&str, &str) {
-    (
-        job.metadata.name.as_deref().unwrap_or_default(),
-        job.metadata.uid.as_deref().unwrap_or_default(),
-    )
-}
-
-/// Plans the reconcile of a job that does not even decode (a value outside an enum, a string
-/// where a number belongs): only its status changes, naming the field.
+/// Plans the reconcile of a job of `kind` that does not even decode (a value outside an enum,
+/// a string where a number belongs): only its status changes, naming the field. `status` is
+/// the job's status in the engine's shape, if it decodes.
 pub fn plan_undecodable(
+    kind: Kind,
     metadata: &ObjectMeta,
     status: Option<TrainingJobStatus>,
     error: &FieldError,
     now: jiff::Timestamp,
 ) -> Plan {
-    let mut planner = Planner::new(metadata.generation, status.unwrap_or_default(), now);
-    planner.invalid(&format!("invalid TrainingJob: {error}"));
+    let mut planner = Planner::new(kind, metadata.generation, status.unwrap_or_default(), now);
+    planner.invalid(&format!("invalid {}: {error}", kind.name()));
     planner.finish()
 }
 
 struct Planner {
+    kind: Kind,
+    /// Whether another operator started the job (see [`mpi_status::started_elsewhere`]).
+    foreign: bool,
     generation: Option<i64>,
     old: TrainingJobStatus,
     status: TrainingJobStatus,
@@ -220,10 +244,17 @@ struct Planner {
 }
 
 impl Planner {
-    fn new(generation: Option<i64>, old: TrainingJobStatus, now: jiff::Timestamp) -> Self {
+    fn new(
+        kind: Kind,
+        generation: Option<i64>,
+        old: TrainingJobStatus,
+        now: jiff::Timestamp,
+    ) -> Self {
         let mut status = old.clone();
         status.observed_generation = generation;
         Self {
+            kind,
+            foreign: false,
             generation,
             old,
             status,
@@ -256,6 +287,14 @@ impl Planner {
     }
 
     fn finish(mut self) -> Plan {
+        if self.foreign {
+            // What marks the job as another operator's stays as that operator wrote it: no
+            // phase (read from its conditions), no observed generation.
+            for status in [&mut self.status, &mut self.old] {
+                status.phase = None;
+                status.observed_generation = None;
+            }
+        }
         if self.status != self.old {
             self.plan.status = Some(self.status);
         }
@@ -278,6 +317,24 @@ impl Planner {
         }
     }
 
+    /// A job another operator started, whose pods eto cannot see: eto changes nothing but its
+    /// health conditions, and says how to run it under eto.
+    fn started_elsewhere(&mut self, job: JobRef<'_>) {
+        const REASON: &str = "StartedByAnotherOperator";
+        let message = format!(
+            "{} {} was started by another operator (mpi-operator), whose launcher and workers eto does not take over; delete and re-create it to run it under eto",
+            self.kind.name(),
+            job.name()
+        );
+        let reported = c::find(&self.old.conditions, c::STALLED)
+            .is_some_and(|s| s.reason.as_deref() == Some(REASON));
+        self.condition(c::READY, false, REASON, &message);
+        self.condition(c::STALLED, true, REASON, &message);
+        if !reported {
+            self.event(true, REASON, "Observe", message);
+        }
+    }
+
     fn valid(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
         let job = Job {
             job: observed.job,
@@ -285,18 +342,16 @@ impl Planner {
             run: current_run(&self.old),
             notice: None,
         };
+        let kind = self.kind;
         if !c::is_true(&self.status.conditions, c::CREATED) {
             self.condition(
                 c::CREATED,
                 true,
-                "TrainingJobCreated",
-                &format!("TrainingJob {} is created.", job.name()),
+                &kind.reason("Created"),
+                &format!("{} {} is created.", kind.name(), job.name()),
             );
         }
-        self.status.selector = Some(format!(
-            "training-job-name={},training-job-role={WORKER_ROLE}",
-            job.name()
-        ));
+        self.status.selector = Some(kind.worker_selector(job.name()));
         if matches!(self.old.phase, Some(JobPhase::Succeeded | JobPhase::Failed)) {
             self.finished(observed, job);
             return;
@@ -365,7 +420,7 @@ impl Planner {
             true,
             reason,
             "Fail",
-            format!("TrainingJob {} failed: {message}", job.name()),
+            format!("{} {} failed: {message}", self.kind.name(), job.name()),
         );
         if kill {
             for pod in observed
@@ -377,6 +432,28 @@ impl Planner {
             }
         }
         self.finished(observed, job);
+    }
+
+    /// Deletes an MPIJob's launcher Job (its pods go with it), unless it is already going.
+    fn delete_launcher_job(&mut self, observed: &Observed<'_>) {
+        let Some(launcher) = observed
+            .launcher_job
+            .filter(|job| job.metadata.deletion_timestamp.is_none())
+        else {
+            return;
+        };
+        let name = launcher.metadata.name.clone().unwrap_or_default();
+        if !self
+            .plan
+            .delete
+            .iter()
+            .any(|d| d.kind == ChildKind::Job && d.name == name)
+        {
+            self.plan.delete.push(Deletion {
+                kind: ChildKind::Job,
+                name,
+            });
+        }
     }
 
     fn delete_pod(&mut self, pod: &Pod) {
@@ -411,19 +488,24 @@ impl Planner {
         self.condition(c::READY, succeeded, &reason, &message);
         self.condition(c::STALLED, !succeeded, &reason, &message);
         let ended = format!(
-            "TrainingJob {} {}",
+            "{} {} {}",
+            self.kind.name(),
             job.name(),
             if succeeded { "succeeded" } else { "failed" }
         );
-        let uid = job.job.metadata.uid.as_deref().unwrap_or_default();
         self.scaling(scaling::abandon(
             job.name(),
-            uid,
+            job.job.uid(),
             observed.scalers,
             &ended,
             self.now,
         ));
-        self.status.replica_statuses = replica_statuses(&observed.pods);
+        if self.foreign {
+            // The pods are another operator's, which eto does not see: its counts stand.
+            self.apply_ttl(job);
+            return;
+        }
+        self.status.replica_statuses = replica_statuses(self.kind, &observed.pods);
         if let Some(workers) = self.status.workers.as_mut() {
             workers.ready = 0;
             workers.pending = 0;
@@ -434,20 +516,26 @@ impl Planner {
         self.status.draining_workers.clear();
         self.status.notice = None;
         if job.spec.clean_pod_policy != CleanPodPolicy::None {
+            let role_label = self.kind.role_label();
             let workers = observed
                 .pods
                 .iter()
-                .filter(|p| pods::label(p, JOB_ROLE_LABEL) == Some(WORKER_ROLE));
+                .filter(|p| pods::label(p, role_label) == Some(WORKER_ROLE));
             for pod in workers.filter(|p| !pods::is_terminating(p)) {
                 self.delete_pod(pod);
             }
             if observed.worker_service.is_some() {
                 self.plan.delete.push(Deletion {
                     kind: ChildKind::Service,
-                    name: names::worker_service(job.name()),
+                    name: names::job_service(self.kind, job.name()),
                 });
             }
         }
+        self.apply_ttl(job);
+    }
+
+    /// Deletes a finished job whose time to live ran out, or looks again when it will have.
+    fn apply_ttl(&mut self, job: Job<'_>) {
         if let (Some(ttl), Some(Time(completion))) = (
             job.spec.ttl_after_finished,
             self.status.completion_time.as_ref(),
@@ -475,7 +563,10 @@ fn duration_until(now: jiff::Timestamp, due: jiff::Timestamp) -> Duration {
     Duration::try_from(due.duration_since(now)).unwrap_or_default()
 }
 
-fn replica_statuses(pods: &[&Pod]) -> BTreeMap<ReplicaType, eto_api::common::ReplicaStatus> {
+fn replica_statuses(
+    kind: Kind,
+    pods: &[&Pod],
+) -> BTreeMap<ReplicaType, eto_api::common::ReplicaStatus> {
     let mut statuses = BTreeMap::new();
     for (replica, role) in [
         (ReplicaType::Launcher, LAUNCHER_ROLE),
@@ -483,7 +574,7 @@ fn replica_statuses(pods: &[&Pod]) -> BTreeMap<ReplicaType, eto_api::common::Rep
     ] {
         let of_role = pods
             .iter()
-            .filter(|p| pods::label(p, JOB_ROLE_LABEL) == Some(role));
+            .filter(|p| pods::label(p, kind.role_label()) == Some(role));
         let mut status = eto_api::common::ReplicaStatus::default();
         for pod in of_role {
             match pods::phase(pod) {
@@ -502,6 +593,8 @@ mod run;
 
 use run::Run;
 
+#[cfg(test)]
+mod mpi_tests;
 #[cfg(test)]
 mod scaling_tests;
 #[cfg(test)]

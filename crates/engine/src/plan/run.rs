@@ -5,12 +5,17 @@
 mod suspension;
 mod workers;
 
-use eto_api::common::ReplicaRestartPolicy;
+use std::collections::BTreeMap;
+
+use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
 use eto_api::training_job::{Notice, NoticeKind};
-use eto_api::well_known::{NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
+use eto_api::well_known::{
+    HOSTFILE_ANNOTATION, LAUNCHER_ROLE, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL,
+};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
     Child, Observed, Planner, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
@@ -19,9 +24,44 @@ use crate::applied::is_applied;
 use crate::build::{self, Job};
 use crate::conditions as c;
 use crate::discovery::{self, Host};
-use crate::effective_spec::SshSecretSource;
+use crate::effective_spec::{LauncherStart, SshSecretSource};
+use crate::kind::Kind;
 use crate::loss::Loss;
 use crate::{names, notice, pods, scaling};
+
+/// The launcher of the current run, as observed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Launcher<'o> {
+    /// Its pod: a TrainingJob's launcher pod, the newest pod of an MPIJob's launcher Job.
+    pod: Option<&'o Pod>,
+    /// `Pending`, `Running`, `Succeeded` or `Failed`: the pod's phase, or the outcome of the
+    /// launcher Job.
+    phase: &'o str,
+    /// Why the launcher Job failed, when it says so.
+    job_failure: Option<&'o str>,
+    /// Whether it is being deleted.
+    terminating: bool,
+}
+
+impl Launcher<'_> {
+    /// Whether it runs.
+    fn is_running(&self) -> bool {
+        self.phase == "Running"
+    }
+
+    /// Whether it runs and is not being deleted: something trains, and can checkpoint.
+    fn is_training(&self) -> bool {
+        self.is_running() && !self.terminating
+    }
+}
+
+/// Whether the condition `type_` of a batch Job holds.
+fn job_condition(job: &BatchJob, type_: &str) -> bool {
+    job.status
+        .iter()
+        .flat_map(|status| status.conditions.iter().flatten())
+        .any(|condition| condition.type_ == type_ && condition.status == "True")
+}
 
 /// The run of a job that is not finished: its workers, its launcher, its discovery data.
 pub(super) struct Run<'p, 'o> {
@@ -74,19 +114,76 @@ impl<'p, 'o> Run<'p, 'o> {
     /// count instead, which counted runs then; pods without either predate eto's labels and
     /// are taken as part of the current run.
     fn is_stale(&self, pod: &Pod) -> bool {
-        pods::label(pod, RUN_LABEL)
-            .or_else(|| pods::label(pod, RESTART_LABEL))
+        self.is_of_earlier_run(&pod.metadata)
+    }
+
+    fn is_of_earlier_run(&self, metadata: &ObjectMeta) -> bool {
+        let labels = metadata.labels.as_ref();
+        let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
+        label(RUN_LABEL)
+            .or_else(|| label(RESTART_LABEL))
             .and_then(|r| r.parse::<i32>().ok())
             .is_some_and(|r| r < self.run)
     }
 
-    fn launcher(&self) -> Option<&'o Pod> {
-        let name = names::launcher(self.name());
-        self.observed
-            .pods
-            .iter()
-            .copied()
-            .find(|p| p.metadata.name.as_deref() == Some(&name) && !self.is_stale(p))
+    /// The launcher of the current run, if it exists.
+    fn launcher(&self) -> Option<Launcher<'o>> {
+        match self.job.kind() {
+            Kind::TrainingJob => {
+                let name = names::launcher(self.name());
+                let pod = self
+                    .observed
+                    .pods
+                    .iter()
+                    .copied()
+                    .find(|p| p.metadata.name.as_deref() == Some(&name) && !self.is_stale(p))?;
+                Some(Launcher {
+                    pod: Some(pod),
+                    phase: pods::phase(pod),
+                    job_failure: None,
+                    terminating: pods::is_terminating(pod),
+                })
+            }
+            Kind::MpiJob => {
+                let job = self
+                    .observed
+                    .launcher_job
+                    .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
+                let role_label = self.job.kind().role_label();
+                let pod = self
+                    .observed
+                    .pods
+                    .iter()
+                    .copied()
+                    .filter(|p| pods::label(p, role_label) == Some(LAUNCHER_ROLE))
+                    .filter(|p| !self.is_stale(p))
+                    .max_by(|a, b| {
+                        let created = |p: &Pod| p.metadata.creation_timestamp.clone();
+                        created(a)
+                            .cmp(&created(b))
+                            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+                    });
+                let failure = job
+                    .status
+                    .iter()
+                    .flat_map(|status| status.conditions.iter().flatten())
+                    .find(|condition| condition.type_ == "Failed" && condition.status == "True");
+                let phase = if job_condition(job, "Complete") {
+                    "Succeeded"
+                } else if failure.is_some() {
+                    "Failed"
+                } else {
+                    pod.map_or("Pending", pods::phase)
+                };
+                Some(Launcher {
+                    pod,
+                    phase,
+                    job_failure: failure.and_then(|f| f.message.as_deref().or(f.reason.as_deref())),
+                    terminating: job.metadata.deletion_timestamp.is_some()
+                        || pod.is_some_and(pods::is_terminating),
+                })
+            }
+        }
     }
 
     pub(super) fn reconcile(mut self) {
@@ -95,19 +192,24 @@ impl<'p, 'o> Run<'p, 'o> {
                 self.planner.delete_pod(pod);
             }
         }
+        if self
+            .observed
+            .launcher_job
+            .is_some_and(|job| self.is_of_earlier_run(&job.metadata))
+        {
+            self.planner.delete_launcher_job(self.observed);
+        }
         // Before the launcher's own outcome: a launcher exiting while the job suspends is
         // part of the suspend.
         if !self.suspension() {
             return;
         }
         let launcher = self.launcher();
-        if launcher.is_some_and(|l| pods::phase(l) == "Succeeded") {
+        if launcher.is_some_and(|l| l.phase == "Succeeded") {
             return self.succeed();
         }
         let goes_on = match launcher {
-            Some(launcher) if pods::phase(launcher) == "Failed" => {
-                self.restart_after_failure(launcher)
-            }
+            Some(launcher) if launcher.phase == "Failed" => self.restart_after_failure(launcher),
             None if c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED) => {
                 self.launcher_missing()
             }
@@ -137,6 +239,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let hosts = self.workers();
+        let hosts = self.with_launcher_as_worker(hosts);
         self.discovery_and_launcher(&hosts);
         self.show_notices();
         self.phase(&hosts);
@@ -215,8 +318,9 @@ impl<'p, 'o> Run<'p, 'o> {
             return true;
         }
         let message = format!(
-            "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers (worker.minReplicas) before starting launcher {}: {ready} ready, {pending} pending",
+            "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers ({}) before starting launcher {}: {ready} ready, {pending} pending",
             max_wait.as_secs(),
+            self.job.kind().min_field(),
             names::launcher(&name),
         );
         self.planner.fail(
@@ -232,28 +336,34 @@ impl<'p, 'o> Run<'p, 'o> {
     fn succeed(self) {
         let message = format!("launcher {} succeeded", names::launcher(self.name()));
         let planner = self.planner;
+        let kind = planner.kind;
+        let reason = kind.reason("Succeeded");
         planner.status.phase = Some(JobPhase::Succeeded);
         planner.status.completion_time = Some(Time(planner.now));
-        planner.condition(c::SUCCEEDED, true, "TrainingJobSucceeded", &message);
-        planner.condition(c::RUNNING, false, "TrainingJobSucceeded", &message);
+        planner.condition(c::SUCCEEDED, true, &reason, &message);
+        planner.condition(c::RUNNING, false, &reason, &message);
         planner.event(
             false,
-            "TrainingJobSucceeded",
+            &reason,
             "Complete",
-            format!("TrainingJob {} succeeded: {message}", self.job.name()),
+            format!("{} {} succeeded: {message}", kind.name(), self.job.name()),
         );
         planner.finished(self.observed, self.job);
     }
 
     /// Restarts the job after its launcher failed, if the restart policy and the backoff limit
     /// allow; fails it otherwise. Returns whether the job goes on.
-    fn restart_after_failure(&mut self, launcher: &Pod) -> bool {
-        let evicted = pods::reason(launcher) == Some("Evicted");
-        let how = match (Loss::of(Some(launcher)), evicted) {
+    fn restart_after_failure(&mut self, launcher: Launcher<'_>) -> bool {
+        let evicted = launcher.pod.and_then(pods::reason) == Some("Evicted");
+        let how = match (launcher.pod.and_then(|pod| Loss::of(Some(pod))), evicted) {
             (_, true) => "was evicted".to_string(),
             (Some(loss), false) => loss.describe(),
-            (None, false) => "failed".to_string(),
+            (None, false) => match launcher.job_failure {
+                Some(why) => format!("failed ({why})"),
+                None => "failed".to_string(),
+            },
         };
+        let kind = self.job.kind();
         let spec = self.job.spec;
         let restarts = self.planner.old.restart_count;
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
@@ -272,6 +382,7 @@ impl<'p, 'o> Run<'p, 'o> {
             {
                 self.planner.delete_pod(pod);
             }
+            self.planner.delete_launcher_job(self.observed);
             // A new run, which resumes nothing: the notice of the last one goes.
             self.run += 1;
             self.notice = None;
@@ -282,23 +393,25 @@ impl<'p, 'o> Run<'p, 'o> {
             planner.status.target_workers.clear();
             planner.status.draining_workers.clear();
             planner.status.workers = None;
-            planner.condition(c::RESTARTING, true, "TrainingJobRestarting", &message);
+            let reason = kind.reason("Restarting");
+            planner.condition(c::RESTARTING, true, &reason, &message);
+            planner.condition(c::LAUNCHER_CREATED, false, &reason, &message);
+            planner.condition(c::RUNNING, false, &reason, &message);
             planner.condition(
-                c::LAUNCHER_CREATED,
+                c::WORKERS_READY,
                 false,
-                "TrainingJobRestarting",
-                &message,
+                WAITING_FOR_WORKERS,
+                "a new run starts with new workers",
             );
-            planner.condition(c::RUNNING, false, "TrainingJobRestarting", &message);
-            planner.event(true, "TrainingJobRestarting", "Restart", message);
+            planner.event(true, &reason, "Restart", message);
             let ended = format!(
-                "TrainingJob {} restarted after its launcher failed",
+                "{} {} restarted after its launcher failed",
+                kind.name(),
                 self.job.name()
             );
-            let uid = self.job.job.metadata.uid.as_deref().unwrap_or_default();
             let abandoned = scaling::abandon(
                 self.job.name(),
-                uid,
+                self.job.job.uid(),
                 self.observed.scalers,
                 &ended,
                 planner.now,
@@ -315,15 +428,11 @@ impl<'p, 'o> Run<'p, 'o> {
         } else {
             String::new()
         };
-        let reason = if evicted {
-            "TrainingJobEvicted"
-        } else {
-            "TrainingJobFailed"
-        };
+        let reason = kind.reason(if evicted { "Evicted" } else { "Failed" });
         self.planner.fail(
             self.observed,
             self.job,
-            reason,
+            &reason,
             &format!("the launcher {how}{limit}"),
             false,
         );
@@ -370,19 +479,24 @@ impl<'p, 'o> Run<'p, 'o> {
         let job = self.job;
         let observed = self.observed;
         let plan = &mut self.planner.plan;
-        let account = build::launcher_service_account(job);
-        if needs_apply(&account, observed.service_account) {
-            plan.apply.push(Child::ServiceAccount(Box::new(account)));
-        }
-        let role = build::launcher_role(job);
-        if needs_apply(&role, observed.role) {
-            plan.apply.push(Child::Role(Box::new(role)));
-        }
-        let binding = build::launcher_role_binding(job);
-        if needs_apply(&binding, observed.role_binding) {
-            plan.apply.push(Child::RoleBinding(Box::new(binding)));
-        }
-        let service = build::worker_service(job);
+        let service = match job.kind() {
+            Kind::TrainingJob => {
+                let account = build::launcher_service_account(job);
+                if needs_apply(&account, observed.service_account) {
+                    plan.apply.push(Child::ServiceAccount(Box::new(account)));
+                }
+                let role = build::launcher_role(job);
+                if needs_apply(&role, observed.role) {
+                    plan.apply.push(Child::Role(Box::new(role)));
+                }
+                let binding = build::launcher_role_binding(job);
+                if needs_apply(&binding, observed.role_binding) {
+                    plan.apply.push(Child::RoleBinding(Box::new(binding)));
+                }
+                build::worker_service(job)
+            }
+            Kind::MpiJob => build::mpi_service(job),
+        };
         if needs_apply(&service, observed.worker_service) {
             plan.apply.push(Child::Service(Box::new(service)));
         }
@@ -393,49 +507,143 @@ impl<'p, 'o> Run<'p, 'o> {
         }
     }
 
+    /// The ready workers `hosts`, after the launcher of an MPIJob with `runLauncherAsWorker`,
+    /// which trains too.
+    fn with_launcher_as_worker(&self, hosts: Vec<Host>) -> Vec<Host> {
+        match &self.job.spec.mpi {
+            Some(mpi) if mpi.run_launcher_as_worker => {
+                std::iter::once(self.launcher_host()).chain(hosts).collect()
+            }
+            _ => hosts,
+        }
+    }
+
+    /// The launcher as a host of an MPIJob's hostfile and discovery.
+    fn launcher_host(&self) -> Host {
+        Host {
+            name: names::mpi_host(
+                self.name(),
+                self.job.namespace(),
+                &names::launcher(self.name()),
+            ),
+            slots: self.job.spec.slots_per_worker,
+        }
+    }
+
+    /// An MPIJob's hostfile: every worker of the target (ready or not, as mpirun is given
+    /// them all at its start), after the launcher when it trains too, in the implementation's
+    /// format.
+    fn mpi_hostfile(&self, implementation: eto_api::mpi_job::MpiImplementation) -> String {
+        let name = self.name();
+        let workers = self
+            .planner
+            .status
+            .target_workers
+            .iter()
+            .filter_map(|worker| names::worker_index(name, worker))
+            .map(|index| Host {
+                name: self.job.worker_host(index),
+                slots: self.job.spec.slots_per_worker,
+            })
+            .collect();
+        discovery::mpi_hostfile(&self.with_launcher_as_worker(workers), implementation)
+    }
+
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {
-        let hostfile = discovery::hostfile(hosts);
-        let deepspeed = discovery::deepspeed_hostfile(hosts);
-        let config_map = build::config_map(self.job(), &hostfile, &deepspeed);
-        let desired = build::launcher_pod(self.job(), &hostfile, &deepspeed);
+        let ready_hosts = discovery::hostfile(hosts);
+        let min = self.job.spec.workers.min as usize;
+        let name = names::launcher(self.name());
+        // What the launcher would be if created now, and whether an earlier one (of any run)
+        // still holds its name.
+        let (desired, old_launcher_present) = match &self.job.spec.mpi {
+            None => {
+                let deepspeed = discovery::deepspeed_hostfile(hosts);
+                let config_map = build::config_map(self.job(), &ready_hosts, &deepspeed);
+                self.apply_config_map(config_map);
+                let pod = build::launcher_pod(self.job(), &ready_hosts, &deepspeed);
+                if let Some(launcher) = self.launcher().and_then(|l| l.pod) {
+                    // A pod's spec is immutable: re-apply the spec it has, with the new
+                    // metadata.
+                    let mut update = pod;
+                    update.spec = launcher.spec.clone();
+                    if metadata_differs(&update, launcher) {
+                        self.planner.plan.apply.push(Child::Pod(Box::new(update)));
+                    }
+                    return;
+                }
+                let present = self
+                    .observed
+                    .pods
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(&name));
+                (Child::Pod(Box::new(pod)), present)
+            }
+            Some(mpi) => {
+                let hostfile = self.mpi_hostfile(mpi.implementation);
+                let config_map = build::mpi_config_map(self.job(), &hostfile);
+                self.apply_config_map(config_map);
+                if let Some(launcher) = self.launcher() {
+                    if let Some(pod) = launcher.pod.filter(|p| !pods::is_finished(p)) {
+                        self.annotate_launcher_pod(pod, &ready_hosts);
+                    }
+                    return;
+                }
+                let job = build::launcher_job(self.job(), mpi, &ready_hosts);
+                (
+                    Child::LauncherJob(Box::new(job)),
+                    self.observed.launcher_job.is_some(),
+                )
+            }
+        };
+        let may_create = !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED);
+        let workers_allow = match self.job.spec.launcher_start {
+            LauncherStart::WhenMinReady => hosts.len() >= min,
+            LauncherStart::AtStartup => true,
+        };
+        if may_create && workers_allow && !old_launcher_present {
+            self.planner.plan.apply.push(desired);
+            self.creates_launcher = true;
+            self.resumed_below_min(hosts.len());
+            let message = format!(
+                "launcher {name} created with {} workers in host discovery",
+                hosts.len()
+            );
+            self.planner
+                .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
+            self.planner
+                .event(false, "LauncherCreated", "Create", message);
+        }
+    }
+
+    fn apply_config_map(&mut self, config_map: k8s_openapi::api::core::v1::ConfigMap) {
         if needs_apply(&config_map, self.observed.config_map) {
             self.planner
                 .plan
                 .apply
                 .push(Child::ConfigMap(Box::new(config_map)));
         }
-        let min = self.job.spec.workers.min as usize;
-        match self.launcher() {
-            Some(launcher) => {
-                // A pod's spec is immutable: re-apply the spec it has, with the new metadata.
-                let mut update = desired;
-                update.spec = launcher.spec.clone();
-                if metadata_differs(&update, launcher) {
-                    self.planner.plan.apply.push(Child::Pod(Box::new(update)));
-                }
-            }
-            None => {
-                let name = names::launcher(self.name());
-                let old_launcher_present = self
-                    .observed
-                    .pods
-                    .iter()
-                    .any(|p| p.metadata.name.as_deref() == Some(&name));
-                let may_create = !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED);
-                if may_create && hosts.len() >= min && !old_launcher_present {
-                    self.planner.plan.apply.push(Child::Pod(Box::new(desired)));
-                    self.creates_launcher = true;
-                    self.resumed_below_min(hosts.len());
-                    let message = format!(
-                        "launcher {name} created with {} workers in host discovery",
-                        hosts.len()
-                    );
-                    self.planner
-                        .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
-                    self.planner
-                        .event(false, "LauncherCreated", "Create", message);
-                }
-            }
+    }
+
+    /// Shows the ready hosts and the job's notice on the pod of an MPIJob's launcher Job. The
+    /// pod belongs to the Job, so eto applies only these annotations to it.
+    fn annotate_launcher_pod(&mut self, pod: &Pod, ready_hosts: &str) {
+        let mut annotations =
+            BTreeMap::from([(HOSTFILE_ANNOTATION.to_string(), ready_hosts.to_string())]);
+        annotations.extend(notice::annotations(
+            notice::for_pod(pod, self.notice.as_ref(), self.planner.now).as_ref(),
+        ));
+        let update = Pod {
+            metadata: ObjectMeta {
+                name: pod.metadata.name.clone(),
+                namespace: pod.metadata.namespace.clone(),
+                annotations: Some(annotations),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+            status: None,
+        };
+        if metadata_differs(&update, pod) {
+            self.planner.plan.apply.push(Child::Pod(Box::new(update)));
         }
     }
 
@@ -444,17 +652,37 @@ impl<'p, 'o> Run<'p, 'o> {
         let min = self.job.spec.workers.min as usize;
         let ready = hosts.len();
         let target = self.planner.status.target_workers.len();
-        let restarting = self.observed.pods.iter().any(|p| self.is_stale(p));
-        let launcher_running = self.launcher().is_some_and(|l| pods::phase(l) == "Running");
+        let kind = self.job.kind();
+        let restarting = self.observed.pods.iter().any(|p| self.is_stale(p))
+            || self
+                .observed
+                .launcher_job
+                .is_some_and(|job| self.is_of_earlier_run(&job.metadata));
+        let launcher_running = self.launcher().is_some_and(|l| l.is_running());
         let workers_ready = ready >= min;
-        let workers_message = format!("{ready} of {target} workers ready (minReplicas {min})");
-        let (reason, message) = if workers_ready {
-            ("WorkersReady", workers_message.clone())
+        let workers_message = format!(
+            "{ready} of {target} workers ready ({} {min})",
+            kind.min_field()
+        );
+        // Below the minimum after having reached it in this run, as opposed to not there yet:
+        // only the former may suspend a running job. A launcher that waits for the minimum
+        // running means the run reached it.
+        let dropped =
+            c::find(&self.planner.status.conditions, c::WORKERS_READY).is_some_and(|condition| {
+                condition.status == ConditionStatus::True
+                    || condition.reason.as_deref() == Some(suspension::BELOW_MIN_WORKERS)
+            }) || (launcher_running && self.job.spec.launcher_start == LauncherStart::WhenMinReady);
+        // The training runs: its launcher runs and the run has had its minimum.
+        let training = launcher_running && (workers_ready || dropped);
+        let reason = if workers_ready {
+            "WorkersReady"
+        } else if dropped {
+            suspension::BELOW_MIN_WORKERS
         } else {
-            ("WaitingForWorkers", workers_message.clone())
+            WAITING_FOR_WORKERS
         };
         self.planner
-            .condition(c::WORKERS_READY, workers_ready, reason, &message);
+            .condition(c::WORKERS_READY, workers_ready, reason, &workers_message);
         let suspended = c::is_true(&self.planner.status.conditions, c::SUSPENDED);
         let suspending = self
             .notice
@@ -462,7 +690,7 @@ impl<'p, 'o> Run<'p, 'o> {
             .is_some_and(|notice| notice.kind == NoticeKind::Suspend);
         let elastic = self.job.spec.elastic;
         let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
-        if !workers_ready && launcher_running && watch_minimum {
+        if !workers_ready && training && watch_minimum {
             // Looked at again when too few workers have been ready for too long.
             let since = c::find(&self.planner.status.conditions, c::WORKERS_READY)
                 .and_then(|condition| condition.last_transition_time.as_ref())
@@ -476,9 +704,9 @@ impl<'p, 'o> Run<'p, 'o> {
             JobPhase::Suspended
         } else if restarting {
             JobPhase::Restarting
-        } else if launcher_running && self.scaling {
+        } else if training && self.scaling {
             JobPhase::Scaling
-        } else if launcher_running {
+        } else if training {
             JobPhase::Running
         } else {
             JobPhase::Created
@@ -496,26 +724,25 @@ impl<'p, 'o> Run<'p, 'o> {
         match phase {
             JobPhase::Running | JobPhase::Scaling => {
                 let message = format!("training runs with {ready} workers in host discovery");
+                let reason = kind.reason("Running");
                 if !matches!(
                     self.planner.old.phase,
                     Some(JobPhase::Running | JobPhase::Scaling)
                 ) {
                     self.planner.event(
                         false,
-                        "TrainingJobRunning",
+                        &reason,
                         "Run",
-                        format!("TrainingJob {name} is running: {message}"),
+                        format!("{} {name} is running: {message}", kind.name()),
                     );
                 }
-                self.planner
-                    .condition(c::RUNNING, true, "TrainingJobRunning", &message);
-                self.planner
-                    .condition(c::READY, true, "TrainingJobRunning", &message);
+                self.planner.condition(c::RUNNING, true, &reason, &message);
+                self.planner.condition(c::READY, true, &reason, &message);
             }
             JobPhase::Restarting => {
                 let message = "waiting for the pods of the failed run to go".to_string();
                 self.planner
-                    .condition(c::READY, false, "TrainingJobRestarting", &message);
+                    .condition(c::READY, false, &kind.reason("Restarting"), &message);
             }
             JobPhase::Suspended => {
                 let pending = target.saturating_sub(ready);
@@ -538,10 +765,14 @@ impl<'p, 'o> Run<'p, 'o> {
                             names::launcher(&name)
                         ),
                     )
-                } else if !workers_ready {
+                } else if !workers_ready && !launcher_running {
+                    let when = match self.job.spec.launcher_start {
+                        LauncherStart::WhenMinReady => "the launcher starts",
+                        LauncherStart::AtStartup => "training starts",
+                    };
                     (
-                        "WaitingForWorkers",
-                        format!("{workers_message}; the launcher starts once {min} are ready"),
+                        WAITING_FOR_WORKERS,
+                        format!("{workers_message}; {when} once {min} are ready"),
                     )
                 } else {
                     (
@@ -570,6 +801,10 @@ impl<'p, 'o> Run<'p, 'o> {
         self.planner.status.phase = Some(phase);
     }
 }
+
+/// Reason of `WorkersReady=False` while a run waits for its first `minReplicas` ready workers
+/// (after it had them, the reason is `BelowMinWorkers`).
+const WAITING_FOR_WORKERS: &str = "WaitingForWorkers";
 
 /// Whether `desired` (eto's pod) differs from the metadata of `observed`: a value eto sets that
 /// the pod lacks or has otherwise, or a notice the pod shows that eto no longer wants.

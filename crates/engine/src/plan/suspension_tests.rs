@@ -340,6 +340,16 @@ fn a_job_created_suspended_creates_nothing_until_unsuspended() {
     let plan = world.reconcile();
     assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
     assert!(plan.create_ssh_secret.is_some());
+    // It never ran: it starts afresh, with nothing to resume.
+    assert_eq!(world.status().notice, None);
+    assert_eq!(world.status().run.unwrap_or_default(), 0);
+    assert_eq!(
+        plan.events
+            .iter()
+            .find(|e| e.reason == "TrainingJobResumed")
+            .map(|e| e.note.as_str()),
+        Some("TrainingJob mnist unsuspended: the job starts")
+    );
 }
 
 #[test]

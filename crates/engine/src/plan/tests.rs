@@ -6,6 +6,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::conditions as c;
+use crate::kind::Kind;
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
@@ -50,6 +51,7 @@ fn a_new_job_gets_its_supporting_objects_and_workers_but_no_launcher() {
             Child::Service(_) => "Service",
             Child::Pod(_) => "Pod",
             Child::ConfigMap(_) => "ConfigMap",
+            Child::LauncherJob(_) => "Job",
         })
         .collect();
     assert_eq!(
@@ -532,7 +534,7 @@ fn an_undecodable_job_gets_a_condition_naming_the_field() {
         message: "unknown variant `Sometimes`".into(),
     };
     let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
-    let plan = plan_undecodable(&ObjectMeta::default(), None, &error, now);
+    let plan = plan_undecodable(Kind::TrainingJob, &ObjectMeta::default(), None, &error, now);
     let status = plan.status.unwrap();
     let ready = c::find(&status.conditions, c::READY).unwrap();
     assert_eq!(ready.reason.as_deref(), Some("InvalidSpec"));

@@ -34,8 +34,9 @@ use eto_api::common::ConditionStatus;
 use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::Run;
+use super::{Run, WAITING_FOR_WORKERS};
 use crate::conditions as c;
+use crate::effective_spec::LauncherStart;
 use crate::{names, pods, scaling};
 
 /// Reason of the `Suspended` condition and of the notices when too few workers stayed ready.
@@ -62,28 +63,29 @@ impl Run<'_, '_> {
         {
             return self.checkpointing(&notice, requested);
         }
+        let kind = self.job.kind();
         let suspended = c::find(&self.planner.old.conditions, c::SUSPENDED)
             .filter(|condition| condition.status == ConditionStatus::True)
-            .and_then(|condition| condition.reason.clone());
-        match (suspended.as_deref(), requested) {
-            (Some(SUSPENDED), true) => {
+            .map(|condition| condition.reason.as_deref() == Some(BELOW_MIN_WORKERS));
+        // `Some(true)`: suspended below the minimum; `Some(false)`: by spec.
+        match (suspended, requested) {
+            (Some(false), true) => {
                 self.hold();
                 false
             }
-            (Some(SUSPENDED), false) => {
+            (Some(false), false) => {
                 self.resume_by_spec();
                 true
             }
-            (Some(_), true) => {
+            (Some(true), true) => {
                 self.suspend(SUSPENDED);
                 false
             }
             // Below the minimum: the new run waits for its workers.
-            (Some(_), false) => true,
-            (None, true) => self.start_suspending(
-                SUSPENDED,
-                "spec.suspend (or the job supervisor's annotation) asks for it".into(),
-            ),
+            (Some(true), false) => true,
+            (None, true) => {
+                self.start_suspending(SUSPENDED, format!("{} asks for it", kind.suspend_field()))
+            }
             (None, false) => match self.below_min_for_too_long() {
                 Some(why) => self.start_suspending(BELOW_MIN_WORKERS, why),
                 None => true,
@@ -93,8 +95,7 @@ impl Run<'_, '_> {
 
     /// Whether the launcher of the run is running (something trains, and can checkpoint).
     fn training(&self) -> bool {
-        self.launcher()
-            .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l))
+        self.launcher().is_some_and(|l| l.is_training())
     }
 
     /// Ready and pending workers of the run's target.
@@ -117,8 +118,8 @@ impl Run<'_, '_> {
     }
 
     /// Why the job should suspend because too few workers stayed ready, if it should: its
-    /// launcher runs, fewer than `minReplicas` workers are ready, and the `WorkersReady`
-    /// condition has said so for `belowMinSeconds`.
+    /// launcher runs, fewer than `minReplicas` workers are ready although the run had them,
+    /// and the `WorkersReady` condition has said so for `belowMinSeconds`.
     fn below_min_for_too_long(&mut self) -> Option<String> {
         let elastic = self.job.spec.elastic;
         if !elastic.suspend_below_min_workers || !self.training() {
@@ -129,8 +130,14 @@ impl Run<'_, '_> {
         if ready >= min {
             return None;
         }
+        // A launcher started with the workers (an MPIJob's `AtStartup`) runs before the run
+        // had its minimum; that is not a drop below it.
+        let waits_for_minimum = self.job.spec.launcher_start == LauncherStart::WhenMinReady;
         let since = c::find(&self.planner.old.conditions, c::WORKERS_READY)
             .filter(|condition| condition.status == ConditionStatus::False)
+            .filter(|condition| {
+                waits_for_minimum || condition.reason.as_deref() == Some(BELOW_MIN_WORKERS)
+            })
             .and_then(|condition| condition.last_transition_time.as_ref())?
             .0;
         let due = since + signed(elastic.below_min);
@@ -139,7 +146,8 @@ impl Run<'_, '_> {
             return None;
         }
         Some(format!(
-            "only {ready} of the {min} workers it needs (worker.minReplicas) were ready for {}s (elasticPolicy.belowMinSeconds), {pending} pending",
+            "only {ready} of the {min} workers it needs ({}) were ready for {}s (elasticPolicy.belowMinSeconds), {pending} pending",
+            self.job.kind().min_field(),
             elastic.below_min.as_secs()
         ))
     }
@@ -163,7 +171,8 @@ impl Run<'_, '_> {
             )
             .unwrap_or(now + signed(grace));
         let message = format!(
-            "TrainingJob {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
+            "{} {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
+            self.job.kind().name(),
             self.name()
         );
         let notice = Notice {
@@ -205,14 +214,8 @@ impl Run<'_, '_> {
         let Counts { ready, pending } = self.counts();
         let min = self.job.spec.workers.min;
         let name = self.name().to_string();
-        for pod in self
-            .observed
-            .pods
-            .iter()
-            .filter(|p| !pods::is_terminating(p))
-        {
-            self.planner.delete_pod(pod);
-        }
+        let kind = self.job.kind();
+        self.delete_every_pod();
         let (message, warning) = if reason == BELOW_MIN_WORKERS {
             (
                 format!(
@@ -223,27 +226,41 @@ impl Run<'_, '_> {
             )
         } else {
             (
-                "suspended by spec.suspend; its pods are deleted until it is unsuspended"
-                    .to_string(),
+                format!(
+                    "suspended by {}; its pods are deleted until it is unsuspended",
+                    kind.suspend_field()
+                ),
                 false,
             )
         };
         self.planner.event(
             warning,
-            "TrainingJobSuspended",
+            &kind.reason("Suspended"),
             "Suspend",
-            format!("TrainingJob {name} {message}"),
+            format!("{} {name} {message}", kind.name()),
         );
-        let ended = format!("TrainingJob {name} was suspended");
-        let uid = self.job.job.metadata.uid.as_deref().unwrap_or_default();
-        let abandoned =
-            scaling::abandon(&name, uid, self.observed.scalers, &ended, self.planner.now);
+        let ended = format!("{} {name} was suspended", kind.name());
+        let abandoned = scaling::abandon(
+            &name,
+            self.job.job.uid(),
+            self.observed.scalers,
+            &ended,
+            self.planner.now,
+        );
         self.planner.scaling(abandoned);
+        let reason = if reason == BELOW_MIN_WORKERS {
+            BELOW_MIN_WORKERS
+        } else {
+            kind.suspended_reason()
+        };
         let planner = &mut *self.planner;
         planner.condition(c::SUSPENDED, true, reason, &message);
-        planner.condition(c::LAUNCHER_CREATED, false, reason, &message);
-        if c::find(&planner.status.conditions, c::RUNNING).is_some() {
-            planner.condition(c::RUNNING, false, reason, &message);
+        // Whether the job had a launcher is kept: a job that never ran starts afresh when it
+        // is unsuspended, with nothing to resume.
+        for type_ in [c::LAUNCHER_CREATED, c::RUNNING] {
+            if c::find(&planner.status.conditions, type_).is_some() {
+                planner.condition(type_, false, reason, &message);
+            }
         }
         planner.condition(c::READY, false, reason, &message);
         planner.status.phase = Some(JobPhase::Suspended);
@@ -265,6 +282,26 @@ impl Run<'_, '_> {
 
     /// Stays suspended by spec: no pod, requests wait.
     fn hold(&mut self) {
+        self.delete_every_pod();
+        let kind = self.job.kind();
+        let planner = &mut *self.planner;
+        planner.status.phase = Some(JobPhase::Suspended);
+        let message = format!(
+            "suspended by {}; it {} once unsuspended",
+            kind.suspend_field(),
+            if c::find(&planner.status.conditions, c::LAUNCHER_CREATED).is_some() {
+                "resumes from its checkpoint"
+            } else {
+                "starts"
+            }
+        );
+        planner.condition(c::READY, false, kind.suspended_reason(), &message);
+        let idle = scaling::JobSide::idle(self.job.name(), self.job.job.uid(), planner.now);
+        planner.scaling(scaling::step(&idle, self.observed.scalers));
+    }
+
+    /// Deletes every pod of the job, and an MPIJob's launcher Job.
+    fn delete_every_pod(&mut self) {
         for pod in self
             .observed
             .pods
@@ -273,32 +310,32 @@ impl Run<'_, '_> {
         {
             self.planner.delete_pod(pod);
         }
-        let planner = &mut *self.planner;
-        planner.status.phase = Some(JobPhase::Suspended);
-        let message = "suspended by spec.suspend; it resumes from its checkpoint once unsuspended";
-        planner.condition(c::READY, false, SUSPENDED, message);
-        let (name, uid) = (
-            self.job.name(),
-            self.job.job.metadata.uid.as_deref().unwrap_or_default(),
-        );
-        let idle = scaling::JobSide::idle(name, uid, planner.now);
-        planner.scaling(scaling::step(&idle, self.observed.scalers));
+        self.planner.delete_launcher_job(self.observed);
     }
 
-    /// Unsuspended by spec: a new run, which resumes the training.
+    /// Unsuspended by spec: a new run, which resumes the training; or, for a job that never
+    /// had a launcher (created suspended, as Kueue creates jobs), the job simply starts.
     fn resume_by_spec(&mut self) {
         let name = self.name().to_string();
-        self.new_run(SUSPENDED);
+        let kind = self.job.kind();
+        let ran = c::find(&self.planner.old.conditions, c::LAUNCHER_CREATED).is_some();
+        let message = if ran {
+            self.new_run(SUSPENDED);
+            "unsuspended: a new run resumes from the checkpoint"
+        } else {
+            "unsuspended: the job starts"
+        };
         let planner = &mut *self.planner;
-        let message = "unsuspended: a new run resumes from the checkpoint";
-        planner.condition(c::SUSPENDED, false, "Resumed", message);
-        planner.condition(c::LAUNCHER_CREATED, false, "Resumed", message);
+        planner.condition(c::SUSPENDED, false, kind.resumed_reason(), message);
+        if ran {
+            planner.condition(c::LAUNCHER_CREATED, false, kind.resumed_reason(), message);
+        }
         planner.status.start_time = Some(Time(planner.now));
         planner.event(
             false,
-            "TrainingJobResumed",
+            &kind.reason("Resumed"),
             "Resume",
-            format!("TrainingJob {name} {message}"),
+            format!("{} {name} {message}", kind.name()),
         );
     }
 
@@ -316,13 +353,14 @@ impl Run<'_, '_> {
             "resumed: {ready} workers are ready; launcher {} starts with the resume notice",
             names::launcher(&name)
         );
-        planner.condition(c::SUSPENDED, false, "Resumed", &message);
+        let kind = planner.kind;
+        planner.condition(c::SUSPENDED, false, kind.resumed_reason(), &message);
         planner.status.start_time = Some(Time(planner.now));
         planner.event(
             false,
-            "TrainingJobResumed",
+            &kind.reason("Resumed"),
             "Resume",
-            format!("TrainingJob {name} {message}"),
+            format!("{} {name} {message}", kind.name()),
         );
     }
 
@@ -338,7 +376,8 @@ impl Run<'_, '_> {
             since: Time(now),
             deadline: None,
             message: format!(
-                "this run resumes TrainingJob {}, suspended ({reason}): load the latest checkpoint",
+                "this run resumes {} {}, suspended ({reason}): load the latest checkpoint",
+                self.job.kind().name(),
                 self.name()
             ),
         };
@@ -347,6 +386,12 @@ impl Run<'_, '_> {
         status.run = Some(self.run);
         status.target_workers.clear();
         status.workers = None;
+        self.planner.condition(
+            c::WORKERS_READY,
+            false,
+            WAITING_FOR_WORKERS,
+            "a new run starts with new workers",
+        );
     }
 
     fn set_notice(&mut self, notice: Option<Notice>) {

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use eto_api::training_job::{BLACKLIST_LIMIT, BlacklistEntry, WorkerSummary};
-use eto_api::well_known::{JOB_ROLE_LABEL, WORKER_ROLE};
+use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -39,7 +39,7 @@ impl<'o> Run<'_, 'o> {
             .pods
             .iter()
             .copied()
-            .filter(|p| pods::label(p, JOB_ROLE_LABEL) == Some(WORKER_ROLE))
+            .filter(|p| pods::label(p, self.job.kind().role_label()) == Some(WORKER_ROLE))
             .collect();
         let index_of = |pod: &Pod| {
             pod.metadata
@@ -93,14 +93,12 @@ impl<'o> Run<'_, 'o> {
         let mut step = if self.restarted {
             scaling::Step::default()
         } else {
-            let launcher_running = self
-                .launcher()
-                .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+            let launcher_running = self.launcher().is_some_and(|l| l.is_training());
             let restarting = self.observed.pods.iter().any(|p| self.is_stale(p));
             scaling::step(
                 &scaling::JobSide {
                     name: &name,
-                    uid: self.job.job.metadata.uid.as_deref().unwrap_or_default(),
+                    uid: self.job.job.uid(),
                     target: &previous_target,
                     pods: &current,
                     blacklisted: &blacklisted,
@@ -291,6 +289,7 @@ impl<'o> Run<'_, 'o> {
             max: workers.max.map(|m| count(m as usize)),
         });
         self.planner.status.replica_statuses = replica_statuses(
+            self.job.kind(),
             &self
                 .observed
                 .pods
@@ -303,14 +302,14 @@ impl<'o> Run<'_, 'o> {
             self.planner.condition(
                 c::WORKERS_CREATED,
                 true,
-                "TrainingJobWorkerCreated",
+                &self.job.kind().reason("WorkerCreated"),
                 &format!("{} workers created", decision.target.len()),
             );
         }
         ready
             .iter()
             .map(|index| Host {
-                name: names::worker_host(&name, *index),
+                name: self.job.worker_host(*index),
                 slots: spec.slots_per_worker,
             })
             .collect()
@@ -351,9 +350,7 @@ impl<'o> Run<'_, 'o> {
             .filter(|r| r.was_in_discovery)
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
-        let launcher_running = self
-            .launcher()
-            .is_some_and(|l| pods::phase(l) == "Running" && !pods::is_terminating(l));
+        let launcher_running = self.launcher().is_some_and(|l| l.is_training());
         let decision = drain::decide(&drain::DrainInput {
             draining: &self.planner.old.draining_workers,
             removed,

@@ -1,62 +1,34 @@
 //! Validation and defaulting of a TrainingJob.
-//!
-//! The CRD's schema and CEL rules reject most bad specs at admission, but not all of them: a
-//! rule cannot read pod templates' resource limits, annotations are free-form, and a CRD
-//! installed without validation (or an older one) lets anything through. [`validate`] checks
-//! every rule again, so the controller never builds objects from a spec it does not
-//! understand; it reports the errors in the job's status and events instead.
-
-use std::fmt;
-use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{
-    CleanPodPolicy, ElasticPolicy, JobRestartPolicy, LauncherAttachMode, TrainingJob, WorkerSpec,
+    CleanPodPolicy, JobRestartPolicy, LauncherAttachMode, TrainingJob, WorkerSpec,
 };
-use eto_api::well_known::{
-    JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION, SSH_SECRET_ANNOTATION,
+use eto_api::well_known::SSH_SECRET_ANNOTATION;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+
+use super::{
+    CountField, Errors, GPU_RESOURCE, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name,
+    check_template, elastic_settings, gpu_quantity, positive, suspended_by_annotation,
 };
-use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, SSH_DIR};
+use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
+use crate::kind::Kind;
+use crate::names::is_dns1123_subdomain;
 
-use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, RESERVED_VOLUMES, SSH_DIR};
-use crate::effective_spec::{EffectiveSpec, ElasticSettings, SshSecretSource, WorkerCounts};
-use crate::names::{MAX_JOB_NAME_LEN, is_dns1035_label, is_dns1123_subdomain};
+/// Where eto mounts its files in the launcher: the SSH key pair in every container, host
+/// discovery and the notice in the first, the DeepSpeed hostfile in the first.
+const LAUNCHER_PATHS: ReservedPaths<'static> = ReservedPaths {
+    first: &[SSH_DIR, DISCOVERY_DIR, DEEPSPEED_DIR],
+    others: &[SSH_DIR],
+};
+/// Where eto mounts its files in the workers: the SSH key pair and the notice, everywhere.
+const WORKER_PATHS: ReservedPaths<'static> = ReservedPaths {
+    first: &[SSH_DIR, DISCOVERY_DIR],
+    others: &[SSH_DIR, DISCOVERY_DIR],
+};
 
-/// Extended resource whose limit sets the default slots per worker.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
-/// One violated rule, naming the field as a path into the object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    /// Path of the offending field, for example `spec.etReplicaSpecs.worker.minReplicas`.
-    pub field: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-/// A TrainingJob that breaks at least one rule; every broken rule is listed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid TrainingJob: {}", join(.errors))]
-pub struct InvalidSpec {
-    /// The violated rules, in the order of the fields in the spec.
-    pub errors: Vec<FieldError>,
-}
-
-fn join(errors: &[FieldError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// Validates `job` and applies every default.
+/// Validates TrainingJob `job` and applies every default.
 ///
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
@@ -79,7 +51,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
     check_template(
         "spec.etReplicaSpecs.launcher.template",
         &launcher.template,
-        Role::Launcher,
+        &LAUNCHER_PATHS,
         &mut errors,
     );
 
@@ -88,7 +60,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
     check_template(
         "spec.etReplicaSpecs.worker.template",
         &worker.template,
-        Role::Worker,
+        &WORKER_PATHS,
         &mut errors,
     );
 
@@ -105,173 +77,58 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
         None => slots_from_gpu_limit(&worker.template, &mut errors),
     };
 
-    let backoff_limit = spec
-        .backoff_limit
-        .map_or(EffectiveSpec::DEFAULT_BACKOFF_LIMIT, |limit| {
-            non_negative("spec.backoffLimit", limit, &mut errors)
-        });
-    let active_deadline = spec.active_deadline_seconds.map(|seconds| {
-        Duration::from_secs(positive_seconds(
-            "spec.activeDeadlineSeconds",
-            seconds,
-            &mut errors,
-        ))
-    });
-    let ttl_after_finished = spec.ttl_seconds_after_finished.map(|seconds| {
-        let seconds = non_negative("spec.ttlSecondsAfterFinished", seconds, &mut errors);
-        Duration::from_secs(seconds.into())
-    });
-    let elastic = elastic_settings(job, spec.elastic_policy.as_ref(), &mut errors);
+    let limits = RunLimitFields {
+        parent: "spec",
+        backoff_limit: spec.backoff_limit,
+        active_deadline_seconds: spec.active_deadline_seconds,
+        ttl_seconds_after_finished: spec.ttl_seconds_after_finished,
+    }
+    .check(&mut errors);
+    let elastic = elastic_settings(&job.metadata, spec.elastic_policy.as_ref(), &mut errors);
     let ssh_secret = ssh_secret_source(job, &mut errors);
-    let suspend = spec.suspend.unwrap_or(false) || suspended_by_annotation(job, &mut errors);
+    let suspend =
+        spec.suspend.unwrap_or(false) || suspended_by_annotation(&job.metadata, &mut errors);
 
-    errors.into_result(EffectiveSpec {
-        workers,
-        slots_per_worker,
-        clean_pod_policy: spec.clean_pod_policy.unwrap_or(CleanPodPolicy::Running),
-        job_restart_policy: spec.restart_policy.unwrap_or(JobRestartPolicy::Never),
-        backoff_limit,
-        worker_restart_policy: worker.restart_policy.unwrap_or(ReplicaRestartPolicy::Never),
-        launcher_restart_policy: launcher.restart_policy,
-        suspend,
-        active_deadline,
-        ttl_after_finished,
-        elastic,
-        ssh_secret,
-    })
-}
-
-#[derive(Default)]
-struct Errors(Vec<FieldError>);
-
-impl Errors {
-    fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.0.push(FieldError {
-            field: field.into(),
-            message: message.into(),
-        });
-    }
-
-    fn into_result<T>(self, value: T) -> Result<T, InvalidSpec> {
-        if self.0.is_empty() {
-            Ok(value)
-        } else {
-            Err(InvalidSpec { errors: self.0 })
-        }
-    }
-}
-
-fn check_job_name(name: &str, errors: &mut Errors) {
-    if name.len() > MAX_JOB_NAME_LEN {
-        errors.push(
-            "metadata.name",
-            format!(
-                "must be at most {MAX_JOB_NAME_LEN} characters, so that the worker host names \
-                 `<name>-worker-<index>` stay valid DNS labels"
-            ),
-        );
-    } else if !is_dns1035_label(name) {
-        errors.push(
-            "metadata.name",
-            "must consist of lowercase letters, digits and '-', start with a letter and end \
-             with a letter or digit, because it names the job's Services",
-        );
-    }
+    errors.into_result(
+        Kind::TrainingJob,
+        EffectiveSpec {
+            workers,
+            slots_per_worker,
+            clean_pod_policy: spec.clean_pod_policy.unwrap_or(CleanPodPolicy::Running),
+            job_restart_policy: spec.restart_policy.unwrap_or(JobRestartPolicy::Never),
+            backoff_limit: limits.backoff_limit,
+            worker_restart_policy: worker.restart_policy.unwrap_or(ReplicaRestartPolicy::Never),
+            launcher_restart_policy: launcher.restart_policy,
+            suspend,
+            active_deadline: limits.active_deadline,
+            ttl_after_finished: limits.ttl_after_finished,
+            elastic,
+            ssh_secret,
+            launcher_start: LauncherStart::WhenMinReady,
+            mpi: None,
+        },
+    )
 }
 
 fn worker_counts(worker: &WorkerSpec, errors: &mut Errors) -> WorkerCounts {
-    const PATH: &str = "spec.etReplicaSpecs.worker";
-    // A count that is itself invalid is reported once and left out of the ordering checks.
-    let count = |field: &str, value: Option<i32>, errors: &mut Errors| {
-        let value = value?;
-        let count = u32::try_from(value).ok().filter(|count| *count >= 1);
-        if count.is_none() {
-            errors.push(
-                format!("{PATH}.{field}"),
-                format!("must be at least 1, not {value}"),
-            );
-        }
-        count
-    };
-    let replicas = count("replicas", worker.replicas, errors);
-    let min_replicas = count("minReplicas", worker.min_replicas, errors);
-    let max = count("maxReplicas", worker.max_replicas, errors);
-
-    let desired = replicas.or(min_replicas).unwrap_or(1);
-    let min = min_replicas.unwrap_or(desired);
-    if min > desired {
-        errors.push(
-            format!("{PATH}.minReplicas"),
-            format!("must not be greater than replicas ({min} > {desired})"),
-        );
-    }
-    if let Some(max) = max {
-        if desired > max {
-            errors.push(
-                format!("{PATH}.replicas"),
-                format!("must not be greater than maxReplicas ({desired} > {max})"),
-            );
-        }
-        // A defaulted minimum equals `desired`, whose excess is reported above.
-        if let Some(min) = min_replicas.filter(|min| *min > max) {
-            errors.push(
-                format!("{PATH}.minReplicas"),
-                format!("must not be greater than maxReplicas ({min} > {max})"),
-            );
-        }
-    }
-    WorkerCounts { desired, min, max }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
-    Launcher,
-    Worker,
-}
-
-fn check_template(path: &str, template: &PodTemplateSpec, role: Role, errors: &mut Errors) {
-    let Some(pod) = &template.spec else {
-        errors.push(format!("{path}.spec"), "is required");
-        return;
-    };
-    if pod.containers.is_empty() {
-        errors.push(
-            format!("{path}.spec.containers"),
-            "must list at least one container",
-        );
-    }
-    for (index, volume) in pod.volumes.iter().flatten().enumerate() {
-        if RESERVED_VOLUMES.contains(&volume.name.as_str()) {
-            errors.push(
-                format!("{path}.spec.volumes[{index}].name"),
-                format!("{} is reserved for eto's own volume", volume.name),
-            );
-        }
-    }
-    for (index, container) in pod.containers.iter().enumerate() {
-        let field = format!("{path}.spec.containers[{index}]");
-        if container.name.is_empty() {
-            errors.push(format!("{field}.name"), "is required");
-        }
-        if container.image.as_deref().is_none_or(str::is_empty) {
-            errors.push(format!("{field}.image"), "is required");
-        }
-        // eto mounts the SSH key pair in every container, host discovery and the notice in
-        // the launcher's first, the notice in every worker container.
-        let reserved: &[&str] = match (role, index) {
-            (Role::Launcher, 0) => &[SSH_DIR, DISCOVERY_DIR, DEEPSPEED_DIR],
-            (Role::Launcher, _) => &[SSH_DIR],
-            (Role::Worker, _) => &[SSH_DIR, DISCOVERY_DIR],
-        };
-        for (mount_index, mount) in container.volume_mounts.iter().flatten().enumerate() {
-            if reserved.contains(&mount.mount_path.trim_end_matches('/')) {
-                errors.push(
-                    format!("{field}.volumeMounts[{mount_index}].mountPath"),
-                    format!("{} is where eto mounts its own files", mount.mount_path),
-                );
-            }
-        }
-    }
+    super::worker_counts(
+        &CountField {
+            value: worker.replicas,
+            path: "spec.etReplicaSpecs.worker.replicas",
+            called: "replicas",
+        },
+        &CountField {
+            value: worker.min_replicas,
+            path: "spec.etReplicaSpecs.worker.minReplicas",
+            called: "minReplicas",
+        },
+        &CountField {
+            value: worker.max_replicas,
+            path: "spec.etReplicaSpecs.worker.maxReplicas",
+            called: "maxReplicas",
+        },
+        errors,
+    )
 }
 
 fn slots_from_gpu_limit(worker: &PodTemplateSpec, errors: &mut Errors) -> u32 {
@@ -301,94 +158,6 @@ fn slots_from_gpu_limit(worker: &PodTemplateSpec, errors: &mut Errors) -> u32 {
 
 /// The GPU count of a container: its limit, else its request (extended resources may give
 /// either), with the name of the map it came from.
-fn gpu_quantity(container: &Container) -> Option<(&'static str, &str)> {
-    let resources = container.resources.as_ref()?;
-    [
-        ("limits", &resources.limits),
-        ("requests", &resources.requests),
-    ]
-    .into_iter()
-    .find_map(|(kind, map)| Some((kind, map.as_ref()?.get(GPU_RESOURCE)?.0.as_str())))
-}
-
-fn elastic_settings(
-    job: &TrainingJob,
-    policy: Option<&ElasticPolicy>,
-    errors: &mut Errors,
-) -> ElasticSettings {
-    const PATH: &str = "spec.elasticPolicy";
-    let policy = policy.cloned().unwrap_or_default();
-    let seconds = |field: &str, value: i32, errors: &mut Errors| {
-        Duration::from_secs(non_negative(&format!("{PATH}.{field}"), value, errors).into())
-    };
-    let max_wait = match policy.max_wait_seconds {
-        Some(value) => Some(seconds("maxWaitSeconds", value, errors)),
-        None => max_wait_from_annotation(job, errors),
-    };
-    ElasticSettings {
-        max_wait: max_wait.filter(|wait| !wait.is_zero()),
-        suspend_below_min_workers: policy.suspend_below_min_workers.unwrap_or(true),
-        below_min: policy
-            .below_min_seconds
-            .map_or(ElasticSettings::DEFAULT_BELOW_MIN, |value| {
-                seconds("belowMinSeconds", value, errors)
-            }),
-        checkpoint_grace: policy
-            .checkpoint_grace_seconds
-            .map_or(ElasticSettings::DEFAULT_CHECKPOINT_GRACE, |value| {
-                seconds("checkpointGraceSeconds", value, errors)
-            }),
-        blacklist_cooldown: policy
-            .blacklist_cooldown_seconds
-            .map_or(ElasticSettings::DEFAULT_BLACKLIST_COOLDOWN, |value| {
-                seconds("blacklistCooldownSeconds", value, errors)
-            }),
-        drain: policy
-            .drain_seconds
-            .map_or(ElasticSettings::DEFAULT_DRAIN, |value| {
-                seconds("drainSeconds", value, errors)
-            }),
-    }
-}
-
-fn max_wait_from_annotation(job: &TrainingJob, errors: &mut Errors) -> Option<Duration> {
-    let value = job
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(MAX_WAIT_TIME_ANNOTATION)?;
-    match value.trim().parse::<u64>() {
-        Ok(seconds) => Some(Duration::from_secs(seconds)),
-        Err(_) => {
-            errors.push(
-                format!("metadata.annotations[{MAX_WAIT_TIME_ANNOTATION}]"),
-                format!("must be a whole number of seconds, not {value:?}"),
-            );
-            None
-        }
-    }
-}
-
-/// Whether the annotation `job-supervisor.kube-ai.io/job-suspended` asks for a suspend.
-fn suspended_by_annotation(job: &TrainingJob, errors: &mut Errors) -> bool {
-    let value = job
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(JOB_SUSPENDED_ANNOTATION));
-    match value.map(String::as_str) {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            errors.push(
-                format!("metadata.annotations[{JOB_SUSPENDED_ANNOTATION}]"),
-                format!("must be \"true\" or \"false\", not {other:?}"),
-            );
-            false
-        }
-    }
-}
-
 fn ssh_secret_source(job: &TrainingJob, errors: &mut Errors) -> SshSecretSource {
     let Some(name) = job
         .metadata
@@ -407,41 +176,20 @@ fn ssh_secret_source(job: &TrainingJob, errors: &mut Errors) -> SshSecretSource 
     SshSecretSource::Provided(name.clone())
 }
 
-fn positive(field: &str, value: i32, errors: &mut Errors) -> u32 {
-    match u32::try_from(value) {
-        Ok(value) if value >= 1 => value,
-        _ => {
-            errors.push(field, format!("must be at least 1, not {value}"));
-            1
-        }
-    }
-}
-
-fn positive_seconds(field: &str, value: i64, errors: &mut Errors) -> u64 {
-    match u64::try_from(value) {
-        Ok(value) if value >= 1 => value,
-        _ => {
-            errors.push(field, format!("must be at least 1, not {value}"));
-            1
-        }
-    }
-}
-
-fn non_negative(field: &str, value: i32, errors: &mut Errors) -> u32 {
-    u32::try_from(value).unwrap_or_else(|_| {
-        errors.push(field, format!("must not be negative, not {value}"));
-        0
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use std::collections::BTreeMap;
 
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use pretty_assertions::assert_eq;
 
+    use eto_api::training_job::ElasticPolicy;
+    use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION};
+
     use super::*;
+    use crate::effective_spec::ElasticSettings;
     use crate::testing::{training_job, worker_container, worker_pod_spec};
 
     fn set_annotation(job: &mut TrainingJob, key: &str, value: &str) {

@@ -1,0 +1,214 @@
+//! The objects of an MPIJob that differ from a TrainingJob's: the launcher Job, the Service
+//! and the ConfigMap, named and shaped as mpi-operator makes them.
+
+use std::collections::BTreeMap;
+
+use eto_api::mpi_job::MpiImplementation;
+use eto_api::well_known::{
+    HOSTFILE_ANNOTATION, LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_OPERATOR_NAME,
+    MPI_OPERATOR_NAME_LABEL, MPI_ROLE_ENV, RESUME_ENV,
+};
+use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapProjection, Container, DownwardAPIProjection, KeyToPath, PodTemplateSpec,
+    ProjectedVolumeSource, Service, ServiceSpec, Volume, VolumeMount, VolumeProjection,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::launcher::resume_value;
+use super::{
+    Job, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, annotation_file, merged, notice_mount,
+    notice_volume, set_env,
+};
+use crate::discovery::MPI_DISCOVER_HOSTS_SCRIPT;
+use crate::effective_spec::MpiSettings;
+use crate::{names, notice};
+
+/// The file of `/etc/mpi` that lists the ready hosts, one `host:slots` line each; the
+/// discovery script prints it.
+pub const READY_HOSTS_FILE: &str = "ready_hosts";
+
+/// The launcher Job `<job>-launcher` of MPIJob `job`'s current run, showing `ready_hosts` to
+/// host discovery.
+///
+/// Its pod is the Launcher template as mpi-operator builds it (host name `<job>-launcher` in
+/// the job's Service, `K_MPI_JOB_ROLE=launcher`, the MPI implementation's environment, GPUs
+/// hidden unless `runLauncherAsWorker`, the SSH key pair at `sshAuthMountPath`), with
+/// `/etc/mpi` holding `hostfile` and `discover_hosts.sh` from the ConfigMap and
+/// `ready_hosts` from the pod's own annotation (see [`crate::discovery`]), and the notice in
+/// `/etc/edl/notice`.
+///
+/// The Job runs one pod and never retries it (`backoffLimit: 0`, `restartPolicy: Never`):
+/// eto restarts the whole job after a launcher failure, up to `runPolicy.backoffLimit` times.
+/// Its pod template is immutable, so eto creates the Job once per run and afterwards updates
+/// only its pod's annotations.
+pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> BatchJob {
+    let template = job.job.launcher_template().cloned().unwrap_or_default();
+    let template_metadata = template.metadata.unwrap_or_default();
+    let name = names::launcher(job.name());
+    let mut pod_labels = job.pod_labels(Role::Launcher);
+    if mpi.run_launcher_as_worker {
+        pod_labels.insert(job.kind().index_label().into(), "0".into());
+    }
+    let mut annotations =
+        BTreeMap::from([(HOSTFILE_ANNOTATION.to_string(), ready_hosts.to_string())]);
+    annotations.extend(notice::annotations(job.notice));
+    let mut spec = template.spec.unwrap_or_default();
+    spec.restart_policy = Some("Never".into());
+    spec.hostname = Some(name.clone());
+    spec.subdomain = Some(job.service_name());
+    if spec.host_network == Some(true) {
+        spec.dns_policy = Some("ClusterFirstWithHostNet".into());
+    }
+    let volumes = spec.volumes.get_or_insert_default();
+    volumes.push(job.ssh_volume());
+    volumes.push(config_volume(job.name()));
+    volumes.push(notice_volume());
+    if let Some(first) = spec.containers.first_mut() {
+        let mounts = first.volume_mounts.get_or_insert_default();
+        mounts.push(job.ssh_mount());
+        mounts.push(VolumeMount {
+            name: MPI_CONFIG_VOLUME.into(),
+            mount_path: MPI_CONFIG_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+        mounts.push(notice_mount());
+        launcher_env(first, &mpi.implementation, job.spec.slots_per_worker);
+        if !mpi.run_launcher_as_worker {
+            // The launcher only starts processes elsewhere: it must not take GPUs it was
+            // given by accident.
+            set_env(first, "NVIDIA_VISIBLE_DEVICES", "");
+            set_env(first, "NVIDIA_DRIVER_CAPABILITIES", "");
+        }
+        set_env(first, RESUME_ENV, resume_value(&job));
+    }
+    BatchJob {
+        metadata: ObjectMeta {
+            labels: Some(job.pod_labels(Role::Launcher)),
+            ..job.metadata(name)
+        },
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            pod_replacement_policy: Some("Failed".into()),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(merged(template_metadata.labels.as_ref(), pod_labels)),
+                    annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(spec),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The launcher's role and MPI environment, as mpi-operator sets them.
+fn launcher_env(container: &mut Container, implementation: &MpiImplementation, slots: u32) {
+    let hostfile = format!("{MPI_CONFIG_DIR}/hostfile");
+    let slots = slots.to_string();
+    set_env(container, MPI_ROLE_ENV, LAUNCHER_ROLE);
+    let vars: Vec<(&str, &str)> = match implementation {
+        MpiImplementation::OpenMpi => vec![
+            ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+            ("OMPI_MCA_orte_default_hostfile", &hostfile),
+            ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
+            ("OMPI_MCA_orte_set_default_slots", &slots),
+        ],
+        MpiImplementation::Intel => vec![
+            ("I_MPI_HYDRA_HOST_FILE", &hostfile),
+            (
+                "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS",
+                "-o ConnectionAttempts=10",
+            ),
+            ("I_MPI_PERHOST", &slots),
+        ],
+        MpiImplementation::Mpich => vec![
+            ("HYDRA_HOST_FILE", &hostfile),
+            ("HYDRA_LAUNCH_EXTRA_ARGS", "-o ConnectionAttempts=10"),
+        ],
+    };
+    for (name, value) in vars {
+        set_env(container, name, value);
+    }
+}
+
+/// `/etc/mpi`: `hostfile` and `discover_hosts.sh` from the job's ConfigMap, `ready_hosts` from
+/// the launcher pod's own annotation.
+fn config_volume(job: &str) -> Volume {
+    let item = |key: &str, mode: i32| KeyToPath {
+        key: key.into(),
+        path: key.into(),
+        mode: Some(mode),
+    };
+    Volume {
+        name: MPI_CONFIG_VOLUME.into(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o444),
+            sources: Some(vec![
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: names::config_map(job),
+                        items: Some(vec![
+                            item("hostfile", 0o444),
+                            item("discover_hosts.sh", 0o555),
+                        ]),
+                        optional: None,
+                    }),
+                    ..VolumeProjection::default()
+                },
+                VolumeProjection {
+                    downward_api: Some(DownwardAPIProjection {
+                        items: Some(vec![annotation_file(
+                            READY_HOSTS_FILE,
+                            HOSTFILE_ANNOTATION,
+                            0o444,
+                        )]),
+                    }),
+                    ..VolumeProjection::default()
+                },
+            ]),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// The headless Service `<job>` that gives the launcher and the workers of MPIJob `job` their
+/// DNS names `<pod>.<job>.<namespace>.svc`, ready or not (so that names resolve by the time
+/// mpirun or Horovod connects).
+pub fn mpi_service(job: Job<'_>) -> Service {
+    Service {
+        metadata: job.metadata(job.service_name()),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(BTreeMap::from([
+                (
+                    MPI_OPERATOR_NAME_LABEL.to_string(),
+                    MPI_OPERATOR_NAME.to_string(),
+                ),
+                (MPI_JOB_NAME_LABEL.to_string(), job.name().to_string()),
+            ])),
+            publish_not_ready_addresses: Some(true),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The ConfigMap `<job>-config` of MPIJob `job`: `hostfile` in the MPI implementation's format
+/// and `discover_hosts.sh`.
+pub fn mpi_config_map(job: Job<'_>, hostfile: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: job.metadata(names::config_map(job.name())),
+        data: Some(BTreeMap::from([
+            ("hostfile".to_string(), hostfile.to_string()),
+            (
+                "discover_hosts.sh".to_string(),
+                MPI_DISCOVER_HOSTS_SCRIPT.to_string(),
+            ),
+        ])),
+        ..ConfigMap::default()
+    }
+}
