@@ -1,6 +1,6 @@
 //! The API verbs with kube-apiserver's semantics, independent of HTTP.
 //!
-//! Every write goes through [`State::write`]: preconditions, subresource rules (a write to
+//! Every write goes through `State::write`: preconditions, subresource rules (a write to
 //! `/status` changes only `status`, a write to the main resource never changes `status`),
 //! type-specific defaults and checks (see [`crate::builtin`]), schema validation of custom
 //! objects, `generation`, `managedFields`, deletion once the last finalizer is gone, and

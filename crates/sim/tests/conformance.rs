@@ -1423,6 +1423,15 @@ async fn a_job_runs_one_pod_and_completes_when_it_succeeds() {
     );
     assert_eq!(pod.labels()["app"], "test");
     assert_eq!(pod.labels()["job-name"], "once");
+    // The API server gave the Job a selector on its uid, which its pods match.
+    let uid = job.uid().unwrap();
+    let selector = job.spec.as_ref().unwrap().selector.clone().unwrap();
+    assert_eq!(
+        selector.match_labels.unwrap()["batch.kubernetes.io/controller-uid"],
+        uid
+    );
+    assert_eq!(pod.labels()["batch.kubernetes.io/controller-uid"], uid);
+    assert_eq!(job.spec.as_ref().unwrap().completions, Some(1));
 
     cluster.succeed_pod("default", &pod.name_any()).unwrap();
     let done = wait_for(&jobs, "once", job_condition("Complete"))
@@ -1487,4 +1496,37 @@ async fn deleting_a_job_without_a_propagation_policy_orphans_its_pods() {
     })
     .await;
     assert!(orphaned.is_some(), "the pod stays, without its owner");
+}
+
+#[tokio::test]
+async fn a_job_whose_pods_would_restart_in_place_is_invalid_and_its_template_immutable() {
+    let (_cluster, client) = cluster().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(client);
+    let mut always = batch_job("always", 0);
+    always
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .restart_policy = Some("Always".into());
+    let status = api_error(jobs.create(&PostParams::default(), &always).await);
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert!(
+        status.message.contains("spec.template.spec.restartPolicy"),
+        "{}",
+        status.message
+    );
+
+    jobs.create(&PostParams::default(), &batch_job("fixed", 0))
+        .await
+        .unwrap();
+    let changed = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}}});
+    let status = api_error(
+        jobs.patch("fixed", &PatchParams::default(), &Patch::Merge(changed))
+            .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
 }
