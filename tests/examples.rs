@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use eto_api::{ScaleIn, ScaleOut, TrainingJob};
+use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
 use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
 
@@ -22,7 +22,7 @@ struct Admission(BTreeMap<String, CompiledCrdSchema>);
 
 impl Admission {
     fn new() -> Self {
-        let kinds = ["TrainingJob", "ScaleIn", "ScaleOut"];
+        let kinds = ["TrainingJob", "MPIJob", "ScaleIn", "ScaleOut"];
         Self(
             kinds
                 .iter()
@@ -54,6 +54,11 @@ fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> 
     let decoded = match kind {
         "TrainingJob" => eto_engine::parse::parse::<TrainingJob>(admitted).map(|job| {
             if let Err(invalid) = eto_engine::validate(&job) {
+                errors.extend(invalid.errors.iter().map(ToString::to_string));
+            }
+        }),
+        "MPIJob" => eto_engine::parse::parse::<MPIJob>(admitted).map(|job| {
+            if let Err(invalid) = eto_engine::validate_mpi_job(&job) {
                 errors.extend(invalid.errors.iter().map(ToString::to_string));
             }
         }),

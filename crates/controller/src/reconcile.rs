@@ -38,7 +38,7 @@ pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 /// naming the field instead of breaking the watch of every job.
 ///
 /// The controller starts reconciles only once every cache has completed its first list
-/// (see [`crate::run`]); a reconcile never waits for that.
+/// (see [`crate::run()`]); a reconcile never waits for that.
 ///
 /// # Errors
 /// The first write that failed, or [`Error::TimedOut`] when the reconcile did not finish

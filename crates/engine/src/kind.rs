@@ -1,7 +1,7 @@
 //! The kinds of job eto serves, and what differs between them.
 //!
 //! One engine plans every kind: workers, discovery, losses, restarts, suspension and deadlines
-//! are decided once, in [`crate::plan`]. A kind contributes its vocabulary (condition reasons,
+//! are decided once, in [`crate::plan()`]. A kind contributes its vocabulary (condition reasons,
 //! field names, labels), its objects (see [`crate::build`]) and its status document: the engine
 //! plans a status in TrainingJob's shape, the richest, and [`ApiStatus`] converts it for the
 //! kind's API (see [`crate::mpi_status`]).

@@ -4,11 +4,13 @@
 //! no clock (time is passed in). The controller observes the cluster, asks this crate what
 //! should exist, and applies the answer.
 //!
-//! Start with [`plan::plan`], the decision function of a reconcile: from a TrainingJob and its
-//! observed children to the objects to apply and delete, the status and the events. It
-//! validates the job with [`validation::validate`], decides the workers with
-//! [`workers::decide`], builds objects with [`build`] and renders host discovery with
-//! [`discovery`].
+//! Start with [`plan::plan`], the decision function of a reconcile: from a job and its observed
+//! children to the objects to apply and delete, the status and the events. Both kinds of job,
+//! TrainingJob and MPIJob, go through it as a [`kind::JobRef`]: it validates the job with
+//! [`validation::validate_job`], which maps either kind onto one [`EffectiveSpec`], decides the
+//! workers with [`workers::decide`], builds objects with [`build`] (for an MPIJob, mpi-operator's
+//! launcher Job, Service and ConfigMap), renders host discovery with [`discovery`],
+//! and reports an MPIJob's status in mpi-operator's form with [`mpi_status`].
 
 pub mod applied;
 pub mod build;
@@ -34,4 +36,4 @@ mod testing;
 
 pub use effective_spec::EffectiveSpec;
 pub use plan::{Observed, Plan, plan};
-pub use validation::{FieldError, InvalidSpec, validate};
+pub use validation::{FieldError, InvalidSpec, validate, validate_mpi_job};
