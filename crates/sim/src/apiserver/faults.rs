@@ -11,7 +11,8 @@ use super::routes::Verb;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FaultAction {
     /// Answer with this HTTP code (500 as `InternalError`, 429 as `TooManyRequests` with a
-    /// `Retry-After: 1` header, others as `InternalError`) instead of serving the request.
+    /// `Retry-After: 1` header, 503 as `ServiceUnavailable`, 403 as `Forbidden`, others as
+    /// `InternalError`) instead of serving the request.
     Fail(u16),
     /// Serve the request after this delay.
     Delay(Duration),

@@ -163,6 +163,10 @@ fn injected(code: u16) -> ApiError {
             "ServiceUnavailable",
             "the server is currently unable to handle the request",
         ),
+        403 => (
+            "Forbidden",
+            "the request is forbidden (injected): the user cannot perform this verb on this resource",
+        ),
         _ => (
             "InternalError",
             "an error on the server (injected) has prevented the request from succeeding",
