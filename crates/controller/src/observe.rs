@@ -30,14 +30,9 @@ pub struct Children {
     role_binding: Option<Arc<RoleBinding>>,
 }
 
-/// Whether `object` is controlled by the job with `uid`.
+/// Whether `object` is controlled by the object with `uid`.
 fn controlled_by<K: Resource>(object: &K, uid: &str) -> bool {
-    object
-        .meta()
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|owner| owner.uid == uid && owner.controller == Some(true))
+    eto_engine::kind::controlled_by(object.meta(), uid)
 }
 
 fn named<K>(store: &Store<K>, namespace: &str, name: &str, uid: &str) -> Option<Arc<K>>

@@ -215,6 +215,17 @@ impl<'a> JobRef<'a> {
     }
 }
 
+/// Whether the object with `metadata` is controlled by the object whose uid is `uid`: it has a
+/// controller owner reference to it. eto's children are controlled by their job, the pods of
+/// an MPIJob's launcher by the launcher Job.
+pub fn controlled_by(metadata: &ObjectMeta, uid: &str) -> bool {
+    metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == uid && owner.controller == Some(true))
+}
+
 /// A status as the job's API has it, ready to be written.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]

@@ -1,0 +1,98 @@
+//! What can go wrong in a command, each case with the message a user reads.
+
+/// A failed command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kubeconfig could not be read or has no usable context.
+    #[error("cannot load the kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// No job of that name.
+    #[error("no TrainingJob or MPIJob named {name:?} in namespace {namespace:?}")]
+    JobNotFound {
+        /// Namespace searched.
+        namespace: String,
+        /// Name asked for.
+        name: String,
+    },
+    /// The CRD of a kind is not installed.
+    #[error(
+        "the {kind} API is not installed in this cluster (no CustomResourceDefinition {crd}); install eto's CRDs first"
+    )]
+    CrdMissing {
+        /// The kind.
+        kind: &'static str,
+        /// The CRD's name.
+        crd: &'static str,
+    },
+    /// The API server refused the request for lack of permission.
+    #[error("forbidden: you may not {verb} {resource}{}: {message}", in_namespace(.namespace))]
+    Forbidden {
+        /// The verb refused, as RBAC names it.
+        verb: &'static str,
+        /// The resource, as RBAC names it.
+        resource: String,
+        /// The namespace, if the request had one.
+        namespace: Option<String>,
+        /// The API server's message.
+        message: String,
+    },
+    /// The request is not allowed by the job's own rules.
+    #[error("{0}")]
+    Refused(String),
+    /// Any other answer of the API server, or no answer.
+    #[error("cannot {verb} {resource}: {source}")]
+    Api {
+        /// The verb.
+        verb: &'static str,
+        /// The resource.
+        resource: String,
+        /// The underlying error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Output could not be written.
+    #[error("cannot write the output: {0}")]
+    Output(String),
+}
+
+fn in_namespace(namespace: &Option<String>) -> String {
+    namespace
+        .as_ref()
+        .map(|namespace| format!(" in namespace {namespace:?}"))
+        .unwrap_or_default()
+}
+
+/// What a request was: its verb and resource as RBAC names them, and its namespace.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// `get`, `list`, `patch`, ...
+    pub verb: &'static str,
+    /// For example `trainingjobs.kai.alibabacloud.com` or `pods`.
+    pub resource: &'a str,
+    /// The namespace, if the request had one.
+    pub namespace: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// Turns the failure of this request into the error a user reads.
+    pub fn failed(&self, source: kube::Error) -> Error {
+        match &source {
+            kube::Error::Api(status) if status.code == 403 => Error::Forbidden {
+                verb: self.verb,
+                resource: self.resource.to_string(),
+                namespace: self.namespace.map(String::from),
+                message: status.message.clone(),
+            },
+            _ => Error::Api {
+                verb: self.verb,
+                resource: self.resource.to_string(),
+                source,
+            },
+        }
+    }
+}
+
+/// Whether `error` says the resource (or its whole API) does not exist.
+pub fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
