@@ -564,3 +564,67 @@ async fn a_reconcile_with_no_change_writes_nothing() {
     assert_eq!(metrics.writes.get(), writes, "no child written");
     let _ = env.jobs().delete("quiet", &DeleteParams::default()).await;
 }
+
+/// The value of the sample `series` (name and labels, as exposed) in `exposed`.
+fn sample(exposed: &str, series: &str) -> Option<f64> {
+    exposed
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_after_a_scripted_job_show_its_phase_workers_writes_decisions_and_discovery() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply_job(&job_yaml("measured", 2, 2, "", "OnFailure"))
+        .await;
+    running(&env, "measured").await;
+    env.cluster
+        .fail_pod("default", "measured-worker-0", 1, "Error")
+        .unwrap();
+    env.wait_pod("measured-worker-2", "is ready", pod_ready)
+        .await;
+    let metrics = std::sync::Arc::clone(&env.operator.as_ref().unwrap().metrics);
+    // The status write that records the replacement comes last.
+    let settled = env
+        .wait_job("measured", "shows the replacement ready", |job| {
+            job.status.as_ref().is_some_and(|s| {
+                s.workers.as_ref().is_some_and(|w| w.ready == 2) && !s.blacklist.is_empty()
+            })
+        })
+        .await;
+    assert_eq!(settled.status.unwrap().phase, Some(JobPhase::Running));
+    let exposed = metrics.encode();
+    let expect = |series: &str| {
+        sample(&exposed, series).unwrap_or_else(|| panic!("no {series} in:\n{exposed}"))
+    };
+    assert_eq!(expect("eto_leader"), 1.0);
+    assert_eq!(
+        expect("eto_jobs{kind=\"TrainingJob\",phase=\"Running\"}"),
+        1.0
+    );
+    for (state, count) in [("desired", 2.0), ("ready", 2.0), ("pending", 0.0)] {
+        assert_eq!(
+            expect(&format!(
+                "eto_job_workers{{kind=\"TrainingJob\",namespace=\"default\",job=\"measured\",state=\"{state}\"}}"
+            )),
+            count,
+            "{state}"
+        );
+    }
+    assert_eq!(expect("eto_workers_lost_total"), 1.0);
+    assert_eq!(
+        expect("eto_decisions_total{kind=\"TrainingJob\",reason=\"WorkerLost\"}"),
+        1.0
+    );
+    assert_eq!(
+        expect("eto_decisions_total{kind=\"TrainingJob\",reason=\"LauncherCreated\"}"),
+        1.0
+    );
+    // Three workers, the launcher, each applied at least once.
+    assert!(expect("eto_api_writes_total{kind=\"Pod\",verb=\"apply\"}") >= 4.0);
+    assert!(expect("eto_api_writes_total{kind=\"TrainingJob\",verb=\"apply-status\"}") >= 1.0);
+    assert!(expect("eto_reconciliations_total{result=\"ok\"}") >= 1.0);
+    // Discovery followed the pods at least twice: the workers becoming ready, the loss.
+    assert!(expect("eto_discovery_update_seconds_count") >= 2.0);
+}

@@ -23,7 +23,7 @@
 //!
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
-use eto_api::well_known::MANAGER;
+use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
 use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
 use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
@@ -42,6 +42,7 @@ use serde_json::json;
 use crate::context::Context;
 use crate::error::Error;
 use crate::freshness::Written;
+use crate::metrics::DecisionLabels;
 use crate::ssh_keys;
 
 /// A custom object eto writes: a job, or one of its requests.
@@ -118,8 +119,22 @@ where
             name,
             source,
         })?;
-    ctx.metrics.writes.inc();
+    ctx.metrics.count_write(K::KIND, "apply");
     Ok(())
+}
+
+/// Whether `child` carries host discovery: the job's ConfigMap, or a launcher pod with its
+/// hostfile annotation.
+pub fn is_discovery_data(child: &Child) -> bool {
+    match child {
+        Child::ConfigMap(_) => true,
+        Child::Pod(pod) => pod
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|annotations| annotations.contains_key(HOSTFILE_ANNOTATION)),
+        _ => false,
+    }
 }
 
 async fn apply_child(
@@ -153,7 +168,7 @@ async fn apply_child(
             };
             match jobs.create(&params, job.as_ref()).await {
                 Ok(_) => {
-                    ctx.metrics.writes.inc();
+                    ctx.metrics.count_write("Job", "create");
                     written
                         .created_jobs
                         .push(ObjectRef::new(&name).within(namespace));
@@ -183,7 +198,7 @@ where
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
     match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => {
-            ctx.metrics.writes.inc();
+            ctx.metrics.count_write(K::KIND, "delete");
             Ok(())
         }
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
@@ -204,6 +219,11 @@ pub async fn publish(
     action: &str,
     note: String,
 ) {
+    // Each event is a decision: one log line for it, in the reconcile's span.
+    match type_ {
+        EventType::Warning => tracing::warn!(object = target.name(), reason, action, "{note}"),
+        EventType::Normal => tracing::info!(object = target.name(), reason, action, "{note}"),
+    }
     let event = Event {
         type_,
         reason: reason.into(),
@@ -241,6 +261,8 @@ pub async fn request_update(
         api.patch(&update.name, &params(), &Patch::Apply(&patch))
             .await
             .map_err(failed)?;
+        ctx.metrics
+            .count_request_write(&target.resource.kind, "apply");
     }
     let Some(status) = &update.status else {
         return Ok(None);
@@ -258,6 +280,8 @@ pub async fn request_update(
         .patch_status(&update.name, &params(), &Patch::Apply(&patch))
         .await
         .map_err(failed)?;
+    ctx.metrics
+        .count_request_write(&target.resource.kind, "apply-status");
     let before = target.object.metadata.resource_version.clone();
     Ok(before
         .filter(|b| after.metadata.resource_version.as_ref() != Some(b))
@@ -329,7 +353,7 @@ pub async fn execute(
             .await;
         match created {
             Ok(_) => {
-                ctx.metrics.writes.inc();
+                ctx.metrics.count_write("Secret", "create");
             }
             // Created by an earlier reconcile whose write the cache has not shown yet.
             Err(kube::Error::Api(status)) if status.is_already_exists() => {}
@@ -368,6 +392,7 @@ pub async fn execute(
             .patch_status(job.name(), &params(), &Patch::Apply(&patch))
             .await
             .map_err(Error::Status)?;
+        ctx.metrics.count_request_write(kind.name(), "apply-status");
         let before = job.object.metadata.resource_version.clone();
         if let Some(before) = before.filter(|b| after.metadata.resource_version.as_ref() != Some(b))
         {
@@ -379,6 +404,13 @@ pub async fn execute(
         if event.reason == WORKER_LOST {
             ctx.metrics.workers_lost.inc();
         }
+        ctx.metrics
+            .decisions
+            .get_or_create(&DecisionLabels {
+                kind: kind.name().into(),
+                reason: event.reason.clone(),
+            })
+            .inc();
         let type_ = if event.warning {
             EventType::Warning
         } else {

@@ -3,14 +3,35 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::job_gauges::JobGauges;
 
 /// Labels of a reconcile outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Outcome {
     /// `ok`, or the error category.
     pub result: String,
+}
+
+/// Labels of a write to the API server.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// The kind of the object written, for example `Pod`.
+    pub kind: String,
+    /// `apply`, `apply-status`, `create` or `delete`.
+    pub verb: String,
+}
+
+/// Labels of a decision (an event eto records).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DecisionLabels {
+    /// The kind of the job, `TrainingJob` or `MPIJob`.
+    pub kind: String,
+    /// The event's reason, for example `WorkerLost`, `Suspended` or `Resumed`.
+    pub reason: String,
 }
 
 /// The controller's metrics and their registry.
@@ -24,6 +45,51 @@ pub struct Metrics {
     pub workers_lost: Counter,
     /// Objects written (applied, created or deleted), status writes and events excluded.
     pub writes: Counter,
+    /// 1 while this replica leads (or runs without leader election), 0 while it stands by.
+    pub leader: Gauge,
+    /// Writes to the API server by kind and verb (children, launcher Jobs, Secrets, statuses).
+    pub api_writes: Family<WriteLabels, Counter>,
+    /// Decisions (the events eto records) by kind of job and reason.
+    pub decisions: Family<DecisionLabels, Counter>,
+    /// Seconds from a change of a job's pods being seen to the updated discovery data being
+    /// written (the launcher's annotation or the job's ConfigMap).
+    pub discovery_latency: Histogram,
+    /// The jobs in the caches, when scraped.
+    pub job_gauges: std::sync::Arc<JobGauges>,
+    /// When a change of each job's pods was first seen, until a reconcile of the job takes it.
+    pub pod_changes: PodChanges,
+}
+
+/// When a change of each job's pods was first seen and not yet reconciled: the start of a
+/// [`Metrics::discovery_latency`] measurement.
+#[derive(Debug, Default)]
+pub struct PodChanges(
+    std::sync::Mutex<std::collections::HashMap<(&'static str, String, String), std::time::Instant>>,
+);
+
+impl PodChanges {
+    /// A change of a pod of job `namespace/name` of `kind` is seen now (the first one counts
+    /// until a reconcile takes it).
+    pub fn seen(&self, kind: &'static str, namespace: &str, name: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((kind, namespace.into(), name.into()))
+            .or_insert_with(std::time::Instant::now);
+    }
+
+    /// Takes when a change of the job's pods was first seen since the last take, if any.
+    pub fn take(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<std::time::Instant> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&(kind, namespace.into(), name.into()))
+    }
 }
 
 impl Default for Metrics {
@@ -54,8 +120,42 @@ impl Default for Metrics {
             "Children applied, created or deleted",
             writes.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica reconciles (it holds the lease, or runs without leader election), 0 while it stands by",
+            leader.clone(),
+        );
+        let api_writes = Family::<WriteLabels, Counter>::default();
+        registry.register(
+            "api_writes",
+            "Writes to the API server by kind and verb",
+            api_writes.clone(),
+        );
+        let decisions = Family::<DecisionLabels, Counter>::default();
+        registry.register(
+            "decisions",
+            "Decisions (events eto records) by kind of job and reason",
+            decisions.clone(),
+        );
+        let discovery_latency = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]);
+        registry.register(
+            "discovery_update_seconds",
+            "Seconds from a change of a job's pods being seen to its discovery data being written",
+            discovery_latency.clone(),
+        );
+        let job_gauges = std::sync::Arc::new(JobGauges::default());
+        registry.register_collector(Box::new(std::sync::Arc::clone(&job_gauges)));
         Self {
             registry,
+            api_writes,
+            decisions,
+            discovery_latency,
+            job_gauges,
+            pod_changes: PodChanges::default(),
+            leader,
             reconciliations,
             reconcile_duration,
             workers_lost,
@@ -65,6 +165,28 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Counts a write of a child (applied, created or deleted) of `kind` with `verb`.
+    pub fn count_write(&self, kind: &str, verb: &str) {
+        self.writes.inc();
+        self.api_writes
+            .get_or_create(&WriteLabels {
+                kind: kind.into(),
+                verb: verb.into(),
+            })
+            .inc();
+    }
+
+    /// Counts a write to a job or a request (its status, or its owners) of `kind` with `verb`;
+    /// unlike [`Metrics::count_write`], not a child's.
+    pub fn count_request_write(&self, kind: &str, verb: &str) {
+        self.api_writes
+            .get_or_create(&WriteLabels {
+                kind: kind.into(),
+                verb: verb.into(),
+            })
+            .inc();
+    }
+
     /// The metrics in Prometheus' text format.
     pub fn encode(&self) -> String {
         let mut text = String::new();

@@ -11,6 +11,7 @@ use eto_engine::mpi_status;
 use eto_engine::plan::{plan, plan_undecodable};
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
+use tracing::Instrument;
 
 use crate::apply::{self, Target};
 use crate::context::Context;
@@ -51,7 +52,15 @@ pub async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let started = Instant::now();
-    let result = tokio::time::timeout(ctx.reconcile_timeout, reconcile_job(kind, &object, &ctx))
+    // Every line logged while reconciling names the job.
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = kind.name(),
+        namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
+        job = object.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let reconciled = reconcile_job(kind, &object, &ctx).instrument(span);
+    let result = tokio::time::timeout(ctx.reconcile_timeout, reconciled)
         .await
         .unwrap_or(Err(Error::TimedOut(ctx.reconcile_timeout)));
     ctx.metrics
@@ -129,6 +138,10 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         }
     };
     let requeue = plan.requeue_after;
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
+    let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);
     let resource = apply::job_resource(kind);
     let written = apply::execute(
         ctx,
@@ -140,6 +153,11 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         plan,
     )
     .await?;
+    if let Some(seen) = pods_changed.filter(|_| writes_discovery) {
+        ctx.metrics
+            .discovery_latency
+            .observe(seen.elapsed().as_secs_f64());
+    }
     if !ctx.stores.show(&written, ctx.cache_wait).await {
         tracing::warn!(
             namespace = object.metadata.namespace.as_deref().unwrap_or_default(),

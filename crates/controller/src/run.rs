@@ -92,6 +92,12 @@ pub enum RunError {
     /// No kind of job to serve.
     #[error("no kind of job to serve")]
     NothingToServe,
+    /// Leader election cannot run: invalid timings, or no usable Lease.
+    #[error("leader election: {0}")]
+    Election(String),
+    /// This replica led and lost its Lease; it stopped at once.
+    #[error("lost leadership ({0}); exiting so that this replica restarts as a standby")]
+    LostLease(String),
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
@@ -265,6 +271,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), RunError> {
     let shutdown = shutdown.shared();
+    metrics.leader.set(1);
+    let gauges = Arc::clone(&metrics.job_gauges);
     let in_flight = InFlight::default();
     let controller = run_until(
         client,
@@ -286,6 +294,7 @@ pub async fn run(
             Ok(())
         }
     };
+    gauges.clear();
     tracing::info!("eto controller stopped");
     result
 }
@@ -344,7 +353,16 @@ async fn run_until(
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
     let (pods, events) = reflected::<Pod>(&client, namespace, &changes, &listed);
-    child_triggers.push(triggers(events));
+    // A pod change starts a measurement of how long discovery takes to follow it.
+    let seen = Arc::clone(&metrics);
+    child_triggers.push(
+        triggers(events)
+            .inspect(move |(kind, job)| {
+                let namespace = job.namespace.as_deref().unwrap_or_default();
+                seen.pod_changes.seen(kind.name(), namespace, &job.name);
+            })
+            .boxed(),
+    );
     let (services, events) = reflected::<Service>(&client, namespace, &changes, &listed);
     child_triggers.push(triggers(events));
     let (config_maps, events) = reflected::<ConfigMap>(&client, namespace, &changes, &listed);
@@ -440,6 +458,14 @@ async fn run_until(
         controller: MANAGER.into(),
         instance: settings.instance.clone(),
     };
+    let mut shown = Vec::new();
+    if training_jobs {
+        shown.push((Kind::TrainingJob.name(), stores.training_jobs.clone()));
+    }
+    if mpi_jobs {
+        shown.push((Kind::MpiJob.name(), stores.mpi_jobs.clone()));
+    }
+    metrics.job_gauges.show(shown);
     let ctx = Arc::new(Context {
         client: client.clone(),
         stores: stores.clone(),

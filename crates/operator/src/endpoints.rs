@@ -37,7 +37,16 @@ fn answer(path: &str, metrics: &Metrics) -> http::Response<Full<Bytes>> {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             metrics.encode(),
         ),
-        "/healthz" | "/readyz" => (200, "text/plain", "ok\n".to_string()),
+        "/healthz" => (200, "text/plain", "ok\n".to_string()),
+        // A standby is ready too: it is healthy and waits to take over. The body says which.
+        "/readyz" => {
+            let role = if metrics.leader.get() == 1 {
+                "leading"
+            } else {
+                "standby"
+            };
+            (200, "text/plain", format!("ok: {role}\n"))
+        }
         _ => (404, "text/plain", "not found\n".to_string()),
     };
     http::Response::builder()

@@ -50,6 +50,37 @@ struct RunArgs {
         ignore_case = true
     )]
     kinds: Vec<ServedKind>,
+    /// Compete for a Lease with the other replicas and reconcile only while holding it. Turn
+    /// off only when a single replica runs.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// Name of the Lease replicas compete for.
+    #[arg(long, default_value = "eto-operator")]
+    lease_name: String,
+    /// Namespace of the Lease (default: the operator's own, from POD_NAMESPACE, else
+    /// `default`).
+    #[arg(long)]
+    lease_namespace: Option<String>,
+    /// Seconds a Lease not renewed stays its holder's; a standby takes over after it when the
+    /// leader dies.
+    #[arg(long, default_value_t = 15)]
+    lease_duration: u64,
+    /// Seconds the leader keeps reconciling without seeing its renewal; shorter than the
+    /// lease duration by more than one second.
+    #[arg(long, default_value_t = 9)]
+    renew_deadline: u64,
+    /// Log format: `text` for people, `json` for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How the operator writes its logs.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// One line of text per event; colours only on a terminal.
+    Text,
+    /// One JSON object per line, with the reconcile's kind, namespace and job as fields.
+    Json,
 }
 
 /// A kind of job `--kinds` names.
@@ -95,15 +126,29 @@ enum CliError {
     Run(#[from] eto_controller::RunError),
 }
 
+fn init_logs(format: LogFormat) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        // Colours only for a person at a terminal; log collectors get plain text.
+        LogFormat::Text => logs.with_ansi(std::io::stdout().is_terminal()).init(),
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
 fn main() -> ExitCode {
-    // Colours only for a person at a terminal; log collectors get plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    init_logs(match &cli.command {
+        Command::Run(args) => args.log_format,
+        Command::Crd => LogFormat::Text,
+    });
+    let result = match cli.command {
         Command::Crd => print_crds(),
         Command::Run(args) => {
             tokio::runtime::Runtime::new()
@@ -150,15 +195,52 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
             .or_else(|| std::env::var("HOSTNAME").ok()),
         ..Settings::default()
     };
-    eto_controller::run(
+    let clock: eto_controller::Clock = Arc::new(jiff::Timestamp::now);
+    if !args.leader_elect {
+        eto_controller::run(client, settings, metrics, clock, shutdown_signal()).await?;
+        return Ok(());
+    }
+    let election = eto_controller::Election {
+        lease_duration: Duration::from_secs(args.lease_duration),
+        renew_deadline: Duration::from_secs(args.renew_deadline),
+        ..eto_controller::Election::new(
+            args.lease_name,
+            args.lease_namespace
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .unwrap_or_else(|| "default".into()),
+            identity(),
+        )
+    };
+    eto_controller::run_elected(
         client,
         settings,
+        election,
         metrics,
-        Arc::new(jiff::Timestamp::now),
+        clock,
         shutdown_signal(),
     )
     .await?;
     Ok(())
+}
+
+/// This process's identity among the replicas: the pod name (POD_NAME, from the downward
+/// API), else the host name with a random suffix, so that two processes on one host differ.
+fn identity() -> String {
+    if let Ok(pod) = std::env::var("POD_NAME") {
+        return pod;
+    }
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|host| host.trim().to_string())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "eto-operator".into());
+    // A randomly keyed hasher is the standard library's source of randomness.
+    let suffix = std::hash::BuildHasher::hash_one(
+        &std::collections::hash_map::RandomState::new(),
+        std::process::id(),
+    );
+    format!("{host}-{:08x}", suffix & 0xffff_ffff)
 }
 
 /// The kinds named, each once, in the order first named.

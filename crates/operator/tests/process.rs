@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
-use eto_tests::env::{Env, FOREVER, WAIT, hanging_pod_writes, job_yaml, sim_config, slow_list};
+use eto_api::training_job::JobPhase;
+use eto_tests::env::{
+    Env, FOREVER, WAIT, hanging_pod_writes, in_phase, job_yaml, sim_config, slow_list,
+};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
@@ -161,4 +164,176 @@ async fn a_missing_crd_of_a_served_kind_is_named_and_the_other_kind_can_be_serve
     let mut training_jobs_only = operator(&kubeconfig, "127.0.0.1:0");
     training_jobs_only.args(["--kinds", "TrainingJob"]);
     run_then_terminate(training_jobs_only, env.wait_worker_service("job-0")).await;
+}
+
+/// A free local port, for an operator's `--metrics-address`.
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// The body of `GET path` on `address`.
+async fn http_get(address: &str, path: &str) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// The value of the sample `name` (without labels) in `address`'s `/metrics`.
+async fn sample(address: &str, name: &str) -> f64 {
+    let metrics = http_get(address, "/metrics").await;
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// One operator replica with leader election, its output being read.
+struct Replica {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    address: String,
+}
+
+impl Replica {
+    fn start(kubeconfig: &PathBuf, identity: &str, lease: &[&str]) -> Self {
+        let address = free_address();
+        let mut command = operator(kubeconfig, &address);
+        command.env("POD_NAME", identity).args(lease);
+        let mut child = command.spawn().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdout,
+            address,
+        }
+    }
+
+    async fn logged(&mut self, text: &str) {
+        read_until(&mut self.stdout, text).await;
+    }
+}
+
+#[tokio::test]
+async fn only_the_leader_reconciles_and_sigterm_hands_over_at_once() {
+    let (env, kubeconfig) = cluster_with_jobs("leader-sigterm").await;
+    // A long lease: a hand-over within the test's wait proves the lease was released.
+    let lease = ["--lease-duration", "60", "--renew-deadline", "9"];
+    let mut first = Replica::start(&kubeconfig, "replica-a", &lease);
+    first.logged("this replica leads").await;
+    let mut second = Replica::start(&kubeconfig, "replica-b", &lease);
+    second.logged("standing by").await;
+    env.wait_worker_service("job-2").await;
+
+    assert_eq!(http_get(&first.address, "/readyz").await, "ok: leading\n");
+    assert_eq!(http_get(&second.address, "/readyz").await, "ok: standby\n");
+    assert!(sample(&first.address, "eto_child_writes_total").await > 0.0);
+    assert_eq!(sample(&second.address, "eto_child_writes_total").await, 0.0);
+    assert_eq!(sample(&second.address, "eto_leader").await, 0.0);
+
+    let status = terminate(&mut first.child).await;
+    assert!(status.success(), "{status}");
+    second.logged("this replica leads").await;
+    assert_eq!(http_get(&second.address, "/readyz").await, "ok: leading\n");
+    assert!(terminate(&mut second.child).await.success());
+}
+
+#[tokio::test]
+async fn a_killed_leader_is_replaced_within_the_lease_duration_and_nothing_is_rewritten() {
+    let (env, kubeconfig) = cluster_with_jobs("leader-killed").await;
+    let lease = ["--lease-duration", "6", "--renew-deadline", "2"];
+    let mut first = Replica::start(&kubeconfig, "replica-a", &lease);
+    first.logged("this replica leads").await;
+    let mut second = Replica::start(&kubeconfig, "replica-b", &lease);
+    second.logged("standing by").await;
+    for job in ["job-0", "job-1", "job-2"] {
+        env.wait_job(job, "runs", in_phase(JobPhase::Running)).await;
+    }
+
+    // A crash: no chance to release the lease.
+    first.child.kill().await.unwrap();
+    second.logged("this replica leads").await;
+    // The new leader relists and finds every job as the old one left it: it writes nothing.
+    let address = second.address.clone();
+    let reconciled = async {
+        while !http_get(&address, "/metrics")
+            .await
+            .contains("eto_reconciliations_total{result=\"ok\"} ")
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, reconciled)
+        .await
+        .expect("the new leader reconciles");
+    // Reconciles of all three jobs have run once their count reaches three.
+    let all = async {
+        loop {
+            let metrics = http_get(&address, "/metrics").await;
+            let ok: f64 = metrics
+                .lines()
+                .find_map(|line| line.strip_prefix("eto_reconciliations_total{result=\"ok\"} "))
+                .and_then(|value| value.trim().parse().ok())
+                .unwrap_or(0.0);
+            if ok >= 3.0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, all)
+        .await
+        .expect("three reconciles");
+    assert_eq!(sample(&second.address, "eto_child_writes_total").await, 0.0);
+    assert!(terminate(&mut second.child).await.success());
+}
+
+#[tokio::test]
+async fn json_logs_parse_and_name_the_kind_namespace_and_job_of_each_decision() {
+    let (env, kubeconfig) = cluster_with_jobs("json-logs").await;
+    let mut command = operator(&kubeconfig, "127.0.0.1:0");
+    command.args(["--log-format", "json", "--leader-elect=false"]);
+    let mut child = command.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let logged = read_until(&mut stdout, "created workers job-1-worker-0").await;
+    env.wait_worker_service("job-1").await;
+    assert!(terminate(&mut child).await.success());
+    let lines: Vec<serde_json::Value> = logged
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect();
+    let decision = lines
+        .iter()
+        .find(|line| {
+            line["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("created workers job-1-worker-0"))
+        })
+        .unwrap();
+    assert_eq!(decision["level"], "INFO");
+    assert_eq!(decision["reason"], "WorkersCreated");
+    assert_eq!(
+        (
+            &decision["span"]["kind"],
+            &decision["span"]["namespace"],
+            &decision["span"]["job"]
+        ),
+        (
+            &serde_json::json!("TrainingJob"),
+            &serde_json::json!("default"),
+            &serde_json::json!("job-1")
+        )
+    );
 }

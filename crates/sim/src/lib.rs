@@ -47,7 +47,9 @@
 //! no aggregated discovery; pods' containers run nothing (their lifecycle is driven by the
 //! simulated kubelet and by fault injection); Services get a cluster IP but nothing routes to
 //! it; the pod spec immutability check is simplified; of the workload controllers only the part of
-//! the Job controller that single-pod Jobs need (see [`jobs`]); no Deployments or StatefulSets.
+//! the Job controller that single-pod Jobs need (see [`jobs`]); Deployments and
+//! PodDisruptionBudgets are stored (so an operator's own manifests apply) but nothing acts on
+//! them; no StatefulSets.
 
 pub mod apiserver;
 pub mod builtin;

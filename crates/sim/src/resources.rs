@@ -190,6 +190,18 @@ impl Registry {
                 false,
             ),
             ResourceType::builtin("batch", "v1", "Job", "jobs", true).with_status(),
+            ResourceType::builtin("apps", "v1", "Deployment", "deployments", true)
+                .short(&["deploy"])
+                .with_status(),
+            ResourceType::builtin(
+                "policy",
+                "v1",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                true,
+            )
+            .short(&["pdb"])
+            .with_status(),
             ResourceType::builtin(
                 "apiextensions.k8s.io",
                 "v1",

@@ -1,0 +1,100 @@
+//! What the operator may do in the cluster: the one list the Helm chart's RBAC must match
+//! (a test renders the chart and compares). Each grant names the code that needs it.
+
+/// Verbs on resources of one API group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// Resources, subresources as `resource/subresource`.
+    pub resources: &'static [&'static str],
+    /// Verbs.
+    pub verbs: &'static [&'static str],
+}
+
+/// The operator's ClusterRole. Children are written by server-side apply: a `patch`
+/// request, which kube-apiserver authorizes as `create` when the object does not exist yet,
+/// so both verbs are needed. Batch Jobs and generated Secrets are created with `create`.
+pub const CLUSTER_GRANTS: &[Grant] = &[
+    // Jobs: watched; deleted after ttlSecondsAfterFinished; status written by apply.
+    Grant {
+        group: "kai.alibabacloud.com",
+        resources: &["trainingjobs"],
+        verbs: &["list", "watch", "delete"],
+    },
+    Grant {
+        group: "kai.alibabacloud.com",
+        resources: &["trainingjobs/status"],
+        verbs: &["patch"],
+    },
+    // ScaleIn and ScaleOut requests: watched; the job is added to their owners; status written.
+    Grant {
+        group: "kai.alibabacloud.com",
+        resources: &["scaleins", "scaleouts"],
+        verbs: &["list", "watch", "patch"],
+    },
+    Grant {
+        group: "kai.alibabacloud.com",
+        resources: &["scaleins/status", "scaleouts/status"],
+        verbs: &["patch"],
+    },
+    Grant {
+        group: "kubeflow.org",
+        resources: &["mpijobs"],
+        verbs: &["list", "watch", "delete"],
+    },
+    Grant {
+        group: "kubeflow.org",
+        resources: &["mpijobs/status"],
+        verbs: &["patch"],
+    },
+    // An MPIJob's launcher Job: created once per run, deleted when the run ends.
+    Grant {
+        group: "batch",
+        resources: &["jobs"],
+        verbs: &["list", "watch", "create", "delete"],
+    },
+    // Workers, launchers and the workers' Service: applied, and deleted when lost or done.
+    Grant {
+        group: "",
+        resources: &["pods", "services"],
+        verbs: &["list", "watch", "create", "patch", "delete"],
+    },
+    // The job's ConfigMap; `get` because the launcher's Role grants it (a Role can only grant
+    // what its writer holds).
+    Grant {
+        group: "",
+        resources: &["configmaps"],
+        verbs: &["get", "list", "watch", "create", "patch"],
+    },
+    Grant {
+        group: "",
+        resources: &["serviceaccounts"],
+        verbs: &["list", "watch", "create", "patch"],
+    },
+    // SSH key pairs: eto's own are watched and created; one a job names is read by metadata.
+    Grant {
+        group: "",
+        resources: &["secrets"],
+        verbs: &["get", "list", "watch", "create"],
+    },
+    // A TrainingJob launcher's Role and RoleBinding.
+    Grant {
+        group: "rbac.authorization.k8s.io",
+        resources: &["roles", "rolebindings"],
+        verbs: &["list", "watch", "create", "patch"],
+    },
+    Grant {
+        group: "events.k8s.io",
+        resources: &["events"],
+        verbs: &["create", "patch"],
+    },
+];
+
+/// The Role in the operator's namespace for leader election (see [`crate::leader`]): the
+/// lease manager reads, creates and patches the Lease; standbys watch it.
+pub const LEASE_GRANTS: &[Grant] = &[Grant {
+    group: "coordination.k8s.io",
+    resources: &["leases"],
+    verbs: &["get", "list", "watch", "create", "patch"],
+}];
