@@ -154,6 +154,7 @@ const OTHER_VALUES: &[&[&str]] = &[
     &[
         "replicas=3",
         "watchNamespace=team-a",
+        "watchNamespaces={team-b,team-c}",
         "logFormat=json",
         "kinds={TrainingJob}",
         "serviceMonitor.enabled=true",
@@ -326,7 +327,7 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
         find(&other, "Deployment").unwrap()["spec"]["template"]["spec"]["containers"][0]["args"]
             .to_string();
     for expected in [
-        "--namespace=team-a",
+        "--namespace=team-b,team-c,team-a",
         "--log-format=json",
         "--kinds=TrainingJob",
     ] {
@@ -336,6 +337,19 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
         find(&other, "ServiceMonitor").unwrap()["spec"]["endpoints"][0]["port"],
         "metrics"
     );
+    assert!(find(&other, "ClusterRoleBinding").is_some());
+
+    let confined = template(&[
+        "watchNamespaces={team-a,team-b}",
+        "rbac.bindPerNamespace=true",
+    ]);
+    assert!(find(&confined, "ClusterRoleBinding").is_none());
+    let bound: Vec<&str> = confined
+        .iter()
+        .filter(|o| o["kind"] == "RoleBinding" && o["roleRef"]["kind"] == "ClusterRole")
+        .map(|o| o["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(bound, ["team-a", "team-b"]);
 }
 
 #[tokio::test]
@@ -408,6 +422,16 @@ fn exposed_metric_names() -> BTreeSet<String> {
             reason: "WorkersCreated".into(),
         })
         .inc();
+    metrics.count_tallies(
+        "TrainingJob",
+        &eto_engine::plan::Tallies {
+            lost: vec!["Failed"],
+            replacements: 1,
+            suspends: vec!["BelowMinWorkers".into()],
+            resumes: vec!["BelowMinWorkers".into()],
+            scaling: vec![("ScaleOut".into(), true)],
+        },
+    );
     let exposed = metrics.encode();
     let mut names = BTreeSet::new();
     for line in exposed.lines() {
@@ -513,6 +537,11 @@ fn the_dashboard_and_the_alerts_use_only_metrics_eto_exposes() {
         "eto_job_workers",
         "eto_api_writes_total",
         "eto_decisions_total",
+        "eto_workers_lost_total",
+        "eto_worker_replacements_total",
+        "eto_suspends_total",
+        "eto_resumes_total",
+        "eto_scaling_requests_total",
     ] {
         assert!(
             used.iter().any(|name| name == headline),

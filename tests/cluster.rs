@@ -99,7 +99,7 @@ impl Scratch {
         let operator = tokio::spawn(eto_controller::run(
             client.clone(),
             Settings {
-                namespace: Some(namespace.clone()),
+                scope: eto_controller::Scope::of(vec![namespace.clone()]),
                 ..Settings::default()
             },
             Arc::new(Metrics::default()),

@@ -180,11 +180,21 @@ async fn a_failed_worker_leaves_discovery_and_is_replaced_per_policy() {
             .contains(&"WorkerLost".to_string())
     );
     let metrics = &env.operator.as_ref().expect("the operator runs").metrics;
-    assert_eq!(
-        metrics.workers_lost.get(),
-        2,
-        "one loss in each job, counted once"
-    );
+    let lost = metrics
+        .workers_lost
+        .get_or_create(&eto_controller::metrics::LossLabels {
+            kind: "TrainingJob".into(),
+            reason: "Failed".into(),
+        })
+        .get();
+    assert_eq!(lost, 2, "one loss in each job, counted once");
+    let replaced = metrics
+        .worker_replacements
+        .get_or_create(&eto_controller::metrics::KindLabels {
+            kind: "TrainingJob".into(),
+        })
+        .get();
+    assert_eq!(replaced, 1, "only one job replaces its workers");
 }
 
 #[tokio::test]
@@ -612,7 +622,14 @@ async fn metrics_after_a_scripted_job_show_its_phase_workers_writes_decisions_an
             "{state}"
         );
     }
-    assert_eq!(expect("eto_workers_lost_total"), 1.0);
+    assert_eq!(
+        expect("eto_workers_lost_total{kind=\"TrainingJob\",reason=\"Failed\"}"),
+        1.0
+    );
+    assert_eq!(
+        expect("eto_worker_replacements_total{kind=\"TrainingJob\"}"),
+        1.0
+    );
     assert_eq!(
         expect("eto_decisions_total{kind=\"TrainingJob\",reason=\"WorkerLost\"}"),
         1.0
@@ -627,4 +644,70 @@ async fn metrics_after_a_scripted_job_show_its_phase_workers_writes_decisions_an
     assert!(expect("eto_reconciliations_total{result=\"ok\"}") >= 1.0);
     // Discovery followed the pods at least twice: the workers becoming ready, the loss.
     assert!(expect("eto_discovery_update_seconds_count") >= 2.0);
+}
+
+#[tokio::test]
+async fn an_operator_watching_a_list_of_namespaces_manages_those_and_leaves_the_rest() {
+    let mut config = sim_config(2, 8);
+    config.namespaces = vec!["team-a".into(), "team-b".into(), "team-c".into()];
+    let mut env = Env::start(config).await;
+    env.stop_operator().await;
+    env.start_operator_with(eto_controller::Settings {
+        scope: eto_controller::Scope::of(vec!["team-a".into(), "team-b".into()]),
+        ..eto_controller::Settings::default()
+    });
+    let apply_in = |namespace: &'static str, name: &'static str| {
+        let client = env.client.clone();
+        async move {
+            let job: eto_api::TrainingJob =
+                serde_saphyr::from_str(&job_yaml(name, 2, 2, "", "Never")).unwrap();
+            Api::<eto_api::TrainingJob>::namespaced(client, namespace)
+                .patch(
+                    name,
+                    &PatchParams::apply("test").force(),
+                    &Patch::Apply(&job),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let running_in = |namespace: &'static str, name: &'static str| {
+        let jobs: Api<eto_api::TrainingJob> = Api::namespaced(env.client.clone(), namespace);
+        async move {
+            let wait = kube::runtime::wait::await_condition(
+                jobs,
+                name,
+                |job: Option<&eto_api::TrainingJob>| {
+                    job.and_then(|j| j.status.as_ref())
+                        .is_some_and(|s| s.phase == Some(JobPhase::Running))
+                },
+            );
+            tokio::time::timeout(WAIT, wait)
+                .await
+                .unwrap_or_else(|_| panic!("{namespace}/{name} never ran"))
+                .unwrap();
+        }
+    };
+    apply_in("team-a", "alpha").await;
+    apply_in("team-b", "beta").await;
+    apply_in("team-c", "gamma").await;
+    running_in("team-a", "alpha").await;
+    running_in("team-b", "beta").await;
+
+    // Every watch ends and starts again: the namespaces' caches are listed again, one by one.
+    env.cluster.drop_watches();
+    apply_in("team-b", "delta").await;
+    running_in("team-b", "delta").await;
+    running_in("team-a", "alpha").await;
+
+    let unmanaged: Api<eto_api::TrainingJob> = Api::namespaced(env.client.clone(), "team-c");
+    assert_eq!(unmanaged.get("gamma").await.unwrap().status, None);
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), "team-c");
+    assert!(
+        pods.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }

@@ -162,6 +162,18 @@ async fn a_scale_out_of_two_adds_two_workers_to_discovery_and_succeeds() {
         reasons.contains(&"ScaleSucceeded".to_string()),
         "{reasons:?}"
     );
+    let succeeded = env
+        .operator
+        .as_ref()
+        .unwrap()
+        .metrics
+        .scaling_requests
+        .get_or_create(&eto_controller::metrics::ScalingLabels {
+            request: "ScaleOut".into(),
+            result: "succeeded".into(),
+        })
+        .get();
+    assert_eq!(succeeded, 1);
 }
 
 #[tokio::test]

@@ -201,6 +201,19 @@ async fn a_reclaim_storm_below_the_minimum_suspends_the_job_and_new_nodes_resume
             .await
             .contains(&"TrainingJobResumed".to_string())
     );
+    let metrics = &env.operator.as_ref().unwrap().metrics;
+    let below_min = eto_controller::metrics::ReasonLabels {
+        kind: "TrainingJob".into(),
+        reason: "BelowMinWorkers".into(),
+    };
+    assert_eq!(
+        (
+            metrics.suspends.get_or_create(&below_min).get(),
+            metrics.resumes.get_or_create(&below_min).get()
+        ),
+        (1, 1),
+        "one suspend below the minimum, and its resume"
+    );
 }
 
 #[tokio::test]

@@ -26,7 +26,7 @@
 use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
 use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
 use eto_engine::kind::{ApiStatus, Kind};
-use eto_engine::plan::{Child, ChildKind, Plan, WORKER_LOST};
+use eto_engine::plan::{Child, ChildKind, Plan};
 use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
@@ -400,10 +400,8 @@ pub async fn execute(
             written.status = Some((kind, cached, before));
         }
     }
+    ctx.metrics.count_tallies(kind.name(), &plan.tallies);
     for event in plan.events {
-        if event.reason == WORKER_LOST {
-            ctx.metrics.workers_lost.inc();
-        }
         ctx.metrics
             .decisions
             .get_or_create(&DecisionLabels {

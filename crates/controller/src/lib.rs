@@ -25,6 +25,7 @@ pub mod rbac;
 pub mod reconcile;
 pub mod requests;
 pub mod run;
+pub mod scope;
 pub mod shutdown;
 pub mod ssh_keys;
 #[cfg(test)]
@@ -37,4 +38,5 @@ pub use eto_engine::kind::Kind;
 pub use leader::{Election, run_elected};
 pub use metrics::Metrics;
 pub use run::{RunError, Settings, run};
+pub use scope::Scope;
 pub use shutdown::SHUTDOWN_GRACE;

@@ -34,6 +34,40 @@ pub struct DecisionLabels {
     pub reason: String,
 }
 
+/// Labels of a lost worker.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LossLabels {
+    /// The kind of the job.
+    pub kind: String,
+    /// `Failed`, `Evicted`, `Disrupted`, `Completed` or `Deleted`.
+    pub reason: String,
+}
+
+/// The kind of a job, as a label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    /// `TrainingJob` or `MPIJob`.
+    pub kind: String,
+}
+
+/// Labels of a suspend or resume.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// The kind of the job.
+    pub kind: String,
+    /// `BelowMinWorkers`, or `Suspended` when asked for.
+    pub reason: String,
+}
+
+/// Labels of a finished scaling request.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScalingLabels {
+    /// `ScaleIn` or `ScaleOut`.
+    pub request: String,
+    /// `succeeded` or `failed`.
+    pub result: String,
+}
+
 /// The controller's metrics and their registry.
 pub struct Metrics {
     registry: Registry,
@@ -41,8 +75,16 @@ pub struct Metrics {
     pub reconciliations: Family<Outcome, Counter>,
     /// How long reconciles take.
     pub reconcile_duration: Histogram,
-    /// Workers lost (failed, evicted, disrupted, vanished).
-    pub workers_lost: Counter,
+    /// Workers lost, by kind of job and kind of loss.
+    pub workers_lost: Family<LossLabels, Counter>,
+    /// Replacement workers created, by kind of job.
+    pub worker_replacements: Family<KindLabels, Counter>,
+    /// Suspends, by kind of job and reason.
+    pub suspends: Family<ReasonLabels, Counter>,
+    /// Resumes, by kind of job and the reason of the suspend they end.
+    pub resumes: Family<ReasonLabels, Counter>,
+    /// ScaleIn and ScaleOut requests finished, by request kind and result.
+    pub scaling_requests: Family<ScalingLabels, Counter>,
     /// Objects written (applied, created or deleted), status writes and events excluded.
     pub writes: Counter,
     /// 1 while this replica leads (or runs without leader election), 0 while it stands by.
@@ -108,11 +150,35 @@ impl Default for Metrics {
             "Duration of reconciles",
             reconcile_duration.clone(),
         );
-        let workers_lost = Counter::default();
+        let workers_lost = Family::<LossLabels, Counter>::default();
         registry.register(
             "workers_lost",
-            "Workers that failed, were evicted or disrupted, or vanished",
+            "Workers lost, by kind of job and kind of loss (Failed, Evicted, Disrupted, Completed, Deleted)",
             workers_lost.clone(),
+        );
+        let worker_replacements = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "worker_replacements",
+            "Replacement workers created for lost ones",
+            worker_replacements.clone(),
+        );
+        let suspends = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "suspends",
+            "Jobs suspended, by reason (BelowMinWorkers, or Suspended when asked for)",
+            suspends.clone(),
+        );
+        let resumes = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "resumes",
+            "Jobs resumed, by the reason of the suspend they end",
+            resumes.clone(),
+        );
+        let scaling_requests = Family::<ScalingLabels, Counter>::default();
+        registry.register(
+            "scaling_requests",
+            "ScaleIn and ScaleOut requests finished, by result",
+            scaling_requests.clone(),
         );
         let writes = Counter::default();
         registry.register(
@@ -159,6 +225,10 @@ impl Default for Metrics {
             reconciliations,
             reconcile_duration,
             workers_lost,
+            worker_replacements,
+            suspends,
+            resumes,
+            scaling_requests,
             writes,
         }
     }
@@ -185,6 +255,44 @@ impl Metrics {
                 verb: verb.into(),
             })
             .inc();
+    }
+
+    /// Counts what a carried-out plan of a job of `kind` decided.
+    pub fn count_tallies(&self, kind: &str, tallies: &eto_engine::plan::Tallies) {
+        for reason in &tallies.lost {
+            self.workers_lost
+                .get_or_create(&LossLabels {
+                    kind: kind.into(),
+                    reason: (*reason).into(),
+                })
+                .inc();
+        }
+        if tallies.replacements > 0 {
+            self.worker_replacements
+                .get_or_create(&KindLabels { kind: kind.into() })
+                .inc_by(u64::from(tallies.replacements));
+        }
+        for (family, reasons) in [
+            (&self.suspends, &tallies.suspends),
+            (&self.resumes, &tallies.resumes),
+        ] {
+            for reason in reasons {
+                family
+                    .get_or_create(&ReasonLabels {
+                        kind: kind.into(),
+                        reason: reason.clone(),
+                    })
+                    .inc();
+            }
+        }
+        for (request, succeeded) in &tallies.scaling {
+            self.scaling_requests
+                .get_or_create(&ScalingLabels {
+                    request: request.clone(),
+                    result: if *succeeded { "succeeded" } else { "failed" }.into(),
+                })
+                .inc();
+        }
     }
 
     /// The metrics in Prometheus' text format.

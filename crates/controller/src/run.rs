@@ -34,13 +34,14 @@ use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
+use crate::scope::{Scope, merged};
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// Only jobs (and children) in this namespace; all namespaces when `None`.
-    pub namespace: Option<String>,
+    /// The namespaces of the jobs (and children) eto manages.
+    pub scope: Scope,
     /// Jobs reconciled at the same time.
     pub concurrency: u16,
     /// Changes within this window are handled by one reconcile.
@@ -57,7 +58,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            namespace: None,
+            scope: Scope::All,
             concurrency: 16,
             debounce: Duration::from_millis(20),
             instance: None,
@@ -115,7 +116,7 @@ where
 /// `listed` is told when its first list is done.
 fn reflected<K>(
     client: &Client,
-    namespace: Option<&str>,
+    scope: &Scope,
     changes: &watch::Sender<()>,
     listed: &Listed,
 ) -> (
@@ -137,8 +138,12 @@ where
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
     let changes = changes.clone();
     let listed = listed.clone();
-    let stream = watcher(api::<K>(client, namespace), config)
-        .default_backoff()
+    let watches = scope
+        .watches()
+        .into_iter()
+        .map(|namespace| watcher(api::<K>(client, namespace), config.clone()).default_backoff())
+        .collect();
+    let stream = merged(watches)
         .reflect(writer)
         .inspect(move |event| {
             listed.observe(K::KIND, event);
@@ -152,7 +157,7 @@ where
 /// that fills it, as [`reflected`] does for eto's own objects.
 fn reflected_custom(
     client: &Client,
-    namespace: Option<&str>,
+    scope: &Scope,
     resource: &ApiResource,
     changes: &watch::Sender<()>,
     listed: &Listed,
@@ -163,14 +168,20 @@ fn reflected_custom(
 ) {
     let writer = reflector::store::Writer::new(resource.clone());
     let store = writer.as_reader();
-    let api: Api<DynamicObject> = match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
-        None => Api::all_with(client.clone(), resource),
-    };
+    let watches = scope
+        .watches()
+        .into_iter()
+        .map(|namespace| {
+            watcher(
+                dynamic_api(client, namespace, resource),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+        })
+        .collect();
     let changes = changes.clone();
     let listed = listed.clone();
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
+    let stream = merged(watches)
         .reflect(writer)
         .inspect(move |event| {
             listed.observe(cache, event);
@@ -299,17 +310,33 @@ pub async fn run(
     result
 }
 
-/// Checks that the jobs of `kind` can be listed.
-async fn check_served(
+/// The custom objects of `resource` in `namespace` (all namespaces when `None`).
+fn dynamic_api(
+    client: &Client,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+) -> Api<DynamicObject> {
+    match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}
+
+/// Checks that the jobs of `kind` can be listed in every namespace of `scope`.
+async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), RunError> {
+    for namespace in scope.watches() {
+        check_served_in(client, namespace, kind).await?;
+    }
+    Ok(())
+}
+
+async fn check_served_in(
     client: &Client,
     namespace: Option<&str>,
     kind: Kind,
 ) -> Result<(), RunError> {
     let resource = apply::job_resource(kind);
-    let jobs: Api<DynamicObject> = match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
+    let jobs = dynamic_api(client, namespace, &resource);
     match jobs.list_metadata(&ListParams::default().limit(1)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
@@ -335,14 +362,14 @@ async fn run_until(
     in_flight: InFlight,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Result<(), RunError> {
-    let namespace = settings.namespace.as_deref();
+    let scope = settings.scope.clone();
     let mut kinds = settings.kinds.clone();
     kinds.dedup();
     if kinds.is_empty() {
         return Err(RunError::NothingToServe);
     }
     for kind in &kinds {
-        check_served(&client, namespace, *kind).await?;
+        check_served(&client, &scope, *kind).await?;
     }
     let training_jobs = kinds.contains(&Kind::TrainingJob);
     let mpi_jobs = kinds.contains(&Kind::MpiJob);
@@ -352,7 +379,7 @@ async fn run_until(
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
-    let (pods, events) = reflected::<Pod>(&client, namespace, &changes, &listed);
+    let (pods, events) = reflected::<Pod>(&client, &scope, &changes, &listed);
     // A pod change starts a measurement of how long discovery takes to follow it.
     let seen = Arc::clone(&metrics);
     child_triggers.push(
@@ -363,21 +390,21 @@ async fn run_until(
             })
             .boxed(),
     );
-    let (services, events) = reflected::<Service>(&client, namespace, &changes, &listed);
+    let (services, events) = reflected::<Service>(&client, &scope, &changes, &listed);
     child_triggers.push(triggers(events));
-    let (config_maps, events) = reflected::<ConfigMap>(&client, namespace, &changes, &listed);
+    let (config_maps, events) = reflected::<ConfigMap>(&client, &scope, &changes, &listed);
     child_triggers.push(triggers(events));
-    let (secrets, events) = reflected::<Secret>(&client, namespace, &changes, &listed);
+    let (secrets, events) = reflected::<Secret>(&client, &scope, &changes, &listed);
     child_triggers.push(triggers(events));
     // The caches of one kind only; a kind not served gets an empty cache and no watch (and
     // needs no RBAC for it).
     let (service_accounts, roles, role_bindings) = if training_jobs {
         inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
-        let (accounts, events) = reflected::<ServiceAccount>(&client, namespace, &changes, &listed);
+        let (accounts, events) = reflected::<ServiceAccount>(&client, &scope, &changes, &listed);
         child_triggers.push(triggers(events));
-        let (roles, events) = reflected::<Role>(&client, namespace, &changes, &listed);
+        let (roles, events) = reflected::<Role>(&client, &scope, &changes, &listed);
         child_triggers.push(triggers(events));
-        let (bindings, events) = reflected::<RoleBinding>(&client, namespace, &changes, &listed);
+        let (bindings, events) = reflected::<RoleBinding>(&client, &scope, &changes, &listed);
         child_triggers.push(triggers(events));
         (accounts, roles, bindings)
     } else {
@@ -389,7 +416,7 @@ async fn run_until(
     };
     let launcher_jobs = if mpi_jobs {
         inputs.push(BatchJob::KIND);
-        let (jobs, events) = reflected::<BatchJob>(&client, namespace, &changes, &listed);
+        let (jobs, events) = reflected::<BatchJob>(&client, &scope, &changes, &listed);
         child_triggers.push(triggers(events));
         jobs
     } else {
@@ -402,7 +429,7 @@ async fn run_until(
         inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
         let (scale_ins, scale_in_events) = reflected_custom(
             &client,
-            namespace,
+            &scope,
             &scale_in_resource,
             &changes,
             &listed,
@@ -410,7 +437,7 @@ async fn run_until(
         );
         let (scale_outs, scale_out_events) = reflected_custom(
             &client,
-            namespace,
+            &scope,
             &scale_out_resource,
             &changes,
             &listed,
@@ -479,7 +506,7 @@ async fn run_until(
         .debounce(settings.debounce)
         .concurrency(settings.concurrency);
     tracing::info!(
-        namespace = namespace.unwrap_or("<all>"),
+        namespaces = %scope.describe(),
         kinds = ?kinds.iter().map(|kind| kind.name()).collect::<Vec<_>>(),
         "eto controller starting"
     );
@@ -514,14 +541,20 @@ async fn run_until(
             continue;
         }
         let resource = apply::job_resource(kind);
-        let api: Api<DynamicObject> = match namespace {
-            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
-            None => Api::all_with(client.clone(), &resource),
-        };
+        let watches = scope
+            .watches()
+            .into_iter()
+            .map(|namespace| {
+                watcher(
+                    dynamic_api(&client, namespace, &resource),
+                    watcher::Config::default(),
+                )
+                .default_backoff()
+            })
+            .collect();
         let job_changes = stores.changes.clone();
         let job_listed = listed.clone();
-        let watch = watcher(api, watcher::Config::default())
-            .default_backoff()
+        let watch = merged(watches)
             .reflect(writer)
             .inspect(move |event| {
                 job_listed.observe(kind.name(), event);

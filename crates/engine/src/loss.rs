@@ -58,6 +58,18 @@ impl Loss {
         }
     }
 
+    /// The kind of loss, for metrics: `Failed`, `Evicted`, `Disrupted`, `Completed` or
+    /// `Deleted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Failed { .. } => "Failed",
+            Self::Evicted { .. } => "Evicted",
+            Self::Disrupted => "Disrupted",
+            Self::Completed => "Completed",
+            Self::Deleted => "Deleted",
+        }
+    }
+
     /// A one-word reason, as the blacklist records it.
     pub fn reason(&self) -> &str {
         match self {

@@ -32,9 +32,10 @@ enum Command {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Only manage jobs in this namespace (default: all namespaces).
-    #[arg(long)]
-    namespace: Option<String>,
+    /// Only manage jobs in these namespaces, comma-separated or repeated (default: all
+    /// namespaces). Each namespace gets its own watches.
+    #[arg(long, value_delimiter = ',')]
+    namespace: Vec<String>,
     /// Where to serve /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_address: SocketAddr,
@@ -187,7 +188,7 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
         })?;
     tokio::spawn(endpoints::serve(listener, Arc::clone(&metrics)));
     let settings = Settings {
-        namespace: args.namespace,
+        scope: eto_controller::Scope::of(args.namespace),
         concurrency: args.concurrency,
         kinds: unique_kinds(&args.kinds),
         instance: std::env::var("POD_NAME")

@@ -140,6 +140,23 @@ pub struct EventSpec {
     pub note: String,
 }
 
+/// What a reconcile decided, in the form metrics count it. Every entry comes with an event
+/// of the same decision; these carry its category as data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tallies {
+    /// Workers lost, by kind of loss: `Failed`, `Evicted`, `Disrupted`, `Completed` or
+    /// `Deleted`.
+    pub lost: Vec<&'static str>,
+    /// Replacement workers decided on.
+    pub replacements: u32,
+    /// Suspends carried out, by reason: `BelowMinWorkers` or `Suspended` (asked for).
+    pub suspends: Vec<String>,
+    /// Resumes, by the reason of the suspend they end.
+    pub resumes: Vec<String>,
+    /// ScaleIn and ScaleOut requests finished: the request's kind and whether it succeeded.
+    pub scaling: Vec<(String, bool)>,
+}
+
 /// What a reconcile should do.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
@@ -159,6 +176,8 @@ pub struct Plan {
     pub delete_job: bool,
     /// Writes to the job's ScaleIn and ScaleOut requests.
     pub scalers: Vec<ScalerUpdate>,
+    /// What this reconcile decided, counted for metrics once the plan is carried out.
+    pub tallies: Tallies,
 }
 
 impl Plan {
@@ -383,6 +402,13 @@ impl Planner {
     fn scaling(&mut self, step: scaling::Step) {
         for event in &step.events {
             self.event(event.warning, event.reason, "Scale", event.note.clone());
+        }
+        if let Some(finished) = &step.finished {
+            let kind = finished.reference.split(':').next().unwrap_or_default();
+            self.plan
+                .tallies
+                .scaling
+                .push((kind.to_string(), finished.succeeded));
         }
         if let Some((holds, reason, message)) = scaling::job_condition(&step) {
             self.condition(c::SCALING, holds, reason, &message);

@@ -254,9 +254,14 @@ fn a_failed_worker_is_replaced_under_a_new_name_and_an_evicted_one_fails_nothing
     world.exit("pi-worker-0", 1);
     let plan = world.reconcile();
     assert_eq!(created(&plan), ["pi-worker-2"]);
+    assert_eq!(
+        (plan.tallies.lost.as_slice(), plan.tallies.replacements),
+        (&["Failed"][..], 1)
+    );
     world.evict("pi-worker-1");
     let plan = world.reconcile();
     assert_eq!(created(&plan), ["pi-worker-3"]);
+    assert_eq!(plan.tallies.lost, ["Evicted"]);
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Running));
     assert_eq!(world.mpi_status().blacklist.len(), 2);
 }
@@ -365,6 +370,7 @@ fn suspending_a_running_job_removes_its_launcher_job_and_workers() {
     });
     let plan = world.reconcile();
     assert!(plan.delete.iter().any(|d| d.kind == ChildKind::Job));
+    assert_eq!(plan.tallies.suspends, ["Suspended"]);
     assert!(world.pods.is_empty(), "{:?}", world.pods.keys());
     assert_eq!(
         condition(&world, c::SUSPENDED),

@@ -106,6 +106,7 @@ fn a_scale_out_adds_workers_under_new_names_and_succeeds_once_they_are_ready() {
     world.ready("mnist-worker-3");
     let plan = world.reconcile();
     assert_eq!(reasons(&plan), ["ScaleSucceeded"]);
+    assert_eq!(plan.tallies.scaling, [("ScaleOut".to_string(), true)]);
     assert_eq!(phase(&world, "out"), Some(ScalerPhase::Succeeded));
     assert!(world.scaler("out").state.completion_time.is_some());
     assert_eq!(world.status().phase, Some(JobPhase::Running));

@@ -204,6 +204,7 @@ fn once_enough_new_workers_are_ready_a_resume_launcher_starts_the_new_run() {
     assert_eq!(run_of(&world, "mnist-launcher"), "1");
     assert_eq!(suspended(&world), Some((false, "Resumed".into())));
     assert!(reasons(&plan).contains(&"TrainingJobResumed".to_string()));
+    assert_eq!(plan.tallies.resumes, ["BelowMinWorkers"]);
     assert_eq!(
         world.status().start_time.as_ref().unwrap().0,
         world.now,

@@ -211,6 +211,7 @@ impl Run<'_, '_> {
     /// Suspends the job now: deletes every pod, and below the minimum starts the run that will
     /// resume it.
     fn suspend(&mut self, reason: &str) {
+        self.planner.plan.tallies.suspends.push(reason.to_string());
         let Counts { ready, pending } = self.counts();
         let min = self.job.spec.workers.min;
         let name = self.name().to_string();
@@ -316,6 +317,11 @@ impl Run<'_, '_> {
     /// Unsuspended by spec: a new run, which resumes the training; or, for a job that never
     /// had a launcher (created suspended, as Kueue creates jobs), the job simply starts.
     fn resume_by_spec(&mut self) {
+        self.planner
+            .plan
+            .tallies
+            .resumes
+            .push(SUSPENDED.to_string());
         let name = self.name().to_string();
         let kind = self.job.kind();
         let ran = c::find(&self.planner.old.conditions, c::LAUNCHER_CREATED).is_some();
@@ -354,6 +360,11 @@ impl Run<'_, '_> {
             names::launcher(&name)
         );
         let kind = planner.kind;
+        planner
+            .plan
+            .tallies
+            .resumes
+            .push(BELOW_MIN_WORKERS.to_string());
         planner.condition(c::SUSPENDED, false, kind.resumed_reason(), &message);
         planner.status.start_time = Some(Time(planner.now));
         planner.event(

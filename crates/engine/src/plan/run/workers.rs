@@ -143,6 +143,10 @@ impl<'o> Run<'_, 'o> {
         }
 
         for lost in &decision.lost {
+            self.planner.plan.tallies.lost.push(lost.loss.kind());
+            if lost.replacement.is_some() {
+                self.planner.plan.tallies.replacements += 1;
+            }
             let pod_name = names::worker(&name, lost.index);
             let pod = current.get(&lost.index);
             let node = pod.and_then(|p| pods::node(p)).map(String::from);
