@@ -129,6 +129,7 @@ pub(crate) mod world {
     /// The job and its children. An MPIJob's world (see [`World::mpi`]) plans `mpi_job`, and
     /// plays the Job controller for its launcher Job: it creates the Job's pod
     /// `<job>-launcher-<run>` at once.
+    #[derive(Clone)]
     pub(crate) struct World {
         pub job: TrainingJob,
         pub mpi_job: Option<MPIJob>,

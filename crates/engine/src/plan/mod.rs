@@ -622,6 +622,8 @@ use run::Run;
 #[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod scaling_tests;
 #[cfg(test)]
 mod suspension_tests;

@@ -1,0 +1,476 @@
+//! Properties of the planner over random lives of a job: random specs, random sequences of
+//! what happens to its pods (ready, failing, evicted, disrupted, deleted), time passing, scaling
+//! and suspending, each followed by a reconcile. After every reconcile:
+//!
+//! - nothing panics;
+//! - no worker name (index) is created twice in the job's life;
+//! - host discovery lists only workers that were ready, running and not being deleted, of the
+//!   current run, and not blacklisted;
+//! - the target never has more workers than the maximum;
+//! - a finished job creates nothing;
+//!
+//! and, once nothing happens any more, a few reconciles reach a plan that changes nothing.
+//!
+//! The number of cases is `ETO_PROPTEST_CASES` (default 2,000, about a second in a debug build);
+//! `ETO_PROPTEST_CASES=1000000 cargo test --release -p eto-engine properties` runs a million.
+
+use std::collections::BTreeSet;
+
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::{JobPhase, JobRestartPolicy};
+use eto_api::well_known::{HOSTFILE_ANNOTATION, RUN_LABEL};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+use super::{Child, Plan};
+use crate::names;
+use crate::pods;
+use crate::testing::training_job;
+use crate::testing::world::World;
+
+/// The shape of a job.
+#[derive(Clone, Debug)]
+struct JobShape {
+    replicas: i32,
+    min: i32,
+    max: Option<i32>,
+    worker_policy: ReplicaRestartPolicy,
+    job_policy: JobRestartPolicy,
+    suspend_below_min: bool,
+    below_min_seconds: i32,
+    checkpoint_grace_seconds: i32,
+    drain_seconds: i32,
+}
+
+/// Something that happens between reconciles. Pods are picked by position among the pods
+/// that exist, so that every pick names one.
+#[derive(Clone, Debug)]
+enum Happening {
+    Ready(usize),
+    NotReady(usize),
+    Exit(usize, i32),
+    Evict(usize),
+    Disrupt(usize),
+    Vanish(usize),
+    Advance(i64),
+    Scale(i32),
+    Suspend(bool),
+}
+
+fn job_shape() -> impl Strategy<Value = JobShape> {
+    (1..6i32)
+        .prop_flat_map(|replicas| {
+            (
+                Just(replicas),
+                1..=replicas,
+                prop::option::of(replicas..9),
+                prop::sample::select(vec![
+                    ReplicaRestartPolicy::Never,
+                    ReplicaRestartPolicy::OnFailure,
+                    ReplicaRestartPolicy::ExitCode,
+                    ReplicaRestartPolicy::Always,
+                ]),
+                prop::sample::select(vec![JobRestartPolicy::Never, JobRestartPolicy::OnFailure]),
+                any::<bool>(),
+                0..40i32,
+                0..40i32,
+                0..20i32,
+            )
+        })
+        .prop_map(
+            |(replicas, min, max, worker_policy, job_policy, suspend, below, grace, drain)| {
+                JobShape {
+                    replicas,
+                    min,
+                    max,
+                    worker_policy,
+                    job_policy,
+                    suspend_below_min: suspend,
+                    below_min_seconds: below,
+                    checkpoint_grace_seconds: grace,
+                    drain_seconds: drain,
+                }
+            },
+        )
+}
+
+fn happening() -> impl Strategy<Value = Happening> {
+    prop_oneof![
+        4 => any::<usize>().prop_map(Happening::Ready),
+        1 => any::<usize>().prop_map(Happening::NotReady),
+        2 => (any::<usize>(), prop::sample::select(vec![0, 1, 137, 143])).prop_map(|(p, c)| Happening::Exit(p, c)),
+        1 => any::<usize>().prop_map(Happening::Evict),
+        1 => any::<usize>().prop_map(Happening::Disrupt),
+        1 => any::<usize>().prop_map(Happening::Vanish),
+        2 => (1..400i64).prop_map(Happening::Advance),
+        1 => (1..9i32).prop_map(Happening::Scale),
+        1 => any::<bool>().prop_map(Happening::Suspend),
+    ]
+}
+
+fn world_of(shape: &JobShape) -> World {
+    let mut job = training_job();
+    let worker = &mut job.spec.et_replica_specs.worker;
+    worker.replicas = Some(shape.replicas);
+    worker.min_replicas = Some(shape.min);
+    worker.max_replicas = shape.max;
+    worker.restart_policy = Some(shape.worker_policy);
+    job.spec.restart_policy = Some(shape.job_policy);
+    job.spec.backoff_limit = Some(2);
+    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+        suspend_below_min_workers: Some(shape.suspend_below_min),
+        below_min_seconds: Some(shape.below_min_seconds),
+        checkpoint_grace_seconds: Some(shape.checkpoint_grace_seconds),
+        drain_seconds: Some(shape.drain_seconds),
+        ..Default::default()
+    });
+    World::new(job)
+}
+
+fn happen(world: &mut World, happening: &Happening) {
+    let names: Vec<String> = world.pods.keys().cloned().collect();
+    let pick = |index: usize| names.get(index % names.len().max(1)).cloned();
+    let running = |world: &World, name: &str| {
+        world.pods[name]
+            .spec
+            .as_ref()
+            .is_some_and(|spec| spec.node_name.is_some())
+    };
+    match happening {
+        Happening::Ready(i) => {
+            if let Some(name) = pick(*i) {
+                world.ready(&name);
+            }
+        }
+        Happening::NotReady(i) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.running_not_ready(&name);
+            }
+        }
+        Happening::Exit(i, code) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.exit(&name, *code);
+            }
+        }
+        Happening::Evict(i) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.evict(&name);
+            }
+        }
+        Happening::Disrupt(i) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.disrupt(&name);
+            }
+        }
+        Happening::Vanish(i) => {
+            if let Some(name) = pick(*i) {
+                world.pods.remove(&name);
+            }
+        }
+        Happening::Advance(seconds) => world.advance(*seconds),
+        Happening::Scale(replicas) => {
+            world.job.spec.et_replica_specs.worker.replicas = Some(*replicas);
+        }
+        Happening::Suspend(suspend) => world.job.spec.suspend = Some(*suspend),
+    }
+}
+
+/// Checks one reconcile: `before` is the world it planned from, `plan` what it decided.
+fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<(), String> {
+    let job = before.job.metadata.name.as_deref().unwrap_or_default();
+    let status = before.job.status.clone().unwrap_or_default();
+    let finished = matches!(status.phase, Some(JobPhase::Succeeded | JobPhase::Failed));
+    let planned_status = plan.status.clone().unwrap_or(status.clone());
+    for child in &plan.apply {
+        let Child::Pod(pod) = child else { continue };
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let new = pod.spec.is_some() && !before.pods.contains_key(&name);
+        if !new {
+            continue;
+        }
+        if finished {
+            return Err(format!("the finished job creates {name}"));
+        }
+        if names::worker_index(job, &name).is_some() && !created.insert(name.clone()) {
+            return Err(format!("worker {name} is created a second time"));
+        }
+        if let Some(hosts) = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(HOSTFILE_ANNOTATION))
+        {
+            check_hosts(before, hosts, &planned_status)?;
+        }
+    }
+    for child in &plan.apply {
+        if let Child::Pod(pod) = child
+            && before
+                .pods
+                .contains_key(pod.metadata.name.as_deref().unwrap_or_default())
+            && let Some(hosts) = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(HOSTFILE_ANNOTATION))
+        {
+            check_hosts(before, hosts, &planned_status)?;
+        }
+    }
+    if let (Ok(spec), Some(status)) = (
+        crate::validation::validate(&before.job),
+        plan.status.as_ref(),
+    ) && let Some(max) = spec.workers.max
+        && status.target_workers.len() > max as usize
+    {
+        return Err(format!(
+            "{} target workers, more than the maximum {max}",
+            status.target_workers.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Every host in `hosts` is a worker that was ready, running, not being deleted, of the
+/// current run and not blacklisted.
+fn check_hosts(
+    before: &World,
+    hosts: &str,
+    status: &eto_api::TrainingJobStatus,
+) -> Result<(), String> {
+    for line in hosts.lines() {
+        let pod_name = line.split('.').next().unwrap_or_default();
+        let Some(pod) = before.pods.get(pod_name) else {
+            return Err(format!("discovery lists {pod_name}, which does not exist"));
+        };
+        let usable = pods::is_ready(pod)
+            && pods::phase(pod) == "Running"
+            && !pods::is_terminating(pod)
+            && !pods::is_disrupted(pod);
+        if !usable {
+            return Err(format!("discovery lists {pod_name}, which is not ready"));
+        }
+        let run = pods::label(pod, RUN_LABEL).and_then(|r| r.parse::<i32>().ok());
+        if run.is_some_and(|run| run != status.run.unwrap_or(0)) {
+            return Err(format!("discovery lists {pod_name} of an earlier run"));
+        }
+        if status.blacklist.iter().any(|entry| entry.pod == pod_name) {
+            return Err(format!("discovery lists {pod_name}, which is blacklisted"));
+        }
+    }
+    Ok(())
+}
+
+fn life(shape: &JobShape, happenings: &[Happening]) -> Result<(), TestCaseError> {
+    let mut world = world_of(shape);
+    let mut created = BTreeSet::new();
+    let mut reconcile = |world: &mut World| -> Result<Plan, TestCaseError> {
+        let before = world.clone();
+        let plan = world.reconcile();
+        check(&before, &plan, &mut created)
+            .map_err(|problem| TestCaseError::fail(format!("{problem}\nplan: {plan:#?}")))?;
+        Ok(plan)
+    };
+    reconcile(&mut world)?;
+    for happening in happenings {
+        happen(&mut world, happening);
+        reconcile(&mut world)?;
+    }
+    // Left alone, the world settles: a reconcile with nothing to do.
+    for _ in 0..6 {
+        if reconcile(&mut world)?.is_empty() {
+            return Ok(());
+        }
+    }
+    Err(TestCaseError::fail(
+        "six reconciles in a row still changed something",
+    ))
+}
+
+/// A runner of `ETO_PROPTEST_CASES` cases (default 2,000), keeping no failure files.
+fn runner() -> TestRunner {
+    let cases = std::env::var("ETO_PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(2_000);
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+#[test]
+fn random_lives_of_a_job_keep_the_planners_promises() {
+    let mut runner = runner();
+    let strategy = (job_shape(), prop::collection::vec(happening(), 0..24));
+    let result = runner.run(&strategy, |(shape, happenings)| life(&shape, &happenings));
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+}
+
+/// Any JSON value, a few levels deep.
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value, json};
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        prop::sample::select(vec![-1i64, 0, 1, 2, 3, 8, 129, i64::from(i32::MAX) + 1])
+            .prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|f| json!(f)),
+        "[a-zA-Z0-9./:=-]{0,12}".prop_map(Value::String),
+        prop::sample::select(vec![
+            "Never",
+            "OnFailure",
+            "Always",
+            "ExitCode",
+            "Running",
+            "true",
+            "1.5",
+            "nvidia.com/gpu"
+        ])
+        .prop_map(|s| Value::String(s.into())),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+            prop::collection::btree_map("[a-zA-Z]{1,8}", inner, 0..4)
+                .prop_map(|map| serde_json::Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+/// Paths into a job where a mutation lands; the last part is the key written or removed.
+const MUTABLE_PATHS: &[&str] = &[
+    "spec",
+    "spec/etReplicaSpecs",
+    "spec/etReplicaSpecs/worker",
+    "spec/etReplicaSpecs/worker/replicas",
+    "spec/etReplicaSpecs/worker/minReplicas",
+    "spec/etReplicaSpecs/worker/maxReplicas",
+    "spec/etReplicaSpecs/worker/restartPolicy",
+    "spec/etReplicaSpecs/worker/template",
+    "spec/etReplicaSpecs/worker/template/spec/containers",
+    "spec/etReplicaSpecs/launcher/template/spec",
+    "spec/slotsPerWorker",
+    "spec/cleanPodPolicy",
+    "spec/elasticPolicy",
+    "spec/elasticPolicy/maxWaitSeconds",
+    "spec/mpiReplicaSpecs",
+    "spec/mpiReplicaSpecs/Worker/replicas",
+    "spec/mpiReplicaSpecs/Launcher",
+    "spec/runPolicy",
+    "spec/runPolicy/cleanPodPolicy",
+    "spec/runPolicy/suspend",
+    "spec/mpiImplementation",
+    "metadata/annotations",
+    "metadata/name",
+    "status",
+    "status/workers",
+    "status/targetWorkers",
+    "status/blacklist",
+];
+
+/// Sets (or with `None`, removes) the value at `path` of `object`, creating objects on the way.
+fn mutate(object: &mut serde_json::Value, path: &str, value: Option<serde_json::Value>) {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut at = object;
+    for part in parts {
+        if !at.is_object() {
+            *at = serde_json::json!({});
+        }
+        at = at
+            .as_object_mut()
+            .map(|map| map.entry(part).or_insert(serde_json::json!({})))
+            .unwrap_or_else(|| unreachable!("made an object above"));
+    }
+    if let Some(map) = at.as_object_mut() {
+        match value {
+            Some(value) => {
+                map.insert(last.into(), value);
+            }
+            None => {
+                map.remove(last);
+            }
+        }
+    }
+}
+
+/// A job of `kind` mutated at random paths: it parses and plans without a panic, and one that
+/// cannot be decoded gets a condition naming what is wrong.
+fn plan_mutated(
+    kind: crate::kind::Kind,
+    mutations: &[(usize, Option<serde_json::Value>)],
+) -> Result<(), TestCaseError> {
+    use crate::kind::Kind;
+    let mut value = match kind {
+        Kind::TrainingJob => serde_json::to_value(training_job()),
+        Kind::MpiJob => serde_json::to_value(crate::testing::mpi_job()),
+    }
+    .map_err(|error| TestCaseError::fail(error.to_string()))?;
+    for (path, mutation) in mutations {
+        mutate(
+            &mut value,
+            MUTABLE_PATHS[path % MUTABLE_PATHS.len()],
+            mutation.clone(),
+        );
+    }
+    let now = jiff::Timestamp::from_second(1_800_000_000).unwrap_or_default();
+    let undecodable = |error: crate::validation::FieldError| -> Result<(), TestCaseError> {
+        let plan = super::plan_undecodable(kind, &Default::default(), None, &error, now);
+        let status = plan.status.unwrap_or_default();
+        let stalled = crate::conditions::find(&status.conditions, crate::conditions::STALLED)
+            .and_then(|c| c.message.clone())
+            .unwrap_or_default();
+        prop_assert!(
+            stalled.contains(&error.to_string()),
+            "{stalled:?} does not name {error}"
+        );
+        Ok(())
+    };
+    match kind {
+        Kind::TrainingJob => match crate::parse::parse::<eto_api::TrainingJob>(value) {
+            Ok(job) => {
+                let mut world = World::new(job);
+                world.reconcile();
+                world.reconcile();
+            }
+            Err(error) => undecodable(error)?,
+        },
+        Kind::MpiJob => match crate::parse::parse::<eto_api::MPIJob>(value) {
+            Ok(job) => {
+                let mut world = World::mpi(job);
+                world.reconcile();
+                world.reconcile();
+            }
+            Err(error) => undecodable(error)?,
+        },
+    }
+    Ok(())
+}
+
+#[test]
+fn jobs_with_random_fields_plan_or_are_reported_without_a_panic() {
+    let mut runner = runner();
+    let strategy = (
+        any::<bool>(),
+        prop::collection::vec(
+            (any::<usize>(), prop::option::weighted(0.8, json_value())),
+            1..4,
+        ),
+    );
+    let result = runner.run(&strategy, |(mpi, mutations)| {
+        let kind = if mpi {
+            crate::kind::Kind::MpiJob
+        } else {
+            crate::kind::Kind::TrainingJob
+        };
+        plan_mutated(kind, &mutations)
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+}
