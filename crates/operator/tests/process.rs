@@ -337,3 +337,52 @@ async fn json_logs_parse_and_name_the_kind_namespace_and_job_of_each_decision() 
         )
     );
 }
+
+#[tokio::test]
+async fn ssh_private_keys_appear_in_no_log_event_status_or_metric() {
+    let (env, kubeconfig) = cluster_with_jobs("no-key-leaks").await;
+    let address = free_address();
+    let mut command = operator(&kubeconfig, &address);
+    command.args(["--log-format", "json", "--leader-elect=false"]);
+    command.env("RUST_LOG", "debug");
+    let mut child = command.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut logged = read_until(&mut stdout, "created workers job-2-worker-0").await;
+    env.wait_worker_service("job-2").await;
+    let metrics = http_get(&address, "/metrics").await;
+    assert!(terminate(&mut child).await.success());
+    stdout.read_to_string(&mut logged).await.unwrap();
+
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::default_namespaced(env.client.clone());
+    let secret = secrets.get("job-0-ssh").await.unwrap();
+    let private = secret.data.as_ref().unwrap()["id_rsa"].0.clone();
+    let private = String::from_utf8(private).unwrap();
+    // Any line of the key body, and its base64 form as stored.
+    let body_line = private
+        .lines()
+        .find(|line| line.len() > 40 && !line.starts_with("-----"))
+        .unwrap()
+        .to_string();
+    let encoded = serde_json::to_value(&secret).unwrap()["data"]["id_rsa"]
+        .as_str()
+        .unwrap()[..40]
+        .to_string();
+
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> =
+        kube::Api::default_namespaced(env.client.clone());
+    let events = serde_json::to_string(&events.list(&Default::default()).await.unwrap()).unwrap();
+    let jobs = serde_json::to_string(&env.jobs().list(&Default::default()).await.unwrap()).unwrap();
+    for (what, text) in [
+        ("logs", &logged),
+        ("events", &events),
+        ("job statuses", &jobs),
+        ("metrics", &metrics),
+    ] {
+        assert!(!text.is_empty(), "{what} were read");
+        assert!(
+            !text.contains(&body_line) && !text.contains(&encoded) && !text.contains("PRIVATE KEY"),
+            "the private key shows in the {what}"
+        );
+    }
+}
