@@ -356,10 +356,7 @@ async fn scale_suspend_and_resume_write_the_job_and_refuse_what_its_bounds_forbi
     let scaled = cluster
         .run(&["scale", "mnist-elastic", "--workers", "3"])
         .await;
-    assert_eq!(
-        scaled.stdout,
-        "trainingjob/mnist-elastic scaled to 3 workers (min 2, max 4)\n"
-    );
+    assert_golden("scale", &scaled.stdout);
     let jobs: Api<TrainingJob> = Api::default_namespaced(cluster.env.client.clone());
     let job = jobs.get("mnist-elastic").await.unwrap();
     assert_eq!(job.spec.et_replica_specs.worker.replicas, Some(3));
@@ -368,13 +365,15 @@ async fn scale_suspend_and_resume_write_the_job_and_refuse_what_its_bounds_forbi
         .run(&["suspend", "mpij/tensorflow-benchmarks"])
         .await;
     assert_eq!(suspended.code, 0, "{}", suspended.stderr);
+    assert_golden("suspend", &suspended.stdout);
     let mpi_jobs: Api<MPIJob> = Api::default_namespaced(cluster.env.client.clone());
     let suspend_of = |job: &MPIJob| job.spec.run_policy.as_ref().and_then(|p| p.suspend);
     assert_eq!(
         suspend_of(&mpi_jobs.get("tensorflow-benchmarks").await.unwrap()),
         Some(true)
     );
-    cluster.run(&["resume", "mpij/tensorflow-benchmarks"]).await;
+    let resumed = cluster.run(&["resume", "mpij/tensorflow-benchmarks"]).await;
+    assert_golden("resume", &resumed.stdout);
     assert_eq!(
         suspend_of(&mpi_jobs.get("tensorflow-benchmarks").await.unwrap()),
         Some(false)
@@ -433,7 +432,15 @@ async fn errors_name_what_is_wrong_and_exit_non_zero() {
 #[test]
 fn the_readme_shows_the_golden_outputs() {
     let readme = normalize(&std::fs::read_to_string(workspace_root().join("README.md")).unwrap());
-    for name in ["get", "get-trainingjob", "hosts", "top-node"] {
+    for name in [
+        "get",
+        "get-trainingjob",
+        "hosts",
+        "top-node",
+        "scale",
+        "suspend",
+        "resume",
+    ] {
         let golden = std::fs::read_to_string(golden_path(name)).unwrap();
         assert!(
             readme.contains(&golden),
