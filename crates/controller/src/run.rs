@@ -138,12 +138,7 @@ where
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
     let changes = changes.clone();
     let listed = listed.clone();
-    let watches = scope
-        .watches()
-        .into_iter()
-        .map(|namespace| watcher(api::<K>(client, namespace), config.clone()).default_backoff())
-        .collect();
-    let stream = merged(watches)
+    let stream = watch_scope(scope, config, |namespace| api::<K>(client, namespace))
         .reflect(writer)
         .inspect(move |event| {
             listed.observe(K::KIND, event);
@@ -168,26 +163,17 @@ fn reflected_custom(
 ) {
     let writer = reflector::store::Writer::new(resource.clone());
     let store = writer.as_reader();
-    let watches = scope
-        .watches()
-        .into_iter()
-        .map(|namespace| {
-            watcher(
-                dynamic_api(client, namespace, resource),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-        })
-        .collect();
     let changes = changes.clone();
     let listed = listed.clone();
-    let stream = merged(watches)
-        .reflect(writer)
-        .inspect(move |event| {
-            listed.observe(cache, event);
-            changes.send_replace(());
-        })
-        .applied_objects();
+    let stream = watch_scope(scope, watcher::Config::default(), |namespace| {
+        dynamic_api(client, namespace, resource)
+    })
+    .reflect(writer)
+    .inspect(move |event| {
+        listed.observe(cache, event);
+        changes.send_replace(());
+    })
+    .applied_objects();
     (store, stream)
 }
 
@@ -308,6 +294,24 @@ pub async fn run(
     gauges.clear();
     tracing::info!("eto controller stopped");
     result
+}
+
+/// One watch of `api(namespace)` per namespace of `scope` (with the default backoff), merged
+/// into the stream of one (see [`merged`]).
+fn watch_scope<K>(
+    scope: &Scope,
+    config: watcher::Config,
+    api: impl Fn(Option<&str>) -> Api<K>,
+) -> futures::stream::BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let watches = scope
+        .watches()
+        .into_iter()
+        .map(|namespace| watcher(api(namespace), config.clone()).default_backoff())
+        .collect();
+    merged(watches)
 }
 
 /// The custom objects of `resource` in `namespace` (all namespaces when `None`).
@@ -541,26 +545,17 @@ async fn run_until(
             continue;
         }
         let resource = apply::job_resource(kind);
-        let watches = scope
-            .watches()
-            .into_iter()
-            .map(|namespace| {
-                watcher(
-                    dynamic_api(&client, namespace, &resource),
-                    watcher::Config::default(),
-                )
-                .default_backoff()
-            })
-            .collect();
         let job_changes = stores.changes.clone();
         let job_listed = listed.clone();
-        let watch = merged(watches)
-            .reflect(writer)
-            .inspect(move |event| {
-                job_listed.observe(kind.name(), event);
-                job_changes.send_replace(());
-            })
-            .applied_objects();
+        let watch = watch_scope(&scope, watcher::Config::default(), |namespace| {
+            dynamic_api(&client, namespace, &resource)
+        })
+        .reflect(writer)
+        .inspect(move |event| {
+            job_listed.observe(kind.name(), event);
+            job_changes.send_replace(());
+        })
+        .applied_objects();
         let events = after_listed(&listed, kind, inputs.clone(), watch);
         let in_flight = in_flight.clone();
         let mut controller =
