@@ -1,9 +1,8 @@
 //! `kubectl eto scale`, `suspend` and `resume`: the writes a person makes to a job.
 
-use eto_api::{MPIJob, TrainingJob};
 use eto_engine::kind::Kind;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Request};
@@ -50,24 +49,17 @@ pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, E
         ..PatchParams::default()
     };
     let namespace = job_ref.namespace();
-    let written = match kind {
-        Kind::TrainingJob => Api::<TrainingJob>::namespaced(client.clone(), namespace)
-            .patch_scale(job_ref.name(), &params, &patch)
-            .await
-            .map(drop),
-        Kind::MpiJob => Api::<MPIJob>::namespaced(client.clone(), namespace)
-            .patch_scale(job_ref.name(), &params, &patch)
-            .await
-            .map(drop),
-    };
-    written.map_err(|error| {
-        Request {
-            verb: "patch",
-            resource: &format!("{}/scale", jobs::resource(kind)),
-            namespace: Some(namespace),
-        }
-        .failed(error)
-    })?;
+    jobs::api_of(client, kind, namespace)
+        .patch_scale(job_ref.name(), &params, &patch)
+        .await
+        .map_err(|error| {
+            Request {
+                verb: "patch",
+                resource: &format!("{}/scale", jobs::resource(kind)),
+                namespace: Some(namespace),
+            }
+            .failed(error)
+        })?;
     Ok(format!(
         "{} scaled to {workers} workers (min {}, max {max})\n",
         qualified_name(job_ref),
@@ -107,24 +99,17 @@ pub async fn set_suspended(client: &Client, job: &Job, suspend: bool) -> Result<
         field_manager: Some(MANAGER.into()),
         ..PatchParams::default()
     };
-    let written = match kind {
-        Kind::TrainingJob => Api::<TrainingJob>::namespaced(client.clone(), namespace)
-            .patch(job_ref.name(), &params, &patch)
-            .await
-            .map(drop),
-        Kind::MpiJob => Api::<MPIJob>::namespaced(client.clone(), namespace)
-            .patch(job_ref.name(), &params, &patch)
-            .await
-            .map(drop),
-    };
-    written.map_err(|error| {
-        Request {
-            verb: "patch",
-            resource: jobs::resource(kind),
-            namespace: Some(namespace),
-        }
-        .failed(error)
-    })?;
+    jobs::api_of(client, kind, namespace)
+        .patch(job_ref.name(), &params, &patch)
+        .await
+        .map_err(|error| {
+            Request {
+                verb: "patch",
+                resource: jobs::resource(kind),
+                namespace: Some(namespace),
+            }
+            .failed(error)
+        })?;
     Ok(if suspend {
         format!(
             "{} suspending: its training gets a checkpoint notice, then its pods are deleted (after checkpointGraceSeconds at most)\n",

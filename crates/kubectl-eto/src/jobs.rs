@@ -3,7 +3,7 @@
 use eto_api::{MPIJob, TrainingJob};
 use eto_engine::kind::{JobRef, Kind};
 use kube::Client;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 
 use crate::error::{Error, Request, is_not_found};
@@ -101,6 +101,15 @@ async fn list_kind(
         Err(error) if is_not_found(&error) => Ok(None),
         Err(error) => Err(request.failed(error)),
     }
+}
+
+/// The jobs of `kind` in `namespace`, untyped: for writes that need no decoding.
+pub fn api_of(client: &Client, kind: Kind, namespace: &str) -> Api<DynamicObject> {
+    let resource = match kind {
+        Kind::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
+        Kind::MpiJob => ApiResource::erase::<MPIJob>(&()),
+    };
+    Api::namespaced_with(client.clone(), namespace, &resource)
 }
 
 fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>

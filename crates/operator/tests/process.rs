@@ -188,16 +188,21 @@ async fn http_get(address: &str, path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The value of the sample `name` (without labels) in `address`'s `/metrics`.
-async fn sample(address: &str, name: &str) -> f64 {
+/// The value of the sample `series` (name and labels, as exposed) in `address`'s `/metrics`,
+/// if it is there.
+async fn sampled(address: &str, series: &str) -> Option<f64> {
     let metrics = http_get(address, "/metrics").await;
     metrics
         .lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no {name} in:\n{metrics}"))
-        .trim()
-        .parse()
-        .unwrap()
+        .find_map(|line| line.strip_prefix(&format!("{series} ")))
+        .map(|value| value.trim().parse().unwrap())
+}
+
+/// The value of the sample `name` (without labels) in `address`'s `/metrics`.
+async fn sample(address: &str, name: &str) -> f64 {
+    sampled(address, name)
+        .await
+        .unwrap_or_else(|| panic!("no {name} in {address}'s /metrics"))
 }
 
 /// One operator replica with leader election, its output being read.
@@ -266,30 +271,12 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_and_nothing_is_re
     first.child.kill().await.unwrap();
     second.logged("this replica leads").await;
     // The new leader relists and finds every job as the old one left it: it writes nothing.
-    let address = second.address.clone();
-    let reconciled = async {
-        while !http_get(&address, "/metrics")
-            .await
-            .contains("eto_reconciliations_total{result=\"ok\"} ")
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, reconciled)
-        .await
-        .expect("the new leader reconciles");
     // Reconciles of all three jobs have run once their count reaches three.
     let all = async {
-        loop {
-            let metrics = http_get(&address, "/metrics").await;
-            let ok: f64 = metrics
-                .lines()
-                .find_map(|line| line.strip_prefix("eto_reconciliations_total{result=\"ok\"} "))
-                .and_then(|value| value.trim().parse().ok())
-                .unwrap_or(0.0);
-            if ok >= 3.0 {
-                return;
-            }
+        while sampled(&second.address, "eto_reconciliations_total{result=\"ok\"}")
+            .await
+            .is_none_or(|ok| ok < 3.0)
+        {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     };
