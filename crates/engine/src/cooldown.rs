@@ -42,7 +42,7 @@ pub fn update(
     if cooldown.is_zero() {
         return Vec::new();
     }
-    let until = now + jiff::SignedDuration::try_from(cooldown).unwrap_or(jiff::SignedDuration::MAX);
+    let until = crate::time::after(now, cooldown);
     let mut nodes: Vec<NodeCooldown> = previous
         .iter()
         .filter(|entry| entry.until.0 > now)

@@ -28,6 +28,7 @@ pub mod parse;
 pub mod plan;
 pub mod pods;
 pub mod scaling;
+pub mod time;
 pub mod validation;
 pub mod workers;
 

@@ -769,7 +769,7 @@ fn victims(job: &JobSide<'_>, live: &[u32], removal: &Removal) -> Result<Vec<u32
 
 fn deadline(scaler: &Scaler, now: jiff::Timestamp) -> jiff::Timestamp {
     let started = scaler.state.start_time.as_ref().map_or(now, |time| time.0);
-    started + jiff::SignedDuration::try_from(scaler.timeout).unwrap_or(jiff::SignedDuration::MAX)
+    crate::time::after(started, scaler.timeout)
 }
 
 fn progress(job: &JobSide<'_>, scaler: &Scaler, step: &mut Step) {
@@ -881,9 +881,9 @@ pub fn orphan(
     if job_exists {
         return (None, None);
     }
-    let grace_over = scaler.created.map_or(now, |created| {
-        created + jiff::SignedDuration::try_from(JOB_GRACE).unwrap_or(jiff::SignedDuration::MAX)
-    });
+    let grace_over = scaler
+        .created
+        .map_or(now, |created| crate::time::after(created, JOB_GRACE));
     if now < grace_over {
         return (None, Some(grace_over));
     }

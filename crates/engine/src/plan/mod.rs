@@ -379,8 +379,7 @@ impl Planner {
         // The deadline does not run while the job is suspended.
         let suspended = c::is_true(&self.status.conditions, c::SUSPENDED);
         if let Some(deadline) = spec.active_deadline.filter(|_| !suspended) {
-            let due = start
-                + jiff::SignedDuration::try_from(deadline).unwrap_or(jiff::SignedDuration::MAX);
+            let due = crate::time::after(start, deadline);
             if self.now >= due {
                 let seconds = deadline.as_secs();
                 self.fail(
@@ -566,8 +565,7 @@ impl Planner {
             job.spec.ttl_after_finished,
             self.status.completion_time.as_ref(),
         ) {
-            let due = *completion
-                + jiff::SignedDuration::try_from(ttl).unwrap_or(jiff::SignedDuration::MAX);
+            let due = crate::time::after(*completion, ttl);
             if self.now >= due {
                 self.plan.delete_job = true;
             } else {

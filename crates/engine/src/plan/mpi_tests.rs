@@ -456,3 +456,16 @@ fn an_invalid_mpi_job_names_the_kind_and_field() {
         "invalid MPIJob: spec.slotsPerWorker: must be at least 1, not 0; nothing is created or changed until the spec is fixed"
     );
 }
+
+#[test]
+fn a_deadline_beyond_the_last_time_there_is_never_comes() {
+    let mut job = mpi_job();
+    job.spec.run_policy = Some(RunPolicy {
+        active_deadline_seconds: Some(251_602_207_201),
+        ..RunPolicy::default()
+    });
+    let mut world = running(job);
+    world.advance(86_400);
+    world.reconcile();
+    assert_eq!(world.mpi_status().phase, Some(JobPhase::Running));
+}

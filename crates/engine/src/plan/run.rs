@@ -293,8 +293,7 @@ impl<'p, 'o> Run<'p, 'o> {
             .and_then(|launcher| launcher.last_transition_time.as_ref())
             .or(self.planner.status.start_time.as_ref())
             .map_or(self.planner.now, |time| time.0);
-        let due =
-            since + jiff::SignedDuration::try_from(max_wait).unwrap_or(jiff::SignedDuration::MAX);
+        let due = crate::time::after(since, max_wait);
         let name = self.name().to_string();
         let (ready, pending) = self
             .planner
@@ -695,9 +694,7 @@ impl<'p, 'o> Run<'p, 'o> {
             let since = c::find(&self.planner.status.conditions, c::WORKERS_READY)
                 .and_then(|condition| condition.last_transition_time.as_ref())
                 .map_or(self.planner.now, |time| time.0);
-            let due = since
-                + jiff::SignedDuration::try_from(elastic.below_min)
-                    .unwrap_or(jiff::SignedDuration::MAX);
+            let due = crate::time::after(since, elastic.below_min);
             self.planner.requeue_at(due);
         }
         let phase = if suspended {

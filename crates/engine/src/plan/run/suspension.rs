@@ -140,7 +140,7 @@ impl Run<'_, '_> {
             })
             .and_then(|condition| condition.last_transition_time.as_ref())?
             .0;
-        let due = since + signed(elastic.below_min);
+        let due = crate::time::after(since, elastic.below_min);
         if self.planner.now < due {
             self.planner.requeue_at(due);
             return None;
@@ -163,13 +163,14 @@ impl Run<'_, '_> {
         let now = self.planner.now;
         // Whole seconds, as the status stores times; rounded up, so that the processes get
         // at least the grace period.
-        let deadline = (now + signed(grace))
+        let due = crate::time::after(now, grace);
+        let deadline = due
             .round(
                 jiff::TimestampRound::new()
                     .smallest(jiff::Unit::Second)
                     .mode(jiff::RoundMode::Ceil),
             )
-            .unwrap_or(now + signed(grace));
+            .unwrap_or(due);
         let message = format!(
             "{} {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
             self.job.kind().name(),
@@ -414,8 +415,4 @@ impl Run<'_, '_> {
 /// `count` and the noun (with its verb) in the right number: "1 new worker is".
 pub(super) fn workers(count: u32, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
-}
-
-fn signed(duration: std::time::Duration) -> jiff::SignedDuration {
-    jiff::SignedDuration::try_from(duration).unwrap_or(jiff::SignedDuration::MAX)
 }
