@@ -3,8 +3,9 @@
 //! Order, and why:
 //! 1. The generated SSH Secret, created once (never applied again: its key pair must not
 //!    change under running pods).
-//! 2. Children, with server-side apply under the field manager `eto`, forced (eto owns them),
-//!    in the plan's order: the launcher's ServiceAccount, Role and RoleBinding, the worker
+//! 2. Children, with server-side apply under the field manager `eto`, forced (eto owns them;
+//!    an object of the same name that the job does not control is never written, see
+//!    [`crate::ownership`]), in the plan's order: the launcher's ServiceAccount, Role and RoleBinding, the worker
 //!    Service, new workers, the ConfigMap, then the launcher (which mounts the ConfigMap and
 //!    runs as the ServiceAccount). An MPIJob's launcher Job is created instead (its pod
 //!    template is immutable: one that exists already is left as it is), and the annotations
@@ -34,7 +35,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -43,6 +44,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::freshness::Written;
 use crate::metrics::DecisionLabels;
+use crate::ownership::Owner;
 use crate::ssh_keys;
 
 /// A custom object eto writes: a job, or one of its requests.
@@ -96,6 +98,25 @@ impl Target<'_> {
     }
 }
 
+/// A namespaced built-in kind eto reads and writes as a typed object.
+pub trait NamespacedObject:
+    k8s_openapi::Resource
+    + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + DeserializeOwned
+    + Clone
+    + std::fmt::Debug
+{
+}
+
+impl<K> NamespacedObject for K where
+    K: k8s_openapi::Resource
+        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug
+{
+}
+
 fn params() -> PatchParams {
     PatchParams::apply(MANAGER).force()
 }
@@ -103,12 +124,7 @@ fn params() -> PatchParams {
 /// Applies one child and counts the write.
 async fn apply_one<K>(ctx: &Context, namespace: &str, object: &K) -> Result<(), Error>
 where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
+    K: NamespacedObject + Serialize,
 {
     let name = object.meta().name.clone().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
@@ -137,28 +153,86 @@ pub fn is_discovery_data(child: &Child) -> bool {
     }
 }
 
+/// Applies `object` once the job may write it (see [`crate::ownership`]): as `store` shows it,
+/// or, when the cache lacks it, as a look-up finds it.
+async fn apply_checked<K>(
+    ctx: &Context,
+    namespace: &str,
+    object: &K,
+    store: &Store<K>,
+    owner: &Owner,
+) -> Result<(), Error>
+where
+    K: NamespacedObject + Serialize,
+{
+    let name = object.meta().name.as_deref().unwrap_or_default();
+    match store.get(&ObjectRef::new(name).within(namespace)) {
+        Some(cached) => owner.may_write(K::KIND, cached.meta())?,
+        None => owner.check_existing::<K>(ctx, namespace, name).await?,
+    }
+    apply_one(ctx, namespace, object).await
+}
+
+/// Whether the API server refused to apply an object over an existing one (409, or 422: a
+/// pod's spec cannot change).
+fn refused_over_existing(error: &Error) -> bool {
+    matches!(error, Error::Apply { source: kube::Error::Api(status), .. } if status.code == 409 || status.code == 422)
+}
+
 async fn apply_child(
     ctx: &Context,
     namespace: &str,
     child: &Child,
+    owner: &Owner,
     written: &mut Written,
 ) -> Result<(), Error> {
+    let stores = &ctx.stores;
     match child {
         Child::Pod(pod) => {
-            let cached =
-                ObjectRef::new(pod.metadata.name.as_deref().unwrap_or_default()).within(namespace);
-            let created = ctx.stores.pods.get(&cached).is_none();
-            apply_one(ctx, namespace, pod.as_ref()).await?;
-            if created {
-                written.created_pods.push(cached);
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let cached_ref = ObjectRef::new(name).within(namespace);
+            let cached = stores.pods.get(&cached_ref);
+            if let Some(cached) = &cached {
+                owner.may_write("Pod", &cached.metadata)?;
             }
-            Ok(())
+            match apply_one(ctx, namespace, pod.as_ref()).await {
+                Ok(()) => {
+                    if cached.is_none() {
+                        written.created_pods.push(cached_ref);
+                    }
+                    Ok(())
+                }
+                Err(refused) if cached.is_none() && refused_over_existing(&refused) => {
+                    owner.check_existing::<Pod>(ctx, namespace, name).await?;
+                    Err(refused)
+                }
+                Err(error) => Err(error),
+            }
         }
-        Child::Service(service) => apply_one(ctx, namespace, service.as_ref()).await,
-        Child::ConfigMap(config_map) => apply_one(ctx, namespace, config_map.as_ref()).await,
-        Child::ServiceAccount(account) => apply_one(ctx, namespace, account.as_ref()).await,
-        Child::Role(role) => apply_one(ctx, namespace, role.as_ref()).await,
-        Child::RoleBinding(binding) => apply_one(ctx, namespace, binding.as_ref()).await,
+        Child::Service(service) => {
+            apply_checked(ctx, namespace, service.as_ref(), &stores.services, owner).await
+        }
+        Child::ConfigMap(config_map) => {
+            apply_checked(
+                ctx,
+                namespace,
+                config_map.as_ref(),
+                &stores.config_maps,
+                owner,
+            )
+            .await
+        }
+        Child::ServiceAccount(account) => {
+            let store = &stores.service_accounts;
+            apply_checked(ctx, namespace, account.as_ref(), store, owner).await
+        }
+        Child::Role(role) => {
+            apply_checked(ctx, namespace, role.as_ref(), &stores.roles, owner).await
+        }
+        Child::RoleBinding(binding) => {
+            let store = &stores.role_bindings;
+            apply_checked(ctx, namespace, binding.as_ref(), store, owner).await
+        }
         Child::LauncherJob(job) => {
             let name = job.metadata.name.clone().unwrap_or_default();
             let jobs: Api<BatchJob> = Api::namespaced(ctx.client.clone(), namespace);
@@ -174,8 +248,13 @@ async fn apply_child(
                         .push(ObjectRef::new(&name).within(namespace));
                     Ok(())
                 }
-                // Created by an earlier reconcile whose write the cache has not shown yet.
-                Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+                // Created by an earlier reconcile whose write the cache has not shown yet, or
+                // someone else's.
+                Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                    owner
+                        .check_existing::<BatchJob>(ctx, namespace, &name)
+                        .await
+                }
                 Err(source) => Err(Error::Apply {
                     kind: "Job",
                     name,
@@ -189,11 +268,7 @@ async fn apply_child(
 /// Deletes one child in the background and counts the write; one already gone is not an error.
 async fn delete_one<K>(ctx: &Context, namespace: &str, name: &str) -> Result<(), Error>
 where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
+    K: NamespacedObject,
 {
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
     match api.delete(name, &DeleteParams::background()).await {
@@ -323,8 +398,9 @@ pub fn job_resource(kind: Kind) -> ApiResource {
     }
 }
 
-/// Carries out `plan` for `job`, of `kind`; see the module documentation for the order.
-/// Returns the writes the caches must show before the job is planned again.
+/// Carries out `plan` for `job`, of `kind`, writing only children that `owner` controls (see
+/// [`crate::ownership`]); see the module documentation for the order. Adds to `written` the
+/// writes the caches must show before the job is planned again.
 ///
 /// # Errors
 /// The first write that failed; nothing after it is attempted.
@@ -332,9 +408,10 @@ pub async fn execute(
     ctx: &Context,
     kind: Kind,
     job: &Target<'_>,
+    owner: &Owner,
     plan: Plan,
-) -> Result<Written, Error> {
-    let mut written = Written::default();
+    written: &mut Written,
+) -> Result<(), Error> {
     let client = &ctx.client;
     let namespace = job.namespace();
     if let Some(secret) = plan.create_ssh_secret {
@@ -355,13 +432,18 @@ pub async fn execute(
             Ok(_) => {
                 ctx.metrics.count_write("Secret", "create");
             }
-            // Created by an earlier reconcile whose write the cache has not shown yet.
-            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+            // Created by an earlier reconcile whose write the cache has not shown yet, or
+            // someone else's.
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                owner
+                    .check_existing::<Secret>(ctx, namespace, &name)
+                    .await?;
+            }
             Err(source) => return Err(Error::CreateSecret { name, source }),
         }
     }
     for child in &plan.apply {
-        apply_child(ctx, namespace, child, &mut written).await?;
+        apply_child(ctx, namespace, child, owner, written).await?;
     }
     for deletion in &plan.delete {
         match deletion.kind {
@@ -423,5 +505,5 @@ pub async fn execute(
             Err(source) => return Err(Error::DeleteJob(source)),
         }
     }
-    Ok(written)
+    Ok(())
 }

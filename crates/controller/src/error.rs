@@ -63,6 +63,37 @@ pub enum Error {
     /// Deleting the job at the end of its time to live failed.
     #[error("failed to delete the finished job: {0}")]
     DeleteJob(#[source] kube::Error),
+    /// A child's name is held by an object the job does not control (see
+    /// [`crate::ownership`]).
+    #[error(
+        "{} {} is not this job's (controlled by {}); it is neither adopted nor overwritten",
+        .0.kind,
+        .0.name,
+        .0.holder
+    )]
+    NameTaken(eto_engine::plan::TakenName),
+    /// A child's name is still held by an object of another owner that is being deleted (for
+    /// example of an earlier job of the same name).
+    #[error(
+        "{kind} {name} of another owner is still being deleted; its name is free once it is gone"
+    )]
+    NameInUse {
+        /// Kind of the object.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+    /// Reading an object failed.
+    #[error("failed to read {kind} {name}: {source}")]
+    Read {
+        /// Its kind.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
     /// An object could not be serialized.
     #[error("failed to serialize {what}: {source}")]
     Serialize {
@@ -92,6 +123,9 @@ impl Error {
             Self::Status(_) => "status",
             Self::ReadSecret { .. } => "read_secret",
             Self::DeleteJob(_) => "delete_job",
+            Self::NameTaken(_) => "name_taken",
+            Self::NameInUse { .. } => "name_in_use",
+            Self::Read { .. } => "read",
             Self::Serialize { .. } => "serialize",
             Self::MissingIdentity => "missing_identity",
             Self::TimedOut(_) => "timeout",

@@ -21,6 +21,7 @@ pub mod metrics;
 #[cfg(test)]
 mod mock_tests;
 pub mod observe;
+pub mod ownership;
 pub mod rbac;
 pub mod reconcile;
 pub mod requests;

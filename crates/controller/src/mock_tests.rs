@@ -138,6 +138,7 @@ impl Cached {
             role_binding: self.role_bindings.first(),
             ssh_secret: SecretPresence::Present,
             scalers: &[],
+            taken: &[],
         };
         plan(&observed, now())
     }
@@ -218,6 +219,7 @@ fn without_children(job: JobRef<'_>) -> Observed<'_> {
         role_binding: None,
         ssh_secret: SecretPresence::Missing,
         scalers: &[],
+        taken: &[],
     }
 }
 
@@ -301,6 +303,29 @@ async fn expect(handle: &mut Handle, method: &str, path: &str, answer: Option<Va
 
 const APPLY: &str = "?&force=true&fieldManager=eto";
 
+/// Expects a metadata-only read of `path` and answers that nothing is there.
+async fn expect_absent(handle: &mut Handle, path: &str) {
+    let (request, send) = handle
+        .next_request()
+        .await
+        .unwrap_or_else(|| panic!("expected GET {path}, got nothing"));
+    assert_eq!(
+        format!("{} {}", request.method(), request.uri()),
+        format!("GET {path}")
+    );
+    assert_eq!(
+        request.headers()["accept"],
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    );
+    send.send_response(failure(404, "NotFound", "not found"));
+}
+
+/// Expects a look-up of `path` (absent) and then its server-side apply; returns the body.
+async fn expect_checked_apply(handle: &mut Handle, path: &str) -> Value {
+    expect_absent(handle, path).await;
+    expect(handle, "PATCH", &format!("{path}{APPLY}"), None).await
+}
+
 /// Expects the server-side apply of `job`'s status, answers with the job and returns the body.
 async fn expect_status_apply(handle: &mut Handle, job: &TrainingJob) -> Value {
     let path = format!(
@@ -356,16 +381,31 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
     let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["config", "id_rsa", "id_rsa.pub"]);
 
-    for path in [
-        "/api/v1/namespaces/default/serviceaccounts/mnist-launcher",
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/mnist-launcher",
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/mnist-launcher",
-        "/api/v1/namespaces/default/services/mnist-workers",
-        "/api/v1/namespaces/default/pods/mnist-worker-0",
-        "/api/v1/namespaces/default/pods/mnist-worker-1",
-        "/api/v1/namespaces/default/configmaps/mnist-config",
+    // Objects created once per job are looked up first (one of another owner would not be in
+    // the caches); pods are not (see crate::ownership).
+    for (path, looked_up) in [
+        (
+            "/api/v1/namespaces/default/serviceaccounts/mnist-launcher",
+            true,
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/mnist-launcher",
+            true,
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/mnist-launcher",
+            true,
+        ),
+        ("/api/v1/namespaces/default/services/mnist-workers", true),
+        ("/api/v1/namespaces/default/pods/mnist-worker-0", false),
+        ("/api/v1/namespaces/default/pods/mnist-worker-1", false),
+        ("/api/v1/namespaces/default/configmaps/mnist-config", true),
     ] {
-        let body = expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await;
+        let body = if looked_up {
+            expect_checked_apply(&mut handle, path).await
+        } else {
+            expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await
+        };
         assert_eq!(
             body["metadata"]["ownerReferences"][0]["uid"], "0b1c7a2e-0000-4000-8000-00000000beef",
             "{path}"
@@ -469,7 +509,7 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/mnist-launcher",
         "/api/v1/namespaces/default/services/mnist-workers",
     ] {
-        expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await;
+        expect_checked_apply(&mut handle, path).await;
     }
     let status = expect_status_apply(&mut handle, &job).await;
     assert_eq!(condition(&status, "Ready")["reason"], "SSHSecretNotFound");
@@ -495,6 +535,11 @@ async fn a_failed_write_fails_the_reconcile_before_the_status() {
         "POST",
         "/api/v1/namespaces/default/secrets?&fieldManager=eto",
         None,
+    )
+    .await;
+    expect_absent(
+        &mut handle,
+        "/api/v1/namespaces/default/serviceaccounts/mnist-launcher",
     )
     .await;
     let (_, send) = handle.next_request().await.expect("the first apply");
@@ -693,27 +738,44 @@ fn dynamic_mpi(job: &eto_api::MPIJob) -> Arc<DynamicObject> {
     )
 }
 
-/// Answers every request with an echo of its body until the client hangs up; returns the
+/// Answers every request until the client hangs up: a read of a path in `existing` with its
+/// metadata, any other read with `404 NotFound`, a write with an echo of its body. Returns the
 /// requests as `METHOD URI` with their bodies.
-async fn echo_all(mut handle: Handle) -> Vec<(String, Value)> {
+async fn serve_all(mut handle: Handle, existing: Vec<(&str, Value)>) -> Vec<(String, Value)> {
     let mut seen = Vec::new();
     while let Some((request, send)) = handle.next_request().await {
         let line = format!("{} {}", request.method(), request.uri());
+        let read = request.method() == "GET";
+        let path = request.uri().path().to_string();
         let bytes = request
             .into_body()
             .collect_bytes()
             .await
             .expect("a readable body");
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        send.send_response(
-            Response::builder()
+        let found = existing.iter().find(|(held, _)| *held == path);
+        send.send_response(match (read, found) {
+            (true, Some((_, metadata))) => {
+                let object = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": metadata});
+                Response::builder()
+                    .status(200)
+                    .body(Body::from(object.to_string().into_bytes()))
+                    .expect("a response")
+            }
+            (true, None) => failure(404, "NotFound", "not found"),
+            (false, _) => Response::builder()
                 .status(200)
                 .body(Body::from(bytes.to_vec()))
                 .expect("a response"),
-        );
+        });
         seen.push((line, body));
     }
     seen
+}
+
+/// [`serve_all`] on an API server without children.
+async fn echo_all(handle: Handle) -> Vec<(String, Value)> {
+    serve_all(handle, Vec::new()).await
 }
 
 #[tokio::test]
@@ -731,9 +793,11 @@ async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_st
         lines,
         [
             "POST /api/v1/namespaces/default/secrets?&fieldManager=eto",
+            "GET /api/v1/namespaces/default/services/pi",
             "PATCH /api/v1/namespaces/default/services/pi?&force=true&fieldManager=eto",
             "PATCH /api/v1/namespaces/default/pods/pi-worker-0?&force=true&fieldManager=eto",
             "PATCH /api/v1/namespaces/default/pods/pi-worker-1?&force=true&fieldManager=eto",
+            "GET /api/v1/namespaces/default/configmaps/pi-config",
             "PATCH /api/v1/namespaces/default/configmaps/pi-config?&force=true&fieldManager=eto",
             "POST /apis/batch/v1/namespaces/default/jobs?&fieldManager=eto",
             "PATCH /apis/kubeflow.org/v2beta1/namespaces/default/mpijobs/pi/status?&force=true&fieldManager=eto",
@@ -745,14 +809,14 @@ async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_st
     assert_eq!(secret["type"], "kubernetes.io/ssh-auth");
     let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["ssh-privatekey", "ssh-publickey"]);
-    let launcher = &requests[5].1;
+    let launcher = &requests[7].1;
     assert_eq!(launcher["metadata"]["name"], "pi-launcher");
     assert_eq!(
         launcher["metadata"]["ownerReferences"][0]["uid"],
         "5e0f9b1c-0000-4000-8000-0000000000a1"
     );
     assert_eq!(launcher["spec"]["backoffLimit"], 0);
-    let status = &requests[6].1;
+    let status = &requests[8].1;
     assert_eq!(
         (&status["apiVersion"], &status["kind"]),
         (&json!("kubeflow.org/v2beta1"), &json!("MPIJob"))
@@ -824,4 +888,52 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_only_apply() {
         annotated["metadata"]["annotations"]["eto.dev/hostfile"],
         "pi-worker-0.pi.default.svc:1\npi-worker-1.pi.default.svc:1\n"
     );
+}
+
+#[tokio::test]
+async fn a_configmap_of_the_jobs_name_held_by_another_owner_is_reported_not_written() {
+    let (client, handle) = mock();
+    let ctx = Cached::default().context(client);
+    let job = job();
+    let config_map = "/api/v1/namespaces/default/configmaps/mnist-config";
+    let held = json!({"name": "mnist-config", "namespace": "default", "uid": "uid-cm",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+            "uid": "uid-web", "controller": true}]});
+    let served = tokio::spawn(serve_all(handle, vec![(config_map, held)]));
+    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+        .await
+        .expect("the reconcile succeeds, reporting the taken name");
+    let requests = served.await.expect("the mock server");
+    let writes: Vec<&str> = requests
+        .iter()
+        .map(|(line, _)| line.as_str())
+        .filter(|line| !line.starts_with("GET "))
+        .collect();
+    assert!(
+        !writes.iter().any(|line| line.contains("/configmaps/")),
+        "the ConfigMap is never written: {writes:#?}"
+    );
+    assert!(
+        !writes
+            .iter()
+            .any(|line| line.contains("/pods/mnist-launcher")),
+        "no launcher mounts someone else's ConfigMap: {writes:#?}"
+    );
+    let (_, status) = requests
+        .iter()
+        .find(|(line, _)| line.contains("/trainingjobs/mnist/status"))
+        .expect("the status is written");
+    let stalled = condition(status, "Stalled");
+    assert_eq!(stalled["status"], "True");
+    assert_eq!(stalled["reason"], "NameTaken");
+    let message = stalled["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("ConfigMap mnist-config (controlled by Deployment/web)"),
+        "{message}"
+    );
+    let (_, event) = requests
+        .iter()
+        .find(|(line, body)| line.contains("/events") && body["reason"] == "NameTaken")
+        .expect("a NameTaken event");
+    assert_eq!(event["type"], "Warning");
 }

@@ -7,7 +7,7 @@ use eto_api::training_job::JobPhase;
 use eto_engine::effective_spec::SshSecretSource;
 use eto_engine::kind::{JobRef, Kind};
 use eto_engine::names;
-use eto_engine::plan::{Observed, SecretPresence};
+use eto_engine::plan::{Observed, SecretPresence, TakenName};
 use eto_engine::scaling::{Scaler, ScalerKind};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
@@ -17,6 +17,7 @@ use kube::{Api, Resource};
 
 use crate::context::{Context, Stores};
 use crate::error::Error;
+use crate::ownership::Owner;
 
 /// The children of a job found in the caches, and its ScaleIn and ScaleOut requests.
 pub struct Children {
@@ -107,8 +108,25 @@ impl Children {
         }
     }
 
-    /// The engine's view of `job` with these children.
-    pub fn observed<'a>(&'a self, job: JobRef<'a>, ssh_secret: SecretPresence) -> Observed<'a> {
+    /// The objects that may control the children of `job`: the job, and its launcher Job.
+    pub fn owner(&self, job: JobRef<'_>) -> Owner {
+        Owner {
+            job: job.uid().to_string(),
+            launcher_job: self
+                .launcher_job
+                .as_ref()
+                .and_then(|launcher| launcher.metadata.uid.clone()),
+        }
+    }
+
+    /// The engine's view of `job` with these children; `taken` are names of its children
+    /// found held by objects it does not control.
+    pub fn observed<'a>(
+        &'a self,
+        job: JobRef<'a>,
+        ssh_secret: SecretPresence,
+        taken: &'a [TakenName],
+    ) -> Observed<'a> {
         Observed {
             job,
             launcher_job: self.launcher_job.as_deref(),
@@ -120,6 +138,7 @@ impl Children {
             role_binding: self.role_binding.as_deref(),
             ssh_secret,
             scalers: &self.scalers,
+            taken,
         }
     }
 }

@@ -48,17 +48,19 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["mpijobs/status"],
         verbs: &["patch"],
     },
-    // An MPIJob's launcher Job: created once per run, deleted when the run ends.
+    // An MPIJob's launcher Job: created once per run, deleted when the run ends; `get` (by
+    // metadata, as for every child below) to tell one of another owner that holds its name
+    // (see crate::ownership).
     Grant {
         group: "batch",
         resources: &["jobs"],
-        verbs: &["list", "watch", "create", "delete"],
+        verbs: &["get", "list", "watch", "create", "delete"],
     },
     // Workers, launchers and the workers' Service: applied, and deleted when lost or done.
     Grant {
         group: "",
         resources: &["pods", "services"],
-        verbs: &["list", "watch", "create", "patch", "delete"],
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
     },
     // The job's ConfigMap; `get` because the launcher's Role grants it (a Role can only grant
     // what its writer holds).
@@ -70,7 +72,7 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
     Grant {
         group: "",
         resources: &["serviceaccounts"],
-        verbs: &["list", "watch", "create", "patch"],
+        verbs: &["get", "list", "watch", "create", "patch"],
     },
     // SSH key pairs: eto's own are watched and created; one a job names is read by metadata.
     Grant {
@@ -82,7 +84,7 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
     Grant {
         group: "rbac.authorization.k8s.io",
         resources: &["roles", "rolebindings"],
-        verbs: &["list", "watch", "create", "patch"],
+        verbs: &["get", "list", "watch", "create", "patch"],
     },
     Grant {
         group: "events.k8s.io",

@@ -16,8 +16,14 @@ use tracing::Instrument;
 use crate::apply::{self, Target};
 use crate::context::Context;
 use crate::error::Error;
+use crate::freshness::Written;
 use crate::metrics::Outcome;
 use crate::observe::{self, Children};
+use crate::ownership::Owner;
+
+/// How many taken names one reconcile finds and plans around; the next reconcile finds any
+/// others.
+const MAX_TAKEN_NAMES: usize = 8;
 
 /// How long a job may go unreconciled when nothing happens to it.
 pub const RESYNC: Duration = Duration::from_secs(10 * 60);
@@ -117,12 +123,45 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             eto_engine::parse::parse::<MPIJob>(value.clone()).map(|job| Job::Mpi(Box::new(job)))
         }
     };
-    let plan = match &decoded {
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
+    let resource = apply::job_resource(kind);
+    let target = Target {
+        object,
+        resource: &resource,
+    };
+    let mut written = Written::default();
+    let requeue = match &decoded {
         Ok(job) => {
             let job = job.as_ref();
             let children = Children::of(&ctx.stores, job);
             let secret = observe::ssh_secret(ctx, job).await?;
-            plan(&children.observed(job, secret), now)
+            let owner = children.owner(job);
+            // Names found taken while writing: the job is planned again knowing them, so that
+            // it reports them and writes around them (see crate::ownership).
+            let mut taken = Vec::new();
+            loop {
+                let plan = plan(&children.observed(job, secret, &taken), now);
+                let requeue = plan.requeue_after;
+                let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);
+                match apply::execute(ctx, kind, &target, &owner, plan, &mut written).await {
+                    Err(Error::NameTaken(held))
+                        if taken.len() < MAX_TAKEN_NAMES && !taken.contains(&held) =>
+                    {
+                        taken.push(held);
+                    }
+                    result => {
+                        result?;
+                        if let Some(seen) = pods_changed.filter(|_| writes_discovery) {
+                            ctx.metrics
+                                .discovery_latency
+                                .observe(seen.elapsed().as_secs_f64());
+                        }
+                        break requeue;
+                    }
+                }
+            }
         }
         Err(error) => {
             let status = value.get("status").cloned();
@@ -134,34 +173,20 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                     .and_then(|s| serde_json::from_value::<MPIJobStatus>(s).ok())
                     .map(|s| mpi_status::to_engine(&s)),
             };
-            plan_undecodable(kind, &object.metadata, status, error, now)
+            let plan = plan_undecodable(kind, &object.metadata, status, error, now);
+            let requeue = plan.requeue_after;
+            let owner = Owner {
+                job: object.metadata.uid.clone().unwrap_or_default(),
+                launcher_job: None,
+            };
+            apply::execute(ctx, kind, &target, &owner, plan, &mut written).await?;
+            requeue
         }
     };
-    let requeue = plan.requeue_after;
-    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
-    let name = object.metadata.name.as_deref().unwrap_or_default();
-    let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
-    let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);
-    let resource = apply::job_resource(kind);
-    let written = apply::execute(
-        ctx,
-        kind,
-        &Target {
-            object,
-            resource: &resource,
-        },
-        plan,
-    )
-    .await?;
-    if let Some(seen) = pods_changed.filter(|_| writes_discovery) {
-        ctx.metrics
-            .discovery_latency
-            .observe(seen.elapsed().as_secs_f64());
-    }
     if !ctx.stores.show(&written, ctx.cache_wait).await {
         tracing::warn!(
-            namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
-            job = object.metadata.name.as_deref().unwrap_or_default(),
+            namespace,
+            job = name,
             "the caches did not show this reconcile's writes in time; the next reconcile may act on older state"
         );
     }

@@ -98,7 +98,7 @@ pub(crate) mod world {
     use serde_json::json;
 
     use crate::kind::{ApiStatus, JobRef};
-    use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, plan};
+    use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, TakenName, plan};
     use crate::scaling::{Scaler, ScalerKind};
 
     /// The names of the pods a plan applies.
@@ -142,6 +142,7 @@ pub(crate) mod world {
         pub role_binding: Option<RoleBinding>,
         pub secret: SecretPresence,
         pub scalers: Vec<Scaler>,
+        pub taken: Vec<TakenName>,
         pub now: jiff::Timestamp,
     }
 
@@ -159,6 +160,7 @@ pub(crate) mod world {
                 role_binding: None,
                 secret: SecretPresence::Missing,
                 scalers: Vec::new(),
+                taken: Vec::new(),
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -186,6 +188,7 @@ pub(crate) mod world {
                 role_binding: self.role_binding.as_ref(),
                 ssh_secret: self.secret,
                 scalers: &self.scalers,
+                taken: &self.taken,
             }
         }
 

@@ -168,6 +168,7 @@ impl Children {
             role_binding: self.role_binding.as_ref(),
             ssh_secret: SecretPresence::Present,
             scalers: &[],
+            taken: &[],
         }
     }
 

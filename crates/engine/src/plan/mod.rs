@@ -54,6 +54,27 @@ pub enum SecretPresence {
     Missing,
 }
 
+/// The name of one of a job's children, held by an object the job does not control: one
+/// eto did not create (made by hand, by another tool, left behind by a deleted job of the
+/// same name, or orphaned). eto never adopts or overwrites such an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TakenName {
+    /// The kind of the object, for example `ConfigMap`.
+    pub kind: &'static str,
+    /// Its name, in the job's namespace.
+    pub name: String,
+    /// Who controls it, as people read it: `Deployment/web`, or `nobody`.
+    pub holder: String,
+}
+
+/// The reason of the condition and the event of a job one of whose children's names is taken
+/// (see [`TakenName`]).
+pub const NAME_TAKEN: &str = "NameTaken";
+
+/// How often a job blocked by a taken name looks again: the object that holds the name is not
+/// eto's, so no watch tells eto when it goes.
+pub const NAME_TAKEN_RECHECK: Duration = Duration::from_secs(15);
+
 /// A job and its children, as observed.
 #[derive(Clone, Debug)]
 pub struct Observed<'a> {
@@ -77,6 +98,8 @@ pub struct Observed<'a> {
     pub scalers: &'a [Scaler],
     /// The launcher Job `<job>-launcher` of an MPIJob.
     pub launcher_job: Option<&'a BatchJob>,
+    /// Names of the job's children found held by objects it does not control.
+    pub taken: &'a [TakenName],
 }
 
 /// An object to apply.
@@ -97,6 +120,35 @@ pub enum Child {
     /// An MPIJob's launcher Job: created once per run, never updated (its pod template is
     /// immutable); one that already exists is left as it is.
     LauncherJob(Box<BatchJob>),
+}
+
+impl Child {
+    /// The kind of the object, as the API names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Pod(_) => "Pod",
+            Self::Service(_) => "Service",
+            Self::ConfigMap(_) => "ConfigMap",
+            Self::ServiceAccount(_) => "ServiceAccount",
+            Self::Role(_) => "Role",
+            Self::RoleBinding(_) => "RoleBinding",
+            Self::LauncherJob(_) => "Job",
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        let metadata = match self {
+            Self::Pod(pod) => &pod.metadata,
+            Self::Service(service) => &service.metadata,
+            Self::ConfigMap(config_map) => &config_map.metadata,
+            Self::ServiceAccount(account) => &account.metadata,
+            Self::Role(role) => &role.metadata,
+            Self::RoleBinding(binding) => &binding.metadata,
+            Self::LauncherJob(job) => &job.metadata,
+        };
+        metadata.name.as_deref().unwrap_or_default()
+    }
 }
 
 /// The kind of a child to delete.

@@ -18,7 +18,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
-    Child, Observed, Planner, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
+    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, Planner, SecretPresence,
+    WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
 };
 use crate::applied::is_applied;
 use crate::build::{self, Job};
@@ -219,6 +220,9 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         self.apply_supporting_objects();
+        if !self.observed.taken.is_empty() {
+            return self.names_taken();
+        }
         if self.observed.ssh_secret == SecretPresence::Missing
             && let SshSecretSource::Provided(secret) = &self.job.spec.ssh_secret
         {
@@ -243,6 +247,56 @@ impl<'p, 'o> Run<'p, 'o> {
         self.discovery_and_launcher(&hosts);
         self.show_notices();
         self.phase(&hosts);
+    }
+
+    /// Some of the job's children's names are held by objects it does not control: those
+    /// objects are not written, no pod is created, and the job says which names are taken
+    /// (`Ready=False`, `Stalled=True`, reason `NameTaken`, one Warning event) until they are
+    /// free; it looks again every [`NAME_TAKEN_RECHECK`].
+    fn names_taken(self) {
+        let taken = self.observed.taken;
+        let is_taken = |kind: &str, name: &str| {
+            taken
+                .iter()
+                .any(|held| held.kind == kind && held.name == name)
+        };
+        let plan = &mut self.planner.plan;
+        plan.apply
+            .retain(|child| !is_taken(child.kind(), child.name()));
+        if plan.create_ssh_secret.as_ref().is_some_and(|secret| {
+            is_taken(
+                "Secret",
+                secret.metadata.name.as_deref().unwrap_or_default(),
+            )
+        }) {
+            plan.create_ssh_secret = None;
+        }
+        let held: Vec<String> = taken
+            .iter()
+            .map(|held| {
+                format!(
+                    "{} {} (controlled by {})",
+                    held.kind, held.name, held.holder
+                )
+            })
+            .collect();
+        let message = format!(
+            "{} {} needs the name of {}, which eto did not create; eto neither adopts nor overwrites it, and creates no pod until the name is free: delete or rename that object",
+            self.job.kind().name(),
+            self.job.name(),
+            held.join(", "),
+        );
+        let planner = self.planner;
+        let reported = c::find(&planner.old.conditions, c::STALLED).is_some_and(|s| {
+            s.reason.as_deref() == Some(NAME_TAKEN) && s.message.as_deref() == Some(&message)
+        });
+        planner.condition(c::READY, false, NAME_TAKEN, &message);
+        planner.condition(c::STALLED, true, NAME_TAKEN, &message);
+        if !reported {
+            planner.event(true, NAME_TAKEN, "Create", message);
+        }
+        let recheck = crate::time::after(planner.now, NAME_TAKEN_RECHECK);
+        planner.requeue_at(recheck);
     }
 
     /// Re-applies the workers of the run whose notice is not the one they should show (see

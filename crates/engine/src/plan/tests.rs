@@ -41,19 +41,7 @@ fn running() -> World {
 fn a_new_job_gets_its_supporting_objects_and_workers_but_no_launcher() {
     let mut world = World::new(training_job());
     let plan = world.reconcile();
-    let kinds: Vec<&str> = plan
-        .apply
-        .iter()
-        .map(|child| match child {
-            Child::ServiceAccount(_) => "ServiceAccount",
-            Child::Role(_) => "Role",
-            Child::RoleBinding(_) => "RoleBinding",
-            Child::Service(_) => "Service",
-            Child::Pod(_) => "Pod",
-            Child::ConfigMap(_) => "ConfigMap",
-            Child::LauncherJob(_) => "Job",
-        })
-        .collect();
+    let kinds: Vec<&str> = plan.apply.iter().map(Child::kind).collect();
     assert_eq!(
         kinds,
         [
@@ -576,6 +564,75 @@ fn a_missing_provided_ssh_secret_holds_the_pods_back() {
         pod_names(&world.reconcile()),
         ["mnist-worker-0", "mnist-worker-1"]
     );
+}
+
+fn taken(kind: &'static str, name: &str) -> TakenName {
+    TakenName {
+        kind,
+        name: name.into(),
+        holder: "nobody".into(),
+    }
+}
+
+#[test]
+fn a_taken_name_is_neither_written_nor_built_on_and_the_job_says_so_once() {
+    for held in [
+        taken("ConfigMap", "mnist-config"),
+        taken("Service", "mnist-workers"),
+        taken("Secret", "mnist-ssh"),
+        taken("Role", "mnist-launcher"),
+        taken("Pod", "mnist-worker-1"),
+    ] {
+        let mut world = World::new(training_job());
+        world.taken = vec![held.clone()];
+        let plan = world.reconcile();
+        let what = format!("{} {}", held.kind, held.name);
+        assert!(
+            !plan
+                .apply
+                .iter()
+                .any(|child| child.kind() == held.kind && child.name() == held.name),
+            "{what} is not written"
+        );
+        let secret = plan.create_ssh_secret.as_ref();
+        assert_eq!(secret.is_none(), held.kind == "Secret", "{what}");
+        assert!(pod_names(&plan).is_empty(), "no pod while {what} is taken");
+        assert_eq!(reasons(&plan), ["NameTaken"], "{what}");
+        assert_eq!(condition(&world, c::STALLED), (true, "NameTaken".into()));
+        assert_eq!(condition(&world, c::READY), (false, "NameTaken".into()));
+        let message = c::find(&world.status().conditions, c::STALLED)
+            .and_then(|s| s.message.clone())
+            .unwrap_or_default();
+        assert!(
+            message.contains(&format!("{what} (controlled by nobody)")),
+            "{message}"
+        );
+        assert_eq!(plan.requeue_after, Some(NAME_TAKEN_RECHECK), "{what}");
+        let again = world.reconcile();
+        assert!(again.events.is_empty(), "reported once: {what}");
+        assert!(again.status.is_none(), "{what}");
+
+        world.taken.clear();
+        let freed = world.reconcile();
+        assert_eq!(
+            pod_names(&freed),
+            ["mnist-worker-0", "mnist-worker-1"],
+            "{what}"
+        );
+        assert_eq!(condition(&world, c::STALLED), (false, "Progressing".into()));
+    }
+}
+
+#[test]
+fn a_running_job_that_finds_a_name_taken_keeps_its_pods_and_creates_none() {
+    let mut world = running();
+    world.exit("mnist-worker-1", 1);
+    world.taken = vec![taken("Pod", "mnist-worker-2")];
+    let plan = world.reconcile();
+    assert!(pod_names(&plan).is_empty(), "{:?}", pod_names(&plan));
+    assert!(deleted_pods(&plan).is_empty());
+    assert!(world.pods.contains_key("mnist-launcher"));
+    assert_eq!(condition(&world, c::STALLED), (true, "NameTaken".into()));
 }
 
 #[test]
