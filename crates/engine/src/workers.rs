@@ -8,8 +8,9 @@
 //!    its restart policy replaces it, a worker with a new index takes its place: Horovod
 //!    blacklists hosts by name, so a name is never reused.
 //! 2. A worker pod that exists but is not in the target (left by an operator that stopped
-//!    before recording it) is adopted while the target is short of the desired count, and
-//!    deleted otherwise. Workers being drained are left alone.
+//!    before recording it) replaces a lost worker first, then is adopted while the target is
+//!    short of the desired count, and is deleted otherwise. Workers being drained are left
+//!    alone.
 //! 3. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
 //!    target, or takes its workers out.
 //! 4. When the count the job holds to changed since the last reconcile, the target grows with
@@ -88,13 +89,32 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     let mut decision = WorkerDecision::default();
     let mut next_index = input.next_index;
     let mut target: Vec<u32> = Vec::new();
+    // Live worker pods outside the target: most likely the replacement of a loss that an
+    // earlier reconcile created but could not record (the operator stopped between the two
+    // writes). A replacement takes one of them before it takes a new index, so that one loss
+    // is never replaced twice.
+    let mut spare: BTreeSet<u32> = input
+        .pods
+        .iter()
+        .filter(|&(index, pod)| {
+            !input.previous_target.contains(index)
+                && !input.add.contains(index)
+                && !input.remove.contains(index)
+                && !input.blacklisted.contains(index)
+                && !input.draining.contains(index)
+                && Loss::of(Some(pod)).is_none()
+        })
+        .map(|(&index, _)| index)
+        .collect();
     for &index in input.previous_target {
         match Loss::of(input.pods.get(&index).copied()) {
             None => target.push(index),
             Some(loss) => {
                 let replacement = loss.is_replaced_under(input.policy).then(|| {
-                    next_index += 1;
-                    next_index - 1
+                    spare.pop_first().unwrap_or_else(|| {
+                        next_index += 1;
+                        next_index - 1
+                    })
                 });
                 target.extend(replacement);
                 decision.lost.push(LostWorker {
@@ -410,6 +430,33 @@ mod tests {
         assert_eq!(decision.target, [0, 1]);
         assert!(decision.create.is_empty(), "no duplicate workers");
         assert!(decision.delete.is_empty(), "no orphans");
+    }
+
+    #[test]
+    fn a_replacement_created_but_not_recorded_replaces_its_loss_instead_of_a_second_one() {
+        // Worker 1 failed; an operator created its replacement, worker 3, and stopped before
+        // recording it: the next reconcile sees the loss again and worker 3 untracked.
+        let case = Case {
+            policy: ReplicaRestartPolicy::OnFailure,
+            desired: 3,
+            previous_desired: Some(3),
+            previous_target: vec![0, 1, 2],
+            pods: vec![
+                (0, running()),
+                (1, pod("Failed", false)),
+                (2, running()),
+                (3, pod("Pending", false)),
+            ],
+            draining: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
+            next_index: 4,
+        };
+        let decision = decide_case(&case);
+        assert_eq!(decision.target, [0, 2, 3]);
+        assert_eq!(decision.lost.first().and_then(|l| l.replacement), Some(3));
+        assert!(decision.create.is_empty(), "no second replacement");
+        assert!(decision.delete.is_empty(), "the replacement is kept");
     }
 
     #[test]
