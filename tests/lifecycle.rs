@@ -108,6 +108,8 @@ async fn existing_jobs(env: &mut Env) -> World {
         method: None,
         path_contains: Some("/configmaps/".into()),
         verb: Some(Verb::Patch),
+        writes_only: false,
+        skip: 0,
     });
     let partial = world.create(env, "partial", 6).await;
     for name in &partial {

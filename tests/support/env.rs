@@ -32,6 +32,8 @@ pub fn slow_list(path_contains: &str, count: u32, delay: Duration) -> Fault {
         method: None,
         path_contains: Some(path_contains.into()),
         verb: Some(Verb::List),
+        writes_only: false,
+        skip: 0,
     }
 }
 
@@ -44,6 +46,8 @@ pub fn hanging_pod_writes(count: u32) -> Fault {
         method: None,
         path_contains: Some("/pods/".into()),
         verb: Some(Verb::Patch),
+        writes_only: false,
+        skip: 0,
     }
 }
 

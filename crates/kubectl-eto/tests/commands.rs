@@ -398,6 +398,8 @@ async fn errors_name_what_is_wrong_and_exit_non_zero() {
         method: Some("GET".into()),
         path_contains: Some("/trainingjobs".into()),
         verb: None,
+        writes_only: false,
+        skip: 0,
     });
     let forbidden = cluster.run(&["get"]).await;
     assert_eq!(forbidden.code, 1);

@@ -441,6 +441,17 @@ impl SimCluster {
         self.inner.faults.clear();
     }
 
+    /// How many times an injected fault has acted on a request.
+    pub fn faults_acted(&self) -> u64 {
+        self.inner.faults.acted()
+    }
+
+    /// How many requests that change state (`POST`, `PUT`, `PATCH`, `DELETE`) the API server
+    /// has received, served or failed.
+    pub fn writes_received(&self) -> u64 {
+        self.inner.faults.writes_received()
+    }
+
     /// Ends every open watch; clients must watch again.
     pub fn drop_watches(&self) {
         self.inner.faults.drop_watches();

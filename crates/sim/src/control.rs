@@ -86,6 +86,12 @@ pub struct FaultRequest {
     /// Only this verb (`list`, `watch`, `patch`, ...).
     #[serde(default)]
     pub verb: Option<Verb>,
+    /// Only requests that change state.
+    #[serde(default)]
+    pub writes_only: bool,
+    /// Matching requests let through before the fault acts.
+    #[serde(default)]
+    pub skip: u32,
 }
 
 impl FaultRequest {
@@ -102,6 +108,8 @@ impl FaultRequest {
             method: self.method.clone(),
             path_contains: self.path_contains.clone(),
             verb: self.verb,
+            writes_only: self.writes_only,
+            skip: self.skip,
         })
     }
 }

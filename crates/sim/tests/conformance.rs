@@ -1123,6 +1123,8 @@ async fn injected_errors_and_latency_affect_the_next_requests_only() {
         method: Some("GET".into()),
         path_contains: Some("/configmaps".into()),
         verb: None,
+        writes_only: false,
+        skip: 0,
     });
     let error = api_error(api.list(&ListParams::default()).await);
     assert_eq!((error.code, error.reason.as_str()), (500, "InternalError"));
@@ -1134,6 +1136,8 @@ async fn injected_errors_and_latency_affect_the_next_requests_only() {
         method: None,
         path_contains: None,
         verb: None,
+        writes_only: false,
+        skip: 0,
     });
     let started = std::time::Instant::now();
     api.list(&ListParams::default()).await.unwrap();
@@ -1153,6 +1157,8 @@ async fn a_fault_for_the_list_verb_spares_gets_and_watches_of_the_same_resource(
         method: None,
         path_contains: Some("/configmaps".into()),
         verb: Some(Verb::List),
+        writes_only: false,
+        skip: 0,
     });
     api.get("settings").await.unwrap();
     let mut watch = api
@@ -1351,6 +1357,8 @@ async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
         method: Some("GET".into()),
         path_contains: None,
         verb: None,
+        writes_only: false,
+        skip: 0,
     });
     let started = std::time::Instant::now();
     api.list(&ListParams::default()).await.unwrap();

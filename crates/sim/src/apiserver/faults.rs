@@ -1,6 +1,7 @@
 //! Failures injected into the API server by tests: error responses, latency, dropped watches.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -32,13 +33,42 @@ pub struct Fault {
     /// Only requests with this verb (for example `List`, to delay a list but not the watch
     /// that follows it), if set.
     pub verb: Option<Verb>,
+    /// Only requests that change state (`POST`, `PUT`, `PATCH`, `DELETE`), if set.
+    pub writes_only: bool,
+    /// Matching requests let through before the fault acts: with `skip: 4` the fifth
+    /// matching request is the first affected (to fail, say, the fifth write of a reconcile).
+    pub skip: u32,
 }
 
-/// The faults in force, and the token that ends every open watch.
+impl Fault {
+    /// A fault doing `action` to the next `count` requests, whatever they are.
+    pub fn every(action: FaultAction, count: u32) -> Self {
+        Self {
+            action,
+            remaining: count,
+            method: None,
+            path_contains: None,
+            verb: None,
+            writes_only: false,
+            skip: 0,
+        }
+    }
+}
+
+/// Whether a request with `method` changes state.
+fn is_write(method: &str) -> bool {
+    ["POST", "PUT", "PATCH", "DELETE"]
+        .iter()
+        .any(|write| write.eq_ignore_ascii_case(method))
+}
+
+/// The faults in force, the token that ends every open watch, and counts of what happened.
 #[derive(Debug, Default)]
 pub struct ApiFaults {
     faults: Mutex<Vec<Fault>>,
     watches: Mutex<CancellationToken>,
+    acted: AtomicU64,
+    writes: AtomicU64,
 }
 
 impl ApiFaults {
@@ -55,6 +85,10 @@ impl ApiFaults {
     /// The actions that apply to a request, consuming one use of each matching fault.
     /// `verb` is `None` for requests that name no resource (discovery, `/version`).
     pub fn take(&self, method: &str, path: &str, verb: Option<Verb>) -> Vec<FaultAction> {
+        let write = is_write(method);
+        if write {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
         let mut faults = self.lock_faults();
         let mut actions = Vec::new();
         for fault in faults.iter_mut() {
@@ -67,14 +101,33 @@ impl ApiFaults {
                     .path_contains
                     .as_deref()
                     .is_none_or(|p| path.contains(p))
-                && fault.verb.is_none_or(|v| Some(v) == verb);
-            if matches {
-                fault.remaining -= 1;
-                actions.push(fault.action.clone());
+                && fault.verb.is_none_or(|v| Some(v) == verb)
+                && (write || !fault.writes_only);
+            if !matches {
+                continue;
             }
+            if fault.skip > 0 {
+                fault.skip -= 1;
+                continue;
+            }
+            fault.remaining -= 1;
+            actions.push(fault.action.clone());
         }
         faults.retain(|fault| fault.remaining > 0);
+        self.acted
+            .fetch_add(actions.len() as u64, Ordering::Relaxed);
         actions
+    }
+
+    /// How many times a fault has acted on a request since the server started.
+    pub fn acted(&self) -> u64 {
+        self.acted.load(Ordering::Relaxed)
+    }
+
+    /// How many requests that change state the server has received since it started, served
+    /// or failed.
+    pub fn writes_received(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// A token cancelled when watches are dropped.
@@ -115,6 +168,8 @@ mod tests {
             method: Some("PATCH".into()),
             path_contains: Some("/pods/".into()),
             verb: None,
+            writes_only: false,
+            skip: 0,
         });
         let pod = "/api/v1/namespaces/a/pods/p";
         assert!(faults.take("GET", pod, Some(Verb::Get)).is_empty());
@@ -138,6 +193,8 @@ mod tests {
             method: None,
             path_contains: Some("/api/v1/pods".into()),
             verb: Some(Verb::List),
+            writes_only: false,
+            skip: 0,
         });
         assert!(
             faults
@@ -148,5 +205,26 @@ mod tests {
             faults.take("GET", "/api/v1/pods", Some(Verb::List)),
             vec![FaultAction::Delay(Duration::from_secs(1))]
         );
+    }
+
+    #[test]
+    fn a_fault_on_writes_skips_reads_and_lets_the_first_writes_through() {
+        let faults = ApiFaults::default();
+        faults.inject(Fault {
+            writes_only: true,
+            skip: 2,
+            ..Fault::every(FaultAction::Fail(500), 1)
+        });
+        let pod = "/api/v1/namespaces/a/pods/p";
+        assert!(faults.take("GET", pod, Some(Verb::Get)).is_empty());
+        assert!(faults.take("PATCH", pod, Some(Verb::Patch)).is_empty());
+        assert!(faults.take("POST", pod, Some(Verb::Create)).is_empty());
+        assert_eq!(faults.acted(), 0);
+        assert_eq!(
+            faults.take("DELETE", pod, Some(Verb::Delete)),
+            vec![FaultAction::Fail(500)]
+        );
+        assert!(faults.take("DELETE", pod, Some(Verb::Delete)).is_empty());
+        assert_eq!((faults.acted(), faults.writes_received()), (1, 4));
     }
 }

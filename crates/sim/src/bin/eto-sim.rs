@@ -174,6 +174,12 @@ struct FaultArgs {
     /// deletecollection.
     #[arg(long)]
     verb: Option<Verb>,
+    /// Only requests that change state (POST, PUT, PATCH, DELETE).
+    #[arg(long)]
+    writes_only: bool,
+    /// Let this many matching requests through before the fault acts.
+    #[arg(long, default_value_t = 0)]
+    skip: u32,
     #[command(flatten)]
     target: Target,
 }
@@ -318,6 +324,8 @@ async fn run(command: Command) -> Result<(), CliError> {
                 method: args.method,
                 path_contains: args.path_contains,
                 verb: args.verb,
+                writes_only: args.writes_only,
+                skip: args.skip,
             };
             control(
                 &args.target,
