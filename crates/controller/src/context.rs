@@ -14,6 +14,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
+use crate::retries::Retries;
 
 /// Where a reconcile reads the time; tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
@@ -79,4 +80,6 @@ pub struct Context {
     /// How long a reconcile may take before it is abandoned and retried
     /// ([`crate::Settings::reconcile_timeout`]).
     pub reconcile_timeout: Duration,
+    /// The failures in a row of each object, for how soon to retry it.
+    pub retries: Retries,
 }

@@ -25,6 +25,7 @@ pub mod ownership;
 pub mod rbac;
 pub mod reconcile;
 pub mod requests;
+pub mod retries;
 pub mod run;
 pub mod scope;
 pub mod shutdown;

@@ -202,6 +202,7 @@ impl Cached {
             // These caches never change: a reconcile that wrote would wait in vain.
             cache_wait: Duration::ZERO,
             reconcile_timeout: crate::reconcile::RECONCILE_TIMEOUT,
+            retries: crate::retries::Retries::default(),
         })
     }
 }

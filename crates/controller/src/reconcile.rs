@@ -27,8 +27,6 @@ const MAX_TAKEN_NAMES: usize = 8;
 
 /// How long a job may go unreconciled when nothing happens to it.
 pub const RESYNC: Duration = Duration::from_secs(10 * 60);
-/// How long after a failed reconcile it is tried again.
-pub const RETRY: Duration = Duration::from_secs(5);
 /// How long a reconcile may take before it is abandoned (the default of
 /// [`crate::Settings::reconcile_timeout`]). A reconcile makes a few API calls and may wait
 /// [`crate::freshness::CACHE_WAIT`] for the caches; one that takes this long is stuck.
@@ -50,7 +48,7 @@ pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(120);
 /// # Errors
 /// The first write that failed, or [`Error::TimedOut`] when the reconcile did not finish
 /// within [`Context::reconcile_timeout`] (it is then dropped, in the middle of whatever it
-/// was waiting for). Either way the reconcile is retried after [`RETRY`]: every write is
+/// was waiting for). Either way the reconcile is retried (see [`crate::retries`]): every write is
 /// idempotent, and the engine recovers from a reconcile cut short as from an operator crash.
 pub async fn reconcile(
     kind: Kind,
@@ -73,7 +71,10 @@ pub async fn reconcile(
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
     let outcome = match &result {
-        Ok(_) => "ok",
+        Ok(_) => {
+            ctx.retries.succeeded(&retry_key(kind, &object));
+            "ok"
+        }
         Err(error) => error.category(),
     };
     ctx.metrics
@@ -210,10 +211,21 @@ impl Job {
     }
 }
 
-/// What to do after a failed reconcile: log it and try again after [`RETRY`]. An abandoned
-/// reconcile is logged as an error (something is stuck), other failures as warnings (the API
-/// server refused a write; the retry usually succeeds).
-pub fn error_policy(object: Arc<DynamicObject>, error: &Error, _ctx: Arc<Context>) -> Action {
+/// The key of a job in [`crate::retries::Retries`].
+fn retry_key(kind: Kind, object: &DynamicObject) -> String {
+    format!(
+        "{}/{}/{}",
+        kind.name(),
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// What to do after a failed reconcile of a job of `kind`: log it and try again, sooner after
+/// a first failure than after many (see [`crate::retries`]). An abandoned reconcile is logged
+/// as an error (something is stuck), other failures as warnings (the API server refused a
+/// write; the retry usually succeeds).
+pub fn error_policy(kind: Kind, object: &DynamicObject, error: &Error, ctx: &Context) -> Action {
     let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
     let job = object.metadata.name.as_deref().unwrap_or_default();
     let category = error.category();
@@ -222,5 +234,5 @@ pub fn error_policy(object: Arc<DynamicObject>, error: &Error, _ctx: Arc<Context
     } else {
         tracing::warn!(namespace, job, category, %error, "reconcile failed");
     }
-    Action::requeue(RETRY)
+    Action::requeue(ctx.retries.failed(&retry_key(kind, object)))
 }

@@ -21,7 +21,6 @@ use crate::apply;
 use crate::context::Context;
 use crate::error::Error;
 use crate::listed::Listed;
-use crate::reconcile::RETRY;
 use crate::run::JOBS;
 
 /// What a request controller needs.
@@ -46,11 +45,30 @@ pub const LISTING_RETRY: std::time::Duration = std::time::Duration::from_secs(1)
 /// Handles one request; see the module documentation.
 ///
 /// # Errors
-/// Writing a failed request's status failed; it is tried again after [`RETRY`].
+/// Writing a failed request's status failed; it is tried again (see [`crate::retries`]).
 pub async fn reconcile(
     object: Arc<DynamicObject>,
     requests: Arc<Requests>,
 ) -> Result<Action, Error> {
+    let key = retry_key(&requests, &object);
+    let result = handle(object, &requests).await;
+    if result.is_ok() {
+        requests.shared.retries.succeeded(&key);
+    }
+    result
+}
+
+/// The key of a request in [`crate::retries::Retries`].
+fn retry_key(requests: &Requests, object: &DynamicObject) -> String {
+    format!(
+        "{}/{}/{}",
+        requests.kind.as_str(),
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+async fn handle(object: Arc<DynamicObject>, requests: &Requests) -> Result<Action, Error> {
     if !requests.listed.has(&[JOBS]) {
         return Ok(Action::requeue(LISTING_RETRY));
     }
@@ -94,8 +112,9 @@ pub async fn reconcile(
     })
 }
 
-/// What to do after a request could not be handled: log it and try again after [`RETRY`].
-pub fn error_policy(object: Arc<DynamicObject>, error: &Error, _requests: Arc<Requests>) -> Action {
+/// What to do after a request could not be handled: log it and try again, sooner after a
+/// first failure than after many (see [`crate::retries`]).
+pub fn error_policy(object: Arc<DynamicObject>, error: &Error, requests: Arc<Requests>) -> Action {
     tracing::warn!(
         namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
         request = object.metadata.name.as_deref().unwrap_or_default(),
@@ -103,5 +122,10 @@ pub fn error_policy(object: Arc<DynamicObject>, error: &Error, _requests: Arc<Re
         %error,
         "handling a scaling request failed"
     );
-    Action::requeue(RETRY)
+    Action::requeue(
+        requests
+            .shared
+            .retries
+            .failed(&retry_key(&requests, &object)),
+    )
 }

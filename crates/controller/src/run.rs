@@ -505,6 +505,7 @@ async fn run_until(
         metrics,
         cache_wait: CACHE_WAIT,
         reconcile_timeout: settings.reconcile_timeout,
+        retries: crate::retries::Retries::default(),
     });
     let config = controller::Config::default()
         .debounce(settings.debounce)
@@ -572,7 +573,7 @@ async fn run_until(
                 .graceful_shutdown_on(shutdown.clone())
                 .run(
                     move |job, ctx| in_flight.track(reconcile(kind, job, ctx)),
-                    error_policy,
+                    move |job, error, ctx| error_policy(kind, &job, error, &ctx),
                     Arc::clone(&ctx),
                 )
                 .for_each(log_result)
