@@ -2,8 +2,11 @@
 //! the engine ([`eto_engine::plan()`]) what should change, and writes it.
 //!
 //! Everything is written with server-side apply under one field manager, `eto`, except the
-//! generated SSH Secret (created once). Children are read from watch caches, so a reconcile
-//! makes no read requests, and one that finds nothing to change writes nothing. A reconcile
+//! generated SSH Secret and an MPIJob's launcher Job (created once). Children are read from
+//! watch caches, so a reconcile that finds nothing to change makes no request at all; reads
+//! happen only where a cache cannot answer (an object eto did not create that may hold a
+//! child's name, see [`ownership`]; a worker missing from the pod cache, see
+//! [`observe::Children::workers_behind`]; a Secret a job names). A reconcile
 //! that wrote waits until the caches show its writes ([`freshness`]), so that the next one does
 //! not decide from older state.
 //!

@@ -64,7 +64,7 @@ fn now() -> jiff::Timestamp {
 }
 
 /// The caches, as the watchers would have filled them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Cached {
     pods: Vec<Pod>,
     services: Vec<Service>,
@@ -937,4 +937,46 @@ async fn a_configmap_of_the_jobs_name_held_by_another_owner_is_reported_not_writ
         .find(|(line, body)| line.contains("/events") && body["reason"] == "NameTaken")
         .expect("a NameTaken event");
     assert_eq!(event["type"], "Warning");
+}
+
+#[tokio::test]
+async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted() {
+    let (job, mut cached) = running_job();
+    cached
+        .pods
+        .retain(|pod| pod.metadata.name.as_deref() != Some("mnist-worker-1"));
+    let worker = "/api/v1/namespaces/default/pods/mnist-worker-1";
+
+    // It still exists (created by another operator, or the cache lags): nothing is written.
+    let (client, handle) = mock();
+    let ctx = cached.clone().context(client);
+    let served = tokio::spawn(serve_all(
+        handle,
+        vec![(
+            worker,
+            json!({"name": "mnist-worker-1", "namespace": "default"}),
+        )],
+    ));
+    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+        .await
+        .expect("the reconcile waits for the cache");
+    let requests = served.await.expect("the mock server");
+    let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
+    assert_eq!(lines, [format!("GET {worker}")]);
+
+    // It is gone: the loss is planned (the status lists it on the blacklist).
+    let (client, handle) = mock();
+    let ctx = cached.context(client);
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    let requests = served.await.expect("the mock server");
+    assert_eq!(requests[0].0, format!("GET {worker}"));
+    let (_, status) = requests
+        .iter()
+        .find(|(line, _)| line.contains("/trainingjobs/mnist/status"))
+        .expect("the status is written");
+    assert_eq!(status["status"]["blacklist"][0]["pod"], "mnist-worker-1");
+    assert_eq!(status["status"]["blacklist"][0]["reason"], "Deleted");
 }

@@ -108,6 +108,50 @@ impl Children {
         }
     }
 
+    /// The workers `job`'s status lists that the pod cache lacks: gone, or not in the cache
+    /// yet.
+    fn missing_workers(&self, job: JobRef<'_>) -> Vec<String> {
+        job.status()
+            .target_workers
+            .into_iter()
+            .filter(|worker| {
+                !self
+                    .pods
+                    .iter()
+                    .any(|pod| pod.metadata.name.as_deref() == Some(worker.as_str()))
+            })
+            .collect()
+    }
+
+    /// Whether the pod cache is behind the API server on `job`'s workers: a worker its status
+    /// lists is missing from the cache but still exists. Planned from such a cache, the
+    /// worker would be taken for deleted, blacklisted and replaced. The cache of this
+    /// operator shows its own writes before it plans again ([`crate::freshness`]); this
+    /// catches what it cannot: a worker created by another operator (two running by mistake)
+    /// or a cache lagging for another reason. It costs one read per missing worker, and
+    /// workers go missing only when they are deleted.
+    ///
+    /// # Errors
+    /// A read failed.
+    pub async fn workers_behind(&self, ctx: &Context, job: JobRef<'_>) -> Result<bool, Error> {
+        let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
+        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+        for worker in self.missing_workers(job) {
+            let found = pods
+                .get_metadata_opt(&worker)
+                .await
+                .map_err(|source| Error::Read {
+                    kind: "Pod",
+                    name: worker.clone(),
+                    source,
+                })?;
+            if found.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The objects that may control the children of `job`: the job, and its launcher Job.
     pub fn owner(&self, job: JobRef<'_>) -> Owner {
         Owner {

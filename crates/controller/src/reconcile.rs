@@ -25,6 +25,9 @@ use crate::ownership::Owner;
 /// others.
 const MAX_TAKEN_NAMES: usize = 8;
 
+/// How soon a job is planned again when its pod cache was found behind the API server.
+const CACHE_BEHIND_RETRY: Duration = Duration::from_millis(500);
+
 /// How long a job may go unreconciled when nothing happens to it.
 pub const RESYNC: Duration = Duration::from_secs(10 * 60);
 /// How long a reconcile may take before it is abandoned (the default of
@@ -137,6 +140,14 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         Ok(job) => {
             let job = job.as_ref();
             let children = Children::of(&ctx.stores, job);
+            if children.workers_behind(ctx, job).await? {
+                tracing::debug!(
+                    namespace,
+                    job = name,
+                    "a worker missing from the pod cache still exists; waiting for the cache"
+                );
+                return Ok(Action::requeue(CACHE_BEHIND_RETRY));
+            }
             let secret = observe::ssh_secret(ctx, job).await?;
             let owner = children.owner(job);
             // Names found taken while writing: the job is planned again knowing them, so that
