@@ -11,6 +11,9 @@
 //!
 //! and, once nothing happens any more, a few reconciles reach a plan that changes nothing.
 //!
+//! Jobs, and ScaleIn and ScaleOut requests, with random values at random fields plan without a
+//! panic, and one that does not decode is reported with a condition naming the field.
+//!
 //! The number of cases is `ETO_PROPTEST_CASES`: 100,000 by default (about four minutes on two
 //! cores; test builds optimise the engine for it, see the workspace's `Cargo.toml`), and
 //! `ETO_PROPTEST_CASES=1000000 cargo test --release -p eto-engine properties` runs a million.
@@ -290,10 +293,17 @@ fn life(shape: &JobShape, happenings: &[Happening]) -> Result<(), TestCaseError>
 
 /// A runner of `ETO_PROPTEST_CASES` cases (default 100,000), keeping no failure files.
 fn runner() -> TestRunner {
+    runner_of_share(1)
+}
+
+/// A runner of one `share`th of `ETO_PROPTEST_CASES` cases, for properties whose cases cost
+/// more than they find.
+fn runner_of_share(share: u32) -> TestRunner {
     let cases = std::env::var("ETO_PROPTEST_CASES")
         .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(100_000);
+        .and_then(|cases| cases.parse::<u32>().ok())
+        .unwrap_or(100_000)
+        / share.max(1);
     TestRunner::new(Config {
         cases,
         failure_persistence: None,
@@ -341,6 +351,15 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
                 .prop_map(|map| serde_json::Value::Object(map.into_iter().collect())),
         ]
     })
+}
+
+/// One to three mutations: a path, by position in a list of paths, and the value written
+/// there (or, with `None`, the key removed).
+fn mutations() -> impl Strategy<Value = Vec<(usize, Option<serde_json::Value>)>> {
+    prop::collection::vec(
+        (any::<usize>(), prop::option::weighted(0.8, json_value())),
+        1..4,
+    )
 }
 
 /// Paths into a job where a mutation lands; the last part is the key written or removed.
@@ -456,13 +475,7 @@ fn plan_mutated(
 #[test]
 fn jobs_with_random_fields_plan_or_are_reported_without_a_panic() {
     let mut runner = runner();
-    let strategy = (
-        any::<bool>(),
-        prop::collection::vec(
-            (any::<usize>(), prop::option::weighted(0.8, json_value())),
-            1..4,
-        ),
-    );
+    let strategy = (any::<bool>(), mutations());
     let result = runner.run(&strategy, |(mpi, mutations)| {
         let kind = if mpi {
             crate::kind::Kind::MpiJob
@@ -470,6 +483,127 @@ fn jobs_with_random_fields_plan_or_are_reported_without_a_panic() {
             crate::kind::Kind::TrainingJob
         };
         plan_mutated(kind, &mutations)
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+}
+
+/// Paths into a ScaleIn or ScaleOut where a mutation lands.
+const REQUEST_PATHS: &[&str] = &[
+    "spec",
+    "spec/selector",
+    "spec/toAdd",
+    "spec/toAdd/count",
+    "spec/toDelete",
+    "spec/toDelete/count",
+    "spec/toDelete/podNames",
+    "spec/timeout",
+    "metadata/ownerReferences",
+    "metadata/creationTimestamp",
+    "status",
+    "status/phase",
+    "status/conditions",
+    "status/addPods",
+];
+
+/// The messages of the conditions in a request's status.
+fn condition_messages(status: &crate::scaling::ScalerStatus) -> Vec<String> {
+    let value = match status {
+        crate::scaling::ScalerStatus::In(status) => serde_json::to_value(status),
+        crate::scaling::ScalerStatus::Out(status) => serde_json::to_value(status),
+    }
+    .unwrap_or_default();
+    value["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|condition| condition["message"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A ScaleIn or ScaleOut of a running job, mutated at random paths: the job plans it without
+/// a panic, and one whose spec cannot be decoded fails with a condition naming the field.
+fn request_mutated(
+    running: &World,
+    scale_in: bool,
+    mutations: &[(usize, Option<serde_json::Value>)],
+) -> Result<(), TestCaseError> {
+    use crate::scaling::{Scaler, ScalerKind};
+    let (kind, spec, parsed) = if scale_in {
+        (
+            ScalerKind::ScaleIn,
+            serde_json::json!({"toDelete": {"count": 1}}),
+            (|value| crate::parse::parse::<eto_api::ScaleIn>(value).err())
+                as fn(serde_json::Value) -> Option<crate::validation::FieldError>,
+        )
+    } else {
+        (
+            ScalerKind::ScaleOut,
+            serde_json::json!({"toAdd": {"count": 1}}),
+            (|value| crate::parse::parse::<eto_api::ScaleOut>(value).err())
+                as fn(serde_json::Value) -> Option<crate::validation::FieldError>,
+        )
+    };
+    let mut world = running.clone();
+    let mut value = serde_json::json!({
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": kind.as_str(),
+        "metadata": {"name": "req", "namespace": "default", "uid": "uid-req",
+            "creationTimestamp": world.now.to_string()},
+        "spec": spec,
+    });
+    // A status (which may say the request finished) or metadata (which the API server
+    // validates, so that a request never has it malformed) that a mutation touched leaves
+    // nothing to report: only the absence of a panic is checked then.
+    let mut checkable = true;
+    for (path, mutation) in mutations {
+        let path = REQUEST_PATHS[path % REQUEST_PATHS.len()];
+        checkable &= path.starts_with("spec");
+        mutate(&mut value, path, mutation.clone());
+    }
+    // Whatever the mutations did, the request names the job.
+    if !value["spec"].is_object() {
+        value["spec"] = serde_json::json!({});
+    }
+    value["spec"]["selector"] = serde_json::json!({"name": "mnist"});
+    world.scalers.push(Scaler::read(kind, &value));
+    let mut reported = Vec::new();
+    for _ in 0..3 {
+        let plan = world.reconcile();
+        reported.extend(
+            plan.scalers
+                .iter()
+                .filter(|update| update.name == "req")
+                .filter_map(|update| update.status.as_ref())
+                .flat_map(condition_messages),
+        );
+    }
+    if let Some(error) = parsed(value).filter(|_| checkable) {
+        prop_assert!(
+            reported
+                .iter()
+                .any(|message| message.contains(&error.field)),
+            "{reported:?} does not name {error}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn scaling_requests_with_random_fields_are_carried_out_or_reported_without_a_panic() {
+    let mut running = World::new(training_job());
+    running.reconcile();
+    running.ready("mnist-worker-0");
+    running.ready("mnist-worker-1");
+    running.reconcile();
+    running.ready("mnist-launcher");
+    running.reconcile();
+    // Each case reconciles a running job three times: a fifth of the cases.
+    let mut runner = runner_of_share(5);
+    let strategy = (any::<bool>(), mutations());
+    let result = runner.run(&strategy, |(scale_in, mutations)| {
+        request_mutated(&running, scale_in, &mutations)
     });
     if let Err(failure) = result {
         panic!("{failure}");
