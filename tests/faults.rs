@@ -501,3 +501,25 @@ async fn two_operators_by_mistake_live_the_same_lives() {
     }
     second.stop().await;
 }
+
+#[tokio::test]
+async fn a_request_answered_429_is_retried_after_the_wait_the_server_asks_for() {
+    // The operator's client is built as this one is (kube's default stack, whose retry
+    // policy honours Retry-After); eto-sim answers 429 with `Retry-After: 1`.
+    let env = Env::start(sim_config(1, 1)).await;
+    env.apply_job(&job_yaml("patient", 1, 1, "", "Never")).await;
+    // Only this test reads the job with GET: the operator watches it.
+    env.cluster.inject(Fault {
+        method: Some("GET".into()),
+        path_contains: Some("/trainingjobs/patient".into()),
+        ..Fault::every(FaultAction::Fail(429), 2)
+    });
+    let asked = Instant::now();
+    let job = env.jobs().get("patient").await;
+    let waited = asked.elapsed();
+    assert!(job.is_ok(), "the third try succeeds: {job:?}");
+    assert!(
+        waited >= Duration::from_secs(2),
+        "two answers of Retry-After: 1 were honoured, yet it took {waited:?}"
+    );
+}
