@@ -606,6 +606,14 @@ impl<'p, 'o> Run<'p, 'o> {
         let ready_hosts = discovery::hostfile(hosts);
         let min = self.job.spec.workers.min as usize;
         let name = names::launcher(self.name());
+        if self.launcher().is_some()
+            && !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED)
+        {
+            // Created by an operator that stopped before recording it.
+            let message = format!("launcher {name} exists");
+            self.planner
+                .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
+        }
         // What the launcher would be if created now, and whether an earlier one (of any run)
         // still holds its name.
         let (desired, old_launcher_present) = match &self.job.spec.mpi {

@@ -483,3 +483,48 @@ fn a_disrupted_worker_gets_a_reclaim_notice_of_its_own_while_the_job_runs_on() {
         "the notice keeps the time it was first posted"
     );
 }
+
+#[test]
+fn a_job_suspended_before_its_launcher_started_gets_its_workers_back_when_unsuspended() {
+    // Kueue's preemption of a job still waiting for GPUs: it never had a launcher.
+    let mut world = World::new(training_job());
+    world.reconcile();
+    assert_eq!(world.pods.len(), 2, "two workers waiting for capacity");
+    world.job.spec.suspend = Some(true);
+    world.reconcile();
+    world.reconcile();
+    assert!(world.pods.is_empty());
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
+
+    world.job.spec.suspend = Some(false);
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+    assert_eq!(
+        world.status().target_workers,
+        ["mnist-worker-2", "mnist-worker-3"]
+    );
+}
+
+#[test]
+fn a_launcher_created_but_not_recorded_is_taken_as_created() {
+    // The operator created the launcher and stopped before recording it in the status.
+    let mut world = default_running();
+    let mut status = world.status().clone();
+    status
+        .conditions
+        .retain(|condition| condition.type_ != c::LAUNCHER_CREATED);
+    world.job.status = Some(status);
+    world.reconcile();
+    assert!(c::is_true(&world.status().conditions, c::LAUNCHER_CREATED));
+
+    // So a suspend and resume starts a new run that resumes from the checkpoint.
+    world.job.spec.suspend = Some(true);
+    world.reconcile();
+    world.advance(300);
+    world.reconcile();
+    world.reconcile();
+    world.job.spec.suspend = Some(false);
+    let plan = world.reconcile();
+    assert_eq!(world.status().run, Some(1));
+    assert_eq!(pod_names(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+}

@@ -336,6 +336,10 @@ impl Run<'_, '_> {
         planner.condition(c::SUSPENDED, false, kind.resumed_reason(), message);
         if ran {
             planner.condition(c::LAUNCHER_CREATED, false, kind.resumed_reason(), message);
+        } else {
+            // The workers it had were deleted with the suspend: it asks for them afresh.
+            planner.status.target_workers.clear();
+            planner.status.workers = None;
         }
         planner.status.start_time = Some(Time(planner.now));
         planner.event(
