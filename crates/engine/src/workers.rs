@@ -9,7 +9,8 @@
 //!    blacklists hosts by name, so a name is never reused.
 //! 2. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) replaces a lost worker first, then is adopted while the target is
-//!    short of the desired count, and is deleted otherwise. Workers being drained are left
+//!    short of the desired count (before or after a change of `replicas`, the larger), and
+//!    is deleted otherwise. Workers being drained are left
 //!    alone.
 //! 3. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
 //!    target, or takes its workers out.
@@ -133,7 +134,13 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             target.push(index);
         }
     }
-    let adoption_limit = input.previous_desired.unwrap_or(input.desired) as usize;
+    // Up to the larger of the counts before and after a change of `replicas`: a worker
+    // created for a growth that was not recorded is kept, and a shrink below picks its
+    // victims by readiness as usual.
+    let adoption_limit = input
+        .previous_desired
+        .map_or(input.desired, |previous| previous.max(input.desired))
+        as usize;
     for (&index, pod) in input.pods {
         let untracked = !target.contains(&index)
             && !lost.contains(&index)
@@ -433,30 +440,52 @@ mod tests {
     }
 
     #[test]
-    fn a_replacement_created_but_not_recorded_replaces_its_loss_instead_of_a_second_one() {
-        // Worker 1 failed; an operator created its replacement, worker 3, and stopped before
-        // recording it: the next reconcile sees the loss again and worker 3 untracked.
-        let case = Case {
-            policy: ReplicaRestartPolicy::OnFailure,
-            desired: 3,
-            previous_desired: Some(3),
-            previous_target: vec![0, 1, 2],
-            pods: vec![
-                (0, running()),
-                (1, pod("Failed", false)),
-                (2, running()),
-                (3, pod("Pending", false)),
-            ],
-            draining: BTreeSet::new(),
-            add: vec![],
-            remove: vec![],
-            next_index: 4,
-        };
-        let decision = decide_case(&case);
-        assert_eq!(decision.target, [0, 2, 3]);
-        assert_eq!(decision.lost.first().and_then(|l| l.replacement), Some(3));
-        assert!(decision.create.is_empty(), "no second replacement");
-        assert!(decision.delete.is_empty(), "the replacement is kept");
+    fn a_worker_created_but_not_recorded_is_kept_for_what_it_was_created_for() {
+        // An operator created the worker (index 3, or 2) and stopped before writing the
+        // job's status: the next reconcile finds it untracked.
+        let cases = [
+            (
+                "the replacement of failed worker 1",
+                Case {
+                    policy: ReplicaRestartPolicy::OnFailure,
+                    desired: 3,
+                    previous_desired: Some(3),
+                    previous_target: vec![0, 1, 2],
+                    pods: vec![
+                        (0, running()),
+                        (1, pod("Failed", false)),
+                        (2, running()),
+                        (3, pod("Pending", false)),
+                    ],
+                    draining: BTreeSet::new(),
+                    add: vec![],
+                    remove: vec![],
+                    next_index: 4,
+                },
+                vec![0, 2, 3],
+            ),
+            (
+                "growth from 2 to 3 replicas",
+                Case {
+                    policy: ReplicaRestartPolicy::Never,
+                    desired: 3,
+                    previous_desired: Some(2),
+                    previous_target: vec![0, 1],
+                    pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
+                    draining: BTreeSet::new(),
+                    add: vec![],
+                    remove: vec![],
+                    next_index: 3,
+                },
+                vec![0, 1, 2],
+            ),
+        ];
+        for (what, case, target) in cases {
+            let decision = decide_case(&case);
+            assert_eq!(decision.target, target, "{what}");
+            assert!(decision.create.is_empty(), "no second worker: {what}");
+            assert!(decision.delete.is_empty(), "the worker is kept: {what}");
+        }
     }
 
     #[test]
