@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use eto_api::TrainingJob;
 use eto_api::training_job::JobPhase;
 use eto_sim::{Fault, FaultAction};
-use eto_tests::env::{Env, hostfile, in_phase, job_yaml, sim_config};
+use eto_tests::env::{Env, JobYaml, hostfile, in_phase, job_yaml, sim_config};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -29,32 +28,87 @@ const POLL: Duration = Duration::from_millis(20);
 /// Where a job's scripted life is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
-    /// Waiting until its three workers are in host discovery; then worker 1 fails.
+    /// Waiting until its first workers are in host discovery.
     Starting,
-    /// Waiting until worker 1's replacement, worker 3, took its place; then the launcher
-    /// succeeds.
+    /// Waiting until worker 1's replacement, worker 3, took its place.
     Replacing,
+    /// Waiting until the worker added by raising `replicas` is in host discovery.
+    Growing,
+    /// Waiting until the job is suspended and its pods are gone.
+    Suspending,
+    /// Waiting until the resumed run's workers are in host discovery.
+    Resuming,
     /// Waiting until the job succeeded and its workers stopped.
     Finishing,
     /// Done.
     Done,
 }
 
-/// A job's scripted life: three workers (at least two), failed workers replaced; worker 1
-/// fails once training runs, and the launcher succeeds once the replacement is in host
-/// discovery. Every read tolerates a failed request (the API server may be restarting or
-/// failing on purpose): it counts as "not yet".
+/// What happens in a life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Script {
+    /// Three workers (at least two), failed ones replaced: worker 1 fails once training runs,
+    /// and the launcher succeeds once worker 3 replaced it in host discovery.
+    Replacement,
+    /// Two workers (two to four): `replicas` is raised to three, then the job is suspended
+    /// (`spec.suspend`, no checkpoint grace), resumed with three new workers, and its launcher
+    /// succeeds.
+    Elastic,
+}
+
+impl Script {
+    fn yaml(self, name: &str) -> String {
+        match self {
+            Self::Replacement => job_yaml(name, 3, 2, "", "OnFailure"),
+            Self::Elastic => JobYaml {
+                name,
+                replicas: 2,
+                min: 2,
+                max: Some(4),
+                extra_spec: "\n  elasticPolicy:\n    checkpointGraceSeconds: 0",
+                worker_policy: "Never",
+            }
+            .render(),
+        }
+    }
+
+    /// The pods of the life (by suffix after `<job>-`) and the workers it loses.
+    fn outcome(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            Self::Replacement => (
+                &["launcher", "worker-0", "worker-1", "worker-2", "worker-3"],
+                &["worker-1"],
+            ),
+            Self::Elastic => (
+                &[
+                    "launcher", "worker-0", "worker-1", "worker-2", "worker-3", "worker-4",
+                    "worker-5",
+                ],
+                &[],
+            ),
+        }
+    }
+}
+
+/// A job's scripted life (see [`Script`]). Every read tolerates a failed request (the API
+/// server may be restarting or failing on purpose): it counts as "not yet". The life's own
+/// writes (the spec changes of [`Script::Elastic`]) go around a [`CrashAt`], so that they
+/// are never the write it refuses.
 struct Life {
     name: String,
+    script: Script,
     stage: Stage,
+    crash: Option<CrashAt>,
 }
 
 impl Life {
-    async fn start(env: &Env, name: &str) -> Self {
-        env.apply_job(&job_yaml(name, 3, 2, "", "OnFailure")).await;
+    async fn start(env: &Env, name: &str, script: Script) -> Self {
+        env.apply_job(&script.yaml(name)).await;
         Self {
             name: name.into(),
+            script,
             stage: Stage::Starting,
+            crash: None,
         }
     }
 
@@ -71,28 +125,71 @@ impl Life {
             .cloned()
     }
 
-    async fn job(&self, env: &Env) -> Option<TrainingJob> {
-        env.jobs().get_opt(&self.name).await.ok()?
+    async fn in_phase(&self, env: &Env, phase: JobPhase) -> bool {
+        env.jobs()
+            .get_opt(&self.name)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|job| in_phase(phase)(&job))
+    }
+
+    /// Whether the job is in `phase` with the workers `indices` in host discovery.
+    async fn shows(&self, env: &Env, phase: JobPhase, indices: &[u32]) -> bool {
+        self.in_phase(env, phase).await
+            && self.launcher_hostfile(env).await == Some(hostfile(&self.name, indices))
+    }
+
+    /// Whether no worker of the job runs (any left are finished or being deleted).
+    async fn workers_stopped(&self, env: &Env) -> bool {
+        let workers = env
+            .pods()
+            .list(&ListParams::default().labels(&format!(
+                "training-job-name={},training-job-role=worker",
+                self.name
+            )))
+            .await
+            .ok();
+        workers.is_some_and(|workers| {
+            workers.items.iter().all(|pod| {
+                pod.metadata.deletion_timestamp.is_some() || eto_engine::pods::is_finished(pod)
+            })
+        })
+    }
+
+    /// Merge-patches the job's spec, as a user would.
+    async fn change_spec(&mut self, env: &mut Env, spec: serde_json::Value) {
+        if let Some(crash) = &mut self.crash {
+            crash.before_test_write(env).await;
+        }
+        let patch = Patch::Merge(serde_json::json!({ "spec": spec }));
+        let written = env
+            .jobs()
+            .patch(&self.name, &PatchParams::default(), &patch)
+            .await;
+        if let Some(crash) = &mut self.crash {
+            crash.after_test_write(env);
+        }
+        written.unwrap();
     }
 
     /// Takes the next step if its time has come; returns whether the life is over.
-    async fn advance(&mut self, env: &Env) -> bool {
+    async fn advance(&mut self, env: &mut Env) -> bool {
+        if let Some(crash) = &mut self.crash {
+            crash.check(env).await;
+        }
         let name = self.name.clone();
-        match self.stage {
-            Stage::Starting => {
-                let running = self
-                    .job(env)
-                    .await
-                    .is_some_and(|job| in_phase(JobPhase::Running)(&job));
-                if running && self.launcher_hostfile(env).await == Some(hostfile(&name, &[0, 1, 2]))
-                {
+        let running = JobPhase::Running;
+        match (self.script, self.stage) {
+            (Script::Replacement, Stage::Starting) => {
+                if self.shows(env, running, &[0, 1, 2]).await {
                     env.cluster
                         .fail_pod("default", &format!("{name}-worker-1"), 1, "Error")
                         .unwrap();
                     self.stage = Stage::Replacing;
                 }
             }
-            Stage::Replacing => {
+            (Script::Replacement, Stage::Replacing) => {
                 if self.launcher_hostfile(env).await == Some(hostfile(&name, &[0, 2, 3])) {
                     env.cluster
                         .succeed_pod("default", &format!("{name}-launcher"))
@@ -100,29 +197,50 @@ impl Life {
                     self.stage = Stage::Finishing;
                 }
             }
-            Stage::Finishing => {
-                let succeeded = self
-                    .job(env)
-                    .await
-                    .is_some_and(|job| in_phase(JobPhase::Succeeded)(&job));
-                let workers = env
+            (Script::Elastic, Stage::Starting) => {
+                if self.shows(env, running, &[0, 1]).await {
+                    let spec = serde_json::json!({"etReplicaSpecs": {"worker": {"replicas": 3}}});
+                    self.change_spec(env, spec).await;
+                    self.stage = Stage::Growing;
+                }
+            }
+            (Script::Elastic, Stage::Growing) => {
+                if self.shows(env, running, &[0, 1, 2]).await {
+                    self.change_spec(env, serde_json::json!({"suspend": true}))
+                        .await;
+                    self.stage = Stage::Suspending;
+                }
+            }
+            (Script::Elastic, Stage::Suspending) => {
+                let gone = env
                     .pods()
-                    .list(&ListParams::default().labels(&format!(
-                        "training-job-name={name},training-job-role=worker"
-                    )))
+                    .get_opt(&format!("{name}-launcher"))
                     .await
-                    .ok();
-                let stopped = workers.is_some_and(|workers| {
-                    workers.items.iter().all(|pod| {
-                        pod.metadata.deletion_timestamp.is_some()
-                            || eto_engine::pods::is_finished(pod)
-                    })
-                });
-                if succeeded && stopped {
+                    .is_ok_and(|launcher| launcher.is_none());
+                if self.in_phase(env, JobPhase::Suspended).await
+                    && gone
+                    && self.workers_stopped(env).await
+                {
+                    self.change_spec(env, serde_json::json!({"suspend": false}))
+                        .await;
+                    self.stage = Stage::Resuming;
+                }
+            }
+            (Script::Elastic, Stage::Resuming) => {
+                if self.shows(env, running, &[3, 4, 5]).await {
+                    env.cluster
+                        .succeed_pod("default", &format!("{name}-launcher"))
+                        .unwrap();
+                    self.stage = Stage::Finishing;
+                }
+            }
+            (_, Stage::Finishing) => {
+                if self.in_phase(env, JobPhase::Succeeded).await && self.workers_stopped(env).await
+                {
                     self.stage = Stage::Done;
                 }
             }
-            Stage::Done => {}
+            (_, stage) => assert_eq!(stage, Stage::Done, "{name}: no such stage"),
         }
         self.stage == Stage::Done
     }
@@ -178,21 +296,23 @@ fn controlled_by_job(pod: &Pod, job: &str) -> bool {
     })
 }
 
-/// Checks what a finished life left: it succeeded without a restart, worker 1 is its one
-/// loss, and its pods are exactly the four workers (one replacement for one loss, no index
-/// twice) and the launcher, each controlled by the job.
-async fn assert_life_was_clean(env: &Env, name: &str, record: &PodRecord, what: &str) {
+/// Checks what a finished life left: it succeeded without a restart, lost exactly the
+/// workers its script loses, and its pods are exactly the script's (one replacement for one
+/// loss, no index twice), each controlled by the job.
+async fn assert_life_was_clean(env: &Env, life: &Life, record: &PodRecord, what: &str) {
+    let name = &life.name;
+    let (pods, lost) = life.script.outcome();
     let job = env.jobs().get(name).await.unwrap();
     let status = job.status.unwrap();
     assert_eq!(status.phase, Some(JobPhase::Succeeded), "{what}");
     assert_eq!(status.restart_count, 0, "no launcher failed: {what}");
-    let lost: Vec<&str> = status.blacklist.iter().map(|b| b.pod.as_str()).collect();
-    assert_eq!(lost, [format!("{name}-worker-1")], "{what}");
-    let expected: BTreeMap<String, bool> =
-        ["worker-0", "worker-1", "worker-2", "worker-3", "launcher"]
-            .iter()
-            .map(|pod| (format!("{name}-{pod}"), true))
-            .collect();
+    let blacklisted: Vec<&str> = status.blacklist.iter().map(|b| b.pod.as_str()).collect();
+    let lost: Vec<String> = lost.iter().map(|pod| format!("{name}-{pod}")).collect();
+    assert_eq!(blacklisted, lost, "{what}");
+    let expected: BTreeMap<String, bool> = pods
+        .iter()
+        .map(|pod| (format!("{name}-{pod}"), true))
+        .collect();
     assert_eq!(record.seen(), expected, "pods and their owners: {what}");
 }
 
@@ -247,14 +367,19 @@ async fn drive(env: &mut Env, life: &mut Life, mut between: impl AsyncFnMut(&mut
                 .map(str::to_string)
                 .collect();
             panic!(
-                "{} stuck at {:?}; hostfile {hostfile:?}; pods {pods:#?}; metrics {metrics:#?}; job phase {:?}",
+                "{} stuck at {:?}; hostfile {hostfile:?}; pods {pods:#?}; metrics {metrics:#?}; job (suspend, status) {:#?}",
                 life.name,
                 life.stage,
-                job.and_then(|job| job.status?.phase)
+                job.map(|job| (job.spec.suspend, job.status))
             );
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Drives `life` to its end with nothing else happening.
+async fn live(env: &mut Env, life: &mut Life) {
+    drive(env, life, async |_: &mut Env| {}).await;
 }
 
 /// A storm: 500s on writes (not retried by the client: the reconcile fails and is retried
@@ -276,7 +401,7 @@ fn storm(env: &Env) {
 async fn a_job_lives_its_life_through_error_storms_slow_answers_and_dropped_watches() {
     let mut env = Env::start(sim_config(2, 8)).await;
     let record = PodRecord::start(&env, "stormy").await;
-    let mut life = Life::start(&env, "stormy").await;
+    let mut life = Life::start(&env, "stormy", Script::Replacement).await;
     let mut stage = None;
     drive(&mut env, &mut life, async |env: &mut Env| {
         // Every change of the job's phase or pod count starts a storm and drops every watch.
@@ -291,7 +416,7 @@ async fn a_job_lives_its_life_through_error_storms_slow_answers_and_dropped_watc
     env.cluster.clear_faults();
     let acted = env.cluster.faults_acted();
     assert!(acted >= 40, "the storms hit {acted} requests");
-    assert_life_was_clean(&env, "stormy", &record, "through storms").await;
+    assert_life_was_clean(&env, &life, &record, "through storms").await;
 }
 
 /// A coarse stage of job `name` as the cluster shows it, for storms to follow.
@@ -315,7 +440,7 @@ async fn life_stage_of(env: &Env, name: &str) -> (Option<JobPhase>, usize) {
 async fn an_api_server_restart_in_the_middle_of_a_life_loses_nothing() {
     let mut env = Env::start(sim_config(2, 8)).await;
     let record = PodRecord::start(&env, "restarted").await;
-    let mut life = Life::start(&env, "restarted").await;
+    let mut life = Life::start(&env, "restarted", Script::Replacement).await;
     let mut restarts = 0;
     drive(&mut env, &mut life, async |env: &mut Env| {
         // Once in each of the three stages that have one: the history is lost, and every
@@ -331,7 +456,7 @@ async fn an_api_server_restart_in_the_middle_of_a_life_loses_nothing() {
     })
     .await;
     assert!(restarts >= 2, "the API server restarted during the life");
-    assert_life_was_clean(&env, "restarted", &record, "through restarts").await;
+    assert_life_was_clean(&env, &life, &record, "through restarts").await;
 }
 
 #[tokio::test]
@@ -395,22 +520,32 @@ async fn a_settled_job_gets_no_write_after_dropped_watches_or_api_server_restart
 /// Fails every write from the `n`th on, until the operator is killed: the cluster then holds
 /// exactly what the operator wrote before that write, as after a crash between two writes.
 struct CrashAt {
+    /// The number, among the writes the API server received, of the write to refuse.
+    target: u64,
     acted_before: u64,
     crashed: bool,
 }
 
 impl CrashAt {
     fn arm(env: &Env, n: u32) -> Self {
-        let acted_before = env.cluster.faults_acted();
+        let crash = Self {
+            target: env.cluster.writes_received() + u64::from(n),
+            acted_before: env.cluster.faults_acted(),
+            crashed: false,
+        };
+        crash.inject(env);
+        crash
+    }
+
+    fn inject(&self, env: &Env) {
+        let skip = self
+            .target
+            .saturating_sub(env.cluster.writes_received() + 1);
         env.cluster.inject(Fault {
             writes_only: true,
-            skip: n - 1,
+            skip: u32::try_from(skip).unwrap_or(u32::MAX),
             ..Fault::every(FaultAction::Fail(500), u32::MAX)
         });
-        Self {
-            acted_before,
-            crashed: false,
-        }
     }
 
     /// Kills and restarts the operator once its `n`th write was refused.
@@ -422,39 +557,56 @@ impl CrashAt {
             self.crashed = true;
         }
     }
+
+    /// Lets a write of the test's own through: it is not one of the operator's writes to
+    /// count. A crash that is due happens first.
+    async fn before_test_write(&mut self, env: &mut Env) {
+        self.check(env).await;
+        if !self.crashed {
+            env.cluster.clear_faults();
+        }
+    }
+
+    /// Arms the crash again after a write of the test's own.
+    fn after_test_write(&mut self, env: &Env) {
+        if !self.crashed {
+            self.target += 1;
+            self.inject(env);
+        }
+    }
 }
 
 #[tokio::test]
 async fn an_operator_crashing_before_any_write_of_a_life_loses_and_duplicates_nothing() {
     let mut env = Env::start(sim_config(2, 8)).await;
-    // How many writes a life takes without faults: every one of them is a crash point.
-    let record = PodRecord::start(&env, "measure").await;
-    let mut life = Life::start(&env, "measure").await;
-    let before = env.cluster.writes_received();
-    drive(&mut env, &mut life, async |_: &mut Env| {}).await;
-    let writes = u32::try_from(env.cluster.writes_received() - before).unwrap();
-    assert_life_was_clean(&env, "measure", &record, "without faults").await;
-    assert!(writes >= 10, "a life takes {writes} writes");
-
-    let mut crashes = 0;
-    for n in 1..=writes {
-        let name = format!("crash-{n}");
+    for script in [Script::Replacement, Script::Elastic] {
+        // How many writes a life takes without faults: every one of them is a crash point.
+        let name = format!("{script:?}").to_lowercase();
         let record = PodRecord::start(&env, &name).await;
-        let mut life = Life::start(&env, &name).await;
-        let mut crash = CrashAt::arm(&env, n);
-        drive(&mut env, &mut life, async |env: &mut Env| {
-            crash.check(env).await
-        })
-        .await;
-        env.cluster.clear_faults();
-        crashes += u32::from(crash.crashed);
-        let what = format!("crash before write {n} of {writes}");
-        assert_life_was_clean(&env, &name, &record, &what).await;
+        let mut life = Life::start(&env, &name, script).await;
+        let before = env.cluster.writes_received();
+        live(&mut env, &mut life).await;
+        let writes = u32::try_from(env.cluster.writes_received() - before).unwrap();
+        assert_life_was_clean(&env, &life, &record, "without faults").await;
+        assert!(writes >= 10, "a life takes {writes} writes");
+
+        let mut crashes = 0;
+        for n in 1..=writes {
+            let name = format!("{name}-{n}");
+            let record = PodRecord::start(&env, &name).await;
+            let mut life = Life::start(&env, &name, script).await;
+            life.crash = Some(CrashAt::arm(&env, n));
+            live(&mut env, &mut life).await;
+            env.cluster.clear_faults();
+            crashes += u32::from(life.crash.as_ref().is_some_and(|crash| crash.crashed));
+            let what = format!("{script:?}: crash before write {n} of {writes}");
+            assert_life_was_clean(&env, &life, &record, &what).await;
+        }
+        assert!(
+            crashes * 10 >= writes * 9,
+            "{script:?}: the operator crashed at {crashes} of {writes} points"
+        );
     }
-    assert!(
-        crashes * 10 >= writes * 9,
-        "the operator crashed at {crashes} of {writes} points"
-    );
 }
 
 /// A second operator on the same cluster, started by mistake (no leader election).
@@ -492,12 +644,15 @@ impl SecondOperator {
 async fn two_operators_by_mistake_live_the_same_lives() {
     let mut env = Env::start(sim_config(2, 8)).await;
     let second = SecondOperator::start(&env);
-    for round in 0..3 {
+    for (round, script) in [Script::Replacement, Script::Elastic, Script::Replacement]
+        .into_iter()
+        .enumerate()
+    {
         let name = format!("twice-{round}");
         let record = PodRecord::start(&env, &name).await;
-        let mut life = Life::start(&env, &name).await;
-        drive(&mut env, &mut life, async |_: &mut Env| {}).await;
-        assert_life_was_clean(&env, &name, &record, "with two operators").await;
+        let mut life = Life::start(&env, &name, script).await;
+        live(&mut env, &mut life).await;
+        assert_life_was_clean(&env, &life, &record, "with two operators").await;
     }
     second.stop().await;
 }
