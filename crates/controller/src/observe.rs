@@ -12,9 +12,11 @@ use eto_engine::scaling::{Scaler, ScalerKind};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource};
 
+use crate::apply::NamespacedObject;
 use crate::context::{Context, Stores};
 use crate::error::Error;
 use crate::ownership::Owner;
@@ -135,17 +137,11 @@ impl Children {
     /// A read failed.
     pub async fn workers_behind(&self, ctx: &Context, job: JobRef<'_>) -> Result<bool, Error> {
         let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
-        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
         for worker in self.missing_workers(job) {
-            let found = pods
-                .get_metadata_opt(&worker)
-                .await
-                .map_err(|source| Error::Read {
-                    kind: "Pod",
-                    name: worker.clone(),
-                    source,
-                })?;
-            if found.is_some() {
+            if read_metadata::<Pod>(ctx, namespace, &worker)
+                .await?
+                .is_some()
+            {
                 return Ok(true);
             }
         }
@@ -185,6 +181,28 @@ impl Children {
             taken,
         }
     }
+}
+
+/// The metadata of the object `name` of kind `K` in `namespace` as the API server has it (not
+/// a cache: for objects the caches may lack), or `None` when there is none.
+///
+/// # Errors
+/// The read failed.
+pub async fn read_metadata<K: NamespacedObject>(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<ObjectMeta>, Error> {
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
+    let found = api
+        .get_metadata_opt(name)
+        .await
+        .map_err(|source| Error::Read {
+            kind: K::KIND,
+            name: name.into(),
+            source,
+        })?;
+    Ok(found.map(|object| object.metadata))
 }
 
 /// The ScaleIn and ScaleOut requests that select TrainingJob `name`.

@@ -20,11 +20,11 @@
 
 use eto_engine::plan::TakenName;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::Api;
 
 use crate::apply::NamespacedObject;
 use crate::context::Context;
 use crate::error::Error;
+use crate::observe;
 
 /// The objects that may control a job's children: the job, and for the pods of an MPIJob's
 /// launcher, its launcher Job.
@@ -78,17 +78,8 @@ impl Owner {
     where
         K: NamespacedObject,
     {
-        let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
-        let existing = api
-            .get_metadata_opt(name)
-            .await
-            .map_err(|source| Error::Read {
-                kind: K::KIND,
-                name: name.into(),
-                source,
-            })?;
-        match existing {
-            Some(object) => self.may_write(K::KIND, &object.metadata),
+        match observe::read_metadata::<K>(ctx, namespace, name).await? {
+            Some(metadata) => self.may_write(K::KIND, &metadata),
             None => Ok(()),
         }
     }

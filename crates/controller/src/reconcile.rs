@@ -20,6 +20,7 @@ use crate::freshness::Written;
 use crate::metrics::Outcome;
 use crate::observe::{self, Children};
 use crate::ownership::Owner;
+use crate::retries;
 
 /// How many taken names one reconcile finds and plans around; the next reconcile finds any
 /// others.
@@ -75,7 +76,8 @@ pub async fn reconcile(
         .observe(started.elapsed().as_secs_f64());
     let outcome = match &result {
         Ok(_) => {
-            ctx.retries.succeeded(&retry_key(kind, &object));
+            ctx.retries
+                .succeeded(&retries::key(kind.name(), &object.metadata));
             "ok"
         }
         Err(error) => error.category(),
@@ -129,7 +131,6 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
     };
     let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
     let name = object.metadata.name.as_deref().unwrap_or_default();
-    let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
     let resource = apply::job_resource(kind);
     let target = Target {
         object,
@@ -148,6 +149,9 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                 );
                 return Ok(Action::requeue(CACHE_BEHIND_RETRY));
             }
+            // When the pods last changed, for the latency of the discovery this plan writes;
+            // taken only by a reconcile that plans, so that one waiting for the cache keeps it.
+            let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
             let secret = observe::ssh_secret(ctx, job).await?;
             let owner = children.owner(job);
             // Names found taken while writing: the job is planned again knowing them, so that
@@ -185,6 +189,8 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                     .and_then(|s| serde_json::from_value::<MPIJobStatus>(s).ok())
                     .map(|s| mpi_status::to_engine(&s)),
             };
+            // Nothing of the job's host discovery is written: a pod change waits for no one.
+            ctx.metrics.pod_changes.take(kind.name(), namespace, name);
             let plan = plan_undecodable(kind, &object.metadata, status, error, now);
             let requeue = plan.requeue_after;
             let owner = Owner {
@@ -222,16 +228,6 @@ impl Job {
     }
 }
 
-/// The key of a job in [`crate::retries::Retries`].
-fn retry_key(kind: Kind, object: &DynamicObject) -> String {
-    format!(
-        "{}/{}/{}",
-        kind.name(),
-        object.metadata.namespace.as_deref().unwrap_or_default(),
-        object.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
 /// What to do after a failed reconcile of a job of `kind`: log it and try again, sooner after
 /// a first failure than after many (see [`crate::retries`]). An abandoned reconcile is logged
 /// as an error (something is stuck), other failures as warnings (the API server refused a
@@ -245,5 +241,8 @@ pub fn error_policy(kind: Kind, object: &DynamicObject, error: &Error, ctx: &Con
     } else {
         tracing::warn!(namespace, job, category, %error, "reconcile failed");
     }
-    Action::requeue(ctx.retries.failed(&retry_key(kind, object)))
+    Action::requeue(
+        ctx.retries
+            .failed(&retries::key(kind.name(), &object.metadata)),
+    )
 }

@@ -21,6 +21,7 @@ use crate::apply;
 use crate::context::Context;
 use crate::error::Error;
 use crate::listed::Listed;
+use crate::retries;
 use crate::run::JOBS;
 
 /// What a request controller needs.
@@ -50,22 +51,12 @@ pub async fn reconcile(
     object: Arc<DynamicObject>,
     requests: Arc<Requests>,
 ) -> Result<Action, Error> {
-    let key = retry_key(&requests, &object);
+    let key = retries::key(requests.kind.as_str(), &object.metadata);
     let result = handle(object, &requests).await;
     if result.is_ok() {
         requests.shared.retries.succeeded(&key);
     }
     result
-}
-
-/// The key of a request in [`crate::retries::Retries`].
-fn retry_key(requests: &Requests, object: &DynamicObject) -> String {
-    format!(
-        "{}/{}/{}",
-        requests.kind.as_str(),
-        object.metadata.namespace.as_deref().unwrap_or_default(),
-        object.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 async fn handle(object: Arc<DynamicObject>, requests: &Requests) -> Result<Action, Error> {
@@ -126,6 +117,6 @@ pub fn error_policy(object: Arc<DynamicObject>, error: &Error, requests: Arc<Req
         requests
             .shared
             .retries
-            .failed(&retry_key(&requests, &object)),
+            .failed(&retries::key(requests.kind.as_str(), &object.metadata)),
     )
 }

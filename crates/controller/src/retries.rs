@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 /// The wait after the first failure in a row.
 pub const FIRST_RETRY: Duration = Duration::from_millis(200);
 
@@ -23,6 +25,15 @@ pub const MAX_RETRY: Duration = Duration::from_secs(30);
 pub fn delay(failures: u32) -> Duration {
     let doublings = failures.saturating_sub(1).min(16);
     FIRST_RETRY.saturating_mul(1 << doublings).min(MAX_RETRY)
+}
+
+/// The key of the object of `kind` with `metadata` in [`Retries`].
+pub fn key(kind: &str, metadata: &ObjectMeta) -> String {
+    format!(
+        "{kind}/{}/{}",
+        metadata.namespace.as_deref().unwrap_or_default(),
+        metadata.name.as_deref().unwrap_or_default()
+    )
 }
 
 /// The failures in a row of every object whose last reconcile failed.

@@ -10,8 +10,7 @@
 //! 2. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) replaces a lost worker first, then is adopted while the target is
 //!    short of the desired count (before or after a change of `replicas`, the larger), and
-//!    is deleted otherwise. Workers being drained are left
-//!    alone.
+//!    is deleted otherwise. Workers being drained are left alone.
 //! 3. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
 //!    target, or takes its workers out.
 //! 4. When the count the job holds to changed since the last reconcile, the target grows with
