@@ -86,10 +86,12 @@ impl ApiFaults {
     /// `verb` is `None` for requests that name no resource (discovery, `/version`).
     pub fn take(&self, method: &str, path: &str, verb: Option<Verb>) -> Vec<FaultAction> {
         let write = is_write(method);
+        // Counted under the lock: once `clear` returns, every write already counted has met
+        // the faults that were in force when it came.
+        let mut faults = self.lock_faults();
         if write {
             self.writes.fetch_add(1, Ordering::Relaxed);
         }
-        let mut faults = self.lock_faults();
         let mut actions = Vec::new();
         for fault in faults.iter_mut() {
             let matches = fault.remaining > 0
