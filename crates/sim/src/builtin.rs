@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::errors::{ApiError, Cause};
 use crate::operations::{DeleteOptions, WriteOptions, timestamp_now};
@@ -46,6 +46,14 @@ pub fn admit(
         if old.is_none() {
             object["spec"]["finalizers"] = json!(["kubernetes"]);
             object["status"]["phase"] = json!("Active");
+        }
+        // As kube-apiserver's admission: a label naming the namespace, always.
+        let name = object["metadata"]["name"].clone();
+        object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+        Ok(())
+    } else if is(resource, "", "secrets") {
+        if object["type"].as_str().is_none_or(str::is_empty) {
+            object["type"] = json!("Opaque");
         }
         Ok(())
     } else if is(
@@ -200,6 +208,28 @@ fn admit_service(
     }
     if service["spec"].get("sessionAffinity").is_none() {
         service["spec"]["sessionAffinity"] = json!("None");
+    }
+    // The defaults of a single-stack IPv4 cluster.
+    if service["spec"]["type"] != "ExternalName" {
+        let spec = &mut service["spec"];
+        if spec.get("ipFamilies").is_none() {
+            spec["ipFamilies"] = json!(["IPv4"]);
+        }
+        if spec.get("ipFamilyPolicy").is_none() {
+            let headless_without_selector = spec["clusterIP"] == "None"
+                && spec["selector"].as_object().is_none_or(Map::is_empty);
+            spec["ipFamilyPolicy"] = json!(if headless_without_selector {
+                "RequireDualStack"
+            } else {
+                "SingleStack"
+            });
+        }
+        if spec.get("internalTrafficPolicy").is_none() {
+            spec["internalTrafficPolicy"] = json!("Cluster");
+        }
+    }
+    if service["status"].get("loadBalancer").is_none() {
+        service["status"]["loadBalancer"] = json!({});
     }
     for port in service["spec"]["ports"]
         .as_array_mut()
