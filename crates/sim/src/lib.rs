@@ -13,6 +13,10 @@
 //!   of built-in types (`415` for custom resources, as in kube-apiserver), server-side apply
 //!   (see [`merge::managed`]), delete (finalizers, grace periods for running pods,
 //!   `propagationPolicy`), `deletecollection`, `dryRun`, `fieldValidation`.
+//! - Request bodies in JSON, YAML (apply) or, for built-in kinds, Kubernetes' protobuf
+//!   encoding, as client-go and kubectl's typed commands send them (see
+//!   [`apiserver::protobuf`]); custom resources in protobuf and any CBOR body get
+//!   kube-apiserver's `415`.
 //! - Errors are `Status` objects with the standard reasons and codes (`NotFound`,
 //!   `AlreadyExists`, `Conflict`, `Invalid`, `Expired`, ...).
 //! - Watches resume from a resourceVersion, send bookmarks and initial events when asked,
@@ -40,9 +44,10 @@
 //!
 //! # What it does not do
 //! No authentication, authorization or admission webhooks; no TLS (plain HTTP on loopback);
-//! only the JSON wire format: a protobuf or CBOR body is refused with `415`, so kubectl's
-//! `apply`, `patch`, `scale`, `delete` and `get` work but its typed generators such as
-//! `kubectl create service` do not; one version per resource (no conversion); no OpenAPI
+//! answers are always JSON, also to a client whose `Accept` asks for protobuf only (client-go
+//! decodes by the answer's `Content-Type`, so it copes; kube-apiserver would answer in
+//! protobuf), and protobuf bodies are read for the groups listed in [`apiserver::protobuf`]
+//! only; one version per resource (no conversion); no OpenAPI
 //! documents (so no `kubectl explain` and no client-side `kubectl apply` of custom resources);
 //! no aggregated discovery; pods' containers run nothing (their lifecycle is driven by the
 //! simulated kubelet and by fault injection); Services get a cluster IP but nothing routes to

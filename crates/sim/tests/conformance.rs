@@ -168,21 +168,6 @@ async fn errors_carry_the_standard_reasons() {
 }
 
 #[tokio::test]
-async fn a_protobuf_body_is_an_unsupported_media_type() {
-    let (_cluster, client) = cluster().await;
-    let request = http::Request::post("/api/v1/namespaces/default/configmaps")
-        .header("Content-Type", "application/vnd.kubernetes.protobuf")
-        .body(b"k8s\0".to_vec())
-        .unwrap();
-    let kube::Error::Api(status) = client.request_text(request).await.unwrap_err() else {
-        panic!("expected an API error");
-    };
-    assert_eq!(status.code, 415);
-    assert_eq!(status.reason, "UnsupportedMediaType");
-    assert!(status.message.contains("protobuf"), "{}", status.message);
-}
-
-#[tokio::test]
 async fn a_stale_replace_gets_409_conflict() {
     let (_cluster, client) = cluster().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client);

@@ -5,6 +5,7 @@ pub mod discovery;
 pub mod events_view;
 pub mod faults;
 pub mod latency;
+pub mod protobuf;
 pub mod routes;
 pub mod table;
 pub mod watch;
@@ -95,12 +96,23 @@ impl Call {
         })
     }
 
-    fn json_body(&self) -> Result<Value, ApiError> {
+    /// The body as JSON: JSON, YAML, or (for built-in resources) protobuf.
+    fn json_body(&self, resource: &ResourceType) -> Result<Value, ApiError> {
+        if protobuf::is_protobuf(&self.content_type) && !resource.custom {
+            return protobuf::decode(&self.body).map_err(|error| match error {
+                protobuf::ProtobufError::UnknownKind { .. } => {
+                    unknown_format(&["application/json", "application/yaml"])
+                }
+                other => ApiError::BadRequest(other.to_string()),
+            });
+        }
         if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
-            return Err(ApiError::UnsupportedMediaType(format!(
-                "eto-sim accepts JSON (and YAML for apply), not {}",
-                self.content_type
-            )));
+            // As kube-apiserver: custom resources have no protobuf form, and CBOR is off.
+            let mut accepted = vec!["application/json", "application/yaml"];
+            if !resource.custom {
+                accepted.push(protobuf::MEDIA_TYPE);
+            }
+            return Err(unknown_format(&accepted));
         }
         if let Ok(value) = serde_json::from_slice(&self.body) {
             return Ok(value);
@@ -128,6 +140,14 @@ impl Call {
     fn wants_table(&self) -> bool {
         table::wanted(&self.accept)
     }
+}
+
+/// kube-apiserver's refusal of a body in a media type it does not accept.
+fn unknown_format(accepted: &[&str]) -> ApiError {
+    ApiError::UnsupportedMediaType(format!(
+        "the body of the request was in an unknown format - accepted media types include: {}",
+        accepted.join(", ")
+    ))
 }
 
 fn json_response(code: StatusCode, value: &Value, warnings: &[String]) -> Response<Body> {
@@ -476,7 +496,7 @@ impl ApiServer {
         namespace: Option<&str>,
     ) -> Result<Response<Body>, ApiError> {
         let options = call.write_options()?;
-        let body = resolved.store(call.json_body()?);
+        let body = resolved.store(call.json_body(&resolved.resource)?);
         let namespace = namespace
             .map(String::from)
             .or_else(|| body["metadata"]["namespace"].as_str().map(String::from))
@@ -581,7 +601,7 @@ impl ApiServer {
             }
             Method::PUT => {
                 let options = call.write_options()?;
-                let body = call.json_body()?;
+                let body = call.json_body(resource)?;
                 if sub == Some(Subresource::Scale) {
                     let scale = self.store.write(|state| {
                         state.replace_scale(resource, namespace, name, &body, &options)
@@ -598,10 +618,15 @@ impl ApiServer {
                 let options = call.write_options()?;
                 let patch_type =
                     PatchType::from_content_type(&call.content_type).ok_or_else(|| {
-                        ApiError::UnsupportedMediaType(format!(
-                            "the body of the request was in an unknown format: {}",
-                            call.content_type
-                        ))
+                        let mut accepted = vec![
+                            "application/json-patch+json",
+                            "application/merge-patch+json",
+                        ];
+                        if !resource.custom {
+                            accepted.push("application/strategic-merge-patch+json");
+                        }
+                        accepted.push("application/apply-patch+yaml");
+                        unknown_format(&accepted)
                     })?;
                 let force = call.flag("force");
                 if patch_type == PatchType::Apply && call.param("fieldManager").is_none() {
@@ -609,7 +634,7 @@ impl ApiServer {
                         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch".into(),
                     ));
                 }
-                let body = call.json_body()?;
+                let body = call.json_body(resource)?;
                 let written = if resolved.events_v1 {
                     // Patch the events.k8s.io view, store the core form.
                     self.store.write(|state| {
@@ -681,7 +706,7 @@ impl ApiServer {
         namespace: &str,
         name: &str,
     ) -> Result<Response<Body>, ApiError> {
-        let binding = call.json_body()?;
+        let binding = call.json_body(&resolved.resource)?;
         let node = binding["target"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -709,7 +734,7 @@ fn delete_options(call: &Call, resource: &ResourceType) -> Result<DeleteOptions,
     let body: Value = if call.body.is_empty() {
         json!({})
     } else {
-        call.json_body()?
+        call.json_body(resource)?
     };
     let propagation = call
         .param("propagationPolicy")

@@ -1,0 +1,122 @@
+"""Writes what eto-sim needs to read Kubernetes' protobuf bodies, from Kubernetes' sources.
+
+- `crates/sim/src/apiserver/protobuf/kubernetes.binpb`: the descriptors of the API groups
+  eto-sim decodes, compiled from the `generated.proto` files of k8s.io/api and
+  k8s.io/apimachinery (with protoc from the `grpcio-tools` Python package).
+- `crates/sim/src/apiserver/protobuf/go_json.rs`: how Go's JSON encoding shows those types.
+  Kubernetes writes a Go struct's non-pointer fields to protobuf even when they hold their
+  zero value, so a decoded message cannot tell an unset `int32` from one set to 0. Go's JSON
+  encoding can, from the struct: it shows a zero value only for pointer fields and for fields
+  whose json tag lacks `omitempty` (an empty list or map of those as `null`), and it inlines
+  embedded structs. The Go sources say which fields those are.
+
+Usage, with clones of github.com/kubernetes/api and github.com/kubernetes/apimachinery and
+the release tag to read (the same in both):
+    pip install grpcio-tools
+    python3 crates/sim/tools/kubernetes_protos.py ../api ../apimachinery v0.36.3
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "src", "apiserver", "protobuf")
+API_GROUPS = ["core/v1", "apps/v1", "batch/v1", "policy/v1", "autoscaling/v1",
+              "coordination/v1", "events/v1", "rbac/v1"]
+MACHINERY = ["pkg/apis/meta/v1", "pkg/runtime", "pkg/runtime/schema", "pkg/api/resource",
+             "pkg/util/intstr"]
+SCALARS = {"string", "bool", "int", "int32", "int64", "uint32", "uint64", "float64", "byte"}
+FIELD = re.compile(r"^(\w+(?:\.\w+)?)(?:\s+(\*?)([\w.\[\]]+))?\s+`([^`]*)`")
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def tag(tags, key):
+    found = re.search(key + r':"([^"]*)"', tags)
+    return found.group(1) if found else None
+
+
+def fields_of(text):
+    """Yields (struct, proto field, is a shown zero, is inlined) for every struct of a file."""
+    named = dict(re.findall(r"^type (\w+) (\w+)\s*$", text, re.M))
+    for struct in re.finditer(r"^type (\w+) struct \{\n(.*?)^\}", text, re.M | re.S):
+        for line in struct.group(2).splitlines():
+            field = FIELD.match(line.strip())
+            if not field:
+                continue
+            go_name, pointer, go_type, tags = field.groups()
+            json, proto = tag(tags, "json"), tag(tags, "protobuf")
+            if json is None or proto is None:
+                continue
+            found = re.search(r"name=(\w+)", proto)
+            # An embedded struct without a protobuf name is the type's name, lower-camel.
+            proto_name = found.group(1) if found else go_name[0].lower() + go_name[1:]
+            parts = json.split(",")
+            omitempty = "omitempty" in parts[1:]
+            scalar = named.get(go_type or go_name, go_type) in SCALARS
+            collection = (go_type or "").startswith(("[]", "map["))
+            shown_zero = (scalar and (bool(pointer) or not omitempty)) or (
+                collection and not omitempty)
+            yield struct.group(1), proto_name, shown_zero, parts[0] == ""
+
+
+def main():
+    api, machinery, release = sys.argv[1], sys.argv[2], sys.argv[3]
+    packages = [(api, "k8s.io/api", group) for group in API_GROUPS]
+    packages += [(machinery, "k8s.io/apimachinery", package) for package in MACHINERY]
+    versions = sorted({f"{module}@{release}" for _, module, _ in packages})
+
+    with tempfile.TemporaryDirectory() as root:
+        protos = []
+        for repo, module, package in packages:
+            path = os.path.join(root, module, package, "generated.proto")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as out:
+                out.write(git(repo, "show", f"{release}:{package}/generated.proto"))
+            protos.append(f"{module}/{package}/generated.proto")
+        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{root}",
+                        "--descriptor_set_out=" + os.path.join(OUT, "kubernetes.binpb"),
+                        *protos], check=True)
+
+    shown, inlined = [], []
+    for repo, module, package in packages:
+        try:
+            text = git(repo, "show", f"{release}:{package}/types.go")
+        except subprocess.CalledProcessError:
+            continue
+        prefix = (module + "/" + package).replace("/", ".")
+        for struct, proto, shown_zero, inline in fields_of(text):
+            row = (f"{prefix}.{struct}", proto)
+            if inline:
+                inlined.append(row)
+            elif shown_zero:
+                shown.append(row)
+
+    with open(os.path.join(OUT, "go_json.rs"), "w") as out:
+        def line(text=""):
+            out.write(text + "\n")
+        line("//! How Go's JSON encoding shows the fields of Kubernetes' API types, for the protobuf")
+        line("//! bodies eto-sim decodes. Generated by `crates/sim/tools/kubernetes_protos.py` from")
+        line(f"//! {', '.join(versions)}; regenerate rather than edit.")
+        line()
+        line("/// Fields (message, protobuf field) whose zero value JSON shows: pointers, and fields")
+        line("/// without `omitempty` (an empty list or map of those shows as `null`). Sorted.")
+        line("pub const SHOWN_ZEROS: &[(&str, &str)] = &[")
+        for message, field in sorted(set(shown)):
+            line(f'    ("{message}", "{field}"),')
+        line("];")
+        line()
+        line("/// Embedded structs (message, protobuf field), whose fields JSON shows in the enclosing")
+        line("/// object. Sorted.")
+        line("pub const INLINED: &[(&str, &str)] = &[")
+        for message, field in sorted(set(inlined)):
+            line(f'    ("{message}", "{field}"),')
+        line("];")
+
+
+main()
