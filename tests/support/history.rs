@@ -41,6 +41,15 @@ impl PodHistory {
         Self { changes, task }
     }
 
+    /// The names of every pod recorded, sorted.
+    pub fn names(&self) -> std::collections::BTreeSet<String> {
+        let changes = self.changes.lock().expect("the recorder does not panic");
+        changes
+            .iter()
+            .filter_map(|(_, pod)| pod.metadata.name.clone())
+            .collect()
+    }
+
     /// The first recorded change of a pod that satisfies `matches`.
     fn first(&self, what: &str, matches: impl Fn(&Pod) -> bool) -> Seen {
         let changes = self.changes.lock().expect("the recorder does not panic");

@@ -9,7 +9,9 @@
 //!    Service, new workers, the ConfigMap, then the launcher (which mounts the ConfigMap and
 //!    runs as the ServiceAccount). An MPIJob's launcher Job is created instead (its pod
 //!    template is immutable: one that exists already is left as it is), and the annotations
-//!    eto shows its pod are applied alone, since the pod is the Job's.
+//!    eto shows its pod are applied alone, since the pod is the Job's. Pods listed one after
+//!    another (new workers) are written concurrently, in batches that grow from one (see
+//!    [`apply_pods`]).
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
 //! 4. The job's ScaleIn and ScaleOut requests: the job added to their owners, their status.
 //!    A request's status records what it decided (the workers it adds or removes), and the
@@ -179,6 +181,71 @@ fn refused_over_existing(error: &Error) -> bool {
     matches!(error, Error::Apply { source: kube::Error::Api(status), .. } if status.code == 409 || status.code == 422)
 }
 
+/// Applies a pod; returns it when it was new (not in the cache), for the caches to show.
+async fn apply_pod(
+    ctx: &Context,
+    namespace: &str,
+    pod: &Pod,
+    owner: &Owner,
+) -> Result<Option<ObjectRef<Pod>>, Error> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let cached_ref = ObjectRef::new(name).within(namespace);
+    let cached = ctx.stores.pods.get(&cached_ref);
+    if let Some(cached) = &cached {
+        owner.may_write("Pod", &cached.metadata)?;
+    }
+    match apply_one(ctx, namespace, pod).await {
+        Ok(()) => Ok(cached.is_none().then_some(cached_ref)),
+        Err(refused) if cached.is_none() && refused_over_existing(&refused) => {
+            owner.check_existing::<Pod>(ctx, namespace, name).await?;
+            Err(refused)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The most pod writes in flight at once.
+pub const MAX_CONCURRENT_POD_WRITES: usize = 32;
+
+/// Applies pods that do not depend on each other (the workers a plan adds or changes, which
+/// it lists one after another) concurrently, in batches that double from one to
+/// [`MAX_CONCURRENT_POD_WRITES`], as Kubernetes' ReplicaSet and Job controllers create pods:
+/// a template the API server rejects fails one write, not one per worker. A batch with a
+/// failed write is the last: the pods it created are recorded, and the first failure is
+/// returned. The next reconcile keeps the pods created and adds the missing ones (see
+/// `eto_engine::workers`).
+async fn apply_pods(
+    ctx: &Context,
+    namespace: &str,
+    pods: &[&Pod],
+    owner: &Owner,
+    written: &mut Written,
+) -> Result<(), Error> {
+    let mut batch = 1;
+    let mut rest = pods;
+    while !rest.is_empty() {
+        let (now, later) = rest.split_at(batch.min(rest.len()));
+        let results =
+            futures::future::join_all(now.iter().map(|pod| apply_pod(ctx, namespace, pod, owner)))
+                .await;
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(created) => written.created_pods.extend(created),
+                Err(error) => {
+                    failure.get_or_insert(error);
+                }
+            }
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        rest = later;
+        batch = (batch * 2).min(MAX_CONCURRENT_POD_WRITES);
+    }
+    Ok(())
+}
+
 async fn apply_child(
     ctx: &Context,
     namespace: &str,
@@ -188,27 +255,7 @@ async fn apply_child(
 ) -> Result<(), Error> {
     let stores = &ctx.stores;
     match child {
-        Child::Pod(pod) => {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let cached_ref = ObjectRef::new(name).within(namespace);
-            let cached = stores.pods.get(&cached_ref);
-            if let Some(cached) = &cached {
-                owner.may_write("Pod", &cached.metadata)?;
-            }
-            match apply_one(ctx, namespace, pod.as_ref()).await {
-                Ok(()) => {
-                    if cached.is_none() {
-                        written.created_pods.push(cached_ref);
-                    }
-                    Ok(())
-                }
-                Err(refused) if cached.is_none() && refused_over_existing(&refused) => {
-                    owner.check_existing::<Pod>(ctx, namespace, name).await?;
-                    Err(refused)
-                }
-                Err(error) => Err(error),
-            }
-        }
+        Child::Pod(pod) => apply_pods(ctx, namespace, &[pod.as_ref()], owner, written).await,
         Child::Service(service) => {
             apply_checked(ctx, namespace, service.as_ref(), &stores.services, owner).await
         }
@@ -442,8 +489,20 @@ pub async fn execute(
             Err(source) => return Err(Error::CreateSecret { name, source }),
         }
     }
-    for child in &plan.apply {
-        apply_child(ctx, namespace, child, owner, written).await?;
+    // Pods listed one after another go out together (see apply_pods); everything else, in
+    // order, one at a time.
+    let mut children = plan.apply.iter().peekable();
+    while let Some(child) = children.next() {
+        let Child::Pod(pod) = child else {
+            apply_child(ctx, namespace, child, owner, written).await?;
+            continue;
+        };
+        let mut pods = vec![pod.as_ref()];
+        while let Some(Child::Pod(next)) = children.peek() {
+            pods.push(next.as_ref());
+            children.next();
+        }
+        apply_pods(ctx, namespace, &pods, owner, written).await?;
     }
     for deletion in &plan.delete {
         match deletion.kind {

@@ -742,7 +742,16 @@ fn dynamic_mpi(job: &eto_api::MPIJob) -> Arc<DynamicObject> {
 /// Answers every request until the client hangs up: a read of a path in `existing` with its
 /// metadata, any other read with `404 NotFound`, a write with an echo of its body. Returns the
 /// requests as `METHOD URI` with their bodies.
-async fn serve_all(mut handle: Handle, existing: Vec<(&str, Value)>) -> Vec<(String, Value)> {
+async fn serve_all(handle: Handle, existing: Vec<(&str, Value)>) -> Vec<(String, Value)> {
+    serve(handle, existing, None).await
+}
+
+/// [`serve_all`], refusing a write of the path `rejected` with `422 Invalid`.
+async fn serve(
+    mut handle: Handle,
+    existing: Vec<(&str, Value)>,
+    rejected: Option<&str>,
+) -> Vec<(String, Value)> {
     let mut seen = Vec::new();
     while let Some((request, send)) = handle.next_request().await {
         let line = format!("{} {}", request.method(), request.uri());
@@ -764,6 +773,9 @@ async fn serve_all(mut handle: Handle, existing: Vec<(&str, Value)>) -> Vec<(Str
                     .expect("a response")
             }
             (true, None) => failure(404, "NotFound", "not found"),
+            (false, _) if rejected == Some(path.as_str()) => {
+                failure(422, "Invalid", "spec.containers[0].image: Required value")
+            }
             (false, _) => Response::builder()
                 .status(200)
                 .body(Body::from(bytes.to_vec()))
@@ -979,4 +991,60 @@ async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted(
         .expect("the status is written");
     assert_eq!(status["status"]["blacklist"][0]["pod"], "mnist-worker-1");
     assert_eq!(status["status"]["blacklist"][0]["reason"], "Deleted");
+}
+
+/// The worker writes of the first reconcile of a job of seven workers whose worker
+/// `rejected`, if any, the API server refuses; and whether the reconcile succeeded.
+async fn first_reconcile_of_seven_workers(rejected: Option<usize>) -> (Vec<usize>, bool) {
+    let job: TrainingJob =
+        serde_saphyr::from_str(&JOB.replace("replicas: 2", "replicas: 7")).expect("a job");
+    let (client, handle) = mock();
+    let ctx = Cached::default().context(client);
+    let rejected =
+        rejected.map(|index| format!("/api/v1/namespaces/default/pods/mnist-worker-{index}"));
+    let served = tokio::spawn(async move { serve(handle, Vec::new(), rejected.as_deref()).await });
+    let result = reconcile(Kind::TrainingJob, dynamic(&job), ctx).await;
+    let requests = served.await.expect("the mock server");
+    let workers = requests
+        .iter()
+        .filter_map(|(line, _)| {
+            let index = line.strip_prefix("PATCH /api/v1/namespaces/default/pods/mnist-worker-")?;
+            index.split('?').next()?.parse().ok()
+        })
+        .collect();
+    if result.is_ok() {
+        assert!(
+            requests
+                .iter()
+                .any(|(line, _)| line.contains("/configmaps/mnist-config"))
+        );
+    } else {
+        assert!(
+            !requests
+                .iter()
+                .any(|(line, _)| line.contains("/configmaps/") || line.contains("/status")),
+            "nothing after the batch with the refused write: {requests:#?}"
+        );
+    }
+    (workers, result.is_ok())
+}
+
+#[tokio::test]
+async fn new_workers_go_out_in_doubling_batches_and_a_refused_one_ends_them() {
+    // Batches of one, two and four: [0], [1, 2], [3, 4, 5, 6].
+    for (rejected, attempted, succeeds) in [
+        (None, 0..7, true),
+        (Some(0), 0..1, false),
+        (Some(2), 0..3, false),
+        (Some(5), 0..7, false),
+    ] {
+        let (mut workers, succeeded) = first_reconcile_of_seven_workers(rejected).await;
+        workers.sort_unstable();
+        assert_eq!(
+            workers,
+            attempted.collect::<Vec<_>>(),
+            "refusing worker {rejected:?}"
+        );
+        assert_eq!(succeeded, succeeds, "refusing worker {rejected:?}");
+    }
 }

@@ -1,0 +1,92 @@
+//! Jobs of many workers against the simulated cluster: their workers are written
+//! concurrently, in growing batches, and a write refused in the middle of a batch is made
+//! good by the next reconcile under the same names.
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+
+use eto_api::training_job::JobPhase;
+use eto_sim::{Fault, FaultAction};
+use eto_tests::env::{Env, hostfile, in_phase, job_yaml, sim_config};
+use eto_tests::history::PodHistory;
+
+/// Waits until `job` runs with the workers `indices` in its launcher's discovery.
+async fn wait_running_with(env: &Env, job: &str, indices: &[u32]) {
+    env.wait_job(job, "runs", in_phase(JobPhase::Running)).await;
+    let expected = hostfile(job, indices);
+    env.wait_pod(
+        &format!("{job}-launcher"),
+        "lists every worker",
+        |launcher| {
+            launcher
+                .and_then(|pod| pod.metadata.annotations.as_ref())
+                .and_then(|annotations| annotations.get(eto_api::well_known::HOSTFILE_ANNOTATION))
+                .is_some_and(|hosts| *hosts == expected)
+        },
+    )
+    .await;
+}
+
+/// The pods of `job`: its workers with `indices`, and its launcher.
+fn pods_of(job: &str, indices: &[u32]) -> BTreeSet<String> {
+    indices
+        .iter()
+        .map(|i| format!("{job}-worker-{i}"))
+        .chain([format!("{job}-launcher")])
+        .collect()
+}
+
+#[tokio::test]
+async fn a_128_worker_job_starts_every_worker_and_lists_them_all() {
+    let env = Env::start(sim_config(16, 8)).await;
+    let history = PodHistory::start(&env).await;
+    env.apply_job(&job_yaml("wide", 128, 128, "", "Never"))
+        .await;
+    let all: Vec<u32> = (0..128).collect();
+    wait_running_with(&env, "wide", &all).await;
+    assert_eq!(history.names(), pods_of("wide", &all));
+}
+
+#[tokio::test]
+async fn a_pod_write_refused_mid_batch_is_made_good_without_a_duplicate() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let history = PodHistory::start(&env).await;
+    // Batches of one, two and four workers: the sixth pod write, worker 5's, is refused; the
+    // batch's other writes go through, and the reconcile ends without a status.
+    env.cluster.inject(Fault {
+        writes_only: true,
+        path_contains: Some("/pods/".into()),
+        skip: 5,
+        ..Fault::every(FaultAction::Fail(500), 1)
+    });
+    env.apply_job(&job_yaml("batched", 12, 12, "", "Never"))
+        .await;
+    // The next reconcile finds six unrecorded live workers and keeps them; it cannot know
+    // whether the refused worker ever ran (Horovod blacklists hosts by name), so the six it
+    // adds take indices past the highest. Which write of the batch came sixth varies.
+    env.wait_job("batched", "runs twelve workers", |job| {
+        in_phase(JobPhase::Running)(job)
+            && job
+                .status
+                .as_ref()
+                .is_some_and(|status| status.current_workers.len() == 12)
+    })
+    .await;
+    let mut indices: Vec<u32> = env
+        .worker_names("batched")
+        .await
+        .iter()
+        .map(|name| name.trim_start_matches("batched-worker-").parse().unwrap())
+        .collect();
+    indices.sort_unstable();
+    assert_eq!(indices.len(), 12, "{indices:?}");
+    wait_running_with(&env, "batched", &indices).await;
+    assert_eq!(env.cluster.faults_acted(), 1, "the write was refused");
+    assert_eq!(
+        history.names(),
+        pods_of("batched", &indices),
+        "every pod ever created is one of the twelve workers or the launcher"
+    );
+}
