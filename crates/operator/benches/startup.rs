@@ -1,0 +1,321 @@
+//! How fast eto creates a wide job's children, against the floor: a plain `kube::Client`
+//! writing the same objects, in the same order and at the same concurrency, to the same API
+//! server in the same run.
+//!
+//! `cargo bench -p eto-operator --bench startup` runs against an in-process simulated
+//! cluster; `-- --kubeconfig <path>` runs against the cluster that kubeconfig names (eto's
+//! CRDs are installed there; jobs and objects go to the `default` namespace and are deleted
+//! after). `-- --workers <n>` and `-- --rounds <n>` change the job's width (default 128) and
+//! how many rounds are measured (default 5; the median is printed).
+//!
+//! Timed, for eto: from the job's server-side apply until its ConfigMap, the last child of
+//! the first reconcile (after the ServiceAccount, Role, RoleBinding, Service and every
+//! worker), is seen by a watch. For the floor: from the first write until the ConfigMap's
+//! write returned. Both include the Secret.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eto_api::TrainingJob;
+use eto_controller::{Metrics, Settings};
+use eto_engine::kind::JobRef;
+use eto_engine::plan::{Child, Observed, SecretPresence, plan};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The most pod writes in flight at once, as eto's.
+const IN_FLIGHT: usize = eto_controller::apply::MAX_CONCURRENT_POD_WRITES;
+
+struct Options {
+    kubeconfig: Option<String>,
+    workers: u32,
+    rounds: usize,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        kubeconfig: None,
+        workers: 128,
+        rounds: 5,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--kubeconfig" => options.kubeconfig = args.next(),
+            "--workers" => {
+                options.workers = args.next().and_then(|n| n.parse().ok()).unwrap_or(128)
+            }
+            "--rounds" => options.rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(5),
+            // `cargo bench` passes `--bench`.
+            _ => {}
+        }
+    }
+    options
+}
+
+fn job(name: &str, workers: u32) -> TrainingJob {
+    let yaml = format!(
+        r#"
+apiVersion: kai.alibabacloud.com/v1alpha1
+kind: TrainingJob
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  etReplicaSpecs:
+    launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: horovod/horovod:0.28.1
+            command: ["horovodrun", "--host-discovery-script", "/etc/edl/discover_hosts.sh", "python", "train.py"]
+    worker:
+      replicas: {workers}
+      minReplicas: {workers}
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: horovod/horovod:0.28.1
+"#
+    );
+    serde_saphyr::from_str(&yaml).expect("a valid job")
+}
+
+async fn apply<K>(client: &Client, object: &K)
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::default_namespaced(client.clone());
+    let name = object.meta().name.clone().unwrap_or_default();
+    api.patch(
+        &name,
+        &PatchParams::apply("floor").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .expect("the floor's write succeeds");
+}
+
+/// Writes what eto's first reconcile of `job` writes, in its order and batches, with a plain
+/// client; returns how long it took.
+async fn floor(client: &Client, job: &TrainingJob) -> Duration {
+    let observed = Observed {
+        job: JobRef::Training(job),
+        pods: Vec::new(),
+        worker_service: None,
+        config_map: None,
+        service_account: None,
+        role: None,
+        role_binding: None,
+        ssh_secret: SecretPresence::Missing,
+        scalers: &[],
+        launcher_job: None,
+        taken: &[],
+    };
+    let mut planned = plan(&observed, jiff::Timestamp::now());
+    // No owner: nothing is collected while the floor is measured.
+    for child in &mut planned.apply {
+        match child {
+            Child::Pod(pod) => pod.metadata.owner_references = None,
+            Child::Service(service) => service.metadata.owner_references = None,
+            Child::ConfigMap(config_map) => config_map.metadata.owner_references = None,
+            Child::ServiceAccount(account) => account.metadata.owner_references = None,
+            Child::Role(role) => role.metadata.owner_references = None,
+            Child::RoleBinding(binding) => binding.metadata.owner_references = None,
+            Child::LauncherJob(launcher) => launcher.metadata.owner_references = None,
+        }
+    }
+    let started = Instant::now();
+    if let Some(mut secret) = planned.create_ssh_secret {
+        secret.metadata.owner_references = None;
+        Api::<Secret>::default_namespaced(client.clone())
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("the floor's Secret is created");
+    }
+    let mut children = planned.apply.iter().peekable();
+    while let Some(child) = children.next() {
+        match child {
+            Child::Pod(pod) => {
+                let mut pods = vec![pod.as_ref()];
+                while let Some(Child::Pod(next)) = children.peek() {
+                    pods.push(next.as_ref());
+                    children.next();
+                }
+                let mut batch = 1;
+                let mut rest = pods.as_slice();
+                while !rest.is_empty() {
+                    let (now, later) = rest.split_at(batch.min(rest.len()));
+                    futures::future::join_all(now.iter().map(|pod| apply(client, *pod))).await;
+                    rest = later;
+                    batch = (batch * 2).min(IN_FLIGHT);
+                }
+            }
+            Child::Service(service) => apply(client, service.as_ref()).await,
+            Child::ConfigMap(config_map) => apply(client, config_map.as_ref()).await,
+            Child::ServiceAccount(account) => apply(client, account.as_ref()).await,
+            Child::Role(role) => apply(client, role.as_ref()).await,
+            Child::RoleBinding(binding) => apply(client, binding.as_ref()).await,
+            Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
+        }
+    }
+    started.elapsed()
+}
+
+/// Applies `job` with eto running; returns how long until its ConfigMap was seen.
+async fn eto(client: &Client, job: &TrainingJob) -> Duration {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let config_maps: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}-config"));
+    let mut seen = watcher::watcher(config_maps, config).boxed();
+    // The first event comes once the initial list is in.
+    let _ = seen.try_next().await;
+    let jobs: Api<TrainingJob> = Api::default_namespaced(client.clone());
+    let started = Instant::now();
+    jobs.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(job))
+        .await
+        .expect("the job applies");
+    while let Some(event) = seen.try_next().await.expect("the watch runs") {
+        if matches!(
+            event,
+            watcher::Event::Apply(_) | watcher::Event::InitApply(_)
+        ) {
+            break;
+        }
+    }
+    started.elapsed()
+}
+
+/// Deletes what a round created and waits until the pods are gone.
+async fn clean_up(client: &Client, floor_job: &TrainingJob, eto_job: &TrainingJob) {
+    let background = DeleteParams::background();
+    let jobs: Api<TrainingJob> = Api::default_namespaced(client.clone());
+    let name = eto_job.metadata.name.clone().unwrap_or_default();
+    let _ = jobs.delete(&name, &background).await;
+    let floor_name = floor_job.metadata.name.clone().unwrap_or_default();
+    let selector = format!("training-job-name={floor_name}");
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let _ = pods
+        .delete_collection(&background, &ListParams::default().labels(&selector))
+        .await;
+    for object in ["config", "ssh", "workers", "launcher"] {
+        let object = format!("{floor_name}-{object}");
+        let _ = Api::<ConfigMap>::default_namespaced(client.clone())
+            .delete(&object, &background)
+            .await;
+        let _ = Api::<Secret>::default_namespaced(client.clone())
+            .delete(&object, &background)
+            .await;
+        let _ = Api::<k8s_openapi::api::core::v1::Service>::default_namespaced(client.clone())
+            .delete(&object, &background)
+            .await;
+        let _ =
+            Api::<k8s_openapi::api::core::v1::ServiceAccount>::default_namespaced(client.clone())
+                .delete(&object, &background)
+                .await;
+        let _ = Api::<k8s_openapi::api::rbac::v1::Role>::default_namespaced(client.clone())
+            .delete(&object, &background)
+            .await;
+        let _ = Api::<k8s_openapi::api::rbac::v1::RoleBinding>::default_namespaced(client.clone())
+            .delete(&object, &background)
+            .await;
+    }
+    let all = ListParams::default().labels("training-job-name");
+    for _ in 0..600 {
+        if pods
+            .list(&all)
+            .await
+            .map(|list| list.items.is_empty())
+            .unwrap_or(false)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("warning: pods of an earlier round were still there after 60 s");
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let options = options();
+    let mut _cluster = None;
+    let client = match &options.kubeconfig {
+        Some(path) => {
+            let kubeconfig =
+                kube::config::Kubeconfig::read_from(path).expect("a readable kubeconfig");
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .expect("a usable kubeconfig");
+            Client::try_from(config).expect("a client")
+        }
+        None => {
+            let cluster = eto_sim::SimCluster::start(eto_sim::SimConfig::default().gpu_nodes(4, 8))
+                .await
+                .expect("the simulated cluster starts");
+            let client = cluster.client();
+            _cluster = Some(cluster);
+            client
+        }
+    };
+    eto_controller::install_crds(&client)
+        .await
+        .expect("eto's CRDs install");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let operator = tokio::spawn(eto_controller::run(
+        client.clone(),
+        Settings {
+            instance: Some("bench".into()),
+            ..Settings::default()
+        },
+        Arc::new(Metrics::default()),
+        Arc::new(jiff::Timestamp::now),
+        stop.clone().cancelled_owned(),
+    ));
+
+    let (mut floors, mut etos) = (Vec::new(), Vec::new());
+    for round in 0..options.rounds {
+        let floor_job = job(&format!("floor-{round}"), options.workers);
+        let eto_job = job(&format!("eto-{round}"), options.workers);
+        floors.push(floor(&client, &floor_job).await);
+        etos.push(eto(&client, &eto_job).await);
+        clean_up(&client, &floor_job, &eto_job).await;
+    }
+    stop.cancel();
+    let _ = operator.await;
+
+    let (floor, eto) = (median(floors), median(etos));
+    let target = if options.kubeconfig.is_some() {
+        "the kubeconfig's cluster"
+    } else {
+        "eto-sim"
+    };
+    println!(
+        "start-up of a {}-worker TrainingJob against {target}, median of {} rounds:",
+        options.workers, options.rounds
+    );
+    println!(
+        "  floor (plain client, same objects, order and batches): {:>8.1} ms",
+        floor.as_secs_f64() * 1e3
+    );
+    println!(
+        "  eto (apply of the job to its last child seen):          {:>8.1} ms",
+        eto.as_secs_f64() * 1e3
+    );
+    println!("  ratio: {:.2}", eto.as_secs_f64() / floor.as_secs_f64());
+}
