@@ -20,6 +20,7 @@ use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use eto_engine::kind::JobRef;
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
+use eto_tests::env::JobYaml;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -58,34 +59,20 @@ fn options() -> Options {
     options
 }
 
+/// A TrainingJob of `workers` one-GPU workers, all needed to run.
 fn job(name: &str, workers: u32) -> TrainingJob {
-    let yaml = format!(
-        r#"
-apiVersion: kai.alibabacloud.com/v1alpha1
-kind: TrainingJob
-metadata:
-  name: {name}
-  namespace: default
-spec:
-  etReplicaSpecs:
-    launcher:
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: horovod/horovod:0.28.1
-            command: ["horovodrun", "--host-discovery-script", "/etc/edl/discover_hosts.sh", "python", "train.py"]
-    worker:
-      replicas: {workers}
-      minReplicas: {workers}
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: horovod/horovod:0.28.1
-"#
-    );
-    serde_saphyr::from_str(&yaml).expect("a valid job")
+    let yaml = JobYaml {
+        name,
+        replicas: workers,
+        min: workers,
+        max: None,
+        extra_spec: "",
+        worker_policy: "Never",
+    }
+    .render();
+    let mut job: TrainingJob = serde_saphyr::from_str(&yaml).expect("a valid job");
+    job.metadata.namespace = Some("default".into());
+    job
 }
 
 async fn apply<K>(client: &Client, object: &K)
@@ -265,9 +252,10 @@ async fn main() {
             Client::try_from(config).expect("a client")
         }
         None => {
-            let cluster = eto_sim::SimCluster::start(eto_sim::SimConfig::default().gpu_nodes(4, 8))
-                .await
-                .expect("the simulated cluster starts");
+            let cluster =
+                eto_sim::SimCluster::start(eto_sim::SimConfig::default().gpu_nodes(16, 8))
+                    .await
+                    .expect("the simulated cluster starts");
             let client = cluster.client();
             _cluster = Some(cluster);
             client
