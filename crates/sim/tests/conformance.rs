@@ -1244,6 +1244,48 @@ async fn a_kube_runtime_watcher_recovers_from_dropped_watches_and_a_restart() {
 }
 
 #[tokio::test]
+async fn a_table_list_pages_as_kubectl_get_pages_it() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    for name in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &config_map(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let page = |token: Option<&str>| {
+        let query = token.map_or(String::new(), |token| format!("&continue={token}"));
+        http::Request::get(format!(
+            "/api/v1/namespaces/default/configmaps?limit=2{query}"
+        ))
+        .header(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .unwrap()
+    };
+    let first: Value =
+        serde_json::from_str(&client.request_text(page(None)).await.unwrap()).unwrap();
+    let names = |table: &Value| -> Vec<String> {
+        table["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["cells"][0].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&first), ["a", "b"]);
+    assert_eq!(first["metadata"]["remainingItemCount"], 1);
+    let token = first["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token");
+    let second: Value =
+        serde_json::from_str(&client.request_text(page(Some(token))).await.unwrap()).unwrap();
+    assert_eq!(names(&second), ["c"]);
+    assert_eq!(second["metadata"].get("continue"), None);
+}
+
+#[tokio::test]
 async fn kubectl_get_receives_printer_columns_as_a_table() {
     let (_cluster, client, jobs) = cluster_with_a_job().await;
     let status = json!({"apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": "TrainingJob", "status": {"phase": "Running", "restartCount": 0, "workers": {"ready": 2, "pending": 0, "desired": 2, "min": 1}}});

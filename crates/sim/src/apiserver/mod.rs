@@ -401,26 +401,28 @@ impl ApiServer {
             (items, state.resource_version(), matching.count())
         });
         let rv = rv.to_string();
-        if call.wants_table() {
-            let shown: Vec<Value> = items
-                .iter()
-                .map(|(_, object)| resolved.show(object))
-                .collect();
-            let refs: Vec<&Value> = shown.iter().collect();
-            let table = table::table(
-                resource,
-                &refs,
-                &rv,
-                call.param("includeObject") == Some("Object"),
-            );
-            return Ok((json_response(StatusCode::OK, &table, &[]), refs.len()));
-        }
         let mut metadata = json!({"resourceVersion": rv});
         if remaining > 0
             && let Some((last, _)) = items.last()
         {
             metadata["continue"] = json!(encode_continue(&last.namespace, &last.name));
             metadata["remainingItemCount"] = json!(remaining);
+        }
+        if call.wants_table() {
+            let shown: Vec<Value> = items
+                .iter()
+                .map(|(_, object)| resolved.show(object))
+                .collect();
+            let refs: Vec<&Value> = shown.iter().collect();
+            let mut table = table::table(
+                resource,
+                &refs,
+                &rv,
+                call.param("includeObject") == Some("Object"),
+            );
+            // kubectl get pages through Tables too (500 rows at a time).
+            table["metadata"] = metadata;
+            return Ok((json_response(StatusCode::OK, &table, &[]), refs.len()));
         }
         let (api_version, kind) = if resolved.events_v1 {
             ("events.k8s.io/v1".to_string(), "EventList".to_string())
