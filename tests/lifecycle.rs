@@ -244,6 +244,25 @@ async fn a_reconcile_stuck_on_the_api_server_is_abandoned_and_retried() {
     assert_eq!(abandoned, 1, "the stuck reconcile was abandoned once");
 }
 
+#[tokio::test]
+async fn a_job_whose_writes_hang_does_not_hold_up_another() {
+    let env = Env::start(sim_config(2, 8)).await;
+    // Every pod write of job "stalled" hangs: its reconcile waits on the API server.
+    env.cluster.inject(Fault {
+        path_contains: Some("/pods/stalled-".into()),
+        ..hanging_pod_writes(u32::MAX)
+    });
+    env.apply_job(&job_yaml("stalled", 2, 1, "", "Never")).await;
+    env.wait_worker_service("stalled").await;
+    env.apply_job(&job_yaml("brisk", 2, 1, "", "Never")).await;
+    env.wait_job("brisk", "runs", in_phase(JobPhase::Running))
+        .await;
+    assert!(
+        env.worker_names("stalled").await.is_empty(),
+        "the stalled job's pod writes still hang"
+    );
+}
+
 /// The job's live workers (not finished, not being deleted), sorted by name.
 async fn live_workers(env: &Env, job: &str) -> Vec<String> {
     let mut names = Vec::new();

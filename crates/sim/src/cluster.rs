@@ -452,6 +452,11 @@ impl SimCluster {
         self.inner.faults.writes_received()
     }
 
+    /// How many requests of any kind the API server has received (a watch counts once).
+    pub fn requests_received(&self) -> u64 {
+        self.inner.faults.requests_received()
+    }
+
     /// Ends every open watch; clients must watch again.
     pub fn drop_watches(&self) {
         self.inner.faults.drop_watches();

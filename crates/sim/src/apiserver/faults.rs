@@ -69,6 +69,7 @@ pub struct ApiFaults {
     watches: Mutex<CancellationToken>,
     acted: AtomicU64,
     writes: AtomicU64,
+    requests: AtomicU64,
 }
 
 impl ApiFaults {
@@ -89,6 +90,7 @@ impl ApiFaults {
         // Counted under the lock: once `clear` returns, every write already counted has met
         // the faults that were in force when it came.
         let mut faults = self.lock_faults();
+        self.requests.fetch_add(1, Ordering::Relaxed);
         if write {
             self.writes.fetch_add(1, Ordering::Relaxed);
         }
@@ -130,6 +132,12 @@ impl ApiFaults {
     /// or failed.
     pub fn writes_received(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
+    }
+
+    /// How many requests the server has received since it started, of any kind (a watch
+    /// counts once), served or failed.
+    pub fn requests_received(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// A token cancelled when watches are dropped.
@@ -227,6 +235,13 @@ mod tests {
             vec![FaultAction::Fail(500)]
         );
         assert!(faults.take("DELETE", pod, Some(Verb::Delete)).is_empty());
-        assert_eq!((faults.acted(), faults.writes_received()), (1, 4));
+        assert_eq!(
+            (
+                faults.acted(),
+                faults.writes_received(),
+                faults.requests_received()
+            ),
+            (1, 4, 5)
+        );
     }
 }
