@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use eto_api::training_job::JobPhase;
 use eto_sim::{Fault, FaultAction};
-use eto_tests::env::{Env, JobYaml, hostfile, in_phase, job_yaml, sim_config};
+use eto_tests::env::{Env, JobYaml, hostfile, hostfile_shown, in_phase, job_yaml, sim_config};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -119,11 +119,7 @@ impl Life {
             .get_opt(&format!("{}-launcher", self.name))
             .await
             .ok()??;
-        launcher
-            .metadata
-            .annotations?
-            .get(eto_api::well_known::HOSTFILE_ANNOTATION)
-            .cloned()
+        hostfile_shown(&launcher).map(String::from)
     }
 
     async fn in_phase(&self, env: &Env, phase: JobPhase) -> bool {

@@ -171,6 +171,14 @@ spec:{extra_spec}
     }
 }
 
+/// The hostfile a launcher pod shows to host discovery, if any.
+pub fn hostfile_shown(launcher: &Pod) -> Option<&str> {
+    launcher
+        .annotations()
+        .get(eto_api::well_known::HOSTFILE_ANNOTATION)
+        .map(String::as_str)
+}
+
 /// What host discovery prints for the workers of `job` with `indices`, one slot each.
 pub fn hostfile(job: &str, indices: &[u32]) -> String {
     indices
@@ -401,10 +409,7 @@ impl Env {
             .get_opt(&format!("{job}-launcher"))
             .await
             .expect("pods get")?;
-        launcher
-            .annotations()
-            .get(eto_api::well_known::HOSTFILE_ANNOTATION)
-            .cloned()
+        hostfile_shown(&launcher).map(String::from)
     }
 
     /// The `hostfile` of the job's ConfigMap.

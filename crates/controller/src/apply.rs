@@ -11,7 +11,7 @@
 //!    template is immutable: one that exists already is left as it is), and the annotations
 //!    eto shows its pod are applied alone, since the pod is the Job's. Pods listed one after
 //!    another (new workers) are written concurrently, in batches that grow from one (see
-//!    [`apply_pods`]).
+//!    [`steps`] and [`batches`]).
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
 //! 4. The job's ScaleIn and ScaleOut requests: the job added to their owners, their status.
 //!    A request's status records what it decided (the workers it adds or removes), and the
@@ -207,13 +207,49 @@ async fn apply_pod(
 /// The most pod writes in flight at once.
 pub const MAX_CONCURRENT_POD_WRITES: usize = 32;
 
-/// Applies pods that do not depend on each other (the workers a plan adds or changes, which
-/// it lists one after another) concurrently, in batches that double from one to
-/// [`MAX_CONCURRENT_POD_WRITES`], as Kubernetes' ReplicaSet and Job controllers create pods:
-/// a template the API server rejects fails one write, not one per worker. A batch with a
-/// failed write is the last: the pods it created are recorded, and the first failure is
-/// returned. The next reconcile keeps the pods created and adds the missing ones (see
-/// `eto_engine::workers`).
+/// One step of writing a plan's children (see [`steps`]).
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// A child written alone, after the steps before it.
+    One(&'a Child),
+    /// Pods the plan lists one after another (the workers it adds or changes): they do not
+    /// depend on each other, and are written together in [`batches`].
+    Pods(Vec<&'a Pod>),
+}
+
+/// The steps that write `children` in the plan's order.
+pub fn steps(children: &[Child]) -> Vec<Step<'_>> {
+    let mut steps = Vec::new();
+    for child in children {
+        match (child, steps.last_mut()) {
+            (Child::Pod(pod), Some(Step::Pods(pods))) => pods.push(pod.as_ref()),
+            (Child::Pod(pod), _) => steps.push(Step::Pods(vec![pod.as_ref()])),
+            (other, _) => steps.push(Step::One(other)),
+        }
+    }
+    steps
+}
+
+/// `items` in the batches written together: of one, two, four, ... up to
+/// [`MAX_CONCURRENT_POD_WRITES`], as Kubernetes' ReplicaSet and Job controllers create pods,
+/// so that a template the API server rejects fails one write, not one per worker.
+pub fn batches<T>(items: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    let mut size = 1;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (batch, later) = rest.split_at(size.min(rest.len()));
+        rest = later;
+        size = (size * 2).min(MAX_CONCURRENT_POD_WRITES);
+        Some(batch)
+    })
+}
+
+/// Applies `pods` concurrently, in [`batches`]. A batch with a failed write is the last: the
+/// pods it created are recorded, and the first failure is returned. The next reconcile keeps
+/// the pods created and adds the missing ones (see `eto_engine::workers`).
 async fn apply_pods(
     ctx: &Context,
     namespace: &str,
@@ -221,13 +257,13 @@ async fn apply_pods(
     owner: &Owner,
     written: &mut Written,
 ) -> Result<(), Error> {
-    let mut batch = 1;
-    let mut rest = pods;
-    while !rest.is_empty() {
-        let (now, later) = rest.split_at(batch.min(rest.len()));
-        let results =
-            futures::future::join_all(now.iter().map(|pod| apply_pod(ctx, namespace, pod, owner)))
-                .await;
+    for batch in batches(pods) {
+        let results = futures::future::join_all(
+            batch
+                .iter()
+                .map(|pod| apply_pod(ctx, namespace, pod, owner)),
+        )
+        .await;
         let mut failure = None;
         for result in results {
             match result {
@@ -240,8 +276,6 @@ async fn apply_pods(
         if let Some(error) = failure {
             return Err(error);
         }
-        rest = later;
-        batch = (batch * 2).min(MAX_CONCURRENT_POD_WRITES);
     }
     Ok(())
 }
@@ -489,20 +523,11 @@ pub async fn execute(
             Err(source) => return Err(Error::CreateSecret { name, source }),
         }
     }
-    // Pods listed one after another go out together (see apply_pods); everything else, in
-    // order, one at a time.
-    let mut children = plan.apply.iter().peekable();
-    while let Some(child) = children.next() {
-        let Child::Pod(pod) = child else {
-            apply_child(ctx, namespace, child, owner, written).await?;
-            continue;
-        };
-        let mut pods = vec![pod.as_ref()];
-        while let Some(Child::Pod(next)) = children.peek() {
-            pods.push(next.as_ref());
-            children.next();
+    for step in steps(&plan.apply) {
+        match step {
+            Step::One(child) => apply_child(ctx, namespace, child, owner, written).await?,
+            Step::Pods(pods) => apply_pods(ctx, namespace, &pods, owner, written).await?,
         }
-        apply_pods(ctx, namespace, &pods, owner, written).await?;
     }
     for deletion in &plan.delete {
         match deletion.kind {
@@ -565,4 +590,49 @@ pub async fn execute(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    #[test]
+    fn batches_double_from_one_to_the_limit() {
+        let items: Vec<usize> = (0..100).collect();
+        let sizes: Vec<usize> = batches(&items).map(<[usize]>::len).collect();
+        assert_eq!(sizes, [1, 2, 4, 8, 16, 32, 32, 5]);
+        assert_eq!(batches(&items).flatten().count(), 100);
+        assert_eq!(batches::<usize>(&[]).count(), 0);
+    }
+
+    #[test]
+    fn pods_listed_together_make_one_step_and_the_rest_keep_their_order() {
+        let pod = |name: &str| {
+            Child::Pod(Box::new(Pod {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    ..ObjectMeta::default()
+                },
+                ..Pod::default()
+            }))
+        };
+        let config_map = Child::ConfigMap(Box::default());
+        let children = [pod("w-0"), pod("w-1"), config_map, pod("launcher")];
+        let shown: Vec<Vec<&str>> = steps(&children)
+            .iter()
+            .map(|step| match step {
+                Step::One(child) => vec![child.kind()],
+                Step::Pods(pods) => pods
+                    .iter()
+                    .map(|pod| pod.metadata.name.as_deref().unwrap_or_default())
+                    .collect(),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [vec!["w-0", "w-1"], vec!["ConfigMap"], vec!["launcher"]]
+        );
+    }
 }

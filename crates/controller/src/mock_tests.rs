@@ -207,26 +207,9 @@ impl Cached {
     }
 }
 
-/// `job` with no child yet, as the engine sees it.
-fn without_children(job: JobRef<'_>) -> Observed<'_> {
-    Observed {
-        job,
-        launcher_job: None,
-        pods: Vec::new(),
-        worker_service: None,
-        config_map: None,
-        service_account: None,
-        role: None,
-        role_binding: None,
-        ssh_secret: SecretPresence::Missing,
-        scalers: &[],
-        taken: &[],
-    }
-}
-
 /// The first plan of `job`, and the caches as they are once it was carried out.
 fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
-    let first = plan(&without_children(JobRef::Training(job)), now());
+    let first = plan(&Observed::without_children(JobRef::Training(job)), now());
     let cached = Cached::after(&first);
     (first, cached)
 }
@@ -857,7 +840,7 @@ async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
 #[tokio::test]
 async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_only_apply() {
     let mut job = mpi_job();
-    let first = plan(&without_children(JobRef::Mpi(&job)), now());
+    let first = plan(&Observed::without_children(JobRef::Mpi(&job)), now());
     let mut cached = Cached::after(&first);
     job.status = first.status.map(|status| {
         serde_json::from_value(

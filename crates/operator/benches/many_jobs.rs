@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use eto_api::TrainingJob;
 use eto_api::training_job::JobPhase;
 use eto_sim::{SimCluster, SimConfig};
-use eto_tests::env::JobYaml;
+use eto_tests::env::job_yaml;
 use kube::api::{Api, ListParams, PostParams};
 
 struct Options {
@@ -132,15 +132,13 @@ async fn main() {
     let mut own_requests = 0_u64;
     let started = Instant::now();
     for index in 0..options.jobs {
-        let yaml = JobYaml {
-            name: &format!("job-{index}"),
-            replicas: options.workers,
-            min: options.workers,
-            max: None,
-            extra_spec: "",
-            worker_policy: "Never",
-        }
-        .render();
+        let yaml = job_yaml(
+            &format!("job-{index}"),
+            options.workers,
+            options.workers,
+            "",
+            "Never",
+        );
         let job: TrainingJob = serde_saphyr::from_str(&yaml).expect("a valid job");
         jobs.create(&PostParams::default(), &job)
             .await

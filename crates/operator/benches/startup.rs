@@ -17,10 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
+use eto_controller::apply::{Step, batches, steps};
 use eto_controller::{Metrics, Settings};
 use eto_engine::kind::JobRef;
-use eto_engine::plan::{Child, Observed, SecretPresence, plan};
-use eto_tests::env::JobYaml;
+use eto_engine::plan::{Child, Observed, plan};
+use eto_tests::env::job_yaml;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -28,9 +29,6 @@ use kube::runtime::watcher;
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-/// The most pod writes in flight at once, as eto's.
-const IN_FLIGHT: usize = eto_controller::apply::MAX_CONCURRENT_POD_WRITES;
 
 struct Options {
     kubeconfig: Option<String>,
@@ -61,15 +59,7 @@ fn options() -> Options {
 
 /// A TrainingJob of `workers` one-GPU workers, all needed to run.
 fn job(name: &str, workers: u32) -> TrainingJob {
-    let yaml = JobYaml {
-        name,
-        replicas: workers,
-        min: workers,
-        max: None,
-        extra_spec: "",
-        worker_policy: "Never",
-    }
-    .render();
+    let yaml = job_yaml(name, workers, workers, "", "Never");
     let mut job: TrainingJob = serde_saphyr::from_str(&yaml).expect("a valid job");
     job.metadata.namespace = Some("default".into());
     job
@@ -94,23 +84,25 @@ where
     .expect("the floor's write succeeds");
 }
 
+async fn apply_child(client: &Client, child: &Child) {
+    match child {
+        Child::Pod(pod) => apply(client, pod.as_ref()).await,
+        Child::Service(service) => apply(client, service.as_ref()).await,
+        Child::ConfigMap(config_map) => apply(client, config_map.as_ref()).await,
+        Child::ServiceAccount(account) => apply(client, account.as_ref()).await,
+        Child::Role(role) => apply(client, role.as_ref()).await,
+        Child::RoleBinding(binding) => apply(client, binding.as_ref()).await,
+        Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
+    }
+}
+
 /// Writes what eto's first reconcile of `job` writes, in its order and batches, with a plain
 /// client; returns how long it took.
 async fn floor(client: &Client, job: &TrainingJob) -> Duration {
-    let observed = Observed {
-        job: JobRef::Training(job),
-        pods: Vec::new(),
-        worker_service: None,
-        config_map: None,
-        service_account: None,
-        role: None,
-        role_binding: None,
-        ssh_secret: SecretPresence::Missing,
-        scalers: &[],
-        launcher_job: None,
-        taken: &[],
-    };
-    let mut planned = plan(&observed, jiff::Timestamp::now());
+    let mut planned = plan(
+        &Observed::without_children(JobRef::Training(job)),
+        jiff::Timestamp::now(),
+    );
     // No owner: nothing is collected while the floor is measured.
     for child in &mut planned.apply {
         match child {
@@ -131,30 +123,14 @@ async fn floor(client: &Client, job: &TrainingJob) -> Duration {
             .await
             .expect("the floor's Secret is created");
     }
-    let mut children = planned.apply.iter().peekable();
-    while let Some(child) = children.next() {
-        match child {
-            Child::Pod(pod) => {
-                let mut pods = vec![pod.as_ref()];
-                while let Some(Child::Pod(next)) = children.peek() {
-                    pods.push(next.as_ref());
-                    children.next();
-                }
-                let mut batch = 1;
-                let mut rest = pods.as_slice();
-                while !rest.is_empty() {
-                    let (now, later) = rest.split_at(batch.min(rest.len()));
-                    futures::future::join_all(now.iter().map(|pod| apply(client, *pod))).await;
-                    rest = later;
-                    batch = (batch * 2).min(IN_FLIGHT);
+    for step in steps(&planned.apply) {
+        match step {
+            Step::Pods(pods) => {
+                for batch in batches(&pods) {
+                    futures::future::join_all(batch.iter().map(|pod| apply(client, *pod))).await;
                 }
             }
-            Child::Service(service) => apply(client, service.as_ref()).await,
-            Child::ConfigMap(config_map) => apply(client, config_map.as_ref()).await,
-            Child::ServiceAccount(account) => apply(client, account.as_ref()).await,
-            Child::Role(role) => apply(client, role.as_ref()).await,
-            Child::RoleBinding(binding) => apply(client, binding.as_ref()).await,
-            Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
+            Step::One(child) => apply_child(client, child).await,
         }
     }
     started.elapsed()

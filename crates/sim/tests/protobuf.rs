@@ -5,13 +5,12 @@
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
-use eto_sim::apiserver::protobuf::descriptors;
+use eto_sim::apiserver::protobuf::{descriptors, encode};
 use eto_sim::{SimCluster, SimConfig};
 use http_body_util::BodyExt;
 use kube::Client;
 use pretty_assertions::assert_eq;
-use prost_reflect::prost::Message;
-use prost_reflect::{DynamicMessage, Value as Field};
+use prost_reflect::DynamicMessage;
 use serde_json::{Value, json};
 use support::without_assigned;
 
@@ -19,22 +18,12 @@ mod support;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-/// A protobuf body: the magic number and the envelope around message `message` with the wire
-/// fields `fields` (in protobuf's JSON mapping).
+/// A protobuf body of message `message` with the wire fields `fields` (in protobuf's JSON
+/// mapping).
 fn protobuf_body(api_version: &str, kind: &str, message: &str, fields: Value) -> Vec<u8> {
-    let pool = descriptors().unwrap();
-    let object =
-        DynamicMessage::deserialize(pool.get_message_by_name(message).unwrap(), fields).unwrap();
-    let mut envelope = DynamicMessage::deserialize(
-        pool.get_message_by_name("k8s.io.apimachinery.pkg.runtime.Unknown")
-            .unwrap(),
-        json!({"typeMeta": {"apiVersion": api_version, "kind": kind}}),
-    )
-    .unwrap();
-    envelope.set_field_by_name("raw", Field::Bytes(object.encode_to_vec().into()));
-    let mut body = b"k8s\0".to_vec();
-    body.extend(envelope.encode_to_vec());
-    body
+    let descriptor = descriptors().unwrap().get_message_by_name(message).unwrap();
+    let object = DynamicMessage::deserialize(descriptor, fields).unwrap();
+    encode(api_version, kind, &object).unwrap()
 }
 
 /// Object metadata as Go writes it to protobuf: every non-pointer field, zero or not.

@@ -102,6 +102,25 @@ pub struct Observed<'a> {
     pub taken: &'a [TakenName],
 }
 
+impl<'a> Observed<'a> {
+    /// `job` before any of its children exists: the view of a job just created.
+    pub fn without_children(job: JobRef<'a>) -> Self {
+        Self {
+            job,
+            pods: Vec::new(),
+            worker_service: None,
+            config_map: None,
+            service_account: None,
+            role: None,
+            role_binding: None,
+            ssh_secret: SecretPresence::Missing,
+            scalers: &[],
+            launcher_job: None,
+            taken: &[],
+        }
+    }
+}
+
 /// An object to apply.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Child {

@@ -161,6 +161,28 @@ pub fn decode(body: &[u8]) -> Result<serde_json::Value, ProtobufError> {
     Ok(object)
 }
 
+/// The protobuf body of `object`, a message of kind `kind` in `api_version`: the magic
+/// number and the envelope, as client-go writes it.
+///
+/// # Errors
+/// The built-in descriptors did not load.
+pub fn encode(
+    api_version: &str,
+    kind: &str,
+    object: &DynamicMessage,
+) -> Result<Vec<u8>, ProtobufError> {
+    use prost_reflect::prost::Message as _;
+    let mut type_meta = DynamicMessage::new(message("k8s.io.apimachinery.pkg.runtime.TypeMeta")?);
+    type_meta.set_field_by_name("apiVersion", Value::String(api_version.into()));
+    type_meta.set_field_by_name("kind", Value::String(kind.into()));
+    let mut envelope = DynamicMessage::new(message("k8s.io.apimachinery.pkg.runtime.Unknown")?);
+    envelope.set_field_by_name("typeMeta", Value::Message(type_meta));
+    envelope.set_field_by_name("raw", Value::Bytes(object.encode_to_vec().into()));
+    let mut body = MAGIC.to_vec();
+    body.extend(envelope.encode_to_vec());
+    Ok(body)
+}
+
 /// The descriptors of the messages eto-sim decodes (clients can encode bodies with them).
 ///
 /// # Errors

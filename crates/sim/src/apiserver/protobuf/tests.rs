@@ -7,7 +7,7 @@ use prost_reflect::prost::Message;
 use prost_reflect::{DynamicMessage, Value};
 use serde_json::json;
 
-use super::{ProtobufError, decode, message};
+use super::{ProtobufError, decode, encode, message};
 
 /// The message `name` with the wire fields `fields`.
 fn wire(name: &str, fields: serde_json::Value) -> DynamicMessage {
@@ -17,18 +17,7 @@ fn wire(name: &str, fields: serde_json::Value) -> DynamicMessage {
 
 /// A protobuf body: the magic number and the envelope around `object`.
 fn body(api_version: &str, kind: &str, object: &DynamicMessage) -> Vec<u8> {
-    let mut envelope = wire(
-        "k8s.io.apimachinery.pkg.runtime.Unknown",
-        json!({
-            "typeMeta": {"apiVersion": api_version, "kind": kind},
-            "contentEncoding": "",
-            "contentType": ""
-        }),
-    );
-    envelope.set_field_by_name("raw", Value::Bytes(object.encode_to_vec().into()));
-    let mut bytes = b"k8s\0".to_vec();
-    bytes.extend(envelope.encode_to_vec());
-    bytes
+    encode(api_version, kind, object).expect("encodes")
 }
 
 /// Object metadata as Go writes it for a new object: every non-pointer field, zero or not.
