@@ -265,31 +265,42 @@ pub fn schedule(state: &mut State) -> bool {
     let Ok(pod_resource) = state.resource(&pods()) else {
         return false;
     };
+    let mut bound: Vec<&Value> = Vec::new();
+    let mut pending: Vec<Arc<Value>> = Vec::new();
+    for (_, pod) in state.list(&pods(), None) {
+        if terminal(pod) {
+            continue;
+        }
+        if pod["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty())
+        {
+            bound.push(pod);
+            continue;
+        }
+        let ours = pod["spec"]["schedulerName"]
+            .as_str()
+            .is_none_or(|s| s == MANAGER);
+        if ours && pod["metadata"].get("deletionTimestamp").is_none() {
+            pending.push(Arc::clone(pod));
+        }
+    }
+    // Most passes find nothing to place: the usage of every node is summed only when needed.
+    if pending.is_empty() {
+        return false;
+    }
+    let mut used: BTreeMap<String, BTreeMap<String, Milli>> = BTreeMap::new();
+    for pod in bound {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        let usage = used.entry(node.to_string()).or_default();
+        for (resource, amount) in pod_requests(pod) {
+            *usage.entry(resource).or_default() += amount;
+        }
+    }
     let nodes: Vec<Arc<Value>> = state
         .list(&ResourceId::new("", "nodes"), None)
         .map(|(_, n)| Arc::clone(n))
         .collect();
-    let mut used: BTreeMap<String, BTreeMap<String, Milli>> = BTreeMap::new();
-    let mut pending: Vec<Arc<Value>> = Vec::new();
-    for (_, pod) in state.list(&pods(), None) {
-        match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-            Some(node) if !terminal(pod) => {
-                let usage = used.entry(node.to_string()).or_default();
-                for (resource, amount) in pod_requests(pod) {
-                    *usage.entry(resource).or_default() += amount;
-                }
-            }
-            Some(_) => {}
-            None => {
-                let ours = pod["spec"]["schedulerName"]
-                    .as_str()
-                    .is_none_or(|s| s == MANAGER);
-                if ours && !terminal(pod) && pod["metadata"].get("deletionTimestamp").is_none() {
-                    pending.push(Arc::clone(pod));
-                }
-            }
-        }
-    }
     pending.sort_by(|a, b| {
         let key = |p: &Value| {
             (
