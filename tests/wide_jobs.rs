@@ -1,11 +1,13 @@
 //! Jobs of many workers against the simulated cluster: their workers are written
-//! concurrently, in growing batches, and a write refused in the middle of a batch is made
-//! good by the next reconcile without a duplicate.
+//! concurrently, in growing batches, a write refused in the middle of a batch is made good by
+//! the next reconcile without a duplicate, and a pod template the API server rejects is
+//! reported once instead of failing once per worker.
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use eto_api::training_job::JobPhase;
 use eto_sim::{Fault, FaultAction};
@@ -83,5 +85,56 @@ async fn a_pod_write_refused_mid_batch_is_made_good_without_a_duplicate() {
         history.names(),
         pods_of("batched", &indices),
         "every pod ever created is one of the twelve workers or the launcher"
+    );
+}
+
+#[tokio::test]
+async fn a_pod_template_the_api_server_rejects_is_reported_once_not_per_worker() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let history = PodHistory::start(&env).await;
+    // Counts the pod writes, letting them through.
+    env.cluster.inject(Fault {
+        writes_only: true,
+        path_contains: Some("/pods/".into()),
+        ..Fault::every(FaultAction::Delay(Duration::ZERO), u32::MAX)
+    });
+    // Two containers of one name: the CRD takes the template, pod validation does not.
+    let worker = "          - name: worker\n            image: horovod/horovod:0.28.1\n";
+    let yaml = job_yaml("rejected", 16, 16, "", "Never").replacen(worker, &worker.repeat(2), 1);
+    env.apply_job(&yaml).await;
+    let job = env
+        .wait_job("rejected", "reports the rejected pod", |job| {
+            job.status
+                .as_ref()
+                .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Stalled"))
+                .is_some_and(|c| c.reason.as_deref() == Some("PodRejected"))
+        })
+        .await;
+    let status = job.status.unwrap();
+    let stalled = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Stalled")
+        .unwrap();
+    let message = stalled.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("rejected pod rejected-worker-0") && message.contains("Duplicate value"),
+        "{message}"
+    );
+    assert!(
+        status.target_workers.is_empty(),
+        "no worker is counted as the job's"
+    );
+    assert!(history.names().is_empty(), "no pod was ever created");
+    let reported = env.event_reasons("rejected").await;
+    assert_eq!(
+        reported.iter().filter(|r| *r == "PodRejected").count(),
+        1,
+        "{reported:?}"
+    );
+    assert!(
+        env.cluster.faults_acted() < 4,
+        "the first refusal ends the writes: {} pod writes for 16 workers",
+        env.cluster.faults_acted()
     );
 }

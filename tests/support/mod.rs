@@ -35,4 +35,5 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
 }
 
 pub mod env;
+pub mod floor;
 pub mod history;

@@ -8,10 +8,13 @@
 //!    [`crate::ownership`]), in the plan's order: the launcher's ServiceAccount, Role and RoleBinding, the worker
 //!    Service, new workers, the ConfigMap, then the launcher (which mounts the ConfigMap and
 //!    runs as the ServiceAccount). An MPIJob's launcher Job is created instead (its pod
-//!    template is immutable: one that exists already is left as it is), and the annotations
-//!    eto shows its pod are applied alone, since the pod is the Job's. Pods listed one after
-//!    another (new workers) are written concurrently, in batches that grow from one (see
-//!    [`steps`] and [`batches`]).
+//!    template is immutable: one that exists already is left as it is). Pods are applied
+//!    only to create them: the labels and annotations eto shows a pod that exists (the
+//!    launcher's hostfile, a worker's notice, the hosts on an MPIJob launcher Job's pod) are
+//!    written as a JSON merge patch of its metadata, since a pod's spec cannot change and
+//!    the caches do not keep it (see [`crate::trim`]). Pods listed one after another (new
+//!    workers, or notices for every worker) are written concurrently, in batches that grow
+//!    from one (see [`steps`] and [`batches`]).
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
 //! 4. The job's ScaleIn and ScaleOut requests: the job added to their owners, their status.
 //!    A request's status records what it decided (the workers it adds or removes), and the
@@ -30,6 +33,7 @@ use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
 use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
 use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan};
+use eto_engine::pod_metadata::PodMetadata;
 use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
@@ -146,6 +150,7 @@ where
 pub fn is_discovery_data(child: &Child) -> bool {
     match child {
         Child::ConfigMap(_) => true,
+        Child::PodMetadata(change) => change.annotation(HOSTFILE_ANNOTATION).is_some(),
         Child::Pod(pod) => pod
             .metadata
             .annotations
@@ -212,9 +217,12 @@ pub const MAX_CONCURRENT_POD_WRITES: usize = 32;
 pub enum Step<'a> {
     /// A child written alone, after the steps before it.
     One(&'a Child),
-    /// Pods the plan lists one after another (the workers it adds or changes): they do not
-    /// depend on each other, and are written together in [`batches`].
+    /// Pods the plan lists one after another (the workers it adds): they do not depend on
+    /// each other, and are written together in [`batches`].
     Pods(Vec<&'a Pod>),
+    /// Metadata changes of pods the plan lists one after another (the notice shown to every
+    /// worker), written together in [`batches`] like new pods.
+    PodMetadata(Vec<&'a PodMetadata>),
 }
 
 /// The steps that write `children` in the plan's order.
@@ -224,6 +232,8 @@ pub fn steps(children: &[Child]) -> Vec<Step<'_>> {
         match (child, steps.last_mut()) {
             (Child::Pod(pod), Some(Step::Pods(pods))) => pods.push(pod.as_ref()),
             (Child::Pod(pod), _) => steps.push(Step::Pods(vec![pod.as_ref()])),
+            (Child::PodMetadata(change), Some(Step::PodMetadata(changes))) => changes.push(change),
+            (Child::PodMetadata(change), _) => steps.push(Step::PodMetadata(vec![change])),
             (other, _) => steps.push(Step::One(other)),
         }
     }
@@ -280,6 +290,63 @@ async fn apply_pods(
     Ok(())
 }
 
+/// Writes `changes` to the metadata of pods as JSON merge patches, concurrently, in
+/// [`batches`]; the first failure ends the writes and is returned. A pod that is gone (or no
+/// longer cached) is skipped: the next reconcile plans from what exists.
+async fn patch_pods_metadata(
+    ctx: &Context,
+    namespace: &str,
+    changes: &[&PodMetadata],
+    owner: &Owner,
+) -> Result<(), Error> {
+    for batch in batches(changes) {
+        let results = futures::future::join_all(
+            batch
+                .iter()
+                .map(|change| patch_pod_metadata(ctx, namespace, change, owner)),
+        )
+        .await;
+        results.into_iter().collect::<Result<(), Error>>()?;
+    }
+    Ok(())
+}
+
+async fn patch_pod_metadata(
+    ctx: &Context,
+    namespace: &str,
+    change: &PodMetadata,
+    owner: &Owner,
+) -> Result<(), Error> {
+    let cached = ctx
+        .stores
+        .pods
+        .get(&ObjectRef::new(&change.name).within(namespace));
+    let Some(cached) = cached else {
+        return Ok(());
+    };
+    owner.may_write("Pod", &cached.metadata)?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let params = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    };
+    match pods
+        .patch(&change.name, &params, &Patch::Merge(change.merge_patch()))
+        .await
+    {
+        Ok(_) => {
+            ctx.metrics.count_write("Pod", "patch");
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(source) => Err(Error::Apply {
+            kind: "Pod",
+            name: change.name.clone(),
+            source,
+        }),
+    }
+}
+
 async fn apply_child(
     ctx: &Context,
     namespace: &str,
@@ -290,6 +357,7 @@ async fn apply_child(
     let stores = &ctx.stores;
     match child {
         Child::Pod(pod) => apply_pods(ctx, namespace, &[pod.as_ref()], owner, written).await,
+        Child::PodMetadata(change) => patch_pods_metadata(ctx, namespace, &[change], owner).await,
         Child::Service(service) => {
             apply_checked(ctx, namespace, service.as_ref(), &stores.services, owner).await
         }
@@ -527,6 +595,9 @@ pub async fn execute(
         match step {
             Step::One(child) => apply_child(ctx, namespace, child, owner, written).await?,
             Step::Pods(pods) => apply_pods(ctx, namespace, &pods, owner, written).await?,
+            Step::PodMetadata(changes) => {
+                patch_pods_metadata(ctx, namespace, &changes, owner).await?;
+            }
         }
     }
     for deletion in &plan.delete {
@@ -628,6 +699,9 @@ mod tests {
                     .iter()
                     .map(|pod| pod.metadata.name.as_deref().unwrap_or_default())
                     .collect(),
+                Step::PodMetadata(changes) => {
+                    changes.iter().map(|change| change.name.as_str()).collect()
+                }
             })
             .collect();
         assert_eq!(

@@ -1,5 +1,7 @@
 //! What can go wrong in a reconcile.
 
+use eto_engine::plan::RejectedPod;
+
 /// A failed reconcile, by the stage that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -112,6 +114,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// The pod this error is the API server's refusal to create, when retrying at once would
+    /// not change the answer: the pod is invalid (`422`, `400`) or forbidden (`403`: a
+    /// ResourceQuota, Pod Security admission, a webhook). The job is then planned knowing it
+    /// (see `eto_engine::plan::RejectedPod`).
+    pub fn rejected_pod(&self) -> Option<RejectedPod> {
+        match self {
+            Self::Apply {
+                kind: "Pod",
+                name,
+                source: kube::Error::Api(status),
+            } if matches!(status.code, 400 | 403 | 422) => Some(RejectedPod {
+                name: name.clone(),
+                message: status.message.clone(),
+            }),
+            _ => None,
+        }
+    }
+
     /// A short, stable label for metrics and logs.
     pub fn category(&self) -> &'static str {
         match self {

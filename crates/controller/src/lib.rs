@@ -35,6 +35,7 @@ pub mod shutdown;
 pub mod ssh_keys;
 #[cfg(test)]
 mod testing;
+pub mod trim;
 
 pub use context::{Clock, Context, Stores};
 pub use crds::install_crds;

@@ -100,6 +100,24 @@ impl Cached {
                         self.pods.push(*pod);
                     }
                 }
+                Child::PodMetadata(change) => {
+                    let pod = self
+                        .pods
+                        .iter_mut()
+                        .find(|p| p.metadata.name.as_ref() == Some(&change.name))
+                        .expect("metadata changes are of existing pods");
+                    pod.metadata
+                        .labels
+                        .get_or_insert_default()
+                        .extend(change.labels);
+                    let annotations = pod.metadata.annotations.get_or_insert_default();
+                    for (key, value) in change.annotations {
+                        match value {
+                            Some(value) => annotations.insert(key, value),
+                            None => annotations.remove(&key),
+                        };
+                    }
+                }
                 Child::Service(service) => self.services.push(*service),
                 Child::ConfigMap(config_map) => self.config_maps.push(*config_map),
                 Child::ServiceAccount(account) => self.service_accounts.push(*account),
@@ -139,6 +157,7 @@ impl Cached {
             ssh_secret: SecretPresence::Present,
             scalers: &[],
             taken: &[],
+            rejected_pod: None,
         };
         plan(&observed, now())
     }
@@ -737,7 +756,15 @@ async fn serve(
 ) -> Vec<(String, Value)> {
     let mut seen = Vec::new();
     while let Some((request, send)) = handle.next_request().await {
-        let line = format!("{} {}", request.method(), request.uri());
+        // A JSON merge patch is marked; server-side applies are the unmarked PATCH lines.
+        let merge = request
+            .headers()
+            .get("content-type")
+            .is_some_and(|t| t == "application/merge-patch+json");
+        let mut line = format!("{} {}", request.method(), request.uri());
+        if merge {
+            line.push_str(" (merge patch)");
+        }
         let read = request.method() == "GET";
         let path = request.uri().path().to_string();
         let bytes = request
@@ -838,7 +865,7 @@ async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
 }
 
 #[tokio::test]
-async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_only_apply() {
+async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() {
     let mut job = mpi_job();
     let first = plan(&Observed::without_children(JobRef::Mpi(&job)), now());
     let mut cached = Cached::after(&first);
@@ -876,10 +903,16 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_only_apply() {
     let (_, annotated) = requests
         .iter()
         .find(|(line, _)| {
-            line == "PATCH /api/v1/namespaces/default/pods/pi-launcher-x7k2p?&force=true&fieldManager=eto"
+            line == "PATCH /api/v1/namespaces/default/pods/pi-launcher-x7k2p?&fieldManager=eto (merge patch)"
         })
-        .unwrap_or_else(|| panic!("no apply of the launcher pod among {requests:#?}"));
-    assert_eq!(annotated.get("spec"), None, "only metadata is applied");
+        .unwrap_or_else(|| panic!("no patch of the launcher pod among {requests:#?}"));
+    assert_eq!(
+        annotated
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect::<Vec<_>>()),
+        Some(vec!["metadata"]),
+        "only metadata is patched"
+    );
     assert_eq!(
         annotated["metadata"]["annotations"]["eto.dev/hostfile"],
         "pi-worker-0.pi.default.svc:1\npi-worker-1.pi.default.svc:1\n"
@@ -976,9 +1009,12 @@ async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted(
     assert_eq!(status["status"]["blacklist"][0]["reason"], "Deleted");
 }
 
-/// The worker writes of the first reconcile of a job of seven workers whose worker
-/// `rejected`, if any, the API server refuses; and whether the reconcile succeeded.
-async fn first_reconcile_of_seven_workers(rejected: Option<usize>) -> (Vec<usize>, bool) {
+/// The first reconcile of a job of seven workers whose worker `rejected` the API server
+/// refuses as invalid: the indices of the workers written, whether the reconcile succeeded,
+/// and every request.
+async fn first_reconcile_of_seven_workers(
+    rejected: Option<usize>,
+) -> (Vec<usize>, bool, Vec<(String, Value)>) {
     let job: TrainingJob =
         serde_saphyr::from_str(&JOB.replace("replicas: 2", "replicas: 7")).expect("a job");
     let (client, handle) = mock();
@@ -995,39 +1031,118 @@ async fn first_reconcile_of_seven_workers(rejected: Option<usize>) -> (Vec<usize
             index.split('?').next()?.parse().ok()
         })
         .collect();
-    if result.is_ok() {
-        assert!(
-            requests
-                .iter()
-                .any(|(line, _)| line.contains("/configmaps/mnist-config"))
-        );
-    } else {
-        assert!(
-            !requests
-                .iter()
-                .any(|(line, _)| line.contains("/configmaps/") || line.contains("/status")),
-            "nothing after the batch with the refused write: {requests:#?}"
-        );
-    }
-    (workers, result.is_ok())
+    (workers, result.is_ok(), requests)
 }
 
 #[tokio::test]
-async fn new_workers_go_out_in_doubling_batches_and_a_refused_one_ends_them() {
+async fn new_workers_go_out_in_doubling_batches_and_a_rejected_one_ends_them_with_one_condition() {
     // Batches of one, two and four: [0], [1, 2], [3, 4, 5, 6].
-    for (rejected, attempted, succeeds) in [
-        (None, 0..7, true),
-        (Some(0), 0..1, false),
-        (Some(2), 0..3, false),
-        (Some(5), 0..7, false),
+    for (rejected, attempted) in [
+        (None, 0..7),
+        (Some(0), 0..1),
+        (Some(2), 0..3),
+        (Some(5), 0..7),
     ] {
-        let (mut workers, succeeded) = first_reconcile_of_seven_workers(rejected).await;
+        let (mut workers, succeeded, requests) = first_reconcile_of_seven_workers(rejected).await;
         workers.sort_unstable();
         assert_eq!(
             workers,
             attempted.collect::<Vec<_>>(),
-            "refusing worker {rejected:?}"
+            "refusing worker {rejected:?}: no pod is written after the batch with the refusal"
         );
-        assert_eq!(succeeded, succeeds, "refusing worker {rejected:?}");
+        assert!(
+            succeeded,
+            "refusing worker {rejected:?}: the job reports it instead"
+        );
+        let statuses: Vec<&Value> = requests
+            .iter()
+            .filter(|(line, _)| line.contains("/trainingjobs/mnist/status"))
+            .map(|(_, body)| body)
+            .collect();
+        assert_eq!(statuses.len(), 1, "one status write: {requests:#?}");
+        let events: Vec<&Value> = requests
+            .iter()
+            .filter(|(line, _)| line.contains("/events"))
+            .map(|(_, body)| &body["reason"])
+            .collect();
+        let stalled = condition(statuses[0], "Stalled");
+        match rejected {
+            None => {
+                assert_eq!(stalled["status"], "False");
+                assert_eq!(events, [&json!("WorkersCreated")]);
+            }
+            Some(index) => {
+                assert_eq!(stalled["status"], "True", "refusing worker {index}");
+                assert_eq!(stalled["reason"], "PodRejected");
+                let message = stalled["message"].as_str().unwrap_or_default();
+                assert!(
+                    message.contains(&format!("rejected pod mnist-worker-{index}: "))
+                        && message.contains("spec.containers[0].image: Required value"),
+                    "{message}"
+                );
+                assert_eq!(
+                    events,
+                    [&json!("PodRejected")],
+                    "one event, about the refusal"
+                );
+                assert!(
+                    statuses[0]["status"]["targetWorkers"]
+                        .as_array()
+                        .is_none_or(Vec::is_empty),
+                    "no worker is recorded as the job's"
+                );
+            }
+        }
     }
+}
+
+#[tokio::test]
+async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_only() {
+    use crate::trim::Trim;
+
+    let (job, mut cached) = running_job();
+    // The caches hold pods as the watches trim them: no spec but the node.
+    for pod in &mut cached.pods {
+        pod.trim();
+    }
+    let failed = cached
+        .pods
+        .iter_mut()
+        .find(|p| p.metadata.name.as_deref() == Some("mnist-worker-1"))
+        .expect("worker 1");
+    failed.status = Some(
+        serde_json::from_value(json!({"phase": "Failed", "containerStatuses": [{
+            "name": "worker", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}))
+        .expect("a pod status"),
+    );
+    let (client, handle) = mock();
+    let ctx = cached.context(client);
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    let requests = served.await.expect("the mock server");
+    let launcher = "/api/v1/namespaces/default/pods/mnist-launcher";
+    let writes: Vec<&(String, Value)> = requests
+        .iter()
+        .filter(|(line, _)| line.contains(launcher))
+        .collect();
+    assert_eq!(
+        writes.len(),
+        1,
+        "one write of the launcher among {requests:#?}"
+    );
+    let (line, body) = writes[0];
+    assert_eq!(
+        line,
+        &format!("PATCH {launcher}?&fieldManager=eto (merge patch)")
+    );
+    assert_eq!(
+        body,
+        &json!({"metadata": {"annotations": {
+            "eto.dev/hostfile": "mnist-worker-0.mnist-workers:1\n",
+            "eto.dev/deepspeed-hostfile": "mnist-worker-0.mnist-workers slots=1\n",
+        }}})
+    );
 }

@@ -7,7 +7,7 @@ use eto_api::training_job::JobPhase;
 use eto_engine::effective_spec::SshSecretSource;
 use eto_engine::kind::{JobRef, Kind};
 use eto_engine::names;
-use eto_engine::plan::{Observed, SecretPresence, TakenName};
+use eto_engine::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use eto_engine::scaling::{Scaler, ScalerKind};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
@@ -160,12 +160,14 @@ impl Children {
     }
 
     /// The engine's view of `job` with these children; `taken` are names of its children
-    /// found held by objects it does not control.
+    /// found held by objects it does not control, `rejected_pod` a pod the API server
+    /// refused to create.
     pub fn observed<'a>(
         &'a self,
         job: JobRef<'a>,
         ssh_secret: SecretPresence,
         taken: &'a [TakenName],
+        rejected_pod: Option<&'a RejectedPod>,
     ) -> Observed<'a> {
         Observed {
             job,
@@ -179,6 +181,7 @@ impl Children {
             ssh_secret,
             scalers: &self.scalers,
             taken,
+            rejected_pod,
         }
     }
 }

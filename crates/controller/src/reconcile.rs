@@ -29,8 +29,25 @@ const MAX_TAKEN_NAMES: usize = 8;
 /// How soon a job is planned again when its pod cache was found behind the API server.
 const CACHE_BEHIND_RETRY: Duration = Duration::from_millis(500);
 
-/// How long a job may go unreconciled when nothing happens to it.
+/// How long a job may go unreconciled when nothing happens to it, at least (see
+/// [`resync_after`]).
 pub const RESYNC: Duration = Duration::from_secs(10 * 60);
+
+/// The window over which the periodic reconciles of jobs are spread (see [`resync_after`]).
+pub const RESYNC_SPREAD: Duration = Duration::from_secs(2 * 60);
+
+/// When a job with nothing to do is reconciled again: [`RESYNC`] plus an offset in
+/// [`RESYNC_SPREAD`] that the job's uid fixes. Jobs created together (or all found at the
+/// operator's start) would otherwise be reconciled again together, every [`RESYNC`]; with
+/// the offset they come a few at a time, and a job keeps its place from one resync to the next.
+pub fn resync_after(uid: &str) -> Duration {
+    // FNV-1a: stable across runs and builds, unlike the standard library's hasher.
+    let hash = uid.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let window = u64::try_from(RESYNC_SPREAD.as_millis()).unwrap_or(u64::MAX);
+    RESYNC + Duration::from_millis(hash % window)
+}
 /// How long a reconcile may take before it is abandoned (the default of
 /// [`crate::Settings::reconcile_timeout`]). A reconcile makes a few API calls and may wait
 /// [`crate::freshness::CACHE_WAIT`] for the caches; one that takes this long is stuck.
@@ -157,8 +174,12 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // Names found taken while writing: the job is planned again knowing them, so that
             // it reports them and writes around them (see crate::ownership).
             let mut taken = Vec::new();
+            // A pod the API server refused: planned again once, creating no pod, so that the
+            // job reports it (one condition and event, not a failed reconcile per worker).
+            let mut rejected_pod = None;
             loop {
-                let plan = plan(&children.observed(job, secret, &taken), now);
+                let observed = children.observed(job, secret, &taken, rejected_pod.as_ref());
+                let plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
                 let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);
                 match apply::execute(ctx, kind, &target, &owner, plan, &mut written).await {
@@ -166,6 +187,10 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                         if taken.len() < MAX_TAKEN_NAMES && !taken.contains(&held) =>
                     {
                         taken.push(held);
+                    }
+                    Err(error) if rejected_pod.is_none() && error.rejected_pod().is_some() => {
+                        tracing::debug!(namespace, job = name, %error, "a pod was rejected");
+                        rejected_pod = error.rejected_pod();
                     }
                     result => {
                         result?;
@@ -208,8 +233,9 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             "the caches did not show this reconcile's writes in time; the next reconcile may act on older state"
         );
     }
+    let resync = resync_after(object.metadata.uid.as_deref().unwrap_or(name));
     Ok(Action::requeue(
-        requeue.map_or(RESYNC, |after| after.min(RESYNC)),
+        requeue.map_or(resync, |after| after.min(resync)),
     ))
 }
 
@@ -245,4 +271,32 @@ pub fn error_policy(kind: Kind, object: &DynamicObject, error: &Error, ctx: &Con
         ctx.retries
             .failed(&retries::key(kind.name(), &object.metadata)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resyncs_of_many_jobs_spread_over_the_window_and_each_keeps_its_own() {
+        let uids: Vec<String> = (0..1000)
+            .map(|i| format!("3f6c1e2a-{i:04}-4000-8000-00000000beef"))
+            .collect();
+        let mut per_ten_seconds = [0_u32; 12];
+        for uid in &uids {
+            let after = resync_after(uid);
+            assert!(
+                after >= RESYNC && after < RESYNC + RESYNC_SPREAD,
+                "{after:?}"
+            );
+            assert_eq!(resync_after(uid), after, "the same uid, the same offset");
+            let slot = (after - RESYNC).as_secs() / 10;
+            per_ten_seconds[usize::try_from(slot).unwrap_or_default()] += 1;
+        }
+        // About 83 a slot when spread evenly; all at once would put 1,000 in one.
+        assert!(
+            per_ten_seconds.iter().all(|&n| (40..=130).contains(&n)),
+            "{per_ten_seconds:?}"
+        );
+    }
 }

@@ -36,6 +36,7 @@ use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
 use crate::scope::{Scope, merged};
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
+use crate::trim::Trim;
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -111,9 +112,9 @@ where
     }
 }
 
-/// A cache of the objects of kind `K` that eto manages, and the stream that fills it (and
-/// triggers reconciles of their owners). `changes` is sent to after each update of the cache;
-/// `listed` is told when its first list is done.
+/// A cache of the objects of kind `K` that eto manages, trimmed (see [`crate::trim`]), and the
+/// stream that fills it (and triggers reconciles of their owners). `changes` is sent to after
+/// each update of the cache; `listed` is told when its first list is done.
 fn reflected<K>(
     client: &Client,
     scope: &Scope,
@@ -129,6 +130,7 @@ where
         + Clone
         + Debug
         + DeserializeOwned
+        + Trim
         + Send
         + Sync
         + 'static,
@@ -139,6 +141,7 @@ where
     let changes = changes.clone();
     let listed = listed.clone();
     let stream = watch_scope(scope, config, |namespace| api::<K>(client, namespace))
+        .modify(K::trim)
         .reflect(writer)
         .inspect(move |event| {
             listed.observe(K::KIND, event);
@@ -168,6 +171,7 @@ fn reflected_custom(
     let stream = watch_scope(scope, watcher::Config::default(), |namespace| {
         dynamic_api(client, namespace, resource)
     })
+    .modify(DynamicObject::trim)
     .reflect(writer)
     .inspect(move |event| {
         listed.observe(cache, event);
@@ -551,6 +555,7 @@ async fn run_until(
         let watch = watch_scope(&scope, watcher::Config::default(), |namespace| {
             dynamic_api(&client, namespace, &resource)
         })
+        .modify(DynamicObject::trim)
         .reflect(writer)
         .inspect(move |event| {
             job_listed.observe(kind.name(), event);

@@ -26,6 +26,7 @@ pub mod names;
 pub mod notice;
 pub mod parse;
 pub mod plan;
+pub mod pod_metadata;
 pub mod pods;
 pub mod scaling;
 pub mod time;

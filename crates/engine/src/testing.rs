@@ -98,15 +98,18 @@ pub(crate) mod world {
     use serde_json::json;
 
     use crate::kind::{ApiStatus, JobRef};
-    use crate::plan::{Child, ChildKind, Observed, Plan, SecretPresence, TakenName, plan};
+    use crate::plan::{
+        Child, ChildKind, Observed, Plan, RejectedPod, SecretPresence, TakenName, plan,
+    };
     use crate::scaling::{Scaler, ScalerKind};
 
-    /// The names of the pods a plan applies.
+    /// The names of the pods a plan creates or changes the metadata of.
     pub(crate) fn pod_names(plan: &Plan) -> Vec<String> {
         plan.apply
             .iter()
             .filter_map(|child| match child {
                 Child::Pod(pod) => pod.metadata.name.clone(),
+                Child::PodMetadata(change) => Some(change.name.clone()),
                 _ => None,
             })
             .collect()
@@ -143,6 +146,8 @@ pub(crate) mod world {
         pub secret: SecretPresence,
         pub scalers: Vec<Scaler>,
         pub taken: Vec<TakenName>,
+        /// A pod the API server refused in the reconcile being planned.
+        pub rejected_pod: Option<RejectedPod>,
         pub now: jiff::Timestamp,
     }
 
@@ -161,6 +166,7 @@ pub(crate) mod world {
                 secret: SecretPresence::Missing,
                 scalers: Vec::new(),
                 taken: Vec::new(),
+                rejected_pod: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -189,6 +195,7 @@ pub(crate) mod world {
                 ssh_secret: self.secret,
                 scalers: &self.scalers,
                 taken: &self.taken,
+                rejected_pod: self.rejected_pod.as_ref(),
             }
         }
 
@@ -204,27 +211,30 @@ pub(crate) mod world {
                 match child.clone() {
                     Child::Pod(pod) => {
                         let name = pod.metadata.name.clone().expect("pods have names");
-                        if pod.spec.is_none() {
-                            // Metadata only: the annotations of a pod eto does not own.
-                            let existing = self.pod(&name);
-                            existing
-                                .metadata
-                                .annotations
-                                .get_or_insert_default()
-                                .extend(pod.metadata.annotations.unwrap_or_default());
-                            continue;
-                        }
+                        assert!(
+                            !self.pods.contains_key(&name),
+                            "{name} is applied again, but a pod's spec cannot change"
+                        );
                         let mut pod = *pod;
-                        match self.pods.get(&name) {
-                            Some(existing) => pod.status = existing.status.clone(),
-                            None => {
-                                pod.status = Some(
-                                    serde_json::from_value(json!({"phase": "Pending"}))
-                                        .expect("a status"),
-                                )
-                            }
-                        }
+                        pod.status = Some(
+                            serde_json::from_value(json!({"phase": "Pending"})).expect("a status"),
+                        );
                         self.pods.insert(name, pod);
+                    }
+                    Child::PodMetadata(change) => {
+                        let existing = self.pod(&change.name);
+                        let metadata = &mut existing.metadata;
+                        metadata
+                            .labels
+                            .get_or_insert_default()
+                            .extend(change.labels);
+                        let annotations = metadata.annotations.get_or_insert_default();
+                        for (key, value) in change.annotations {
+                            match value {
+                                Some(value) => annotations.insert(key, value),
+                                None => annotations.remove(&key),
+                            };
+                        }
                     }
                     Child::Service(service) => self.service = Some(*service),
                     Child::ConfigMap(config_map) => self.config_map = Some(*config_map),
@@ -311,6 +321,27 @@ pub(crate) mod world {
 
         fn set_status(&mut self, name: &str, status: serde_json::Value) {
             self.pod(name).status = Some(serde_json::from_value(status).expect("a pod status"));
+        }
+
+        /// Reconciles the new TrainingJob `mnist` of two workers until they and its launcher
+        /// run.
+        pub fn launch(&mut self) {
+            self.reconcile();
+            self.ready("mnist-worker-0");
+            self.ready("mnist-worker-1");
+            self.reconcile();
+            self.ready("mnist-launcher");
+            self.reconcile();
+        }
+
+        /// Whether the job's condition `type_` holds, and its reason.
+        pub fn condition(&self, type_: &str) -> (bool, String) {
+            let condition = crate::conditions::find(&self.status().conditions, type_)
+                .unwrap_or_else(|| panic!("no {type_} condition"));
+            (
+                condition.status == eto_api::common::ConditionStatus::True,
+                condition.reason.clone().unwrap_or_default(),
+            )
         }
 
         /// The pod runs on `node-<name>` and is Ready.

@@ -169,6 +169,7 @@ impl Children {
             ssh_secret: SecretPresence::Present,
             scalers: &[],
             taken: &[],
+            rejected_pod: None,
         }
     }
 

@@ -17,18 +17,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
-use eto_controller::apply::{Step, batches, steps};
 use eto_controller::{Metrics, Settings};
-use eto_engine::kind::JobRef;
-use eto_engine::plan::{Child, Observed, plan};
 use eto_tests::env::job_yaml;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::watcher;
-use kube::{Client, Resource};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 struct Options {
     kubeconfig: Option<String>,
@@ -65,74 +60,12 @@ fn job(name: &str, workers: u32) -> TrainingJob {
     job
 }
 
-async fn apply<K>(client: &Client, object: &K)
-where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
-{
-    let api: Api<K> = Api::default_namespaced(client.clone());
-    let name = object.meta().name.clone().unwrap_or_default();
-    api.patch(
-        &name,
-        &PatchParams::apply("floor").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .expect("the floor's write succeeds");
-}
-
-async fn apply_child(client: &Client, child: &Child) {
-    match child {
-        Child::Pod(pod) => apply(client, pod.as_ref()).await,
-        Child::Service(service) => apply(client, service.as_ref()).await,
-        Child::ConfigMap(config_map) => apply(client, config_map.as_ref()).await,
-        Child::ServiceAccount(account) => apply(client, account.as_ref()).await,
-        Child::Role(role) => apply(client, role.as_ref()).await,
-        Child::RoleBinding(binding) => apply(client, binding.as_ref()).await,
-        Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
-    }
-}
-
 /// Writes what eto's first reconcile of `job` writes, in its order and batches, with a plain
 /// client; returns how long it took.
 async fn floor(client: &Client, job: &TrainingJob) -> Duration {
-    let mut planned = plan(
-        &Observed::without_children(JobRef::Training(job)),
-        jiff::Timestamp::now(),
-    );
-    // No owner: nothing is collected while the floor is measured.
-    for child in &mut planned.apply {
-        match child {
-            Child::Pod(pod) => pod.metadata.owner_references = None,
-            Child::Service(service) => service.metadata.owner_references = None,
-            Child::ConfigMap(config_map) => config_map.metadata.owner_references = None,
-            Child::ServiceAccount(account) => account.metadata.owner_references = None,
-            Child::Role(role) => role.metadata.owner_references = None,
-            Child::RoleBinding(binding) => binding.metadata.owner_references = None,
-            Child::LauncherJob(launcher) => launcher.metadata.owner_references = None,
-        }
-    }
+    let planned = eto_tests::floor::first_plan(job);
     let started = Instant::now();
-    if let Some(mut secret) = planned.create_ssh_secret {
-        secret.metadata.owner_references = None;
-        Api::<Secret>::default_namespaced(client.clone())
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("the floor's Secret is created");
-    }
-    for step in steps(&planned.apply) {
-        match step {
-            Step::Pods(pods) => {
-                for batch in batches(&pods) {
-                    futures::future::join_all(batch.iter().map(|pod| apply(client, *pod))).await;
-                }
-            }
-            Step::One(child) => apply_child(client, child).await,
-        }
-    }
+    eto_tests::floor::write(client, &planned).await;
     started.elapsed()
 }
 

@@ -41,6 +41,7 @@ use crate::build::Job;
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::kind::{JobRef, Kind};
+use crate::pod_metadata::PodMetadata;
 use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::{FieldError, validate_job};
 use crate::{mpi_status, names, pods};
@@ -75,6 +76,24 @@ pub const NAME_TAKEN: &str = "NameTaken";
 /// eto's, so no watch tells eto when it goes.
 pub const NAME_TAKEN_RECHECK: Duration = Duration::from_secs(15);
 
+/// A pod of the job that the API server refused to create for a reason that retrying at once
+/// does not change: the pod is invalid (for example a template field the CRD accepts and pod
+/// validation does not), or an admission check forbids it (a ResourceQuota, Pod Security).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedPod {
+    /// The pod's name.
+    pub name: String,
+    /// The API server's message.
+    pub message: String,
+}
+
+/// The reason of the condition and the event of a job whose pod the API server rejected (see
+/// [`RejectedPod`]).
+pub const POD_REJECTED: &str = "PodRejected";
+
+/// How often a job whose pod was rejected tries again: a quota may grow, a webhook change.
+pub const POD_REJECTED_RECHECK: Duration = Duration::from_secs(30);
+
 /// A job and its children, as observed.
 #[derive(Clone, Debug)]
 pub struct Observed<'a> {
@@ -100,6 +119,9 @@ pub struct Observed<'a> {
     pub launcher_job: Option<&'a BatchJob>,
     /// Names of the job's children found held by objects it does not control.
     pub taken: &'a [TakenName],
+    /// A pod the API server refused to create during this reconcile: the job is planned
+    /// again, creating no pod.
+    pub rejected_pod: Option<&'a RejectedPod>,
 }
 
 impl<'a> Observed<'a> {
@@ -117,6 +139,7 @@ impl<'a> Observed<'a> {
             scalers: &[],
             launcher_job: None,
             taken: &[],
+            rejected_pod: None,
         }
     }
 }
@@ -124,8 +147,11 @@ impl<'a> Observed<'a> {
 /// An object to apply.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Child {
-    /// A pod.
+    /// A pod to create. Its spec is immutable: a pod that exists gets
+    /// [`Child::PodMetadata`] instead.
     Pod(Box<Pod>),
+    /// New labels and annotations of a pod that exists.
+    PodMetadata(PodMetadata),
     /// The headless Service.
     Service(Box<Service>),
     /// The discovery ConfigMap.
@@ -145,7 +171,7 @@ impl Child {
     /// The kind of the object, as the API names it.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Pod(_) => "Pod",
+            Self::Pod(_) | Self::PodMetadata(_) => "Pod",
             Self::Service(_) => "Service",
             Self::ConfigMap(_) => "ConfigMap",
             Self::ServiceAccount(_) => "ServiceAccount",
@@ -158,6 +184,7 @@ impl Child {
     /// Its name.
     pub fn name(&self) -> &str {
         let metadata = match self {
+            Self::PodMetadata(change) => return &change.name,
             Self::Pod(pod) => &pod.metadata,
             Self::Service(service) => &service.metadata,
             Self::ConfigMap(config_map) => &config_map.metadata,
@@ -692,6 +719,8 @@ use run::Run;
 mod mpi_tests;
 #[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod rejection_tests;
 #[cfg(test)]
 mod scaling_tests;
 #[cfg(test)]

@@ -32,7 +32,7 @@ fn kinds(plan: &Plan) -> Vec<&'static str> {
         .iter()
         .map(|child| match child {
             Child::Service(_) => "Service",
-            Child::Pod(pod) if pod.spec.is_none() => "PodAnnotations",
+            Child::PodMetadata(_) => "PodAnnotations",
             Child::Pod(_) => "Pod",
             Child::ConfigMap(_) => "ConfigMap",
             Child::LauncherJob(_) => "Job",

@@ -188,9 +188,10 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
     for child in &plan.apply {
         let Child::Pod(pod) = child else { continue };
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let new = pod.spec.is_some() && !before.pods.contains_key(&name);
-        if !new {
-            continue;
+        if before.pods.contains_key(&name) {
+            return Err(format!(
+                "{name} is applied again, but a pod's spec cannot change"
+            ));
         }
         if finished {
             return Err(format!("the finished job creates {name}"));
@@ -208,15 +209,8 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
         }
     }
     for child in &plan.apply {
-        if let Child::Pod(pod) = child
-            && before
-                .pods
-                .contains_key(pod.metadata.name.as_deref().unwrap_or_default())
-            && let Some(hosts) = pod
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(HOSTFILE_ANNOTATION))
+        if let Child::PodMetadata(change) = child
+            && let Some(hosts) = change.annotation(HOSTFILE_ANNOTATION)
         {
             check_hosts(before, hosts, &planned_status)?;
         }

@@ -18,16 +18,16 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
-    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, Planner, SecretPresence,
-    WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
+    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Planner,
+    RejectedPod, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
 };
-use crate::applied::is_applied;
 use crate::build::{self, Job};
 use crate::conditions as c;
 use crate::discovery::{self, Host};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::kind::Kind;
 use crate::loss::Loss;
+use crate::pod_metadata::PodMetadata;
 use crate::{names, notice, pods, scaling};
 
 /// The launcher of the current run, as observed.
@@ -247,6 +247,45 @@ impl<'p, 'o> Run<'p, 'o> {
         self.discovery_and_launcher(&hosts);
         self.show_notices();
         self.phase(&hosts);
+        if let Some(rejected) = self.observed.rejected_pod {
+            self.pod_rejected(rejected);
+        }
+    }
+
+    /// The API server refused to create a pod of the job (see [`RejectedPod`]). Like a
+    /// failed write, the refusal leaves the job as it was, so that the next reconcile decides
+    /// again from the same state: this plan creates no pod and no launcher Job, deletes
+    /// nothing, leaves the ScaleIn and ScaleOut requests alone and keeps the job's status but
+    /// for its conditions (`Ready=False`, `Stalled=True`, reason `PodRejected`) and one
+    /// Warning event per message. It still writes host discovery and notices for the pods
+    /// that exist, so that a lost worker leaves the hostfile at once. The job tries again
+    /// every [`POD_REJECTED_RECHECK`].
+    fn pod_rejected(self, rejected: &RejectedPod) {
+        let message = format!(
+            "the API server rejected pod {}: {}; no pod of {} {} is created until it accepts them",
+            rejected.name,
+            rejected.message,
+            self.job.kind().name(),
+            self.job.name(),
+        );
+        let planner = self.planner;
+        let plan = &mut planner.plan;
+        plan.apply
+            .retain(|child| !matches!(child, Child::Pod(_) | Child::LauncherJob(_)));
+        plan.delete.clear();
+        plan.scalers.clear();
+        plan.events.clear();
+        planner.status = planner.old.clone();
+        let reported = c::find(&planner.old.conditions, c::STALLED).is_some_and(|s| {
+            s.reason.as_deref() == Some(POD_REJECTED) && s.message.as_deref() == Some(&message)
+        });
+        planner.condition(c::READY, false, POD_REJECTED, &message);
+        planner.condition(c::STALLED, true, POD_REJECTED, &message);
+        if !reported {
+            planner.event(true, POD_REJECTED, "Create", message);
+        }
+        let recheck = crate::time::after(planner.now, POD_REJECTED_RECHECK);
+        planner.requeue_at(recheck);
     }
 
     /// Some of the job's children's names are held by objects it does not control: those
@@ -299,8 +338,8 @@ impl<'p, 'o> Run<'p, 'o> {
         planner.requeue_at(recheck);
     }
 
-    /// Re-applies the workers of the run whose notice is not the one they should show (see
-    /// [`crate::notice`]); the launcher's is kept current with its hostfile.
+    /// Changes the metadata of the workers of the run whose notice is not the one they should
+    /// show (see [`crate::notice`]); the launcher's is kept current with its hostfile.
     fn show_notices(&mut self) {
         let name = self.name().to_string();
         let mut updates = Vec::new();
@@ -317,14 +356,13 @@ impl<'p, 'o> Run<'p, 'o> {
                 continue;
             }
             let wanted = notice::for_pod(pod, self.notice.as_ref(), self.planner.now);
-            let mut update = build::worker_pod(self.job(), index, &[]);
-            update.spec = pod.spec.clone();
-            let mut annotations = update.metadata.annotations.take().unwrap_or_default();
+            let mut desired = build::worker_pod(self.job(), index, &[]).metadata;
+            let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
             annotations.extend(notice::annotations(wanted.as_ref()));
-            update.metadata.annotations = Some(annotations).filter(|a| !a.is_empty());
-            if metadata_differs(&update, pod) {
-                updates.push(Child::Pod(Box::new(update)));
+            desired.annotations = Some(annotations).filter(|a| !a.is_empty());
+            if let Some(change) = metadata_change(&desired, pod) {
+                updates.push(change);
             }
         }
         self.planner.plan.apply.extend(updates);
@@ -623,12 +661,8 @@ impl<'p, 'o> Run<'p, 'o> {
                 self.apply_config_map(config_map);
                 let pod = build::launcher_pod(self.job(), &ready_hosts, &deepspeed);
                 if let Some(launcher) = self.launcher().and_then(|l| l.pod) {
-                    // A pod's spec is immutable: re-apply the spec it has, with the new
-                    // metadata.
-                    let mut update = pod;
-                    update.spec = launcher.spec.clone();
-                    if metadata_differs(&update, launcher) {
-                        self.planner.plan.apply.push(Child::Pod(Box::new(update)));
+                    if let Some(change) = metadata_change(&pod.metadata, launcher) {
+                        self.planner.plan.apply.push(change);
                     }
                     return;
                 }
@@ -693,18 +727,12 @@ impl<'p, 'o> Run<'p, 'o> {
         annotations.extend(notice::annotations(
             notice::for_pod(pod, self.notice.as_ref(), self.planner.now).as_ref(),
         ));
-        let update = Pod {
-            metadata: ObjectMeta {
-                name: pod.metadata.name.clone(),
-                namespace: pod.metadata.namespace.clone(),
-                annotations: Some(annotations),
-                ..ObjectMeta::default()
-            },
-            spec: None,
-            status: None,
+        let desired = ObjectMeta {
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
         };
-        if metadata_differs(&update, pod) {
-            self.planner.plan.apply.push(Child::Pod(Box::new(update)));
+        if let Some(change) = metadata_change(&desired, pod) {
+            self.planner.plan.apply.push(change);
         }
     }
 
@@ -865,15 +893,9 @@ impl<'p, 'o> Run<'p, 'o> {
 /// (after it had them, the reason is `BelowMinWorkers`).
 const WAITING_FOR_WORKERS: &str = "WaitingForWorkers";
 
-/// Whether `desired` (eto's pod) differs from the metadata of `observed`: a value eto sets that
-/// the pod lacks or has otherwise, or a notice the pod shows that eto no longer wants.
-fn metadata_differs(desired: &Pod, observed: &Pod) -> bool {
-    let notice = |pod: &Pod| {
-        pod.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(NOTICE_ANNOTATION))
-            .cloned()
-    };
-    !is_applied(&desired.metadata, &observed.metadata) || notice(desired) != notice(observed)
+/// The change that makes `observed` show the labels and annotations of `desired` (eto's pod):
+/// a value eto sets that the pod lacks or has otherwise, or a notice the pod shows that eto no
+/// longer wants. `None` when it shows them already.
+fn metadata_change(desired: &ObjectMeta, observed: &Pod) -> Option<Child> {
+    PodMetadata::change(desired, &observed.metadata, &[NOTICE_ANNOTATION]).map(Child::PodMetadata)
 }

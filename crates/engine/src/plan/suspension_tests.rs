@@ -15,12 +15,7 @@ fn running(policy: ElasticPolicy) -> World {
     let mut job = training_job();
     job.spec.elastic_policy = Some(policy);
     let mut world = World::new(job);
-    world.reconcile();
-    world.ready("mnist-worker-0");
-    world.ready("mnist-worker-1");
-    world.reconcile();
-    world.ready("mnist-launcher");
-    world.reconcile();
+    world.launch();
     assert_eq!(world.status().phase, Some(JobPhase::Running));
     world
 }

@@ -28,12 +28,8 @@ fn started() -> World {
 
 /// A started world whose workers are ready and whose launcher runs.
 fn running() -> World {
-    let mut world = started();
-    world.ready("mnist-worker-0");
-    world.ready("mnist-worker-1");
-    world.reconcile();
-    world.ready("mnist-launcher");
-    world.reconcile();
+    let mut world = World::new(training_job());
+    world.launch();
     world
 }
 
@@ -168,12 +164,7 @@ fn a_failed_worker_leaves_discovery_at_once_and_is_replaced_under_a_new_name() {
     job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
     job.spec.et_replica_specs.worker.min_replicas = Some(1);
     let mut world = World::new(job);
-    world.reconcile();
-    world.ready("mnist-worker-0");
-    world.ready("mnist-worker-1");
-    world.reconcile();
-    world.ready("mnist-launcher");
-    world.reconcile();
+    world.launch();
 
     world.exit("mnist-worker-1", 1);
     let plan = world.reconcile();

@@ -1,0 +1,240 @@
+//! What eto's watch caches keep of an object: what the engine and the controller read, not
+//! the bookkeeping the API server adds.
+//!
+//! Every object is trimmed as it arrives from a watch, before it is cached, so a cache holds
+//! one trimmed copy per object and the untrimmed one is dropped at once. With thousands of
+//! pods this is most of eto's memory: an object's `managedFields` (one entry per writer:
+//! eto, kubelet's status updates, the scheduler's binding) is often larger than the rest of
+//! it, and a pod's spec, with its containers and volumes, is most of the rest.
+//!
+//! # Guarantees
+//! - Dropped: `metadata.managedFields`; the annotation
+//!   `kubectl.kubernetes.io/last-applied-configuration` (a whole copy of the object that
+//!   `kubectl apply` keeps on jobs and requests); a Secret's `data` and `stringData` (eto only
+//!   needs to know that the job's SSH Secret exists, so private keys are not held in memory);
+//!   a pod's spec but for `nodeName`, the only field of it the engine reads (a pod's spec
+//!   never changes, and eto changes a pod's labels and annotations with a merge patch of its
+//!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
+//!   message, conditions and, of each container, its name, readiness, restart count and how
+//!   it terminated (exit code and reason).
+//! - Everything else is kept: metadata, the other kinds' specs.
+//!
+//! # Caveats
+//! A cached object is therefore not a faithful copy of the stored one: nothing may write a
+//! cached object back (eto never does: it applies objects it builds, and patches status).
+
+use k8s_openapi::api::batch::v1::Job as BatchJob;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
+    Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
+
+/// The annotation in which `kubectl apply` keeps the object it last applied.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Removes from an object what eto's caches do not keep (see the module documentation).
+pub trait Trim {
+    /// Removes what is not cached, in place.
+    fn trim(&mut self);
+}
+
+/// Drops the metadata eto does not read: managed fields and the last applied copy.
+fn trim_metadata(metadata: &mut ObjectMeta) {
+    metadata.managed_fields = None;
+    if let Some(annotations) = metadata.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+        if annotations.is_empty() {
+            metadata.annotations = None;
+        }
+    }
+}
+
+macro_rules! trim_metadata_only {
+    ($($kind:ty),*) => {
+        $(impl Trim for $kind {
+            fn trim(&mut self) {
+                trim_metadata(&mut self.metadata);
+            }
+        })*
+    };
+}
+
+trim_metadata_only!(
+    Service,
+    ConfigMap,
+    ServiceAccount,
+    Role,
+    RoleBinding,
+    BatchJob,
+    DynamicObject
+);
+
+impl Trim for Pod {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        if let Some(spec) = self.spec.as_mut() {
+            *spec = PodSpec {
+                node_name: spec.node_name.take(),
+                ..PodSpec::default()
+            };
+        }
+        self.status = self.status.take().map(|status| PodStatus {
+            phase: status.phase,
+            reason: status.reason,
+            message: status.message,
+            conditions: status.conditions,
+            container_statuses: status
+                .container_statuses
+                .map(|statuses| statuses.into_iter().map(kept_of_container).collect()),
+            ..PodStatus::default()
+        });
+    }
+}
+
+/// What is kept of a container's status: its identity and how it terminated, if it did.
+fn kept_of_container(status: ContainerStatus) -> ContainerStatus {
+    let terminated = status
+        .state
+        .and_then(|state| state.terminated)
+        .map(|terminated| ContainerStateTerminated {
+            exit_code: terminated.exit_code,
+            reason: terminated.reason,
+            ..ContainerStateTerminated::default()
+        });
+    ContainerStatus {
+        name: status.name,
+        ready: status.ready,
+        restart_count: status.restart_count,
+        state: terminated.map(|terminated| ContainerState {
+            terminated: Some(terminated),
+            ..ContainerState::default()
+        }),
+        ..ContainerStatus::default()
+    }
+}
+
+impl Trim for Secret {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        self.data = None;
+        self.string_data = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::{Container, Volume};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::*;
+
+    fn metadata(annotations: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            name: Some("job-worker-0".into()),
+            labels: Some(BTreeMap::from([("app".into(), "eto".into())])),
+            annotations: Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+            .filter(|a: &BTreeMap<_, _>| !a.is_empty()),
+            managed_fields: Some(vec![ManagedFieldsEntry {
+                manager: Some("kubelet".into()),
+                ..ManagedFieldsEntry::default()
+            }]),
+            resource_version: Some("7".into()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_pod_keeps_its_metadata_its_node_and_the_status_the_engine_reads() {
+        let mut pod = Pod {
+            metadata: metadata(&[
+                ("eto.dev/notice", "checkpoint"),
+                (LAST_APPLIED_ANNOTATION, "{}"),
+            ]),
+            spec: Some(PodSpec {
+                node_name: Some("gpu-1".into()),
+                containers: vec![Container {
+                    name: "worker".into(),
+                    image: Some("horovod".into()),
+                    ..Container::default()
+                }],
+                volumes: Some(vec![Volume {
+                    name: "ssh".into(),
+                    ..Volume::default()
+                }]),
+                ..PodSpec::default()
+            }),
+            status: serde_json::from_value(serde_json::json!({
+                "phase": "Failed", "podIP": "10.0.0.7", "qosClass": "BestEffort",
+                "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                "containerStatuses": [{"name": "worker", "ready": false, "restartCount": 0,
+                    "image": "horovod", "imageID": "sha256:0", "containerID": "sim://1",
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                        "message": "a long termination log"}}}],
+            }))
+            .expect("a pod status"),
+        };
+        pod.trim();
+        let mut expected = metadata(&[("eto.dev/notice", "checkpoint")]);
+        expected.managed_fields = None;
+        assert_eq!(pod.metadata, expected);
+        assert_eq!(
+            pod.spec,
+            Some(PodSpec {
+                node_name: Some("gpu-1".into()),
+                ..PodSpec::default()
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(pod.status).expect("a status serializes"),
+            serde_json::json!({
+                "phase": "Failed",
+                "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                "containerStatuses": [{"name": "worker", "ready": false, "restartCount": 0,
+                    "image": "", "imageID": "",
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],
+            })
+        );
+    }
+
+    #[test]
+    fn annotations_that_held_only_the_last_applied_copy_are_dropped_whole() {
+        let mut job = DynamicObject {
+            types: None,
+            metadata: metadata(&[(LAST_APPLIED_ANNOTATION, "{\"spec\":{}}")]),
+            data: serde_json::json!({"spec": {"minReplicas": 2}}),
+        };
+        job.trim();
+        assert_eq!(job.metadata.annotations, None);
+        assert_eq!(job.metadata.managed_fields, None);
+        assert_eq!(job.data, serde_json::json!({"spec": {"minReplicas": 2}}));
+    }
+
+    #[test]
+    fn a_secret_keeps_its_name_and_type_but_not_its_keys() {
+        let mut secret = Secret {
+            metadata: metadata(&[]),
+            type_: Some("kubernetes.io/ssh-auth".into()),
+            data: Some(BTreeMap::from([(
+                "ssh-privatekey".into(),
+                ByteString(b"-----BEGIN".to_vec()),
+            )])),
+            string_data: Some(BTreeMap::from([("extra".into(), "x".into())])),
+            ..Secret::default()
+        };
+        secret.trim();
+        assert_eq!(secret.metadata.name.as_deref(), Some("job-worker-0"));
+        assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/ssh-auth"));
+        assert_eq!((secret.data, secret.string_data), (None, None));
+    }
+}
