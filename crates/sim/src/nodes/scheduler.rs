@@ -136,11 +136,23 @@ fn ready(node: &Value) -> bool {
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }
 
-/// Why a pod does not fit a node, in the scheduler's words.
+/// A node's allocatable resources, parsed.
+fn allocatable(node: &Value) -> BTreeMap<String, Milli> {
+    node["status"]["allocatable"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(resource, amount)| Some((resource.clone(), parse_value(amount)?)))
+        .collect()
+}
+
+/// Why a pod does not fit a node (whose allocatable resources are `allocatable`), in the
+/// scheduler's words.
 fn misfit(
     pod: &Value,
     requests: &BTreeMap<String, Milli>,
     node: &Value,
+    allocatable: &BTreeMap<String, Milli>,
     used: &BTreeMap<String, Milli>,
 ) -> Option<String> {
     if !ready(node) {
@@ -171,10 +183,7 @@ fn misfit(
         if *amount == 0 {
             continue;
         }
-        let allocatable = node["status"]["allocatable"]
-            .get(resource)
-            .and_then(parse_value)
-            .unwrap_or(0);
+        let allocatable = allocatable.get(resource).copied().unwrap_or(0);
         let in_use = used.get(resource).copied().unwrap_or(0);
         if in_use + amount > allocatable {
             let name = if resource == "pods" {
@@ -297,9 +306,10 @@ pub fn schedule(state: &mut State) -> bool {
             *usage.entry(resource).or_default() += amount;
         }
     }
-    let nodes: Vec<Arc<Value>> = state
+    // Parsed once a pass, not once for each pod and node.
+    let nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
         .list(&ResourceId::new("", "nodes"), None)
-        .map(|(_, n)| Arc::clone(n))
+        .map(|(_, n)| (Arc::clone(n), allocatable(n)))
         .collect();
     pending.sort_by(|a, b| {
         let key = |p: &Value| {
@@ -323,18 +333,15 @@ pub fn schedule(state: &mut State) -> bool {
         let empty = BTreeMap::new();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(i64, Milli, Milli, &str)> = None;
-        for node in &nodes {
+        for (node, allocatable) in &nodes {
             let node_name = node["metadata"]["name"].as_str().unwrap_or_default();
             let node_used = used.get(node_name).unwrap_or(&empty);
-            if let Some(reason) = misfit(&pod, &requests, node, node_used) {
+            if let Some(reason) = misfit(&pod, &requests, node, allocatable, node_used) {
                 *reasons.entry(reason).or_default() += 1;
                 continue;
             }
             let free = |resource: &str| {
-                node["status"]["allocatable"]
-                    .get(resource)
-                    .and_then(parse_value)
-                    .unwrap_or(0)
+                allocatable.get(resource).copied().unwrap_or(0)
                     - node_used.get(resource).copied().unwrap_or(0)
                     - requests.get(resource).copied().unwrap_or(0)
             };
