@@ -15,7 +15,7 @@
 //! kube-scheduler weighs preferred node affinity against its other scores; here it always
 //! comes first, which is the outcome a single strong preference (weight 100) gets there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -298,19 +298,33 @@ pub fn schedule(state: &mut State) -> bool {
     if pending.is_empty() {
         return false;
     }
-    let mut used: BTreeMap<String, BTreeMap<String, Milli>> = BTreeMap::new();
-    for pod in bound {
-        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-        let usage = used.entry(node.to_string()).or_default();
-        for (resource, amount) in pod_requests(pod) {
-            *usage.entry(resource).or_default() += amount;
-        }
-    }
-    // Parsed once a pass, not once for each pod and node.
-    let nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
+    // Parsed once a pass, not once for each pod and node; by name, so that a node's position
+    // breaks ties as its name does.
+    let mut nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
         .list(&ResourceId::new("", "nodes"), None)
         .map(|(_, n)| (Arc::clone(n), allocatable(n)))
         .collect();
+    nodes.sort_by(|(a, _), (b, _)| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    let position: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, (node, _))| (node["metadata"]["name"].as_str().unwrap_or_default(), i))
+        .collect();
+    // What the pods bound to each node request, by the node's position.
+    let mut used: Vec<BTreeMap<String, Milli>> = vec![BTreeMap::new(); nodes.len()];
+    for pod in bound {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        let Some(&at) = position.get(node) else {
+            continue;
+        };
+        for (resource, amount) in pod_requests(pod) {
+            *used[at].entry(resource).or_default() += amount;
+        }
+    }
     pending.sort_by(|a, b| {
         let key = |p: &Value| {
             (
@@ -330,12 +344,10 @@ pub fn schedule(state: &mut State) -> bool {
     let mut wrote = false;
     for pod in pending {
         let requests = pod_requests(&pod);
-        let empty = BTreeMap::new();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        let mut best: Option<(i64, Milli, Milli, &str)> = None;
-        for (node, allocatable) in &nodes {
-            let node_name = node["metadata"]["name"].as_str().unwrap_or_default();
-            let node_used = used.get(node_name).unwrap_or(&empty);
+        let mut best: Option<(i64, Milli, Milli, usize)> = None;
+        for (at, (node, allocatable)) in nodes.iter().enumerate() {
+            let node_used = &used[at];
             if let Some(reason) = misfit(&pod, &requests, node, allocatable, node_used) {
                 *reasons.entry(reason).or_default() += 1;
                 continue;
@@ -349,7 +361,7 @@ pub fn schedule(state: &mut State) -> bool {
                 -preference(&pod, node),
                 free("nvidia.com/gpu"),
                 free("cpu"),
-                node_name,
+                at,
             );
             if best.is_none_or(|current| score < current) {
                 best = Some(score);
@@ -364,12 +376,14 @@ pub fn schedule(state: &mut State) -> bool {
             .unwrap_or_default()
             .to_string();
         match best {
-            Some((_, _, _, node)) => {
-                let node = node.to_string();
+            Some((_, _, _, at)) => {
+                let node = nodes[at].0["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
-                    let usage = used.entry(node).or_default();
                     for (resource, amount) in requests {
-                        *usage.entry(resource).or_default() += amount;
+                        *used[at].entry(resource).or_default() += amount;
                     }
                     wrote = true;
                 }
