@@ -1,7 +1,8 @@
 //! Jobs of many workers against the simulated cluster: their workers are written
 //! concurrently, in growing batches, a write refused in the middle of a batch is made good by
-//! the next reconcile without a duplicate, and a pod template the API server rejects is
-//! reported once instead of failing once per worker.
+//! the next reconcile without a duplicate, a pod template the API server rejects is reported
+//! once instead of failing once per worker, and jobs reconciled at the same time keep to their
+//! own pods.
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
@@ -136,5 +137,30 @@ async fn a_pod_template_the_api_server_rejects_is_reported_once_not_per_worker()
         env.cluster.faults_acted() < 4,
         "the first refusal ends the writes: {} pod writes for 16 workers",
         env.cluster.faults_acted()
+    );
+}
+
+#[tokio::test]
+async fn two_jobs_created_together_each_get_their_own_workers_and_hosts() {
+    let env = Env::start(sim_config(4, 8)).await;
+    let history = PodHistory::start(&env).await;
+    // Reconciled at the same time: each job's workers are written in batches while the
+    // other's are.
+    let (left, right) = (
+        job_yaml("left", 12, 12, "", "Never"),
+        job_yaml("right", 12, 12, "", "Never"),
+    );
+    tokio::join!(env.apply_job(&left), env.apply_job(&right));
+    let all: Vec<u32> = (0..12).collect();
+    wait_running_with(&env, "left", &all).await;
+    wait_running_with(&env, "right", &all).await;
+    let expected: BTreeSet<String> = pods_of("left", &all)
+        .into_iter()
+        .chain(pods_of("right", &all))
+        .collect();
+    assert_eq!(
+        history.names(),
+        expected,
+        "each job created its own workers and launcher, once"
     );
 }
