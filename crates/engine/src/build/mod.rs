@@ -29,7 +29,7 @@ pub use objects::{
     SSH_AUTH_SECRET_TYPE, config_map, launcher_role, launcher_role_binding,
     launcher_service_account, ssh_secret, worker_service,
 };
-pub use worker::worker_pod;
+pub use worker::{worker_metadata, worker_pod};
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
 use crate::kind::{JobRef, Kind};

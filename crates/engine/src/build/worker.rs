@@ -20,28 +20,13 @@ use crate::{cooldown, names, notice};
 /// mpi-operator builds it: the key pair at `sshAuthMountPath` in the first container,
 /// `K_MPI_JOB_ROLE=worker`, the job's Service domain in its DNS search path.
 pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod {
-    let template = job.job.worker_template().cloned().unwrap_or_default();
-    let template_metadata = template.metadata.unwrap_or_default();
+    let metadata = worker_metadata(job, index);
     let name = names::worker(job.name(), index);
     let kind = job.kind();
-    let mut labels = job.pod_labels(Role::Worker);
-    // With the launcher as worker 0, mpi-operator numbers workers from 1 (Kueue's topology
-    // aware scheduling needs unique indices across the pod group).
-    let shown_index = match &job.spec.mpi {
-        Some(mpi) if mpi.run_launcher_as_worker => index + 1,
-        _ => index,
-    };
-    labels.insert(kind.index_label().into(), shown_index.to_string());
-    let annotations = merged(
-        template_metadata.annotations.as_ref(),
-        notice::annotations(job.notice),
-    );
-    let metadata = ObjectMeta {
-        labels: Some(merged(template_metadata.labels.as_ref(), labels)),
-        annotations: Some(annotations).filter(|a| !a.is_empty()),
-        ..job.metadata(name.clone())
-    };
-    let mut spec = template.spec.unwrap_or_default();
+    let template = job.job.worker_template();
+    let mut spec = template
+        .and_then(|template| template.spec.clone())
+        .unwrap_or_default();
     spec.restart_policy = Some("Never".into());
     spec.hostname = Some(name);
     spec.subdomain = Some(job.service_name());
@@ -87,5 +72,34 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
         metadata,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// The labels and annotations of worker `index` of `job` (see [`worker_pod`]): the template's,
+/// with eto's labels and the job's notice over them.
+pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
+    let template_metadata = job
+        .job
+        .worker_template()
+        .and_then(|template| template.metadata.as_ref());
+    let mut labels = job.pod_labels(Role::Worker);
+    // With the launcher as worker 0, mpi-operator numbers workers from 1 (Kueue's topology
+    // aware scheduling needs unique indices across the pod group).
+    let shown_index = match &job.spec.mpi {
+        Some(mpi) if mpi.run_launcher_as_worker => index + 1,
+        _ => index,
+    };
+    labels.insert(job.kind().index_label().into(), shown_index.to_string());
+    let annotations = merged(
+        template_metadata.and_then(|m| m.annotations.as_ref()),
+        notice::annotations(job.notice),
+    );
+    ObjectMeta {
+        labels: Some(merged(
+            template_metadata.and_then(|m| m.labels.as_ref()),
+            labels,
+        )),
+        annotations: Some(annotations).filter(|a| !a.is_empty()),
+        ..job.metadata(names::worker(job.name(), index))
     }
 }

@@ -356,7 +356,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 continue;
             }
             let wanted = notice::for_pod(pod, self.notice.as_ref(), self.planner.now);
-            let mut desired = build::worker_pod(self.job(), index, &[]).metadata;
+            let mut desired = build::worker_metadata(self.job(), index);
             let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
             annotations.extend(notice::annotations(wanted.as_ref()));
