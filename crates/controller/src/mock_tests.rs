@@ -801,6 +801,22 @@ async fn echo_all(handle: Handle) -> Vec<(String, Value)> {
     serve_all(handle, Vec::new()).await
 }
 
+/// Reconciles `object`, a job of `kind`, over `cached`, against an API server that accepts
+/// every write ([`echo_all`]); returns the requests it received.
+async fn reconciled_accepting(
+    cached: Cached,
+    kind: Kind,
+    object: Arc<DynamicObject>,
+) -> Vec<(String, Value)> {
+    let (client, handle) = mock();
+    let ctx = cached.context(client);
+    let served = tokio::spawn(echo_all(handle));
+    reconcile(kind, object, ctx)
+        .await
+        .expect("the reconcile succeeds");
+    served.await.expect("the mock server")
+}
+
 #[tokio::test]
 async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_status() {
     let (client, handle) = mock();
@@ -893,13 +909,7 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() 
         .expect("a pod"),
     );
     cached.all_ready();
-    let (client, handle) = mock();
-    let ctx = cached.context(client);
-    let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
-        .await
-        .expect("the reconcile succeeds");
-    let requests = served.await.expect("the mock server");
+    let requests = reconciled_accepting(cached, Kind::MpiJob, dynamic_mpi(&job)).await;
     let (_, annotated) = requests
         .iter()
         .find(|(line, _)| {
@@ -993,13 +1003,7 @@ async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted(
     assert_eq!(lines, [format!("GET {worker}")]);
 
     // It is gone: the loss is planned (the status lists it on the blacklist).
-    let (client, handle) = mock();
-    let ctx = cached.context(client);
-    let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
-        .await
-        .expect("the reconcile succeeds");
-    let requests = served.await.expect("the mock server");
+    let requests = reconciled_accepting(cached, Kind::TrainingJob, dynamic(&job)).await;
     assert_eq!(requests[0].0, format!("GET {worker}"));
     let (_, status) = requests
         .iter()
@@ -1116,13 +1120,7 @@ async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_o
             "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}))
         .expect("a pod status"),
     );
-    let (client, handle) = mock();
-    let ctx = cached.context(client);
-    let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
-        .await
-        .expect("the reconcile succeeds");
-    let requests = served.await.expect("the mock server");
+    let requests = reconciled_accepting(cached, Kind::TrainingJob, dynamic(&job)).await;
     let launcher = "/api/v1/namespaces/default/pods/mnist-launcher";
     let writes: Vec<&(String, Value)> = requests
         .iter()
