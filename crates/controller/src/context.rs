@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use eto_engine::kind::Kind;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
 use kube::api::DynamicObject;
@@ -14,6 +14,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
+use crate::pod_cache::PodCache;
 use crate::retries::Retries;
 
 /// Where a reconcile reads the time; tests pass a fixed one.
@@ -30,8 +31,8 @@ pub struct Stores {
     pub mpi_jobs: Store<DynamicObject>,
     /// The launcher Jobs of MPIJobs.
     pub launcher_jobs: Store<BatchJob>,
-    /// Launchers and workers.
-    pub pods: Store<Pod>,
+    /// Launchers and workers, indexed by controller.
+    pub pods: PodCache,
     /// Headless worker Services.
     pub services: Store<Service>,
     /// Discovery ConfigMaps.

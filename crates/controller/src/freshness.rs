@@ -106,15 +106,16 @@ mod tests {
     use tokio::sync::watch;
 
     use super::*;
-    use crate::testing::listed;
+    use crate::pod_cache::PodCacheWriter;
+    use crate::testing::{listed, listed_pods};
 
     fn resource() -> ApiResource {
         ApiResource::erase::<eto_api::TrainingJob>(&())
     }
 
     /// Stores with no objects, and the writers of the pod and job caches.
-    fn stores() -> (Stores, Writer<Pod>, Writer<DynamicObject>) {
-        let pod_writer = listed(Writer::default(), Vec::new());
+    fn stores() -> (Stores, PodCacheWriter, Writer<DynamicObject>) {
+        let (pods, pod_writer) = listed_pods(Vec::new());
         let job_writer = listed(Writer::new(resource()), Vec::new());
         let stores = Stores {
             training_jobs: job_writer.as_reader(),
@@ -124,7 +125,7 @@ mod tests {
             )
             .as_reader(),
             launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
-            pods: pod_writer.as_reader(),
+            pods,
             services: listed(Writer::<Service>::default(), Vec::new()).as_reader(),
             config_maps: listed(Writer::<ConfigMap>::default(), Vec::new()).as_reader(),
             secrets: listed(Writer::<Secret>::default(), Vec::new()).as_reader(),

@@ -25,6 +25,7 @@ pub mod metrics;
 mod mock_tests;
 pub mod observe;
 pub mod ownership;
+pub mod pod_cache;
 pub mod rbac;
 pub mod reconcile;
 pub mod requests;

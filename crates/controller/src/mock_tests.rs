@@ -25,7 +25,7 @@ use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
 use crate::requests;
-use crate::testing::listed;
+use crate::testing::{listed, listed_pods};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
@@ -165,7 +165,7 @@ impl Cached {
     fn context(self, client: Client) -> Arc<Context> {
         // A store stays ready once its first list is done, so the writers may go.
         let writers = (
-            listed(Writer::default(), self.pods),
+            listed_pods(self.pods),
             listed(Writer::default(), self.services),
             listed(Writer::default(), self.config_maps),
             listed(Writer::default(), self.secrets),
@@ -188,7 +188,7 @@ impl Cached {
                     .collect(),
             )
             .as_reader(),
-            pods: writers.0.as_reader(),
+            pods: writers.0.0,
             services: writers.1.as_reader(),
             config_maps: writers.2.as_reader(),
             secrets: writers.3.as_reader(),

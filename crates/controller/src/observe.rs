@@ -49,7 +49,8 @@ where
 
 impl Children {
     /// The children of `job` in `stores`: objects in its namespace that it controls, and the
-    /// pods of an MPIJob's launcher Job.
+    /// pods of an MPIJob's launcher Job. Found by name or by controller uid, never by looking
+    /// at other jobs' children.
     pub fn of(stores: &Stores, job: JobRef<'_>) -> Self {
         let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
         let name = job.name();
@@ -67,18 +68,11 @@ impl Children {
         let launcher_uid = launcher_job
             .as_ref()
             .and_then(|launcher| launcher.metadata.uid.clone());
-        let pods = stores
-            .pods
-            .state()
-            .into_iter()
-            .filter(|pod| {
-                pod.metadata.namespace.as_deref() == Some(namespace)
-                    && (controlled_by(pod.as_ref(), uid)
-                        || launcher_uid
-                            .as_deref()
-                            .is_some_and(|launcher| controlled_by(pod.as_ref(), launcher)))
-            })
-            .collect();
+        // Children share their job's namespace: a controller uid finds them all.
+        let mut pods = stores.pods.controlled_by(uid);
+        if let Some(launcher) = &launcher_uid {
+            pods.extend(stores.pods.controlled_by(launcher));
+        }
         // ScaleIn and ScaleOut requests and the launcher's RBAC exist for TrainingJobs only.
         let training = kind == Kind::TrainingJob;
         let launcher_rbac = names::launcher_rbac(name);

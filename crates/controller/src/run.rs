@@ -2,7 +2,6 @@
 
 use std::fmt::Debug;
 use std::future::Future;
-use std::hash::Hash;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +10,7 @@ use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
 use eto_engine::kind::Kind;
 use eto_engine::scaling::ScalerKind;
 use futures::channel::mpsc;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
@@ -32,6 +31,7 @@ use crate::context::{Clock, Context, Stores};
 use crate::freshness::CACHE_WAIT;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
+use crate::pod_cache::pod_cache;
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
 use crate::scope::{Scope, merged};
@@ -112,9 +112,35 @@ where
     }
 }
 
+/// A kind of object eto creates, and watches by its label.
+trait Managed:
+    k8s_openapi::Resource
+    + Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Trim
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Managed for K where
+    K: k8s_openapi::Resource
+        + Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Trim
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// A cache of the objects of kind `K` that eto manages, trimmed (see [`crate::trim`]), and the
-/// stream that fills it (and triggers reconciles of their owners). `changes` is sent to after
-/// each update of the cache; `listed` is told when its first list is done.
+/// stream that fills it (and triggers reconciles of their owners); see [`watched`].
 fn reflected<K>(
     client: &Client,
     scope: &Scope,
@@ -125,30 +151,39 @@ fn reflected<K>(
     impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Trim
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    K: Managed,
 {
-    let (store, writer) = reflector::store();
+    let (store, mut writer) = reflector::store();
+    let stream = watched(client, scope, changes, listed, move |event| {
+        writer.apply_watcher_event(event);
+    });
+    (store, stream)
+}
+
+/// The objects of kind `K` that eto manages, trimmed, each watch event given to `cache`; the
+/// stream yields the objects changed. `changes` is sent to after each event reached `cache`;
+/// `listed` is told when its first list is done.
+fn watched<K>(
+    client: &Client,
+    scope: &Scope,
+    changes: &watch::Sender<()>,
+    listed: &Listed,
+    mut cache: impl FnMut(&watcher::Event<K>) + Send + 'static,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Managed,
+{
     let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
     let changes = changes.clone();
     let listed = listed.clone();
-    let stream = watch_scope(scope, config, |namespace| api::<K>(client, namespace))
+    watch_scope(scope, config, |namespace| api::<K>(client, namespace))
         .modify(K::trim)
-        .reflect(writer)
+        .inspect_ok(move |event| cache(event))
         .inspect(move |event| {
             listed.observe(K::KIND, event);
             changes.send_replace(());
         })
-        .touched_objects();
-    (store, stream)
+        .touched_objects()
 }
 
 /// A cache of the custom objects of `resource` (all of them: users create them), and the stream
@@ -387,7 +422,10 @@ async fn run_until(
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
-    let (pods, events) = reflected::<Pod>(&client, &scope, &changes, &listed);
+    let (pods, mut pod_writer) = pod_cache();
+    let events = watched::<Pod>(&client, &scope, &changes, &listed, move |event| {
+        pod_writer.apply_watcher_event(event);
+    });
     // A pod change starts a measurement of how long discovery takes to follow it.
     let seen = Arc::clone(&metrics);
     child_triggers.push(

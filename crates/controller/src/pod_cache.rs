@@ -1,0 +1,232 @@
+//! The pod cache, indexed by the uid of each pod's controller, so that a reconcile finds its
+//! job's pods without looking at the pods of every other job.
+//!
+//! The index is kept from the same watch events as the cache, and follows them the way the
+//! cache does: applies and deletions at once, a relist (`Init`, `InitApply`…, `InitDone`)
+//! replacing everything at its end, so pods deleted while the watch was down drop out of both.
+//! Each event reaches the index before the cache: a reader between the two updates sees a new
+//! pod in the index that the cache lacks yet (and skips it), never a cached pod the index has
+//! not heard of. So once [`crate::freshness`] sees a created pod in the cache, its job's
+//! lookups find it too.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+
+/// The pods of each controller uid, and the controller of each pod.
+#[derive(Debug, Default)]
+struct Owners {
+    pods: HashMap<String, HashSet<ObjectRef<Pod>>>,
+    controller_of: HashMap<ObjectRef<Pod>, String>,
+}
+
+/// The uid of the controller of `pod`, if it has one.
+fn controller_uid(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|owner| owner.controller == Some(true))
+        .map(|owner| owner.uid.as_str())
+}
+
+impl Owners {
+    /// Records `pod` under its controller (moving it if its controller changed).
+    fn insert(&mut self, pod: &Pod) {
+        let key = ObjectRef::from_obj(pod);
+        let controller = controller_uid(pod);
+        if self.controller_of.get(&key).map(String::as_str) == controller {
+            return;
+        }
+        self.remove(&key);
+        if let Some(uid) = controller {
+            self.pods
+                .entry(uid.to_string())
+                .or_default()
+                .insert(key.clone());
+            self.controller_of.insert(key, uid.to_string());
+        }
+    }
+
+    /// Forgets the pod `key`.
+    fn remove(&mut self, key: &ObjectRef<Pod>) {
+        let Some(uid) = self.controller_of.remove(key) else {
+            return;
+        };
+        if let Some(pods) = self.pods.get_mut(&uid) {
+            pods.remove(key);
+            if pods.is_empty() {
+                self.pods.remove(&uid);
+            }
+        }
+    }
+}
+
+/// The pod cache of eto's own pods (launchers and workers), read by reconciles.
+#[derive(Clone)]
+pub struct PodCache {
+    store: Store<Pod>,
+    owners: Arc<RwLock<Owners>>,
+}
+
+/// Fills a [`PodCache`] from the pod watch.
+pub struct PodCacheWriter {
+    writer: Writer<Pod>,
+    owners: Arc<RwLock<Owners>>,
+    /// The index being rebuilt by a relist, replacing the current one at its end.
+    relisted: Owners,
+}
+
+/// An empty pod cache and its writer.
+pub fn pod_cache() -> (PodCache, PodCacheWriter) {
+    let writer = Writer::default();
+    let owners = Arc::default();
+    let cache = PodCache {
+        store: writer.as_reader(),
+        owners: Arc::clone(&owners),
+    };
+    let writer = PodCacheWriter {
+        writer,
+        owners,
+        relisted: Owners::default(),
+    };
+    (cache, writer)
+}
+
+impl PodCache {
+    /// The cached pod `key`.
+    pub fn get(&self, key: &ObjectRef<Pod>) -> Option<Arc<Pod>> {
+        self.store.get(key)
+    }
+
+    /// The cached pods whose controller has `uid`. The cost is that of the pods found, not of
+    /// the cache.
+    pub fn controlled_by(&self, uid: &str) -> Vec<Arc<Pod>> {
+        let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
+        owners
+            .pods
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.store.get(key))
+            .collect()
+    }
+}
+
+impl PodCacheWriter {
+    /// Applies one watch event to the index, then to the cache.
+    pub fn apply_watcher_event(&mut self, event: &watcher::Event<Pod>) {
+        {
+            let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
+            match event {
+                watcher::Event::Apply(pod) => owners.insert(pod),
+                watcher::Event::Delete(pod) => owners.remove(&ObjectRef::from_obj(pod)),
+                watcher::Event::Init => self.relisted = Owners::default(),
+                watcher::Event::InitApply(pod) => self.relisted.insert(pod),
+                watcher::Event::InitDone => *owners = std::mem::take(&mut self.relisted),
+            }
+        }
+        self.writer.apply_watcher_event(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::listed_pods;
+
+    fn pod(name: &str, controller: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "ownerReferences": [{
+                    "apiVersion": "kai.alibabacloud.com/v1alpha1",
+                    "kind": "TrainingJob",
+                    "name": controller,
+                    "uid": controller,
+                    "controller": true,
+                }],
+            },
+        }))
+        .unwrap()
+    }
+
+    fn unowned(name: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default"}})).unwrap()
+    }
+
+    fn names(pods: Vec<Arc<Pod>>) -> Vec<String> {
+        let mut names: Vec<_> = pods
+            .iter()
+            .map(|pod| pod.metadata.name.clone().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn finds_the_pods_of_one_controller_only() {
+        let (cache, _) = listed_pods(vec![
+            pod("a-0", "a"),
+            pod("b-0", "b"),
+            pod("a-1", "a"),
+            unowned("c"),
+        ]);
+        assert_eq!(names(cache.controlled_by("a")), ["a-0", "a-1"]);
+        assert_eq!(names(cache.controlled_by("b")), ["b-0"]);
+        assert!(cache.controlled_by("c").is_empty());
+        assert!(cache.get(&ObjectRef::new("c").within("default")).is_some());
+    }
+
+    #[test]
+    fn follows_applies_and_deletions() {
+        let (cache, mut writer) = listed_pods(vec![pod("a-0", "a")]);
+        writer.apply_watcher_event(&watcher::Event::Apply(pod("a-1", "a")));
+        assert_eq!(names(cache.controlled_by("a")), ["a-0", "a-1"]);
+        writer.apply_watcher_event(&watcher::Event::Delete(pod("a-0", "a")));
+        assert_eq!(names(cache.controlled_by("a")), ["a-1"]);
+        writer.apply_watcher_event(&watcher::Event::Delete(pod("a-1", "a")));
+        assert!(cache.controlled_by("a").is_empty());
+        assert!(
+            writer.owners.read().unwrap().pods.is_empty(),
+            "a controller without pods leaves no entry behind"
+        );
+    }
+
+    #[test]
+    fn a_pod_recreated_under_another_controller_moves() {
+        let (cache, mut writer) = listed_pods(vec![pod("w-0", "a")]);
+        writer.apply_watcher_event(&watcher::Event::Apply(pod("w-0", "b")));
+        assert!(cache.controlled_by("a").is_empty());
+        assert_eq!(names(cache.controlled_by("b")), ["w-0"]);
+        writer.apply_watcher_event(&watcher::Event::Apply(unowned("w-0")));
+        assert!(cache.controlled_by("b").is_empty());
+    }
+
+    #[test]
+    fn a_relist_keeps_the_old_index_until_done_then_drops_pods_deleted_meanwhile() {
+        let (cache, mut writer) = listed_pods(vec![pod("a-0", "a"), pod("a-1", "a")]);
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitApply(pod("a-1", "a")));
+        assert_eq!(
+            names(cache.controlled_by("a")),
+            ["a-0", "a-1"],
+            "until the relist is done, the last complete list holds"
+        );
+        writer.apply_watcher_event(&watcher::Event::InitApply(pod("a-2", "a")));
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        assert_eq!(names(cache.controlled_by("a")), ["a-1", "a-2"]);
+        assert!(
+            cache
+                .get(&ObjectRef::new("a-0").within("default"))
+                .is_none()
+        );
+    }
+}
