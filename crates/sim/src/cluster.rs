@@ -1,6 +1,7 @@
 //! A running simulated cluster: the API server on a local port, the scheduler, the kubelets,
 //! the garbage collector, and the handles tests use to inject faults.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -17,7 +18,8 @@ use crate::control;
 use crate::errors::ApiError;
 use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
-use crate::nodes::{NodeSpec, Taint, scheduler};
+use crate::nodes::scheduler::Scheduler;
+use crate::nodes::{Changed, NodeSpec, Taint};
 use crate::operations::{DeleteOptions, Subresource, WriteOptions};
 use crate::resources::ResourceId;
 use crate::store::{ObjectKey, Store};
@@ -174,30 +176,39 @@ impl SimCluster {
         let stopped = self.inner.stopped.clone();
         let kubelet_config = self.inner.config.kubelet;
         tokio::spawn(async move {
-            let mut changed = store.subscribe();
+            let mut updates = store.subscribe();
             let mut kubelets = Kubelets::default();
+            let mut scheduler = Scheduler::default();
             let mut job_controller = JobController::default();
             let mut cursor = 0;
+            let mut changed = Changed::Everything;
             let mut wake_at: Option<Instant> = None;
             loop {
                 let relevant = store.read(|state| {
                     let touched = match state.changes_since(cursor) {
-                        Ok(changes) => changes.iter().any(|c| {
-                            match (c.resource.group.as_str(), c.resource.plural.as_str()) {
-                                ("", plural) => matches!(plural, "pods" | "nodes"),
-                                (group, plural) => group == "batch" && plural == "jobs",
-                            }
-                        }),
-                        Err(_) => true,
+                        Ok(changes) => {
+                            changed.absorb(Changed::of(&changes));
+                            changes.iter().any(|c| {
+                                match (c.resource.group.as_str(), c.resource.plural.as_str()) {
+                                    ("", plural) => matches!(plural, "pods" | "nodes"),
+                                    (group, plural) => group == "batch" && plural == "jobs",
+                                }
+                            })
+                        }
+                        Err(_) => {
+                            changed = Changed::Everything;
+                            true
+                        }
                     };
                     cursor = state.resource_version();
                     touched
                 });
                 if relevant || wake_at.is_some_and(|at| at <= Instant::now()) {
+                    let pass = std::mem::replace(&mut changed, Changed::Pods(BTreeSet::new()));
                     wake_at = store.write(|state| {
                         job_controller.sync(state);
-                        scheduler::schedule(state);
-                        kubelets.sync(state, &kubelet_config).1
+                        scheduler.schedule(state, &pass);
+                        kubelets.sync(state, &kubelet_config, &pass).1
                     });
                 }
                 let sleep = async {
@@ -208,7 +219,7 @@ impl SimCluster {
                 };
                 tokio::select! {
                     () = stopped.cancelled() => return,
-                    result = changed.changed() => if result.is_err() { return },
+                    result = updates.changed() => if result.is_err() { return },
                     () = sleep => {}
                 }
             }

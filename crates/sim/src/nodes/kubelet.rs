@@ -8,14 +8,14 @@
 //! garbage collector does. Containers never exit by themselves: tests end them with
 //! [`terminate`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::scheduler::set_condition;
-use super::{pods, terminal};
+use super::{Changed, nodes, pods, terminal};
 use crate::errors::ApiError;
 use crate::operations::{Subresource, WriteOptions, timestamp_now};
 use crate::resources::{ResourceId, ResourceType};
@@ -44,45 +44,50 @@ impl Default for KubeletConfig {
     }
 }
 
-/// What the kubelets remember between passes.
+/// When a kubelet first saw a pod (of the uid recorded) in a state that ends after a delay.
+type Seen = HashMap<ObjectKey, (String, Instant)>;
+
+/// What the kubelets remember between passes: the pods waiting for a timed transition.
 #[derive(Debug, Default)]
 pub struct Kubelets {
-    bound_seen: HashMap<String, Instant>,
-    deletion_seen: HashMap<String, Instant>,
-    orphan_seen: HashMap<String, Instant>,
+    bound_seen: Seen,
+    deletion_seen: Seen,
+    orphan_seen: Seen,
     next_ip: u32,
 }
 
+/// When a pod of `uid` was first seen in a state, by what `earlier` recorded of that state:
+/// `now` if nothing, or only a former pod of the same name.
+fn first_seen(earlier: Option<(String, Instant)>, uid: &str, now: Instant) -> Instant {
+    earlier
+        .filter(|(seen_uid, _)| seen_uid == uid)
+        .map_or(now, |(_, at)| at)
+}
+
 impl Kubelets {
-    /// One pass over every pod. Returns whether it wrote anything, and when the next timed
-    /// transition is due.
-    pub fn sync(&mut self, state: &mut State, config: &KubeletConfig) -> (bool, Option<Instant>) {
+    /// One pass over the pods that `changed` names and those waiting for a timed transition
+    /// (over every pod for [`Changed::Everything`]). Returns whether it wrote anything, and when
+    /// the next timed transition is due.
+    pub fn sync(
+        &mut self,
+        state: &mut State,
+        config: &KubeletConfig,
+        changed: &Changed,
+    ) -> (bool, Option<Instant>) {
         let Ok(resource) = state.resource(&pods()) else {
             return (false, None);
         };
         let now = Instant::now();
-        let nodes: HashMap<String, Arc<Value>> = state
-            .list(&ResourceId::new("", "nodes"), None)
-            .map(|(key, node)| (key.name.clone(), Arc::clone(node)))
-            .collect();
-        let bound: Vec<(ObjectKey, Arc<Value>)> = state
-            .list(&pods(), None)
-            .filter(|(_, pod)| {
-                !pod["spec"]["nodeName"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .is_empty()
-            })
-            .map(|(key, pod)| (key.clone(), Arc::clone(pod)))
-            .collect();
-        let live: std::collections::HashSet<String> = bound
-            .iter()
-            .filter_map(|(_, pod)| pod["metadata"]["uid"].as_str().map(String::from))
-            .collect();
-        self.bound_seen.retain(|uid, _| live.contains(uid));
-        self.deletion_seen.retain(|uid, _| live.contains(uid));
-        self.orphan_seen.retain(|uid, _| live.contains(uid));
-
+        let candidates: BTreeSet<ObjectKey> = match changed {
+            Changed::Everything => state
+                .list(&pods(), None)
+                .map(|(key, _)| key.clone())
+                .collect(),
+            Changed::Pods(keys) => keys.clone(),
+        }
+        .into_iter()
+        .chain(self.waiting().cloned().collect::<Vec<_>>())
+        .collect();
         let mut wrote = false;
         let mut next: Option<Instant> = None;
         let mut due = |at: Instant| -> bool {
@@ -94,21 +99,33 @@ impl Kubelets {
             }
         };
         let options = WriteOptions::internal(MANAGER);
-        for (key, pod) in bound {
-            let uid = pod["metadata"]["uid"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
+        for key in candidates {
+            // What the pod waited for before; what it still waits for is recorded again below.
+            let bound_seen = self.bound_seen.remove(&key);
+            let deletion_seen = self.deletion_seen.remove(&key);
+            let orphan_seen = self.orphan_seen.remove(&key);
+            let Some(pod) = state.get(&pods(), &key).map(Arc::clone) else {
+                continue;
+            };
             let node_name = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-            let Some(node) = nodes.get(node_name) else {
-                let seen = *self.orphan_seen.entry(uid).or_insert(now);
+            if node_name.is_empty() {
+                continue;
+            }
+            let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
+            let node = state
+                .get(&nodes(), &ObjectKey::new("", node_name))
+                .map(Arc::clone);
+            let Some(node) = node else {
+                let seen = first_seen(orphan_seen, uid, now);
                 if due(seen + config.orphan_gc_delay) {
                     wrote |= state.remove_object(&resource, &key).is_some();
+                } else {
+                    self.orphan_seen.insert(key, (uid.to_string(), seen));
                 }
                 continue;
             };
             if pod["metadata"].get("deletionTimestamp").is_some() {
-                let seen = *self.deletion_seen.entry(uid).or_insert(now);
+                let seen = first_seen(deletion_seen, uid, now);
                 let grace = Duration::from_secs(
                     pod["metadata"]["deletionGracePeriodSeconds"]
                         .as_u64()
@@ -116,33 +133,45 @@ impl Kubelets {
                 );
                 if terminal(&pod) || due(seen + config.termination_delay.min(grace)) {
                     wrote |= state.remove_object(&resource, &key).is_some();
+                } else {
+                    self.deletion_seen.insert(key, (uid.to_string(), seen));
                 }
                 continue;
             }
             if pod["status"]["phase"].as_str() == Some("Pending") {
-                let seen = *self.bound_seen.entry(uid).or_insert(now);
-                if due(seen + config.start_delay) {
-                    self.next_ip += 1;
-                    let ip = format!(
-                        "10.244.{}.{}",
-                        (self.next_ip / 250) % 250,
-                        self.next_ip % 250 + 1
-                    );
-                    let running = running_status(&pod, node, &ip);
-                    wrote |= state
-                        .replace(
-                            &resource,
-                            &key.namespace,
-                            &key.name,
-                            running,
-                            Some(Subresource::Status),
-                            &options,
-                        )
-                        .is_ok();
+                let seen = first_seen(bound_seen, uid, now);
+                if !due(seen + config.start_delay) {
+                    self.bound_seen.insert(key, (uid.to_string(), seen));
+                    continue;
                 }
+                self.next_ip += 1;
+                let ip = format!(
+                    "10.244.{}.{}",
+                    (self.next_ip / 250) % 250,
+                    self.next_ip % 250 + 1
+                );
+                let running = running_status(&pod, &node, &ip);
+                wrote |= state
+                    .replace(
+                        &resource,
+                        &key.namespace,
+                        &key.name,
+                        running,
+                        Some(Subresource::Status),
+                        &options,
+                    )
+                    .is_ok();
             }
         }
         (wrote, next)
+    }
+
+    /// The pods waiting for a timed transition.
+    fn waiting(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.bound_seen
+            .keys()
+            .chain(self.deletion_seen.keys())
+            .chain(self.orphan_seen.keys())
     }
 }
 

@@ -5,7 +5,8 @@ pub mod kubelet;
 pub mod quantity;
 pub mod scheduler;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -13,10 +14,71 @@ use serde_json::{Value, json};
 pub use scheduler::bind;
 
 use crate::resources::ResourceId;
+use crate::store::{Change, ObjectKey};
+
+/// What changed since the last pass of the scheduler and kubelets: they look at those pods
+/// only (and at the pods they are waiting on), so that a pass costs what changed, not what
+/// exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Changed {
+    /// Anything may have: a node changed (which can free or take capacity, or orphan pods),
+    /// the change log was compacted, or this is the first pass.
+    Everything,
+    /// These pods were created, changed or removed.
+    Pods(BTreeSet<ObjectKey>),
+}
+
+impl Changed {
+    /// What `changes` (committed in order) changed for the scheduler and kubelets.
+    pub fn of(changes: &[Arc<Change>]) -> Self {
+        let mut pods = BTreeSet::new();
+        for change in changes {
+            match (
+                change.resource.group.as_str(),
+                change.resource.plural.as_str(),
+            ) {
+                ("", "nodes") => return Self::Everything,
+                ("", "pods") => {
+                    let metadata = &change.object["metadata"];
+                    pods.insert(ObjectKey::new(
+                        metadata["namespace"].as_str().unwrap_or_default(),
+                        metadata["name"].as_str().unwrap_or_default(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Self::Pods(pods)
+    }
+
+    /// Adds what `later` changed.
+    pub fn absorb(&mut self, later: Self) {
+        match (&mut *self, later) {
+            (Self::Everything, _) => {}
+            (_, Self::Everything) => *self = Self::Everything,
+            (Self::Pods(pods), Self::Pods(more)) => pods.extend(more),
+        }
+    }
+
+    /// The pods named, none for [`Changed::Everything`].
+    fn pods(&self) -> impl Iterator<Item = &ObjectKey> {
+        match self {
+            Self::Everything => None,
+            Self::Pods(pods) => Some(pods),
+        }
+        .into_iter()
+        .flatten()
+    }
+}
 
 /// The `pods` resource.
 fn pods() -> ResourceId {
     ResourceId::new("", "pods")
+}
+
+/// The `nodes` resource.
+fn nodes() -> ResourceId {
+    ResourceId::new("", "nodes")
 }
 
 /// Whether a pod has finished (`Succeeded` or `Failed`).

@@ -15,17 +15,17 @@
 //! kube-scheduler weighs preferred node affinity against its other scores; here it always
 //! comes first, which is the outcome a single strong preference (weight 100) gets there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::quantity::{Milli, parse_value, pod_requests};
-use super::{pods, terminal};
+use super::{Changed, pods, terminal};
 use crate::errors::ApiError;
 use crate::operations::{Subresource, WriteOptions, timestamp_now};
 use crate::resources::ResourceId;
-use crate::store::State;
+use crate::store::{ObjectKey, State};
 
 const MANAGER: &str = "default-scheduler";
 
@@ -269,169 +269,251 @@ pub fn set_condition(pod: &mut Value, condition: Value) {
     pod["status"]["conditions"] = Value::Array(updated);
 }
 
-/// Schedules every pending pod it can; returns whether it wrote anything.
-pub fn schedule(state: &mut State) -> bool {
-    let Ok(pod_resource) = state.resource(&pods()) else {
-        return false;
-    };
-    let mut bound: Vec<&Value> = Vec::new();
-    let mut pending: Vec<Arc<Value>> = Vec::new();
-    for (_, pod) in state.list(&pods(), None) {
-        if terminal(pod) {
-            continue;
-        }
-        if pod["spec"]["nodeName"]
-            .as_str()
-            .is_some_and(|n| !n.is_empty())
-        {
-            bound.push(pod);
-            continue;
-        }
-        let ours = pod["spec"]["schedulerName"]
-            .as_str()
-            .is_none_or(|s| s == MANAGER);
-        if ours && pod["metadata"].get("deletionTimestamp").is_none() {
-            pending.push(Arc::clone(pod));
-        }
-    }
-    // Most passes find nothing to place: the usage of every node is summed only when needed.
-    if pending.is_empty() {
-        return false;
-    }
-    // Parsed once a pass, not once for each pod and node; by name, so that a node's position
-    // breaks ties as its name does.
-    let mut nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
-        .list(&ResourceId::new("", "nodes"), None)
-        .map(|(_, n)| (Arc::clone(n), allocatable(n)))
-        .collect();
-    nodes.sort_by(|(a, _), (b, _)| {
-        a["metadata"]["name"]
-            .as_str()
-            .cmp(&b["metadata"]["name"].as_str())
-    });
-    let position: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, (node, _))| (node["metadata"]["name"].as_str().unwrap_or_default(), i))
-        .collect();
-    // What the pods bound to each node request, by the node's position.
-    let mut used: Vec<BTreeMap<String, Milli>> = vec![BTreeMap::new(); nodes.len()];
-    for pod in bound {
-        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-        let Some(&at) = position.get(node) else {
-            continue;
+/// What the scheduler remembers between passes: where the pods it counts are and what they
+/// request, and which pods wait for a node.
+#[derive(Debug, Default)]
+pub struct Scheduler {
+    /// Each bound, unfinished pod: its node and its requests.
+    placed: HashMap<ObjectKey, (String, BTreeMap<String, Milli>)>,
+    /// The sum of the requests of the pods placed on each node.
+    used: HashMap<String, BTreeMap<String, Milli>>,
+    /// Unbound pods of this scheduler, not being deleted.
+    waiting: BTreeSet<ObjectKey>,
+}
+
+impl Scheduler {
+    /// Schedules the pending pods it can; returns whether it wrote anything. New and changed
+    /// pending pods are tried at once; pods that found no node before are tried again only
+    /// when capacity may have been freed (a pod finished or went, a node changed), as
+    /// kube-scheduler moves unschedulable pods back to its active queue on such events.
+    pub fn schedule(&mut self, state: &mut State, changed: &Changed) -> bool {
+        let Ok(pod_resource) = state.resource(&pods()) else {
+            return false;
         };
-        for (resource, amount) in pod_requests(pod) {
-            *used[at].entry(resource).or_default() += amount;
-        }
-    }
-    pending.sort_by(|a, b| {
-        let key = |p: &Value| {
-            (
-                p["metadata"]["creationTimestamp"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                p["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-        };
-        key(a).cmp(&key(b))
-    });
-    let options = WriteOptions::internal(MANAGER);
-    let mut wrote = false;
-    for pod in pending {
-        let requests = pod_requests(&pod);
-        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        let mut best: Option<(i64, Milli, Milli, usize)> = None;
-        for (at, (node, allocatable)) in nodes.iter().enumerate() {
-            let node_used = &used[at];
-            if let Some(reason) = misfit(&pod, &requests, node, allocatable, node_used) {
-                *reasons.entry(reason).or_default() += 1;
-                continue;
+        let freed = match changed {
+            Changed::Everything => {
+                self.relist(state);
+                true
             }
-            let free = |resource: &str| {
-                allocatable.get(resource).copied().unwrap_or(0)
-                    - node_used.get(resource).copied().unwrap_or(0)
-                    - requests.get(resource).copied().unwrap_or(0)
-            };
-            let score = (
-                -preference(&pod, node),
-                free("nvidia.com/gpu"),
-                free("cpu"),
-                at,
-            );
-            if best.is_none_or(|current| score < current) {
-                best = Some(score);
-            }
-        }
-        let namespace = pod["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let name = pod["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match best {
-            Some((_, _, _, at)) => {
-                let node = nodes[at].0["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
-                    for (resource, amount) in requests {
-                        *used[at].entry(resource).or_default() += amount;
-                    }
-                    wrote = true;
+            Changed::Pods(keys) => {
+                // Every key is observed: no short circuit.
+                let mut freed = false;
+                for key in keys {
+                    freed |= self.observe(state, key);
                 }
+                freed
+            }
+        };
+        let mut pending: Vec<Arc<Value>> = if freed {
+            self.waiting.iter().collect::<Vec<_>>()
+        } else {
+            changed
+                .pods()
+                .filter(|key| self.waiting.contains(*key))
+                .collect()
+        }
+        .into_iter()
+        .filter_map(|key| state.get(&pods(), key).map(Arc::clone))
+        .collect();
+        if pending.is_empty() {
+            return false;
+        }
+        // Parsed once a pass, not once for each pod and node; by name, so that a node's position
+        // breaks ties as its name does.
+        let mut nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
+            .list(&ResourceId::new("", "nodes"), None)
+            .map(|(_, n)| (Arc::clone(n), allocatable(n)))
+            .collect();
+        nodes.sort_by(|(a, _), (b, _)| {
+            a["metadata"]["name"]
+                .as_str()
+                .cmp(&b["metadata"]["name"].as_str())
+        });
+        // What the pods bound to each node request, by the node's position.
+        let mut used: Vec<BTreeMap<String, Milli>> = nodes
+            .iter()
+            .map(|(node, _)| {
+                let name = node["metadata"]["name"].as_str().unwrap_or_default();
+                self.used.get(name).cloned().unwrap_or_default()
+            })
+            .collect();
+        pending.sort_by(|a, b| {
+            let key = |p: &Value| {
+                (
+                    p["metadata"]["creationTimestamp"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    p["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+        let options = WriteOptions::internal(MANAGER);
+        let mut wrote = false;
+        for pod in pending {
+            let requests = pod_requests(&pod);
+            let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+            let mut best: Option<(i64, Milli, Milli, usize)> = None;
+            for (at, (node, allocatable)) in nodes.iter().enumerate() {
+                let node_used = &used[at];
+                if let Some(reason) = misfit(&pod, &requests, node, allocatable, node_used) {
+                    *reasons.entry(reason).or_default() += 1;
+                    continue;
+                }
+                let free = |resource: &str| {
+                    allocatable.get(resource).copied().unwrap_or(0)
+                        - node_used.get(resource).copied().unwrap_or(0)
+                        - requests.get(resource).copied().unwrap_or(0)
+                };
+                let score = (
+                    -preference(&pod, node),
+                    free("nvidia.com/gpu"),
+                    free("cpu"),
+                    at,
+                );
+                if best.is_none_or(|current| score < current) {
+                    best = Some(score);
+                }
+            }
+            let namespace = pod["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let name = pod["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            match best {
+                Some((_, _, _, at)) => {
+                    let node = nodes[at].0["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
+                        for (resource, amount) in &requests {
+                            *used[at].entry(resource.clone()).or_default() += amount;
+                        }
+                        let key = ObjectKey::new(&namespace, &name);
+                        self.waiting.remove(&key);
+                        self.place(key, node, requests);
+                        wrote = true;
+                    }
+                }
+                None => {
+                    let details: Vec<String> = reasons
+                        .iter()
+                        .map(|(reason, count)| format!("{count} {reason}"))
+                        .collect();
+                    let message = if details.is_empty() {
+                        "no nodes available to schedule pods".to_string()
+                    } else {
+                        format!(
+                            "0/{} nodes are available: {}.",
+                            nodes.len(),
+                            details.join(", ")
+                        )
+                    };
+                    let current = pod["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|c| c["type"] == "PodScheduled")
+                        .and_then(|c| c["message"].as_str());
+                    if current != Some(message.as_str()) {
+                        let mut unschedulable = (*pod).clone();
+                        set_condition(
+                            &mut unschedulable,
+                            json!({
+                                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                "message": message, "lastTransitionTime": timestamp_now(),
+                            }),
+                        );
+                        wrote |= state
+                            .replace(
+                                &pod_resource,
+                                &namespace,
+                                &name,
+                                unschedulable,
+                                Some(Subresource::Status),
+                                &options,
+                            )
+                            .is_ok();
+                    }
+                }
+            }
+        }
+        wrote
+    }
+
+    /// Rebuilds what the scheduler remembers from every pod.
+    fn relist(&mut self, state: &State) {
+        *self = Self::default();
+        let keys: Vec<ObjectKey> = state
+            .list(&pods(), None)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &keys {
+            self.observe(state, key);
+        }
+    }
+
+    /// Brings what the scheduler remembers of pod `key` up to date; returns whether the pod
+    /// stopped counting against its node's capacity.
+    fn observe(&mut self, state: &State, key: &ObjectKey) -> bool {
+        let was_placed = self.unplace(key);
+        self.waiting.remove(key);
+        let Some(pod) = state.get(&pods(), key) else {
+            return was_placed;
+        };
+        if terminal(pod) {
+            return was_placed;
+        }
+        match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            Some(node) => {
+                self.place(key.clone(), node.to_string(), pod_requests(pod));
+                false
             }
             None => {
-                let details: Vec<String> = reasons
-                    .iter()
-                    .map(|(reason, count)| format!("{count} {reason}"))
-                    .collect();
-                let message = if details.is_empty() {
-                    "no nodes available to schedule pods".to_string()
-                } else {
-                    format!(
-                        "0/{} nodes are available: {}.",
-                        nodes.len(),
-                        details.join(", ")
-                    )
-                };
-                let current = pod["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|c| c["type"] == "PodScheduled")
-                    .and_then(|c| c["message"].as_str());
-                if current != Some(message.as_str()) {
-                    let mut unschedulable = (*pod).clone();
-                    set_condition(
-                        &mut unschedulable,
-                        json!({
-                            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                            "message": message, "lastTransitionTime": timestamp_now(),
-                        }),
-                    );
-                    wrote |= state
-                        .replace(
-                            &pod_resource,
-                            &namespace,
-                            &name,
-                            unschedulable,
-                            Some(Subresource::Status),
-                            &options,
-                        )
-                        .is_ok();
+                let ours = pod["spec"]["schedulerName"]
+                    .as_str()
+                    .is_none_or(|s| s == MANAGER);
+                if ours && pod["metadata"].get("deletionTimestamp").is_none() {
+                    self.waiting.insert(key.clone());
                 }
+                was_placed
             }
         }
     }
-    wrote
+
+    /// Counts pod `key`'s `requests` against `node`.
+    fn place(&mut self, key: ObjectKey, node: String, requests: BTreeMap<String, Milli>) {
+        let used = self.used.entry(node.clone()).or_default();
+        for (resource, amount) in &requests {
+            *used.entry(resource.clone()).or_default() += amount;
+        }
+        self.placed.insert(key, (node, requests));
+    }
+
+    /// Stops counting pod `key`; returns whether it was counted.
+    fn unplace(&mut self, key: &ObjectKey) -> bool {
+        let Some((node, requests)) = self.placed.remove(key) else {
+            return false;
+        };
+        if let Some(used) = self.used.get_mut(&node) {
+            for (resource, amount) in requests {
+                let left = used.entry(resource.clone()).or_default();
+                *left -= amount;
+                if *left == 0 {
+                    used.remove(&resource);
+                }
+            }
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +521,81 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::nodes::{NodeSpec, nodes};
+
+    fn pod(name: &str, second: u32, gpus: u32) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": name, "creationTimestamp": format!("2026-01-01T00:00:{second:02}Z")},
+            "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}}]},
+            "status": {"phase": "Pending"},
+        })
+    }
+
+    /// A pass over what changed after `cursor`; moves `cursor` to now.
+    fn pass(scheduler: &mut Scheduler, state: &mut State, cursor: &mut u64) {
+        let changed = match state.changes_since(*cursor) {
+            Ok(changes) => Changed::of(&changes),
+            Err(_) => Changed::Everything,
+        };
+        *cursor = state.resource_version();
+        scheduler.schedule(state, &changed);
+    }
+
+    fn node_of(state: &State, name: &str) -> Option<String> {
+        let pod = state.get(&pods(), &ObjectKey::new("default", name))?;
+        pod["spec"]["nodeName"].as_str().map(String::from)
+    }
+
+    #[test]
+    fn a_waiting_pod_gets_the_capacity_a_finished_one_frees_and_the_counts_stay_exact() {
+        let mut state = State::new(1_000);
+        let node = NodeSpec::gpu("n1", 2).to_object(0);
+        state.put(&nodes(), ObjectKey::new("", "n1"), node);
+        for (name, second) in [("a", 1), ("b", 2), ("c", 3)] {
+            state.put(
+                &pods(),
+                ObjectKey::new("default", name),
+                pod(name, second, 1),
+            );
+        }
+        let mut scheduler = Scheduler::default();
+        // As the control loop does: the changes of a pass are seen by the next one.
+        let mut cursor = state.resource_version();
+        scheduler.schedule(&mut state, &Changed::Everything);
+        assert_eq!(node_of(&state, "a").as_deref(), Some("n1"), "oldest first");
+        assert_eq!(node_of(&state, "b").as_deref(), Some("n1"));
+        assert_eq!(node_of(&state, "c"), None, "two GPUs for three pods");
+
+        // A new pod that fits nowhere waits too.
+        state.put(&pods(), ObjectKey::new("default", "d"), pod("d", 4, 1));
+        pass(&mut scheduler, &mut state, &mut cursor);
+        assert_eq!(node_of(&state, "d"), None);
+
+        // `a` finishes: the oldest waiting pod gets its GPU.
+        let mut finished = (**state.get(&pods(), &ObjectKey::new("default", "a")).unwrap()).clone();
+        finished["status"]["phase"] = json!("Succeeded");
+        state.put(&pods(), ObjectKey::new("default", "a"), finished);
+        pass(&mut scheduler, &mut state, &mut cursor);
+        assert_eq!(node_of(&state, "c").as_deref(), Some("n1"));
+        assert_eq!(node_of(&state, "d"), None);
+
+        // `b` is removed: `d` follows.
+        state.remove(&pods(), &ObjectKey::new("default", "b"));
+        pass(&mut scheduler, &mut state, &mut cursor);
+        assert_eq!(node_of(&state, "d").as_deref(), Some("n1"));
+
+        // What was kept up to date matches what a fresh look at every pod finds.
+        let mut fresh = Scheduler::default();
+        fresh.relist(&state);
+        assert_eq!(scheduler.used, fresh.used);
+        assert_eq!(scheduler.waiting, fresh.waiting);
+        assert_eq!(
+            scheduler.used["n1"].get("nvidia.com/gpu").copied(),
+            Some(2_000),
+            "c and d, one GPU each, in thousandths"
+        );
+    }
 
     #[test]
     fn tolerations_match_taints_as_kubernetes_does() {
