@@ -69,9 +69,9 @@ impl Children {
             .as_ref()
             .and_then(|launcher| launcher.metadata.uid.clone());
         // Children share their job's namespace: a controller uid finds them all.
-        let mut pods = stores.pods.controlled_by(uid);
+        let mut pods = stores.pods.controlled_by(namespace, uid);
         if let Some(launcher) = &launcher_uid {
-            pods.extend(stores.pods.controlled_by(launcher));
+            pods.extend(stores.pods.controlled_by(namespace, launcher));
         }
         // ScaleIn and ScaleOut requests and the launcher's RBAC exist for TrainingJobs only.
         let training = kind == Kind::TrainingJob;

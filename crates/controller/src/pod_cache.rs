@@ -9,7 +9,7 @@
 //! not heard of. So once [`crate::freshness`] sees a created pod in the cache, its job's
 //! lookups find it too.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -17,11 +17,13 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-/// The pods of each controller uid, and the controller of each pod.
+/// The names of the pods of each controller uid. Children share their controller's
+/// namespace, so a name is enough. An entry may outlive its pod's controller reference (a
+/// controller reference changed in place, which Kubernetes controllers do not do): lookups
+/// check the cached pod, and the next relist drops it.
 #[derive(Debug, Default)]
 struct Owners {
-    pods: HashMap<String, HashSet<ObjectRef<Pod>>>,
-    controller_of: HashMap<ObjectRef<Pod>, String>,
+    pods: HashMap<String, BTreeSet<String>>,
 }
 
 /// The uid of the controller of `pod`, if it has one.
@@ -35,32 +37,30 @@ fn controller_uid(pod: &Pod) -> Option<&str> {
 }
 
 impl Owners {
-    /// Records `pod` under its controller (moving it if its controller changed).
+    /// Records `pod` under its controller.
     fn insert(&mut self, pod: &Pod) {
-        let key = ObjectRef::from_obj(pod);
-        let controller = controller_uid(pod);
-        if self.controller_of.get(&key).map(String::as_str) == controller {
+        let (Some(uid), Some(name)) = (controller_uid(pod), &pod.metadata.name) else {
             return;
-        }
-        self.remove(&key);
-        if let Some(uid) = controller {
+        };
+        if let Some(names) = self.pods.get_mut(uid) {
+            if !names.contains(name) {
+                names.insert(name.clone());
+            }
+        } else {
             self.pods
-                .entry(uid.to_string())
-                .or_default()
-                .insert(key.clone());
-            self.controller_of.insert(key, uid.to_string());
+                .insert(uid.to_string(), BTreeSet::from([name.clone()]));
         }
     }
 
-    /// Forgets the pod `key`.
-    fn remove(&mut self, key: &ObjectRef<Pod>) {
-        let Some(uid) = self.controller_of.remove(key) else {
+    /// Forgets `pod`.
+    fn remove(&mut self, pod: &Pod) {
+        let (Some(uid), Some(name)) = (controller_uid(pod), &pod.metadata.name) else {
             return;
         };
-        if let Some(pods) = self.pods.get_mut(&uid) {
-            pods.remove(key);
-            if pods.is_empty() {
-                self.pods.remove(&uid);
+        if let Some(names) = self.pods.get_mut(uid) {
+            names.remove(name);
+            if names.is_empty() {
+                self.pods.remove(uid);
             }
         }
     }
@@ -103,16 +103,17 @@ impl PodCache {
         self.store.get(key)
     }
 
-    /// The cached pods whose controller has `uid`. The cost is that of the pods found, not of
-    /// the cache.
-    pub fn controlled_by(&self, uid: &str) -> Vec<Arc<Pod>> {
+    /// The cached pods in `namespace` whose controller has `uid`. The cost is that of the
+    /// pods found, not of the cache.
+    pub fn controlled_by(&self, namespace: &str, uid: &str) -> Vec<Arc<Pod>> {
         let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
         owners
             .pods
             .get(uid)
             .into_iter()
             .flatten()
-            .filter_map(|key| self.store.get(key))
+            .filter_map(|name| self.store.get(&ObjectRef::new(name).within(namespace)))
+            .filter(|pod| controller_uid(pod) == Some(uid))
             .collect()
     }
 }
@@ -124,7 +125,7 @@ impl PodCacheWriter {
             let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
             match event {
                 watcher::Event::Apply(pod) => owners.insert(pod),
-                watcher::Event::Delete(pod) => owners.remove(&ObjectRef::from_obj(pod)),
+                watcher::Event::Delete(pod) => owners.remove(pod),
                 watcher::Event::Init => self.relisted = Owners::default(),
                 watcher::Event::InitApply(pod) => self.relisted.insert(pod),
                 watcher::Event::InitDone => *owners = std::mem::take(&mut self.relisted),
@@ -179,9 +180,9 @@ mod tests {
             pod("a-1", "a"),
             unowned("c"),
         ]);
-        assert_eq!(names(cache.controlled_by("a")), ["a-0", "a-1"]);
-        assert_eq!(names(cache.controlled_by("b")), ["b-0"]);
-        assert!(cache.controlled_by("c").is_empty());
+        assert_eq!(names(cache.controlled_by("default", "a")), ["a-0", "a-1"]);
+        assert_eq!(names(cache.controlled_by("default", "b")), ["b-0"]);
+        assert!(cache.controlled_by("default", "c").is_empty());
         assert!(cache.get(&ObjectRef::new("c").within("default")).is_some());
     }
 
@@ -189,11 +190,11 @@ mod tests {
     fn follows_applies_and_deletions() {
         let (cache, mut writer) = listed_pods(vec![pod("a-0", "a")]);
         writer.apply_watcher_event(&watcher::Event::Apply(pod("a-1", "a")));
-        assert_eq!(names(cache.controlled_by("a")), ["a-0", "a-1"]);
+        assert_eq!(names(cache.controlled_by("default", "a")), ["a-0", "a-1"]);
         writer.apply_watcher_event(&watcher::Event::Delete(pod("a-0", "a")));
-        assert_eq!(names(cache.controlled_by("a")), ["a-1"]);
+        assert_eq!(names(cache.controlled_by("default", "a")), ["a-1"]);
         writer.apply_watcher_event(&watcher::Event::Delete(pod("a-1", "a")));
-        assert!(cache.controlled_by("a").is_empty());
+        assert!(cache.controlled_by("default", "a").is_empty());
         assert!(
             writer.owners.read().unwrap().pods.is_empty(),
             "a controller without pods leaves no entry behind"
@@ -203,11 +204,18 @@ mod tests {
     #[test]
     fn a_pod_recreated_under_another_controller_moves() {
         let (cache, mut writer) = listed_pods(vec![pod("w-0", "a")]);
+        writer.apply_watcher_event(&watcher::Event::Delete(pod("w-0", "a")));
         writer.apply_watcher_event(&watcher::Event::Apply(pod("w-0", "b")));
-        assert!(cache.controlled_by("a").is_empty());
-        assert_eq!(names(cache.controlled_by("b")), ["w-0"]);
-        writer.apply_watcher_event(&watcher::Event::Apply(unowned("w-0")));
-        assert!(cache.controlled_by("b").is_empty());
+        assert!(cache.controlled_by("default", "a").is_empty());
+        assert_eq!(names(cache.controlled_by("default", "b")), ["w-0"]);
+        // Even were its controller to change in place, the old one no longer finds it.
+        writer.apply_watcher_event(&watcher::Event::Apply(pod("w-0", "c")));
+        assert!(cache.controlled_by("default", "b").is_empty());
+        assert_eq!(names(cache.controlled_by("default", "c")), ["w-0"]);
+        assert!(
+            cache.controlled_by("other", "c").is_empty(),
+            "by namespace too"
+        );
     }
 
     #[test]
@@ -216,13 +224,13 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::Init);
         writer.apply_watcher_event(&watcher::Event::InitApply(pod("a-1", "a")));
         assert_eq!(
-            names(cache.controlled_by("a")),
+            names(cache.controlled_by("default", "a")),
             ["a-0", "a-1"],
             "until the relist is done, the last complete list holds"
         );
         writer.apply_watcher_event(&watcher::Event::InitApply(pod("a-2", "a")));
         writer.apply_watcher_event(&watcher::Event::InitDone);
-        assert_eq!(names(cache.controlled_by("a")), ["a-1", "a-2"]);
+        assert_eq!(names(cache.controlled_by("default", "a")), ["a-1", "a-2"]);
         assert!(
             cache
                 .get(&ObjectRef::new("a-0").within("default"))
