@@ -160,6 +160,7 @@ const OTHER_VALUES: &[&[&str]] = &[
         "serviceMonitor.enabled=true",
         "prometheusRule.enabled=true",
         "grafanaDashboard.enabled=true",
+        "gangScheduling.scheduler=scheduler-plugins",
     ],
 ];
 
@@ -300,6 +301,7 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
         "--renew-deadline=9",
         "--kinds=TrainingJob,MPIJob",
         "--log-format=text",
+        "--gang-scheduler=none",
     ] {
         assert!(args.contains(&expected), "{args:?}");
     }
@@ -330,6 +332,8 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
         "--namespace=team-b,team-c,team-a",
         "--log-format=json",
         "--kinds=TrainingJob",
+        "--gang-scheduler=scheduler-plugins",
+        "--gang-scheduler-name=scheduler-plugins-scheduler",
     ] {
         assert!(args.contains(expected), "{args}");
     }

@@ -48,6 +48,7 @@ async fn apply_child(client: &Client, child: &Child) {
         Child::RoleBinding(binding) => apply(client, binding.as_ref()).await,
         Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
         Child::PodMetadata(_) => unreachable!("a new job has no pod to change"),
+        Child::PodGroup(_) => unreachable!("the floor is measured without gang scheduling"),
     }
 }
 
@@ -67,6 +68,7 @@ pub fn first_plan(job: &TrainingJob) -> Plan {
             Child::Role(role) => &mut role.metadata,
             Child::RoleBinding(binding) => &mut binding.metadata,
             Child::LauncherJob(launcher) => &mut launcher.metadata,
+            Child::PodGroup(group) => &mut group.metadata,
             Child::PodMetadata(_) => continue,
         };
         metadata.owner_references = None;

@@ -51,6 +51,7 @@ use crate::error::Error;
 use crate::freshness::Written;
 use crate::metrics::DecisionLabels;
 use crate::ownership::Owner;
+use crate::pod_groups;
 use crate::ssh_keys;
 
 /// A custom object eto writes: a job, or one of its requests.
@@ -382,6 +383,7 @@ async fn apply_child(
             let store = &stores.role_bindings;
             apply_checked(ctx, namespace, binding.as_ref(), store, owner).await
         }
+        Child::PodGroup(group) => pod_groups::apply(ctx, namespace, group, owner).await,
         Child::LauncherJob(job) => {
             let name = job.metadata.name.clone().unwrap_or_default();
             let jobs: Api<BatchJob> = Api::namespaced(ctx.client.clone(), namespace);
@@ -605,6 +607,7 @@ pub async fn execute(
             ChildKind::Pod => delete_one::<Pod>(ctx, namespace, &deletion.name).await?,
             ChildKind::Service => delete_one::<Service>(ctx, namespace, &deletion.name).await?,
             ChildKind::Job => delete_one::<BatchJob>(ctx, namespace, &deletion.name).await?,
+            ChildKind::PodGroup => pod_groups::delete(ctx, namespace, &deletion.name).await?,
         }
     }
     for update in &plan.scalers {

@@ -3,18 +3,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use eto_engine::gang::Gang;
 use eto_engine::kind::Kind;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
-use kube::api::DynamicObject;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
 use crate::pod_cache::PodCache;
+use crate::pod_groups::GangSettings;
 use crate::retries::Retries;
 
 /// Where a reconcile reads the time; tests pass a fixed one.
@@ -49,6 +51,10 @@ pub struct Stores {
     pub scale_ins: Store<DynamicObject>,
     /// ScaleOut requests (all of them).
     pub scale_outs: Store<DynamicObject>,
+    /// The jobs' PodGroups, when the operator uses a gang scheduler (empty otherwise).
+    pub pod_groups: Store<DynamicObject>,
+    /// Their resource (of the gang scheduler in use; Volcano's when there is none).
+    pub pod_groups_resource: ApiResource,
     /// Sent to after any cache changed; see [`Stores::show`].
     pub changes: watch::Sender<()>,
 }
@@ -83,4 +89,13 @@ pub struct Context {
     pub reconcile_timeout: Duration,
     /// The failures in a row of each object, for how soon to retry it.
     pub retries: Retries,
+    /// The gang scheduler jobs' pods go to, if any.
+    pub gang: Option<GangSettings>,
+}
+
+impl Context {
+    /// Gang scheduling as jobs are planned with it now.
+    pub fn gang(&self) -> Gang<'_> {
+        self.gang.as_ref().map_or(Gang::Off, GangSettings::gang)
+    }
 }

@@ -142,6 +142,13 @@ mod tests {
                 Vec::new(),
             )
             .as_reader(),
+            pod_groups: Writer::new(crate::pod_groups::resource(
+                &eto_engine::gang::GangScheduler::Volcano,
+            ))
+            .as_reader(),
+            pod_groups_resource: crate::pod_groups::resource(
+                &eto_engine::gang::GangScheduler::Volcano,
+            ),
             changes: watch::channel(()).0,
         };
         (stores, pod_writer, job_writer)

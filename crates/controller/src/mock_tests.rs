@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use crate::apply;
 use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
+use crate::pod_groups::{GangSettings, POD_GROUPS};
 use crate::reconcile::reconcile;
 use crate::requests;
 use crate::testing::{listed, listed_pods};
@@ -77,6 +78,7 @@ struct Cached {
     launcher_jobs: Vec<BatchJob>,
     scale_outs: Vec<DynamicObject>,
     scale_ins: Vec<DynamicObject>,
+    gang: Option<GangSettings>,
 }
 
 impl Cached {
@@ -123,6 +125,7 @@ impl Cached {
                 Child::ServiceAccount(account) => self.service_accounts.push(*account),
                 Child::Role(role) => self.roles.push(*role),
                 Child::RoleBinding(binding) => self.role_bindings.push(*binding),
+                Child::PodGroup(_) => {}
                 Child::LauncherJob(mut launcher) => {
                     launcher.metadata.uid = Some("launcher-job-uid".into());
                     self.launcher_jobs.push(*launcher);
@@ -158,6 +161,8 @@ impl Cached {
             scalers: &[],
             taken: &[],
             rejected_pod: None,
+            gang: eto_engine::gang::Gang::Off,
+            pod_group: None,
         };
         plan(&observed, now())
     }
@@ -205,6 +210,13 @@ impl Cached {
                 self.scale_outs,
             )
             .as_reader(),
+            pod_groups: Writer::new(crate::pod_groups::resource(
+                &eto_engine::gang::GangScheduler::Volcano,
+            ))
+            .as_reader(),
+            pod_groups_resource: crate::pod_groups::resource(
+                &eto_engine::gang::GangScheduler::Volcano,
+            ),
             changes: tokio::sync::watch::channel(()).0,
         };
 
@@ -222,6 +234,7 @@ impl Cached {
             cache_wait: Duration::ZERO,
             reconcile_timeout: crate::reconcile::RECONCILE_TIMEOUT,
             retries: crate::retries::Retries::default(),
+            gang: self.gang,
         })
     }
 }
@@ -1143,4 +1156,68 @@ async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_o
             "eto.dev/deepspeed-hostfile": "mnist-worker-0.mnist-workers slots=1\n",
         }}})
     );
+}
+
+/// Caches of an operator set to gang-schedule with Volcano, whose PodGroup API is served when
+/// `served`.
+fn volcano(served: bool) -> Cached {
+    let listed = crate::listed::Listed::default();
+    if served {
+        listed.mark(POD_GROUPS);
+    }
+    Cached {
+        gang: Some(GangSettings {
+            scheduler: eto_engine::gang::GangScheduler::Volcano,
+            listed,
+        }),
+        ..Cached::default()
+    }
+}
+
+#[tokio::test]
+async fn with_volcano_the_pod_group_is_applied_before_the_pods_that_join_it() {
+    let requests = reconciled_accepting(volcano(true), Kind::MpiJob, dynamic_mpi(&mpi_job())).await;
+    let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
+    let group = lines
+        .iter()
+        .position(|line| {
+            *line
+                == "PATCH /apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/pi?&force=true&fieldManager=eto"
+        })
+        .unwrap_or_else(|| panic!("no PodGroup apply in {lines:#?}"));
+    let first_pod = lines
+        .iter()
+        .position(|line| line.contains("/pods/"))
+        .expect("workers are created");
+    assert!(group < first_pod, "{lines:#?}");
+    let body = &requests[group].1;
+    assert_eq!(
+        (&body["apiVersion"], &body["kind"]),
+        (&json!("scheduling.volcano.sh/v1beta1"), &json!("PodGroup"))
+    );
+    assert_eq!(body["spec"]["minMember"], 3, "two workers and the launcher");
+    assert_eq!(body["metadata"]["ownerReferences"][0]["kind"], "MPIJob");
+    let worker = &requests[first_pod].1;
+    assert_eq!(worker["spec"]["schedulerName"], "volcano");
+    assert_eq!(
+        worker["metadata"]["annotations"]["scheduling.k8s.io/group-name"],
+        "pi"
+    );
+}
+
+#[tokio::test]
+async fn without_the_pod_group_api_no_pod_is_created_and_the_job_says_why() {
+    let requests =
+        reconciled_accepting(volcano(false), Kind::MpiJob, dynamic_mpi(&mpi_job())).await;
+    assert!(
+        !requests
+            .iter()
+            .any(|(line, _)| line.contains("/pods/") || line.contains("podgroups")),
+        "{requests:#?}"
+    );
+    let (_, status) = requests
+        .iter()
+        .find(|(line, _)| line.ends_with("/mpijobs/pi/status?&force=true&fieldManager=eto"))
+        .expect("the status is written");
+    assert_eq!(condition(status, "Ready")["reason"], "GangSchedulerMissing");
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use eto_api::training_job::JobPhase;
 use eto_engine::effective_spec::SshSecretSource;
+use eto_engine::gang::{self, Gang, PodGroup};
 use eto_engine::kind::{JobRef, Kind};
 use eto_engine::names;
 use eto_engine::plan::{Observed, RejectedPod, SecretPresence, TakenName};
@@ -20,6 +21,7 @@ use crate::apply::NamespacedObject;
 use crate::context::{Context, Stores};
 use crate::error::Error;
 use crate::ownership::Owner;
+use crate::pod_groups;
 
 /// The children of a job found in the caches, and its ScaleIn and ScaleOut requests.
 pub struct Children {
@@ -31,6 +33,7 @@ pub struct Children {
     service_account: Option<Arc<ServiceAccount>>,
     role: Option<Arc<Role>>,
     role_binding: Option<Arc<RoleBinding>>,
+    pod_group: Option<PodGroup>,
 }
 
 /// Whether `object` is controlled by the object with `uid`.
@@ -101,6 +104,7 @@ impl Children {
             role: named(&stores.roles, namespace, &launcher_rbac, uid).filter(|_| training),
             role_binding: named(&stores.role_bindings, namespace, &launcher_rbac, uid)
                 .filter(|_| training),
+            pod_group: pod_groups::cached(stores, namespace, gang::pod_group_name(job), uid),
         }
     }
 
@@ -155,13 +159,14 @@ impl Children {
 
     /// The engine's view of `job` with these children; `taken` are names of its children
     /// found held by objects it does not control, `rejected_pod` a pod the API server
-    /// refused to create.
+    /// refused to create, `gang` the operator's gang scheduling.
     pub fn observed<'a>(
         &'a self,
         job: JobRef<'a>,
         ssh_secret: SecretPresence,
         taken: &'a [TakenName],
         rejected_pod: Option<&'a RejectedPod>,
+        gang: Gang<'a>,
     ) -> Observed<'a> {
         Observed {
             job,
@@ -176,6 +181,8 @@ impl Children {
             scalers: &self.scalers,
             taken,
             rejected_pod,
+            gang,
+            pod_group: self.pod_group.as_ref(),
         }
     }
 }

@@ -86,6 +86,18 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["roles", "rolebindings"],
         verbs: &["get", "list", "watch", "create", "patch"],
     },
+    // A job's PodGroup when a gang scheduler is configured (Volcano's or scheduler-plugins'
+    // API, see crate::pod_groups): watched, applied, deleted when the job suspends or ends.
+    Grant {
+        group: "scheduling.volcano.sh",
+        resources: &["podgroups"],
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+    },
+    Grant {
+        group: "scheduling.x-k8s.io",
+        resources: &["podgroups"],
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+    },
     Grant {
         group: "events.k8s.io",
         resources: &["events"],

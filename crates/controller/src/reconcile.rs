@@ -178,7 +178,8 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // job reports it (one condition and event, not a failed reconcile per worker).
             let mut rejected_pod = None;
             loop {
-                let observed = children.observed(job, secret, &taken, rejected_pod.as_ref());
+                let observed =
+                    children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());
                 let plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
                 let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);

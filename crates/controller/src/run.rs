@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
+use eto_engine::gang::GangScheduler;
 use eto_engine::kind::Kind;
 use eto_engine::scaling::ScalerKind;
 use futures::channel::mpsc;
@@ -32,6 +33,7 @@ use crate::freshness::CACHE_WAIT;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::pod_cache::pod_cache;
+use crate::pod_groups::{self, GangSettings};
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
 use crate::scope::{Scope, merged};
@@ -54,6 +56,8 @@ pub struct Settings {
     /// The kinds of job served: both by default. Serving TrainingJobs includes their ScaleIn
     /// and ScaleOut requests.
     pub kinds: Vec<Kind>,
+    /// The gang scheduler every job gets a PodGroup of; none by default.
+    pub gang: Option<GangScheduler>,
 }
 
 impl Default for Settings {
@@ -65,6 +69,7 @@ impl Default for Settings {
             instance: None,
             reconcile_timeout: RECONCILE_TIMEOUT,
             kinds: vec![Kind::TrainingJob, Kind::MpiJob],
+            gang: None,
         }
     }
 }
@@ -186,12 +191,13 @@ where
         .touched_objects()
 }
 
-/// A cache of the custom objects of `resource` (all of them: users create them), and the stream
-/// that fills it, as [`reflected`] does for eto's own objects.
+/// A cache of the custom objects of `resource` that `config` selects, and the stream that
+/// fills it, as [`reflected`] does for eto's own objects.
 fn reflected_custom(
     client: &Client,
     scope: &Scope,
     resource: &ApiResource,
+    config: &watcher::Config,
     changes: &watch::Sender<()>,
     listed: &Listed,
     cache: &'static str,
@@ -203,7 +209,7 @@ fn reflected_custom(
     let store = writer.as_reader();
     let changes = changes.clone();
     let listed = listed.clone();
-    let stream = watch_scope(scope, watcher::Config::default(), |namespace| {
+    let stream = watch_scope(scope, config.clone(), |namespace| {
         dynamic_api(client, namespace, resource)
     })
     .modify(DynamicObject::trim)
@@ -477,6 +483,7 @@ async fn run_until(
             &client,
             &scope,
             &scale_in_resource,
+            &watcher::Config::default(),
             &changes,
             &listed,
             ScalerKind::ScaleIn.as_str(),
@@ -485,6 +492,7 @@ async fn run_until(
             &client,
             &scope,
             &scale_out_resource,
+            &watcher::Config::default(),
             &changes,
             &listed,
             ScalerKind::ScaleOut.as_str(),
@@ -509,6 +517,49 @@ async fn run_until(
         )
     };
 
+    // The jobs' PodGroups, when a gang scheduler is configured. Its PodGroup API is not eto's:
+    // when the cluster does not serve it, the operator runs on, its jobs reporting it (see
+    // crate::pod_groups), and the watch keeps retrying, so that installing it later is seen.
+    let pod_groups_resource =
+        pod_groups::resource(settings.gang.as_ref().unwrap_or(&GangScheduler::Volcano));
+    let pod_groups = match &settings.gang {
+        Some(scheduler) => {
+            let mut served = true;
+            for namespace in scope.watches() {
+                served &= pod_groups::served(&client, namespace, scheduler)
+                    .await
+                    .map_err(|source| RunError::Unreachable {
+                        kind: "PodGroup",
+                        source,
+                    })?;
+            }
+            if served {
+                inputs.push(pod_groups::POD_GROUPS);
+            } else {
+                tracing::error!(
+                    scheduler = scheduler.display_name(),
+                    crd = scheduler.crd_name(),
+                    "gang scheduling is configured, but the cluster has no CustomResourceDefinition {}: jobs create no pods and report GangSchedulerMissing until it is installed",
+                    scheduler.crd_name()
+                );
+            }
+            let config =
+                watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+            let (groups, events) = reflected_custom(
+                &client,
+                &scope,
+                &pod_groups_resource,
+                &config,
+                &changes,
+                &listed,
+                pod_groups::POD_GROUPS,
+            );
+            child_triggers.push(triggers(events));
+            groups
+        }
+        None => reflector::store::Writer::new(pod_groups_resource.clone()).as_reader(),
+    };
+
     let job_writers = [Kind::TrainingJob, Kind::MpiJob]
         .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
     let [training_writer, mpi_writer] = job_writers;
@@ -525,6 +576,8 @@ async fn run_until(
         role_bindings,
         scale_ins,
         scale_outs,
+        pod_groups,
+        pod_groups_resource,
         changes,
     };
     let reporter = Reporter {
@@ -548,6 +601,10 @@ async fn run_until(
         cache_wait: CACHE_WAIT,
         reconcile_timeout: settings.reconcile_timeout,
         retries: crate::retries::Retries::default(),
+        gang: settings.gang.clone().map(|scheduler| GangSettings {
+            scheduler,
+            listed: listed.clone(),
+        }),
     });
     let config = controller::Config::default()
         .debounce(settings.debounce)

@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::mpi_job::MpiImplementation;
+use eto_api::mpi_job::{MpiImplementation, SchedulingPolicy};
 use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
 
 /// What a job asks for, validated and with every default applied.
 ///
 /// Only [`crate::validation`] builds one, so holding an `EffectiveSpec` means the spec passed
 /// every rule. The pod templates are not copied here: planners read them from the job itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EffectiveSpec {
     /// Worker counts.
     pub workers: WorkerCounts,
@@ -54,7 +54,7 @@ pub enum LauncherStart {
 }
 
 /// What only an MPIJob has.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MpiSettings {
     /// The MPI implementation: the hostfile format and the launcher's environment.
     pub implementation: MpiImplementation,
@@ -62,6 +62,8 @@ pub struct MpiSettings {
     pub ssh_auth_mount_path: String,
     /// Whether the launcher also runs training processes.
     pub run_launcher_as_worker: bool,
+    /// `spec.runPolicy.schedulingPolicy`, read when a gang scheduler is configured.
+    pub scheduling_policy: Option<SchedulingPolicy>,
 }
 
 /// Desired, minimum and maximum worker counts; `min <= desired <= max` holds.

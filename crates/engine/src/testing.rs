@@ -97,6 +97,7 @@ pub(crate) mod world {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use serde_json::json;
 
+    use crate::gang::{Gang, GangScheduler, PodGroup};
     use crate::kind::{ApiStatus, JobRef};
     use crate::plan::{
         Child, ChildKind, Observed, Plan, RejectedPod, SecretPresence, TakenName, plan,
@@ -148,6 +149,11 @@ pub(crate) mod world {
         pub taken: Vec<TakenName>,
         /// A pod the API server refused in the reconcile being planned.
         pub rejected_pod: Option<RejectedPod>,
+        /// The operator's gang scheduler.
+        pub gang: Option<GangScheduler>,
+        /// Whether the cluster serves its PodGroup API.
+        pub pod_groups_served: bool,
+        pub pod_group: Option<PodGroup>,
         pub now: jiff::Timestamp,
     }
 
@@ -167,6 +173,9 @@ pub(crate) mod world {
                 scalers: Vec::new(),
                 taken: Vec::new(),
                 rejected_pod: None,
+                gang: None,
+                pod_groups_served: true,
+                pod_group: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -196,6 +205,12 @@ pub(crate) mod world {
                 scalers: &self.scalers,
                 taken: &self.taken,
                 rejected_pod: self.rejected_pod.as_ref(),
+                gang: match &self.gang {
+                    None => Gang::Off,
+                    Some(scheduler) if self.pod_groups_served => Gang::Ready(scheduler),
+                    Some(scheduler) => Gang::Missing(scheduler),
+                },
+                pod_group: self.pod_group.as_ref(),
             }
         }
 
@@ -242,6 +257,7 @@ pub(crate) mod world {
                     Child::Role(role) => self.role = Some(*role),
                     Child::RoleBinding(binding) => self.role_binding = Some(*binding),
                     Child::LauncherJob(job) => self.create_launcher_job(*job),
+                    Child::PodGroup(group) => self.pod_group = Some(*group),
                 }
             }
             if plan.create_ssh_secret.is_some() {
@@ -253,6 +269,7 @@ pub(crate) mod world {
                         self.pods.remove(&deletion.name);
                     }
                     ChildKind::Service => self.service = None,
+                    ChildKind::PodGroup => self.pod_group = None,
                     ChildKind::Job => {
                         self.launcher_job = None;
                         self.pods.retain(|_, pod| {

@@ -170,6 +170,8 @@ impl Children {
             scalers: &[],
             taken: &[],
             rejected_pod: None,
+            gang: eto_engine::gang::Gang::Off,
+            pod_group: None,
         }
     }
 

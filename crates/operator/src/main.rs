@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use eto_controller::{Kind, Metrics, Settings};
+use eto_controller::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler, Kind, Metrics, Settings};
 
 /// eto, the elastic training operator for Kubernetes.
 #[derive(Parser)]
@@ -73,6 +73,40 @@ struct RunArgs {
     /// Log format: `text` for people, `json` for log collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// The gang scheduler every job gets a PodGroup of, holding its minimum of workers and its
+    /// launcher together: `none`, `volcano` (scheduling.volcano.sh/v1beta1) or
+    /// `scheduler-plugins` (the coscheduling plugin, scheduling.x-k8s.io/v1alpha1). Its
+    /// PodGroup CRD must be installed; without it jobs wait and say so.
+    #[arg(long, value_enum, default_value_t = GangSchedulerArg::None)]
+    gang_scheduler: GangSchedulerArg,
+    /// The `schedulerName` of the scheduler-plugins scheduler that runs the coscheduling
+    /// plugin (with `--gang-scheduler=scheduler-plugins`).
+    #[arg(long, default_value = COSCHEDULING_DEFAULT_SCHEDULER)]
+    gang_scheduler_name: String,
+}
+
+/// A gang scheduler `--gang-scheduler` names.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GangSchedulerArg {
+    /// No gang scheduling: pods go to the scheduler their template names.
+    None,
+    /// Volcano.
+    Volcano,
+    /// The scheduler-plugins coscheduling plugin.
+    SchedulerPlugins,
+}
+
+impl RunArgs {
+    /// The gang scheduler the flags select.
+    fn gang_scheduler(&self) -> Option<GangScheduler> {
+        match self.gang_scheduler {
+            GangSchedulerArg::None => None,
+            GangSchedulerArg::Volcano => Some(GangScheduler::Volcano),
+            GangSchedulerArg::SchedulerPlugins => Some(GangScheduler::Coscheduling {
+                scheduler_name: self.gang_scheduler_name.clone(),
+            }),
+        }
+    }
 }
 
 /// How the operator writes its logs.
@@ -187,10 +221,12 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
             source,
         })?;
     tokio::spawn(endpoints::serve(listener, Arc::clone(&metrics)));
+    let gang = args.gang_scheduler();
     let settings = Settings {
         scope: eto_controller::Scope::of(args.namespace),
         concurrency: args.concurrency,
         kinds: unique_kinds(&args.kinds),
+        gang,
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),

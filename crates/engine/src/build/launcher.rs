@@ -44,7 +44,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
         ),
     ]);
     annotations.extend(notice::annotations(job.notice));
-    let metadata = ObjectMeta {
+    let mut metadata = ObjectMeta {
         labels: Some(merged(template_metadata.labels.as_ref(), labels)),
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..job.metadata(names::launcher(job.name()))
@@ -92,6 +92,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
             }
         }
     }
+    job.join_gang(&mut metadata, &mut spec);
     Pod {
         metadata,
         spec: Some(spec),

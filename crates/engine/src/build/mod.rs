@@ -18,7 +18,7 @@ use eto_api::well_known::{
     MPI_OPERATOR_NAME_LABEL, RUN_LABEL,
 };
 use k8s_openapi::api::core::v1::{
-    DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector,
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,
     SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -32,6 +32,7 @@ pub use objects::{
 pub use worker::{worker_metadata, worker_pod};
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
+use crate::gang::GangScheduler;
 use crate::kind::{JobRef, Kind};
 use crate::names;
 
@@ -97,12 +98,22 @@ pub struct Job<'a> {
     pub run: i32,
     /// The notice its pods show (`status.notice`).
     pub notice: Option<&'a Notice>,
+    /// The gang scheduler its pods go to, if the operator uses one.
+    pub gang: Option<&'a GangScheduler>,
 }
 
 impl<'a> Job<'a> {
     /// The job's name.
     pub fn name(&self) -> &'a str {
         self.job.name()
+    }
+
+    /// Puts the pod with `metadata` and `spec` in the job's PodGroup, when the operator uses a
+    /// gang scheduler (see [`crate::gang::join`]).
+    pub fn join_gang(&self, metadata: &mut ObjectMeta, spec: &mut PodSpec) {
+        if let Some(scheduler) = self.gang {
+            crate::gang::join(metadata, spec, self.job, scheduler);
+        }
     }
 
     /// The job's namespace.

@@ -83,6 +83,12 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
         }
         set_env(first, RESUME_ENV, resume_value(&job));
     }
+    let mut pod_metadata = ObjectMeta {
+        labels: Some(merged(template_metadata.labels.as_ref(), pod_labels)),
+        annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
+        ..ObjectMeta::default()
+    };
+    job.join_gang(&mut pod_metadata, &mut spec);
     BatchJob {
         metadata: ObjectMeta {
             labels: Some(job.pod_labels(Role::Launcher)),
@@ -92,11 +98,7 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
             backoff_limit: Some(0),
             pod_replacement_policy: Some("Failed".into()),
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(merged(template_metadata.labels.as_ref(), pod_labels)),
-                    annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
-                    ..ObjectMeta::default()
-                }),
+                metadata: Some(pod_metadata),
                 spec: Some(spec),
             },
             ..JobSpec::default()

@@ -19,6 +19,7 @@ fn with_spec<R>(job: &MPIJob, build: impl FnOnce(Job<'_>, &MpiSettings) -> R) ->
             spec: &spec,
             run: 1,
             notice: None,
+            gang: None,
         },
         &mpi,
     )

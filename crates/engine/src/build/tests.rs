@@ -16,6 +16,7 @@ fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
         spec: &spec,
         run: 2,
         notice: None,
+        gang: None,
     })
 }
 
@@ -189,6 +190,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
         spec: &spec,
         run: 3,
         notice: Some(&resume),
+        gang: None,
     };
     let worker = json_of(&worker_pod(resumed, 0, &[]));
     let notice = worker["metadata"]["annotations"]["eto.dev/notice"]

@@ -20,7 +20,7 @@ use crate::{cooldown, names, notice};
 /// mpi-operator builds it: the key pair at `sshAuthMountPath` in the first container,
 /// `K_MPI_JOB_ROLE=worker`, the job's Service domain in its DNS search path.
 pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod {
-    let metadata = worker_metadata(job, index);
+    let mut metadata = worker_metadata(job, index);
     let name = names::worker(job.name(), index);
     let kind = job.kind();
     let template = job.job.worker_template();
@@ -68,6 +68,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
             .get_or_insert_default()
             .push(search);
     }
+    job.join_gang(&mut metadata, &mut spec);
     Pod {
         metadata,
         spec: Some(spec),

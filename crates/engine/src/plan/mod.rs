@@ -40,6 +40,7 @@ use crate::applied::is_applied;
 use crate::build::Job;
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
+use crate::gang::{self, Gang, PodGroup};
 use crate::kind::{JobRef, Kind};
 use crate::pod_metadata::PodMetadata;
 use crate::scaling::{self, Scaler, ScalerUpdate};
@@ -122,6 +123,10 @@ pub struct Observed<'a> {
     /// A pod the API server refused to create during this reconcile: the job is planned
     /// again, creating no pod.
     pub rejected_pod: Option<&'a RejectedPod>,
+    /// The operator's gang scheduling (see [`crate::gang`]).
+    pub gang: Gang<'a>,
+    /// The job's PodGroup, read when the operator uses a gang scheduler.
+    pub pod_group: Option<&'a PodGroup>,
 }
 
 impl<'a> Observed<'a> {
@@ -140,6 +145,8 @@ impl<'a> Observed<'a> {
             launcher_job: None,
             taken: &[],
             rejected_pod: None,
+            gang: Gang::Off,
+            pod_group: None,
         }
     }
 }
@@ -165,6 +172,9 @@ pub enum Child {
     /// An MPIJob's launcher Job: created once per run, never updated (its pod template is
     /// immutable); one that already exists is left as it is.
     LauncherJob(Box<BatchJob>),
+    /// The job's PodGroup, when the operator uses a gang scheduler; listed before the pods
+    /// that belong to it.
+    PodGroup(Box<PodGroup>),
 }
 
 impl Child {
@@ -178,6 +188,7 @@ impl Child {
             Self::Role(_) => "Role",
             Self::RoleBinding(_) => "RoleBinding",
             Self::LauncherJob(_) => "Job",
+            Self::PodGroup(_) => "PodGroup",
         }
     }
 
@@ -192,6 +203,7 @@ impl Child {
             Self::Role(role) => &role.metadata,
             Self::RoleBinding(binding) => &binding.metadata,
             Self::LauncherJob(job) => &job.metadata,
+            Self::PodGroup(group) => &group.metadata,
         };
         metadata.name.as_deref().unwrap_or_default()
     }
@@ -206,6 +218,8 @@ pub enum ChildKind {
     Service,
     /// A batch Job (an MPIJob's launcher), deleted with its pods.
     Job,
+    /// The job's PodGroup (see [`crate::gang`]).
+    PodGroup,
 }
 
 /// A child to delete.
@@ -323,7 +337,10 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
             let idle = scaling::JobSide::idle(job.name(), job.uid(), now);
             planner.scaling(scaling::step(&idle, observed.scalers));
         }
-        Ok(spec) => planner.valid(observed, &spec),
+        Ok(spec) => {
+            planner.valid(observed, &spec);
+            planner.pod_group(observed, &spec);
+        }
     }
     planner.finish()
 }
@@ -358,6 +375,9 @@ struct Planner {
     status: TrainingJobStatus,
     plan: Plan,
     now: jiff::Timestamp,
+    /// Set by a run that goes on: whether its launcher exists (see [`crate::gang`]). A job
+    /// that does not go on (suspending, suspended, finished) holds no PodGroup.
+    gang_launcher: Option<bool>,
 }
 
 impl Planner {
@@ -377,6 +397,7 @@ impl Planner {
             status,
             plan: Plan::default(),
             now,
+            gang_launcher: None,
         }
     }
 
@@ -458,6 +479,7 @@ impl Planner {
             spec,
             run: current_run(&self.old),
             notice: None,
+            gang: observed.gang.ready(),
         };
         let kind = self.kind;
         if !c::is_true(&self.status.conditions, c::CREATED) {
@@ -492,6 +514,53 @@ impl Planner {
             self.requeue_at(due);
         }
         Run::new(self, observed, job).reconcile();
+    }
+
+    /// Keeps the job's PodGroup as its run needs it, when the operator uses a gang scheduler:
+    /// applied (before the pods that belong to it) while the run goes on, deleted once it does
+    /// not (a suspended or finished job reserves nothing).
+    fn pod_group(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
+        let Some(scheduler) = observed.gang.ready() else {
+            return;
+        };
+        let Some(launcher_exists) = self.gang_launcher else {
+            if let Some(existing) = observed.pod_group {
+                self.plan.delete.push(Deletion {
+                    kind: ChildKind::PodGroup,
+                    name: existing.metadata.name.clone().unwrap_or_default(),
+                });
+            }
+            return;
+        };
+        let job = Job {
+            job: observed.job,
+            spec,
+            run: current_run(&self.status),
+            notice: None,
+            gang: Some(scheduler),
+        };
+        let desired = gang::pod_group(job, scheduler, launcher_exists);
+        let name = gang::pod_group_name(observed.job);
+        let taken = observed
+            .taken
+            .iter()
+            .any(|held| held.kind == "PodGroup" && held.name == name);
+        if taken
+            || observed
+                .pod_group
+                .is_some_and(|existing| is_applied(&desired, existing))
+        {
+            return;
+        }
+        let first_member = self
+            .plan
+            .apply
+            .iter()
+            .position(|child| matches!(child, Child::Pod(_) | Child::LauncherJob(_)))
+            .unwrap_or(self.plan.apply.len());
+        self.plan
+            .apply
+            .insert(first_member, Child::PodGroup(Box::new(desired)));
     }
 
     /// Takes what the job's requests decided into the plan: their writes, the job's events,
@@ -715,6 +784,8 @@ mod run;
 
 use run::Run;
 
+#[cfg(test)]
+mod gang_tests;
 #[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]

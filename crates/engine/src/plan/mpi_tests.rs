@@ -36,6 +36,7 @@ fn kinds(plan: &Plan) -> Vec<&'static str> {
             Child::Pod(_) => "Pod",
             Child::ConfigMap(_) => "ConfigMap",
             Child::LauncherJob(_) => "Job",
+            Child::PodGroup(_) => "PodGroup",
             Child::ServiceAccount(_) | Child::Role(_) | Child::RoleBinding(_) => "RBAC",
         })
         .collect()

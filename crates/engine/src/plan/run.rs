@@ -25,6 +25,7 @@ use crate::build::{self, Job};
 use crate::conditions as c;
 use crate::discovery::{self, Host};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
+use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
 use crate::kind::Kind;
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
@@ -108,6 +109,7 @@ impl<'p, 'o> Run<'p, 'o> {
             spec: self.job.spec,
             run: self.run,
             notice: self.notice.as_ref(),
+            gang: self.job.gang,
         }
     }
 
@@ -219,6 +221,7 @@ impl<'p, 'o> Run<'p, 'o> {
         if !goes_on {
             return;
         }
+        self.planner.gang_launcher = Some(self.launcher().is_some());
         self.apply_supporting_objects();
         if !self.observed.taken.is_empty() {
             return self.names_taken();
@@ -238,6 +241,9 @@ impl<'p, 'o> Run<'p, 'o> {
                     .event(true, "SSHSecretNotFound", "Validate", message);
             }
             return;
+        }
+        if let Gang::Missing(scheduler) = self.observed.gang {
+            return self.gang_scheduler_missing(scheduler);
         }
         if !self.still_worth_waiting() {
             return;
@@ -285,6 +291,30 @@ impl<'p, 'o> Run<'p, 'o> {
             planner.event(true, POD_REJECTED, "Create", message);
         }
         let recheck = crate::time::after(planner.now, POD_REJECTED_RECHECK);
+        planner.requeue_at(recheck);
+    }
+
+    /// The operator is set to use a gang scheduler whose PodGroup API the cluster does not
+    /// serve: no pod is created, since none would be scheduled; the job says so
+    /// (`Ready=False`, `Stalled=True`, reason [`GANG_SCHEDULER_MISSING`], one Warning event)
+    /// and looks again every [`GANG_SCHEDULER_RECHECK`].
+    fn gang_scheduler_missing(self, scheduler: &GangScheduler) {
+        let message = format!(
+            "eto is set to gang-schedule with {}, but the cluster does not serve its PodGroup API ({}/{}, CustomResourceDefinition {}); no pod is created until it does (install the scheduler, or run eto without a gang scheduler)",
+            scheduler.display_name(),
+            scheduler.group(),
+            scheduler.version(),
+            scheduler.crd_name(),
+        );
+        let planner = self.planner;
+        let reported = c::find(&planner.old.conditions, c::STALLED)
+            .is_some_and(|s| s.reason.as_deref() == Some(GANG_SCHEDULER_MISSING));
+        planner.condition(c::READY, false, GANG_SCHEDULER_MISSING, &message);
+        planner.condition(c::STALLED, true, GANG_SCHEDULER_MISSING, &message);
+        if !reported {
+            planner.event(true, GANG_SCHEDULER_MISSING, "Schedule", message);
+        }
+        let recheck = crate::time::after(planner.now, GANG_SCHEDULER_RECHECK);
         planner.requeue_at(recheck);
     }
 

@@ -126,6 +126,22 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
         elastic_policy.map(|policy| &policy.policy),
         &mut errors,
     );
+    if let Some(policy) = &run_policy.scheduling_policy {
+        if let Some(min_available) = policy.min_available {
+            positive(
+                "spec.runPolicy.schedulingPolicy.minAvailable",
+                min_available,
+                &mut errors,
+            );
+        }
+        if let Some(timeout) = policy.schedule_timeout_seconds {
+            positive(
+                "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+                timeout,
+                &mut errors,
+            );
+        }
+    }
     let launcher_start = match spec.launcher_creation_policy {
         None | Some(LauncherCreationPolicy::AtStartup) => LauncherStart::AtStartup,
         Some(LauncherCreationPolicy::WaitForWorkersReady) => LauncherStart::WhenMinReady,
@@ -157,6 +173,7 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
                     .unwrap_or(MpiImplementation::OpenMpi),
                 ssh_auth_mount_path,
                 run_launcher_as_worker: spec.run_launcher_as_worker.unwrap_or(false),
+                scheduling_policy: run_policy.scheduling_policy.clone(),
             }),
         },
     )
@@ -266,6 +283,7 @@ mod tests {
                 implementation: MpiImplementation::OpenMpi,
                 ssh_auth_mount_path: "/root/.ssh".into(),
                 run_launcher_as_worker: false,
+                scheduling_policy: None,
             })
         );
     }
