@@ -1,6 +1,7 @@
 //! Simulated nodes: what they offer, the scheduler that places pods on them, and the kubelets
 //! that run (and stop) those pods.
 
+pub mod gang;
 pub mod kubelet;
 pub mod quantity;
 pub mod scheduler;
@@ -21,8 +22,8 @@ use crate::store::{Change, ObjectKey};
 /// exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Changed {
-    /// Anything may have: a node changed (which can free or take capacity, or orphan pods),
-    /// the change log was compacted, or this is the first pass.
+    /// Anything may have: a node changed (which can free or take capacity, or orphan pods), a
+    /// PodGroup changed, the change log was compacted, or this is the first pass.
     Everything,
     /// These pods were created, changed or removed.
     Pods(BTreeSet<ObjectKey>),
@@ -38,6 +39,8 @@ impl Changed {
                 change.resource.plural.as_str(),
             ) {
                 ("", "nodes") => return Self::Everything,
+                // A group's minimum changed: its waiting members may now form it.
+                _ if gang::is_pod_groups(&change.resource) => return Self::Everything,
                 ("", "pods") => {
                     let metadata = &change.object["metadata"];
                     pods.insert(ObjectKey::new(

@@ -1,4 +1,5 @@
-//! A scheduler for pods whose `schedulerName` is `default-scheduler`.
+//! A scheduler for pods whose `schedulerName` is `default-scheduler`, or one of the gang
+//! schedulers it stands in for (see [`SCHEDULER_NAMES`] and [`super::gang`]).
 //!
 //! A pod fits a node that is Ready and schedulable, whose labels satisfy the pod's
 //! `nodeSelector` and required node affinity, whose `NoSchedule`/`NoExecute` taints the pod
@@ -9,25 +10,32 @@
 //! (bin packing, which keeps whole GPU nodes free), ties broken by name. Pods are considered
 //! oldest first. A pod that fits nowhere
 //! gets `PodScheduled=False` with reason `Unschedulable` and a message in the real scheduler's
-//! style (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
+//! style (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`), and is tried again when
+//! capacity may have been freed. The pods of a PodGroup are placed as a gang: at least its
+//! `minMember` together, or none.
 //!
 //! Not simulated: preemption, pod (anti-)affinity, topology spread, volumes and ports.
 //! kube-scheduler weighs preferred node affinity against its other scores; here it always
 //! comes first, which is the outcome a single strong preference (weight 100) gets there.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::quantity::{Milli, parse_value, pod_requests};
-use super::{Changed, pods, terminal};
+use super::{Changed, gang, pods, terminal};
 use crate::errors::ApiError;
 use crate::operations::{Subresource, WriteOptions, timestamp_now};
 use crate::resources::ResourceId;
 use crate::store::{ObjectKey, State};
 
 const MANAGER: &str = "default-scheduler";
+
+/// The `schedulerName`s of the pods this scheduler places: the default scheduler's, and those
+/// of the gang schedulers it stands in for (Volcano, and the scheduler-plugins scheduler under
+/// its usual name), whose pods it places as a gang (see [`gang`]).
+pub const SCHEDULER_NAMES: [&str; 3] = [MANAGER, "volcano", "scheduler-plugins-scheduler"];
 
 /// Whether `pod` tolerates `taint`.
 pub fn tolerates(pod: &Value, taint: &Value) -> bool {
@@ -197,6 +205,133 @@ fn misfit(
     None
 }
 
+/// The pending members of a group (positions in the pending pods) of which `needed` more must
+/// be placed together for it to form.
+struct Shortfall<'a> {
+    group: &'a gang::Group,
+    members: &'a [usize],
+    needed: usize,
+}
+
+/// What the pods on each node request, by the node's position.
+type Usage = Vec<BTreeMap<String, Milli>>;
+
+/// Up to `needed` of `members` (positions in `pending`, oldest first) placed on `nodes` whose
+/// pods request `used`: the usage after them, and where each went.
+fn form(
+    pending: &[Arc<Value>],
+    members: &[usize],
+    needed: usize,
+    nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
+    mut used: Usage,
+) -> (Usage, Vec<(usize, usize)>) {
+    let mut formed = Vec::new();
+    for &at in members {
+        if formed.len() >= needed {
+            break;
+        }
+        if let Ok(node) = fit(&pending[at], nodes, &used) {
+            add(&mut used[node], &pod_requests(&pending[at]));
+            formed.push((at, node));
+        }
+    }
+    (used, formed)
+}
+
+/// The node `pod` goes to among `nodes` (whose pods request `used`): its position, or why
+/// none fits, in the scheduler's words.
+fn fit(
+    pod: &Value,
+    nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
+    used: &[BTreeMap<String, Milli>],
+) -> Result<usize, String> {
+    let requests = pod_requests(pod);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut best: Option<(i64, Milli, Milli, usize)> = None;
+    for (at, (node, allocatable)) in nodes.iter().enumerate() {
+        let node_used = &used[at];
+        if let Some(reason) = misfit(pod, &requests, node, allocatable, node_used) {
+            *reasons.entry(reason).or_default() += 1;
+            continue;
+        }
+        let free = |resource: &str| {
+            allocatable.get(resource).copied().unwrap_or(0)
+                - node_used.get(resource).copied().unwrap_or(0)
+                - requests.get(resource).copied().unwrap_or(0)
+        };
+        let score = (
+            -preference(pod, node),
+            free("nvidia.com/gpu"),
+            free("cpu"),
+            at,
+        );
+        if best.is_none_or(|current| score < current) {
+            best = Some(score);
+        }
+    }
+    if let Some((_, _, _, at)) = best {
+        return Ok(at);
+    }
+    let details: Vec<String> = reasons
+        .iter()
+        .map(|(reason, count)| format!("{count} {reason}"))
+        .collect();
+    Err(if details.is_empty() {
+        "no nodes available to schedule pods".to_string()
+    } else {
+        format!(
+            "0/{} nodes are available: {}.",
+            nodes.len(),
+            details.join(", ")
+        )
+    })
+}
+
+/// Preempts pod `key`: marks it `DisruptionTarget` (reason `PreemptionByScheduler`, as
+/// kube-scheduler does) and deletes it with its grace period; returns whether it did.
+fn preempt(
+    state: &mut State,
+    resource: &crate::resources::ResourceType,
+    key: &ObjectKey,
+    options: &WriteOptions,
+) -> bool {
+    let Some(pod) = state.get(&pods(), key).map(Arc::clone) else {
+        return false;
+    };
+    let mut marked = (*pod).clone();
+    set_condition(
+        &mut marked,
+        json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+               "message": "preempted for a pod group that waits for its minimum", "lastTransitionTime": timestamp_now()}),
+    );
+    let marked = state
+        .replace(
+            resource,
+            &key.namespace,
+            &key.name,
+            marked,
+            Some(Subresource::Status),
+            options,
+        )
+        .is_ok();
+    let deleted = state
+        .delete(
+            resource,
+            &key.namespace,
+            &key.name,
+            &crate::operations::DeleteOptions::default(),
+        )
+        .is_ok();
+    marked || deleted
+}
+
+/// Adds `requests` to `used`.
+fn add(used: &mut BTreeMap<String, Milli>, requests: &BTreeMap<String, Milli>) {
+    for (resource, amount) in requests {
+        *used.entry(resource.clone()).or_default() += amount;
+    }
+}
+
 /// Binds `pod` to `node` (the `binding` subresource), marking it `PodScheduled`.
 ///
 /// # Errors
@@ -273,12 +408,17 @@ pub fn set_condition(pod: &mut Value, condition: Value) {
 /// request, and which pods wait for a node.
 #[derive(Debug, Default)]
 pub struct Scheduler {
-    /// Each bound, unfinished pod: its node and its requests.
-    placed: HashMap<ObjectKey, (String, BTreeMap<String, Milli>)>,
+    /// Each bound, unfinished pod: its node, its requests and its gang group.
+    placed: HashMap<ObjectKey, gang::Placement>,
+    /// How many pods of each gang group are placed.
+    group_placed: HashMap<gang::Group, usize>,
     /// The sum of the requests of the pods placed on each node.
     used: HashMap<String, BTreeMap<String, Milli>>,
     /// Unbound pods of this scheduler, not being deleted.
     waiting: BTreeSet<ObjectKey>,
+    /// Whether the last pass held members of a formed gang back for another gang: the next
+    /// pass tries every waiting pod, since that gang may have formed.
+    held_back: std::cell::Cell<bool>,
 }
 
 impl Scheduler {
@@ -304,17 +444,32 @@ impl Scheduler {
                 freed
             }
         };
-        let mut pending: Vec<Arc<Value>> = if freed {
-            self.waiting.iter().collect::<Vec<_>>()
+        let freed = self.held_back.take() || freed;
+        let mut keys: BTreeSet<&ObjectKey> = if freed {
+            self.waiting.iter().collect()
         } else {
             changed
                 .pods()
                 .filter(|key| self.waiting.contains(*key))
                 .collect()
+        };
+        // A gang is tried whole: a new member brings the others that wait.
+        let groups: HashSet<gang::Group> = keys
+            .iter()
+            .filter_map(|key| gang::group_of(state.get(&pods(), key)?))
+            .collect();
+        if !groups.is_empty() {
+            keys.extend(self.waiting.iter().filter(|key| {
+                state
+                    .get(&pods(), key)
+                    .and_then(|pod| gang::group_of(pod))
+                    .is_some_and(|group| groups.contains(&group))
+            }));
         }
-        .into_iter()
-        .filter_map(|key| state.get(&pods(), key).map(Arc::clone))
-        .collect();
+        let mut pending: Vec<Arc<Value>> = keys
+            .into_iter()
+            .filter_map(|key| state.get(&pods(), key).map(Arc::clone))
+            .collect();
         if pending.is_empty() {
             return false;
         }
@@ -352,33 +507,13 @@ impl Scheduler {
             };
             key(a).cmp(&key(b))
         });
+        let (decisions, victims) = self.decide(state, &pending, &nodes, &mut used);
         let options = WriteOptions::internal(MANAGER);
         let mut wrote = false;
-        for pod in pending {
-            let requests = pod_requests(&pod);
-            let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-            let mut best: Option<(i64, Milli, Milli, usize)> = None;
-            for (at, (node, allocatable)) in nodes.iter().enumerate() {
-                let node_used = &used[at];
-                if let Some(reason) = misfit(&pod, &requests, node, allocatable, node_used) {
-                    *reasons.entry(reason).or_default() += 1;
-                    continue;
-                }
-                let free = |resource: &str| {
-                    allocatable.get(resource).copied().unwrap_or(0)
-                        - node_used.get(resource).copied().unwrap_or(0)
-                        - requests.get(resource).copied().unwrap_or(0)
-                };
-                let score = (
-                    -preference(&pod, node),
-                    free("nvidia.com/gpu"),
-                    free("cpu"),
-                    at,
-                );
-                if best.is_none_or(|current| score < current) {
-                    best = Some(score);
-                }
-            }
+        for (key, _, _) in victims {
+            wrote |= preempt(state, &pod_resource, &key, &options);
+        }
+        for (pod, decision) in pending.iter().zip(decisions) {
             let namespace = pod["metadata"]["namespace"]
                 .as_str()
                 .unwrap_or_default()
@@ -387,36 +522,20 @@ impl Scheduler {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            match best {
-                Some((_, _, _, at)) => {
+            match decision {
+                Ok(at) => {
                     let node = nodes[at].0["metadata"]["name"]
                         .as_str()
                         .unwrap_or_default()
                         .to_string();
                     if bind(state, &pod_resource, &namespace, &name, &node, &options).is_ok() {
-                        for (resource, amount) in &requests {
-                            *used[at].entry(resource.clone()).or_default() += amount;
-                        }
                         let key = ObjectKey::new(&namespace, &name);
                         self.waiting.remove(&key);
-                        self.place(key, node, requests);
+                        self.place(key, node, pod_requests(pod), gang::group_of(pod));
                         wrote = true;
                     }
                 }
-                None => {
-                    let details: Vec<String> = reasons
-                        .iter()
-                        .map(|(reason, count)| format!("{count} {reason}"))
-                        .collect();
-                    let message = if details.is_empty() {
-                        "no nodes available to schedule pods".to_string()
-                    } else {
-                        format!(
-                            "0/{} nodes are available: {}.",
-                            nodes.len(),
-                            details.join(", ")
-                        )
-                    };
+                Err(message) => {
                     let current = pod["status"]["conditions"]
                         .as_array()
                         .into_iter()
@@ -424,7 +543,7 @@ impl Scheduler {
                         .find(|c| c["type"] == "PodScheduled")
                         .and_then(|c| c["message"].as_str());
                     if current != Some(message.as_str()) {
-                        let mut unschedulable = (*pod).clone();
+                        let mut unschedulable = (**pod).clone();
                         set_condition(
                             &mut unschedulable,
                             json!({
@@ -447,6 +566,144 @@ impl Scheduler {
             }
         }
         wrote
+    }
+
+    /// Where each of `pending` (oldest first) goes: a node's position in `nodes`, or why it
+    /// stays pending. `used` is what each node's pods request, and grows with each placement.
+    ///
+    /// Gangs first: each group (see [`gang`]) with fewer members placed than its `minMember`
+    /// gets the members it lacks placed all at once, or none of them (they wait, holding
+    /// nothing); groups are taken in the order of their oldest pending member, and each gets
+    /// only its minimum here, so that every gang that fits forms before any grows (as
+    /// Volcano's allocate action hands the turn on once a job is ready). Then every other pod,
+    /// and the members of formed groups beyond their minimum, one at a time, oldest first.
+    fn decide(
+        &self,
+        state: &State,
+        pending: &[Arc<Value>],
+        nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
+        used: &mut Vec<BTreeMap<String, Milli>>,
+    ) -> (Vec<Result<usize, String>>, Vec<gang::Victim>) {
+        let mut victims: Vec<gang::Victim> = Vec::new();
+        let mut decisions: Vec<Option<Result<usize, String>>> = vec![None; pending.len()];
+        let mut groups_waiting: Vec<gang::Group> = Vec::new();
+        let mut groups: Vec<gang::Group> = Vec::new();
+        for pod in pending {
+            if let Some(group) = gang::group_of(pod)
+                && !groups.contains(&group)
+            {
+                groups.push(group);
+            }
+        }
+        for group in groups {
+            let members: Vec<usize> = (0..pending.len())
+                .filter(|at| gang::group_of(&pending[*at]).as_ref() == Some(&group))
+                .collect();
+            let Some(min_member) = gang::min_member(state, &group) else {
+                for at in members {
+                    decisions[at] = Some(Err(format!("pod group {} not found", group.name)));
+                }
+                continue;
+            };
+            let placed = self.group_placed.get(&group).copied().unwrap_or(0);
+            if placed >= min_member {
+                continue;
+            }
+            let needed = min_member - placed;
+            let (trial, formed) = form(pending, &members, needed, nodes, used.clone());
+            if formed.len() >= needed {
+                *used = trial;
+                for (at, node) in formed {
+                    decisions[at] = Some(Ok(node));
+                }
+                continue;
+            }
+            groups_waiting.push(group.clone());
+            let shortfall = Shortfall {
+                group: &group,
+                members: &members,
+                needed,
+            };
+            let preempted = self.preemption(state, pending, &shortfall, nodes, used);
+            let message = if preempted.is_empty() {
+                format!(
+                    "pod group {} is not ready: {} of its {min_member} members fit",
+                    group.name,
+                    placed + formed.len()
+                )
+            } else {
+                format!(
+                    "pod group {} is not ready: preempting {} members of other groups beyond their minimum",
+                    group.name,
+                    preempted.len()
+                )
+            };
+            victims.extend(preempted);
+            for at in members {
+                decisions[at] = Some(Err(message.clone()));
+            }
+        }
+        // A gang that waits for its minimum keeps the members of formed gangs beyond theirs
+        // from growing into the capacity it needs, as Volcano reserves the minimum of the
+        // groups it has admitted to their queue (and reclaims elastic members for them).
+        let starving = groups_waiting.first().cloned();
+        let decisions = pending
+            .iter()
+            .zip(decisions)
+            .map(|(pod, decided)| {
+                decided.unwrap_or_else(|| {
+                    if let (Some(waiting), Some(group)) = (&starving, gang::group_of(pod)) {
+                        self.held_back.set(true);
+                        return Err(format!(
+                            "pod group {} has its minimum; its other members wait while pod group {} waits for its minimum",
+                            group.name, waiting.name
+                        ));
+                    }
+                    let node = fit(pod, nodes, used)?;
+                    add(&mut used[node], &pod_requests(pod));
+                    Ok(node)
+                })
+            })
+            .collect();
+        (decisions, victims)
+    }
+
+    /// The members of other groups to preempt so that the `shortfall` of a group fits: the
+    /// fewest of [`gang::elastic_victims`], youngest first; none when even all of them would
+    /// not make room.
+    fn preemption(
+        &self,
+        state: &State,
+        pending: &[Arc<Value>],
+        shortfall: &Shortfall<'_>,
+        nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
+        used: &[BTreeMap<String, Milli>],
+    ) -> Vec<gang::Victim> {
+        let position: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(at, (node, _))| (node["metadata"]["name"].as_str().unwrap_or_default(), at))
+            .collect();
+        let candidates = gang::elastic_victims(state, self.placed.iter(), shortfall.group);
+        let mut freed = used.to_vec();
+        for (count, (_, node, requests)) in candidates.iter().enumerate() {
+            if let Some(&at) = position.get(node.as_str()) {
+                for (resource, amount) in requests {
+                    *freed[at].entry(resource.clone()).or_default() -= amount;
+                }
+            }
+            let (_, formed) = form(
+                pending,
+                shortfall.members,
+                shortfall.needed,
+                nodes,
+                freed.clone(),
+            );
+            if formed.len() >= shortfall.needed {
+                return candidates.into_iter().take(count + 1).collect();
+            }
+        }
+        Vec::new()
     }
 
     /// Rebuilds what the scheduler remembers from every pod.
@@ -474,13 +731,14 @@ impl Scheduler {
         }
         match pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
             Some(node) => {
-                self.place(key.clone(), node.to_string(), pod_requests(pod));
+                let group = gang::group_of(pod);
+                self.place(key.clone(), node.to_string(), pod_requests(pod), group);
                 false
             }
             None => {
                 let ours = pod["spec"]["schedulerName"]
                     .as_str()
-                    .is_none_or(|s| s == MANAGER);
+                    .is_none_or(|s| SCHEDULER_NAMES.contains(&s));
                 if ours && pod["metadata"].get("deletionTimestamp").is_none() {
                     self.waiting.insert(key.clone());
                 }
@@ -489,20 +747,34 @@ impl Scheduler {
         }
     }
 
-    /// Counts pod `key`'s `requests` against `node`.
-    fn place(&mut self, key: ObjectKey, node: String, requests: BTreeMap<String, Milli>) {
-        let used = self.used.entry(node.clone()).or_default();
-        for (resource, amount) in &requests {
-            *used.entry(resource.clone()).or_default() += amount;
+    /// Counts pod `key`'s `requests` against `node`, and the pod in its gang `group`.
+    fn place(
+        &mut self,
+        key: ObjectKey,
+        node: String,
+        requests: BTreeMap<String, Milli>,
+        group: Option<gang::Group>,
+    ) {
+        add(self.used.entry(node.clone()).or_default(), &requests);
+        if let Some(group) = &group {
+            *self.group_placed.entry(group.clone()).or_default() += 1;
         }
-        self.placed.insert(key, (node, requests));
+        self.placed.insert(key, (node, requests, group));
     }
 
     /// Stops counting pod `key`; returns whether it was counted.
     fn unplace(&mut self, key: &ObjectKey) -> bool {
-        let Some((node, requests)) = self.placed.remove(key) else {
+        let Some((node, requests, group)) = self.placed.remove(key) else {
             return false;
         };
+        if let Some(group) = group
+            && let Some(count) = self.group_placed.get_mut(&group)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.group_placed.remove(&group);
+            }
+        }
         if let Some(used) = self.used.get_mut(&node) {
             for (resource, amount) in requests {
                 let left = used.entry(resource.clone()).or_default();
@@ -594,6 +866,158 @@ mod tests {
             scheduler.used["n1"].get("nvidia.com/gpu").copied(),
             Some(2_000),
             "c and d, one GPU each, in thousandths"
+        );
+    }
+
+    fn member(name: &str, second: u32, group: &str) -> Value {
+        let mut pod = pod(name, second, 1);
+        pod["spec"]["schedulerName"] = json!("volcano");
+        pod["metadata"]["annotations"] = json!({"scheduling.k8s.io/group-name": group});
+        pod
+    }
+
+    #[test]
+    fn every_gang_that_fits_forms_at_its_minimum_before_any_grows_and_none_half_forms() {
+        let mut state = State::new(1_000);
+        state.put(
+            &nodes(),
+            ObjectKey::new("", "n1"),
+            NodeSpec::gpu("n1", 5).to_object(0),
+        );
+        let groups = ResourceId::new("scheduling.volcano.sh", "podgroups");
+        for (group, min) in [("a", 2), ("b", 2), ("c", 3)] {
+            state.put(
+                &groups,
+                ObjectKey::new("default", group),
+                json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                       "metadata": {"name": group, "namespace": "default", "uid": group},
+                       "spec": {"minMember": min}}),
+            );
+        }
+        // By age: a's three workers (two needed), c's three (all needed), b's three (two
+        // needed); five GPUs.
+        let members = [
+            ("a-0", 1, "a"),
+            ("a-1", 2, "a"),
+            ("a-2", 3, "a"),
+            ("c-0", 4, "c"),
+            ("c-1", 5, "c"),
+            ("c-2", 6, "c"),
+            ("b-0", 7, "b"),
+            ("b-1", 8, "b"),
+            ("b-2", 9, "b"),
+        ];
+        for (name, second, group) in members {
+            state.put(
+                &pods(),
+                ObjectKey::new("default", name),
+                member(name, second, group),
+            );
+        }
+        state.put(
+            &pods(),
+            ObjectKey::new("default", "orphan"),
+            member("orphan", 0, "gone"),
+        );
+        let mut scheduler = Scheduler::default();
+        scheduler.schedule(&mut state, &Changed::Everything);
+        let placed: Vec<&str> = members
+            .iter()
+            .map(|(name, _, _)| *name)
+            .filter(|name| node_of(&state, name).is_some())
+            .collect();
+        assert_eq!(
+            placed,
+            ["a-0", "a-1", "c-0", "c-1", "c-2"],
+            "a forms at its minimum, then c at its three before a grows; b would need two of \
+             the none left and takes nothing"
+        );
+        let message = |name: &str| {
+            let pod = state
+                .get(&pods(), &ObjectKey::new("default", name))
+                .unwrap();
+            pod["status"]["conditions"][0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(
+            message("b-0"),
+            "pod group b is not ready: 0 of its 2 members fit"
+        );
+        assert_eq!(
+            message("a-2"),
+            "pod group a has its minimum; its other members wait while pod group b waits for its minimum",
+            "a does not grow while b waits"
+        );
+        assert_eq!(message("orphan"), "pod group gone not found");
+    }
+
+    #[test]
+    fn a_gang_that_cannot_form_preempts_members_of_others_beyond_their_minimum_only() {
+        let mut state = State::new(1_000);
+        state.put(
+            &nodes(),
+            ObjectKey::new("", "n1"),
+            NodeSpec::gpu("n1", 4).to_object(0),
+        );
+        let groups = ResourceId::new("scheduling.volcano.sh", "podgroups");
+        for group in ["a", "b"] {
+            state.put(
+                &groups,
+                ObjectKey::new("default", group),
+                json!({"metadata": {"name": group, "namespace": "default", "uid": group},
+                       "spec": {"minMember": 2}}),
+            );
+        }
+        let preemptable = |name: &str, second: u32, group: &str| {
+            let mut pod = member(name, second, group);
+            pod["metadata"]["annotations"]["volcano.sh/preemptable"] = json!("true");
+            pod
+        };
+        for (name, second) in [("a-0", 1), ("a-1", 2), ("a-2", 3)] {
+            state.put(
+                &pods(),
+                ObjectKey::new("default", name),
+                preemptable(name, second, "a"),
+            );
+        }
+        let mut scheduler = Scheduler::default();
+        let mut cursor = state.resource_version();
+        scheduler.schedule(&mut state, &Changed::Everything);
+        assert!(
+            ["a-0", "a-1", "a-2"]
+                .iter()
+                .all(|name| node_of(&state, name).is_some())
+        );
+
+        for (name, second) in [("b-0", 4), ("b-1", 5)] {
+            state.put(
+                &pods(),
+                ObjectKey::new("default", name),
+                preemptable(name, second, "b"),
+            );
+        }
+        pass(&mut scheduler, &mut state, &mut cursor);
+        let deleting = |name: &str| {
+            state
+                .get(&pods(), &ObjectKey::new("default", name))
+                .is_some_and(|pod| pod["metadata"].get("deletionTimestamp").is_some())
+        };
+        assert!(deleting("a-2"), "a's youngest worker above its minimum");
+        assert!(!deleting("a-0") && !deleting("a-1"), "a keeps its minimum");
+        assert_eq!(
+            node_of(&state, "b-0"),
+            None,
+            "b waits until the GPU is free"
+        );
+
+        state.remove(&pods(), &ObjectKey::new("default", "a-2"));
+        pass(&mut scheduler, &mut state, &mut cursor);
+        assert!(
+            ["b-0", "b-1"]
+                .iter()
+                .all(|name| node_of(&state, name).is_some())
         );
     }
 
