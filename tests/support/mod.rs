@@ -37,3 +37,4 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
 pub mod env;
 pub mod floor;
 pub mod history;
+pub mod pod_groups;

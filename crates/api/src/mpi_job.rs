@@ -184,7 +184,8 @@ pub struct RunPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_limit: Option<i32>,
 
-    /// Gang-scheduling settings, as mpi-operator reads them.
+    /// Gang-scheduling settings, as mpi-operator reads them; read when eto runs with a gang
+    /// scheduler (`--gang-scheduler`), which gets a PodGroup named after the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_policy: Option<SchedulingPolicy>,
 
@@ -211,19 +212,23 @@ pub struct RunPolicy {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SchedulingPolicy {
-    /// Pods that must be schedulable together.
+    /// Pods, the launcher included, that must be placed together (the PodGroup's minMember).
+    /// Defaults to the minimum of workers plus the launcher; a launcher created only when
+    /// the workers are ready joins the count once it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_available: Option<i32>,
-    /// Scheduler queue.
+    /// Volcano queue (else the job's annotation `scheduling.volcano.sh/queue-name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
-    /// Resources that must be free together.
+    /// Resources that must be free together. Defaults to what the launcher and the minimum of
+    /// workers request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
-    /// Priority class of the pod group.
+    /// Priority class of the pod group, for Volcano (else the launcher template's, else the
+    /// workers').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class: Option<String>,
-    /// Seconds the scheduler waits for the whole group.
+    /// Seconds the scheduler-plugins coscheduling plugin waits for the group to form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_timeout_seconds: Option<i32>,
 }

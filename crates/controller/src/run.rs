@@ -271,6 +271,35 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
     ))
 }
 
+/// Every job in `stores`, once `cache` has completed its first list: jobs planned without
+/// that cache (a PodGroup API that was not served) are planned again as soon as it is.
+fn every_job_once_listed(
+    listed: &Listed,
+    cache: &'static str,
+    stores: &Stores,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>> {
+    let (listed, stores) = (listed.clone(), stores.clone());
+    futures::stream::once(async move {
+        listed.all(&[cache]).await;
+        tracing::info!(cache, "now served; every job is planned again");
+        let jobs: Vec<Trigger> = [Kind::TrainingJob, Kind::MpiJob]
+            .into_iter()
+            .flat_map(|kind| {
+                let resource = apply::job_resource(kind);
+                stores.jobs(kind).state().into_iter().map(move |job| {
+                    (
+                        kind,
+                        ObjectRef::from_obj_with(job.as_ref(), resource.clone()),
+                    )
+                })
+            })
+            .collect();
+        futures::stream::iter(jobs)
+    })
+    .flatten()
+    .boxed()
+}
+
 /// The jobs whose reconcile the changes in `stream` call for.
 fn triggers<K>(
     stream: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
@@ -522,6 +551,7 @@ async fn run_until(
     // crate::pod_groups), and the watch keeps retrying, so that installing it later is seen.
     let pod_groups_resource =
         pod_groups::resource(settings.gang.as_ref().unwrap_or(&GangScheduler::Volcano));
+    let mut pod_groups_missing = false;
     let pod_groups = match &settings.gang {
         Some(scheduler) => {
             let mut served = true;
@@ -536,6 +566,7 @@ async fn run_until(
             if served {
                 inputs.push(pod_groups::POD_GROUPS);
             } else {
+                pod_groups_missing = true;
                 tracing::error!(
                     scheduler = scheduler.display_name(),
                     crd = scheduler.crd_name(),
@@ -580,6 +611,13 @@ async fn run_until(
         pod_groups_resource,
         changes,
     };
+    if pod_groups_missing {
+        child_triggers.push(every_job_once_listed(
+            &listed,
+            pod_groups::POD_GROUPS,
+            &stores,
+        ));
+    }
     let reporter = Reporter {
         controller: MANAGER.into(),
         instance: settings.instance.clone(),

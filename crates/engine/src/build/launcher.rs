@@ -92,7 +92,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
             }
         }
     }
-    job.join_gang(&mut metadata, &mut spec);
+    job.join_gang(&mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,
         spec: Some(spec),

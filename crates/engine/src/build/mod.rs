@@ -108,11 +108,12 @@ impl<'a> Job<'a> {
         self.job.name()
     }
 
-    /// Puts the pod with `metadata` and `spec` in the job's PodGroup, when the operator uses a
-    /// gang scheduler (see [`crate::gang::join`]).
-    pub fn join_gang(&self, metadata: &mut ObjectMeta, spec: &mut PodSpec) {
+    /// Puts the pod in `role` with `metadata` and `spec` in the job's PodGroup, when the
+    /// operator uses a gang scheduler (see [`crate::gang::join`]).
+    pub fn join_gang(&self, metadata: &mut ObjectMeta, spec: &mut PodSpec, role: Role) {
         if let Some(scheduler) = self.gang {
-            crate::gang::join(metadata, spec, self.job, scheduler);
+            let preemptable = role == Role::Worker;
+            crate::gang::join(metadata, spec, self.job, scheduler, preemptable);
         }
     }
 

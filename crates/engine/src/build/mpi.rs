@@ -88,7 +88,7 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..ObjectMeta::default()
     };
-    job.join_gang(&mut pod_metadata, &mut spec);
+    job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {
             labels: Some(job.pod_labels(Role::Launcher)),

@@ -68,7 +68,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
             .get_or_insert_default()
             .push(search);
     }
-    job.join_gang(&mut metadata, &mut spec);
+    job.join_gang(&mut metadata, &mut spec, Role::Worker);
     Pod {
         metadata,
         spec: Some(spec),

@@ -44,6 +44,10 @@ pub const VOLCANO_SCHEDULER: &str = "volcano";
 pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
 /// The job annotation that names a Volcano queue (also read by mpi-operator).
 pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
+/// The annotation that lets Volcano preempt a pod: eto puts it on the workers of a job, never
+/// on its launcher. Volcano never takes a gang below its `minMember`, so it preempts workers
+/// above a job's minimum only, to let another job's gang form.
+pub const VOLCANO_PREEMPTABLE_ANNOTATION: &str = "volcano.sh/preemptable";
 /// The label that puts a pod in a scheduler-plugins PodGroup.
 pub const COSCHEDULING_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The scheduler name of the scheduler-plugins coscheduling plugin when none is configured
@@ -262,20 +266,23 @@ fn gang_requests(job: JobRef<'_>, min_workers: u32) -> Amounts {
 
 /// Puts the pod with `metadata` and `spec` in `job`'s PodGroup for `scheduler`: the group's
 /// annotation (Volcano) or label (coscheduling), and the scheduler's name unless the template
-/// names a scheduler itself.
+/// names a scheduler itself. A worker (`preemptable`) may be preempted by Volcano above the
+/// job's minimum (see [`VOLCANO_PREEMPTABLE_ANNOTATION`]).
 pub fn join(
     metadata: &mut ObjectMeta,
     spec: &mut PodSpec,
     job: JobRef<'_>,
     scheduler: &GangScheduler,
+    preemptable: bool,
 ) {
     let group = pod_group_name(job).to_string();
     match scheduler {
         GangScheduler::Volcano => {
-            metadata
-                .annotations
-                .get_or_insert_default()
-                .insert(VOLCANO_GROUP_ANNOTATION.into(), group);
+            let annotations = metadata.annotations.get_or_insert_default();
+            annotations.insert(VOLCANO_GROUP_ANNOTATION.into(), group);
+            if preemptable {
+                annotations.insert(VOLCANO_PREEMPTABLE_ANNOTATION.into(), "true".into());
+            }
         }
         GangScheduler::Coscheduling { .. } => {
             metadata

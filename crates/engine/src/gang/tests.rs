@@ -271,6 +271,10 @@ fn pods_join_the_group_of_their_scheduler() {
         "mnist"
     );
     assert_eq!(pod["spec"]["schedulerName"], "volcano");
+    assert_eq!(
+        pod["metadata"]["annotations"][VOLCANO_PREEMPTABLE_ANNOTATION], "true",
+        "Volcano may preempt a worker above the job's minimum"
+    );
 
     let pod = worker_for(Some(&coscheduling()));
     assert_eq!(pod["metadata"]["labels"][COSCHEDULING_GROUP_LABEL], "mnist");
@@ -287,6 +291,15 @@ fn pods_join_the_group_of_their_scheduler() {
         &mut named,
         JobRef::Training(&job),
         &GangScheduler::Volcano,
+        false,
+    );
+    assert_eq!(
+        metadata
+            .annotations
+            .unwrap_or_default()
+            .get(VOLCANO_PREEMPTABLE_ANNOTATION),
+        None,
+        "only workers may be preempted"
     );
     assert_eq!(
         named.scheduler_name.as_deref(),
