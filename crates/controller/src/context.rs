@@ -15,6 +15,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
+use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
 use crate::pod_groups::GangSettings;
 use crate::retries::Retries;
@@ -51,6 +52,10 @@ pub struct Stores {
     pub scale_ins: Store<DynamicObject>,
     /// ScaleOut requests (all of them).
     pub scale_outs: Store<DynamicObject>,
+    /// The names of the ScaleIn requests of each job (see [`crate::observe::selected_job`]).
+    pub scale_ins_by_job: NameIndex<DynamicObject>,
+    /// The names of the ScaleOut requests of each job.
+    pub scale_outs_by_job: NameIndex<DynamicObject>,
     /// The jobs' PodGroups, when the operator uses a gang scheduler (empty otherwise).
     pub pod_groups: Store<DynamicObject>,
     /// Their resource (of the gang scheduler in use; Volcano's when there is none).

@@ -107,7 +107,7 @@ mod tests {
 
     use super::*;
     use crate::pod_cache::PodCacheWriter;
-    use crate::testing::{listed, listed_pods};
+    use crate::testing::{listed, listed_index, listed_pods};
 
     fn resource() -> ApiResource {
         ApiResource::erase::<eto_api::TrainingJob>(&())
@@ -142,6 +142,8 @@ mod tests {
                 Vec::new(),
             )
             .as_reader(),
+            scale_ins_by_job: listed_index(crate::observe::selected_job, &[]),
+            scale_outs_by_job: listed_index(crate::observe::selected_job, &[]),
             pod_groups: Writer::new(crate::pod_groups::resource(
                 &eto_engine::gang::GangScheduler::Volcano,
             ))

@@ -23,6 +23,7 @@ pub mod listed;
 pub mod metrics;
 #[cfg(test)]
 mod mock_tests;
+pub mod name_index;
 pub mod observe;
 pub mod ownership;
 pub mod pod_cache;

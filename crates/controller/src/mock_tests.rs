@@ -26,7 +26,7 @@ use crate::metrics::Metrics;
 use crate::pod_groups::{GangSettings, POD_GROUPS};
 use crate::reconcile::reconcile;
 use crate::requests;
-use crate::testing::{listed, listed_pods};
+use crate::testing::{listed, listed_index, listed_pods};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
@@ -178,6 +178,8 @@ impl Cached {
             listed(Writer::default(), self.roles),
             listed(Writer::default(), self.role_bindings),
         );
+        let scale_ins_by_job = listed_index(crate::observe::selected_job, &self.scale_ins);
+        let scale_outs_by_job = listed_index(crate::observe::selected_job, &self.scale_outs);
         let stores = Stores {
             mpi_jobs: listed(
                 Writer::new(ApiResource::erase::<eto_api::MPIJob>(&())),
@@ -210,6 +212,8 @@ impl Cached {
                 self.scale_outs,
             )
             .as_reader(),
+            scale_ins_by_job,
+            scale_outs_by_job,
             pod_groups: Writer::new(crate::pod_groups::resource(
                 &eto_engine::gang::GangScheduler::Volcano,
             ))

@@ -14,6 +14,7 @@ use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource};
 
@@ -209,21 +210,36 @@ pub async fn read_metadata<K: NamespacedObject>(
     Ok(found.map(|object| object.metadata))
 }
 
-/// The ScaleIn and ScaleOut requests that select TrainingJob `name`.
+/// The job a ScaleIn or ScaleOut request selects (`spec.selector.name`), if any.
+pub fn selected_job(request: &DynamicObject) -> Option<&str> {
+    request.data["spec"]["selector"]["name"].as_str()
+}
+
+/// The ScaleIn and ScaleOut requests that select TrainingJob `name`, found by the index of
+/// requests by job, not by looking at every request.
 fn scalers(stores: &Stores, namespace: &str, name: &str) -> Vec<Scaler> {
     [
-        (ScalerKind::ScaleIn, &stores.scale_ins),
-        (ScalerKind::ScaleOut, &stores.scale_outs),
+        (
+            ScalerKind::ScaleIn,
+            &stores.scale_ins,
+            &stores.scale_ins_by_job,
+        ),
+        (
+            ScalerKind::ScaleOut,
+            &stores.scale_outs,
+            &stores.scale_outs_by_job,
+        ),
     ]
     .into_iter()
-    .flat_map(|(kind, store)| {
-        store
-            .state()
+    .flat_map(|(kind, store, by_job)| {
+        let resource = crate::apply::request_resource(kind);
+        by_job
+            .names(namespace, name)
             .into_iter()
-            .filter(|request| {
-                request.metadata.namespace.as_deref() == Some(namespace)
-                    && request.data["spec"]["selector"]["name"].as_str() == Some(name)
+            .filter_map(move |request| {
+                store.get(&ObjectRef::new_with(&request, resource.clone()).within(namespace))
             })
+            .filter(move |request| by_job.has_key(request, name))
             .filter_map(move |request| {
                 serde_json::to_value(request.as_ref())
                     .ok()

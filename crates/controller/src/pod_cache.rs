@@ -1,30 +1,16 @@
-//! The pod cache, indexed by the uid of each pod's controller, so that a reconcile finds its
-//! job's pods without looking at the pods of every other job.
-//!
-//! The index is kept from the same watch events as the cache, and follows them the way the
-//! cache does: applies and deletions at once, a relist (`Init`, `InitApply`…, `InitDone`)
-//! replacing everything at its end, so pods deleted while the watch was down drop out of both.
-//! Each event reaches the index before the cache: a reader between the two updates sees a new
-//! pod in the index that the cache lacks yet (and skips it), never a cached pod the index has
-//! not heard of. So once [`crate::freshness`] sees a created pod in the cache, its job's
-//! lookups find it too.
+//! The pod cache, indexed by the uid of each pod's controller (see [`crate::name_index`]), so
+//! that a reconcile finds its job's pods without looking at the pods of every other job. Each
+//! watch event reaches the index before the cache: once [`crate::freshness`] sees a created pod
+//! in the cache, its job's lookups find it too.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-/// The names of the pods of each controller uid. Children share their controller's
-/// namespace, so a name is enough. An entry may outlive its pod's controller reference (a
-/// controller reference changed in place, which Kubernetes controllers do not do): lookups
-/// check the cached pod, and the next relist drops it.
-#[derive(Debug, Default)]
-struct Owners {
-    pods: HashMap<String, BTreeSet<String>>,
-}
+use crate::name_index::{NameIndex, NameIndexWriter, name_index};
 
 /// The uid of the controller of `pod`, if it has one.
 fn controller_uid(pod: &Pod) -> Option<&str> {
@@ -36,63 +22,30 @@ fn controller_uid(pod: &Pod) -> Option<&str> {
         .map(|owner| owner.uid.as_str())
 }
 
-impl Owners {
-    /// Records `pod` under its controller.
-    fn insert(&mut self, pod: &Pod) {
-        let (Some(uid), Some(name)) = (controller_uid(pod), &pod.metadata.name) else {
-            return;
-        };
-        if let Some(names) = self.pods.get_mut(uid) {
-            if !names.contains(name) {
-                names.insert(name.clone());
-            }
-        } else {
-            self.pods
-                .insert(uid.to_string(), BTreeSet::from([name.clone()]));
-        }
-    }
-
-    /// Forgets `pod`.
-    fn remove(&mut self, pod: &Pod) {
-        let (Some(uid), Some(name)) = (controller_uid(pod), &pod.metadata.name) else {
-            return;
-        };
-        if let Some(names) = self.pods.get_mut(uid) {
-            names.remove(name);
-            if names.is_empty() {
-                self.pods.remove(uid);
-            }
-        }
-    }
-}
-
 /// The pod cache of eto's own pods (launchers and workers), read by reconciles.
 #[derive(Clone)]
 pub struct PodCache {
     store: Store<Pod>,
-    owners: Arc<RwLock<Owners>>,
+    by_controller: NameIndex<Pod>,
 }
 
 /// Fills a [`PodCache`] from the pod watch.
 pub struct PodCacheWriter {
     writer: Writer<Pod>,
-    owners: Arc<RwLock<Owners>>,
-    /// The index being rebuilt by a relist, replacing the current one at its end.
-    relisted: Owners,
+    by_controller: NameIndexWriter<Pod>,
 }
 
 /// An empty pod cache and its writer.
 pub fn pod_cache() -> (PodCache, PodCacheWriter) {
     let writer = Writer::default();
-    let owners = Arc::default();
+    let (index, index_writer) = name_index(controller_uid);
     let cache = PodCache {
         store: writer.as_reader(),
-        owners: Arc::clone(&owners),
+        by_controller: index,
     };
     let writer = PodCacheWriter {
         writer,
-        owners,
-        relisted: Owners::default(),
+        by_controller: index_writer,
     };
     (cache, writer)
 }
@@ -106,14 +59,11 @@ impl PodCache {
     /// The cached pods in `namespace` whose controller has `uid`. The cost is that of the
     /// pods found, not of the cache.
     pub fn controlled_by(&self, namespace: &str, uid: &str) -> Vec<Arc<Pod>> {
-        let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
-        owners
-            .pods
-            .get(uid)
-            .into_iter()
-            .flatten()
+        self.by_controller
+            .names(namespace, uid)
+            .iter()
             .filter_map(|name| self.store.get(&ObjectRef::new(name).within(namespace)))
-            .filter(|pod| controller_uid(pod) == Some(uid))
+            .filter(|pod| self.by_controller.has_key(pod, uid))
             .collect()
     }
 }
@@ -121,16 +71,7 @@ impl PodCache {
 impl PodCacheWriter {
     /// Applies one watch event to the index, then to the cache.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<Pod>) {
-        {
-            let mut owners = self.owners.write().unwrap_or_else(PoisonError::into_inner);
-            match event {
-                watcher::Event::Apply(pod) => owners.insert(pod),
-                watcher::Event::Delete(pod) => owners.remove(pod),
-                watcher::Event::Init => self.relisted = Owners::default(),
-                watcher::Event::InitApply(pod) => self.relisted.insert(pod),
-                watcher::Event::InitDone => *owners = std::mem::take(&mut self.relisted),
-            }
-        }
+        self.by_controller.apply_watcher_event(event);
         self.writer.apply_watcher_event(event);
     }
 }
@@ -196,7 +137,7 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::Delete(pod("a-1", "a")));
         assert!(cache.controlled_by("default", "a").is_empty());
         assert!(
-            writer.owners.read().unwrap().pods.is_empty(),
+            writer.by_controller.is_empty(),
             "a controller without pods leaves no entry behind"
         );
     }

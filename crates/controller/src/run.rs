@@ -32,6 +32,8 @@ use crate::context::{Clock, Context, Stores};
 use crate::freshness::CACHE_WAIT;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
+use crate::name_index::{NameIndexWriter, name_index};
+use crate::observe;
 use crate::pod_cache::pod_cache;
 use crate::pod_groups::{self, GangSettings};
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
@@ -192,12 +194,15 @@ where
 }
 
 /// A cache of the custom objects of `resource` that `config` selects, and the stream that
-/// fills it, as [`reflected`] does for eto's own objects.
+/// fills it, as [`reflected`] does for eto's own objects; each watch event reaches `index`, if
+/// any, before the cache.
+#[allow(clippy::too_many_arguments)]
 fn reflected_custom(
     client: &Client,
     scope: &Scope,
     resource: &ApiResource,
     config: &watcher::Config,
+    mut index: Option<NameIndexWriter<DynamicObject>>,
     changes: &watch::Sender<()>,
     listed: &Listed,
     cache: &'static str,
@@ -213,6 +218,11 @@ fn reflected_custom(
         dynamic_api(client, namespace, resource)
     })
     .modify(DynamicObject::trim)
+    .inspect_ok(move |event| {
+        if let Some(index) = &mut index {
+            index.apply_watcher_event(event);
+        }
+    })
     .reflect(writer)
     .inspect(move |event| {
         listed.observe(cache, event);
@@ -506,6 +516,8 @@ async fn run_until(
     let scale_in_resource = apply::request_resource(ScalerKind::ScaleIn);
     let scale_out_resource = apply::request_resource(ScalerKind::ScaleOut);
     let mut request_streams = Vec::new();
+    let (scale_ins_by_job, scale_in_index) = name_index(observe::selected_job);
+    let (scale_outs_by_job, scale_out_index) = name_index(observe::selected_job);
     let (scale_ins, scale_outs) = if training_jobs {
         inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
         let (scale_ins, scale_in_events) = reflected_custom(
@@ -513,6 +525,7 @@ async fn run_until(
             &scope,
             &scale_in_resource,
             &watcher::Config::default(),
+            Some(scale_in_index),
             &changes,
             &listed,
             ScalerKind::ScaleIn.as_str(),
@@ -522,6 +535,7 @@ async fn run_until(
             &scope,
             &scale_out_resource,
             &watcher::Config::default(),
+            Some(scale_out_index),
             &changes,
             &listed,
             ScalerKind::ScaleOut.as_str(),
@@ -581,6 +595,7 @@ async fn run_until(
                 &scope,
                 &pod_groups_resource,
                 &config,
+                None,
                 &changes,
                 &listed,
                 pod_groups::POD_GROUPS,
@@ -607,6 +622,8 @@ async fn run_until(
         role_bindings,
         scale_ins,
         scale_outs,
+        scale_ins_by_job,
+        scale_outs_by_job,
         pod_groups,
         pod_groups_resource,
         changes,

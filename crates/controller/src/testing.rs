@@ -5,6 +5,7 @@ use kube::Resource;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
+use crate::name_index::{KeyOf, NameIndex, name_index};
 use crate::pod_cache::{PodCache, PodCacheWriter, pod_cache};
 
 /// `writer` after a first list that found `objects`.
@@ -30,4 +31,18 @@ pub(crate) fn listed_pods(pods: Vec<Pod>) -> (PodCache, PodCacheWriter) {
     }
     writer.apply_watcher_event(&watcher::Event::InitDone);
     (cache, writer)
+}
+
+/// An index by `key_of` after a first list that found `objects`.
+pub(crate) fn listed_index<K>(key_of: KeyOf<K>, objects: &[K]) -> NameIndex<K>
+where
+    K: Resource + Clone,
+{
+    let (index, mut writer) = name_index(key_of);
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for object in objects {
+        writer.apply_watcher_event(&watcher::Event::InitApply(object.clone()));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    index
 }
