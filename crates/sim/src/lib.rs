@@ -54,7 +54,10 @@
 //! it; the pod spec immutability check is simplified; of the workload controllers only the part of
 //! the Job controller that single-pod Jobs need (see [`jobs`]); Deployments and
 //! PodDisruptionBudgets are stored (so an operator's own manifests apply) but nothing acts on
-//! them; no StatefulSets.
+//! them; no StatefulSets. Its scheduler stands in for Volcano and the scheduler-plugins
+//! coscheduling plugin only as far as gang admission and the preemption of members above a
+//! group's minimum go (see [`nodes::gang`]): no queues, no admission by `minResources`, no
+//! schedule timeouts.
 
 pub mod apiserver;
 pub mod builtin;
