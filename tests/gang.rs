@@ -1,23 +1,26 @@
 //! Gang scheduling against the simulated cluster, whose scheduler places a PodGroup's pods only
 //! when at least its `minMember` fit together: a job admitted at its minimum and growing above
-//! it, two elastic jobs competing for too few GPUs, suspend and resume, and a scheduler whose
-//! PodGroup API is missing.
+//! it, two elastic jobs competing for too few GPUs, suspend and resume, a scheduler whose
+//! PodGroup API is missing (all with Volcano), and an MPIJob with the scheduler-plugins
+//! coscheduling plugin.
 
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
+use eto_api::MPIJob;
 use eto_api::training_job::JobPhase;
 use eto_controller::Settings;
 use eto_engine::gang::GangScheduler;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
 use eto_tests::pod_groups;
+use eto_tests::workspace_root;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::WatchParams;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -51,15 +54,15 @@ fn elastic_job(name: &str, replicas: u32, min: u32, max: u32) -> String {
     .render()
 }
 
-fn groups(env: &Env) -> Api<DynamicObject> {
-    let resource = ApiResource {
-        group: "scheduling.volcano.sh".into(),
-        version: "v1beta1".into(),
-        api_version: "scheduling.volcano.sh/v1beta1".into(),
-        kind: "PodGroup".into(),
-        plural: "podgroups".into(),
-    };
+/// The PodGroups of `scheduler` in namespace `default`.
+fn groups_of(env: &Env, scheduler: &GangScheduler) -> Api<DynamicObject> {
+    let resource = eto_controller::pod_groups::resource(scheduler);
     Api::namespaced_with(env.client.clone(), "default", &resource)
+}
+
+/// Volcano's PodGroups in namespace `default`.
+fn groups(env: &Env) -> Api<DynamicObject> {
+    groups_of(env, &GangScheduler::Volcano)
 }
 
 /// Waits until PodGroup `name` satisfies `condition` (`None`: it does not exist).
@@ -244,4 +247,43 @@ async fn a_missing_scheduler_crd_is_reported_on_the_job_and_its_installation_pic
         in_phase(JobPhase::Running),
     )
     .await;
+}
+
+#[tokio::test]
+async fn an_mpi_job_with_scheduler_plugins_gangs_its_workers_and_launcher() {
+    let scheduler = GangScheduler::Coscheduling {
+        scheduler_name: "scheduler-plugins-scheduler".into(),
+    };
+    let mut env = Env::start(sim_config(2, 1)).await;
+    env.stop_operator().await;
+    pod_groups::install(&env.client, &scheduler).await;
+    env.start_operator_with(Settings {
+        gang: Some(scheduler.clone()),
+        ..Settings::default()
+    });
+    let example = workspace_root().join("examples/mpijob-gang.yaml");
+    env.apply::<MPIJob>(&std::fs::read_to_string(example).unwrap())
+        .await;
+    for worker in ["gang-pi-worker-0", "gang-pi-worker-1"] {
+        env.wait_pod(worker, "is ready", pod_ready).await;
+    }
+    let group = groups_of(&env, &scheduler).get("gang-pi").await.unwrap();
+    assert_eq!(
+        group.data["spec"],
+        serde_json::json!({
+            "minMember": 3,
+            "minResources": {"nvidia.com/gpu": "2"},
+            "scheduleTimeoutSeconds": 120,
+        }),
+        "the launcher, created with the workers, counts from the start"
+    );
+    let worker = env.pods().get("gang-pi-worker-0").await.unwrap();
+    assert_eq!(
+        worker.metadata.labels.unwrap()["scheduling.x-k8s.io/pod-group"],
+        "gang-pi"
+    );
+    assert_eq!(
+        worker.spec.unwrap().scheduler_name.as_deref(),
+        Some("scheduler-plugins-scheduler")
+    );
 }
