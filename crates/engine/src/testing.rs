@@ -340,6 +340,18 @@ pub(crate) mod world {
             self.pod(name).status = Some(serde_json::from_value(status).expect("a pod status"));
         }
 
+        /// A world whose TrainingJob `mnist` runs two workers, needs one, and replaces a worker
+        /// that fails (`restartPolicy: OnFailure`).
+        pub fn launched_replacing_failed_workers() -> Self {
+            let mut job = crate::testing::training_job();
+            job.spec.et_replica_specs.worker.restart_policy =
+                Some(eto_api::common::ReplicaRestartPolicy::OnFailure);
+            job.spec.et_replica_specs.worker.min_replicas = Some(1);
+            let mut world = Self::new(job);
+            world.launch();
+            world
+        }
+
         /// Reconciles the new TrainingJob `mnist` of two workers until they and its launcher
         /// run.
         pub fn launch(&mut self) {

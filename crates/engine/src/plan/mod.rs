@@ -366,6 +366,15 @@ pub fn plan_undecodable(
     planner.finish()
 }
 
+/// When a stall counts as reported already (see `Planner::stall`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SameStall {
+    /// It had the same reason.
+    Reason,
+    /// It had the same reason and message.
+    Message,
+}
+
 struct Planner {
     kind: Kind,
     /// Whether another operator started the job (see [`mpi_status::started_elsewhere`]).
@@ -415,6 +424,21 @@ impl Planner {
         );
     }
 
+    /// Reports the job stalled: `Ready=False` and `Stalled=True` with `reason` and `message`,
+    /// and a Warning event (`action`, `note`) unless the last status already reported the same
+    /// stall, which `same` tells: the same reason, or the same reason and message.
+    fn stall(&mut self, reason: &str, message: &str, same: SameStall, action: &str, note: String) {
+        let reported = c::find(&self.old.conditions, c::STALLED).is_some_and(|stalled| {
+            stalled.reason.as_deref() == Some(reason)
+                && (same == SameStall::Reason || stalled.message.as_deref() == Some(message))
+        });
+        self.condition(c::READY, false, reason, message);
+        self.condition(c::STALLED, true, reason, message);
+        if !reported {
+            self.event(true, reason, action, note);
+        }
+    }
+
     fn event(&mut self, warning: bool, reason: &str, action: &str, note: String) {
         self.plan.events.push(EventSpec {
             warning,
@@ -440,19 +464,13 @@ impl Planner {
     }
 
     fn invalid(&mut self, message: &str) {
-        let already_reported = c::find(&self.old.conditions, c::STALLED).is_some_and(|s| {
-            s.reason.as_deref() == Some("InvalidSpec") && s.message.as_deref() == Some(message)
-        });
-        self.condition(c::READY, false, "InvalidSpec", message);
-        self.condition(c::STALLED, true, "InvalidSpec", message);
-        if !already_reported {
-            self.event(
-                true,
-                "InvalidSpec",
-                "Validate",
-                format!("{message}; nothing is created or changed until the spec is fixed"),
-            );
-        }
+        self.stall(
+            "InvalidSpec",
+            message,
+            SameStall::Message,
+            "Validate",
+            format!("{message}; nothing is created or changed until the spec is fixed"),
+        );
     }
 
     /// A job another operator started, whose pods eto cannot see: eto changes nothing but its
@@ -464,13 +482,13 @@ impl Planner {
             self.kind.name(),
             job.name()
         );
-        let reported = c::find(&self.old.conditions, c::STALLED)
-            .is_some_and(|s| s.reason.as_deref() == Some(REASON));
-        self.condition(c::READY, false, REASON, &message);
-        self.condition(c::STALLED, true, REASON, &message);
-        if !reported {
-            self.event(true, REASON, "Observe", message);
-        }
+        self.stall(
+            REASON,
+            &message,
+            SameStall::Reason,
+            "Observe",
+            message.clone(),
+        );
     }
 
     fn valid(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {

@@ -1,6 +1,5 @@
 //! A pod the API server refuses to create: the job reports it once and creates no pod.
 
-use eto_api::common::ReplicaRestartPolicy;
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -75,11 +74,7 @@ fn a_new_job_whose_first_worker_is_rejected_creates_no_pod_and_says_why_once() {
 
 #[test]
 fn a_rejected_replacement_still_lets_host_discovery_drop_the_lost_worker() {
-    let mut job = training_job();
-    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
-    job.spec.et_replica_specs.worker.min_replicas = Some(1);
-    let mut world = World::new(job);
-    world.launch();
+    let mut world = World::launched_replacing_failed_workers();
 
     world.exit("mnist-worker-1", 1);
     world.rejected_pod = Some(rejection("mnist-worker-2"));

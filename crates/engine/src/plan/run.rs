@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
     Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Planner,
-    RejectedPod, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
+    RejectedPod, SameStall, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
 };
 use crate::build::{self, Job};
 use crate::conditions as c;
@@ -282,14 +282,8 @@ impl<'p, 'o> Run<'p, 'o> {
         plan.scalers.clear();
         plan.events.clear();
         planner.status = planner.old.clone();
-        let reported = c::find(&planner.old.conditions, c::STALLED).is_some_and(|s| {
-            s.reason.as_deref() == Some(POD_REJECTED) && s.message.as_deref() == Some(&message)
-        });
-        planner.condition(c::READY, false, POD_REJECTED, &message);
-        planner.condition(c::STALLED, true, POD_REJECTED, &message);
-        if !reported {
-            planner.event(true, POD_REJECTED, "Create", message);
-        }
+        let note = message.clone();
+        planner.stall(POD_REJECTED, &message, SameStall::Message, "Create", note);
         let recheck = crate::time::after(planner.now, POD_REJECTED_RECHECK);
         planner.requeue_at(recheck);
     }
@@ -307,13 +301,14 @@ impl<'p, 'o> Run<'p, 'o> {
             scheduler.crd_name(),
         );
         let planner = self.planner;
-        let reported = c::find(&planner.old.conditions, c::STALLED)
-            .is_some_and(|s| s.reason.as_deref() == Some(GANG_SCHEDULER_MISSING));
-        planner.condition(c::READY, false, GANG_SCHEDULER_MISSING, &message);
-        planner.condition(c::STALLED, true, GANG_SCHEDULER_MISSING, &message);
-        if !reported {
-            planner.event(true, GANG_SCHEDULER_MISSING, "Schedule", message);
-        }
+        let note = message.clone();
+        planner.stall(
+            GANG_SCHEDULER_MISSING,
+            &message,
+            SameStall::Reason,
+            "Schedule",
+            note,
+        );
         let recheck = crate::time::after(planner.now, GANG_SCHEDULER_RECHECK);
         planner.requeue_at(recheck);
     }
@@ -356,14 +351,8 @@ impl<'p, 'o> Run<'p, 'o> {
             held.join(", "),
         );
         let planner = self.planner;
-        let reported = c::find(&planner.old.conditions, c::STALLED).is_some_and(|s| {
-            s.reason.as_deref() == Some(NAME_TAKEN) && s.message.as_deref() == Some(&message)
-        });
-        planner.condition(c::READY, false, NAME_TAKEN, &message);
-        planner.condition(c::STALLED, true, NAME_TAKEN, &message);
-        if !reported {
-            planner.event(true, NAME_TAKEN, "Create", message);
-        }
+        let note = message.clone();
+        planner.stall(NAME_TAKEN, &message, SameStall::Message, "Create", note);
         let recheck = crate::time::after(planner.now, NAME_TAKEN_RECHECK);
         planner.requeue_at(recheck);
     }

@@ -160,11 +160,7 @@ fn a_running_launcher_makes_the_job_running_once() {
 
 #[test]
 fn a_failed_worker_leaves_discovery_at_once_and_is_replaced_under_a_new_name() {
-    let mut job = training_job();
-    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
-    job.spec.et_replica_specs.worker.min_replicas = Some(1);
-    let mut world = World::new(job);
-    world.launch();
+    let mut world = World::launched_replacing_failed_workers();
 
     world.exit("mnist-worker-1", 1);
     let plan = world.reconcile();
