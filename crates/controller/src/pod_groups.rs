@@ -1,5 +1,5 @@
-//! PodGroups for gang scheduling (see [`eto_engine::gang`]): their API, whether the cluster
-//! serves it, and reading, writing and deleting a job's PodGroup.
+//! PodGroups for gang scheduling (see [`eto_engine::gang`]): their API, and reading, writing
+//! and deleting a job's PodGroup.
 //!
 //! The PodGroup CRDs are the gang scheduler's, not eto's. When the scheduler the operator is
 //! set to use has no PodGroup API in the cluster, the operator says so at start-up and keeps
@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use eto_api::well_known::MANAGER;
 use eto_engine::gang::{Gang, GangScheduler, PodGroup};
-use kube::Client;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 
 use crate::context::{Context, Stores};
 use crate::error::Error;
 use crate::listed::Listed;
 use crate::ownership::Owner;
+use crate::run::dynamic_api;
 
 /// The name [`Listed`] knows the PodGroup cache by.
 pub const POD_GROUPS: &str = "PodGroup";
@@ -55,37 +55,10 @@ pub fn resource(scheduler: &GangScheduler) -> ApiResource {
     }
 }
 
-fn api(client: &Client, namespace: Option<&str>, resource: &ApiResource) -> Api<DynamicObject> {
-    match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
-        None => Api::all_with(client.clone(), resource),
-    }
-}
-
-/// Whether the cluster serves `scheduler`'s PodGroups where `namespace` (every namespace for
-/// `None`) can be listed: `false` for a 404 (no such API).
-///
-/// # Errors
-/// Listing failed for another reason (for example RBAC).
-pub async fn served(
-    client: &Client,
-    namespace: Option<&str>,
-    scheduler: &GangScheduler,
-) -> Result<bool, kube::Error> {
-    let groups = api(client, namespace, &resource(scheduler));
-    match groups.list_metadata(&ListParams::default().limit(1)).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(error) => Err(error),
-    }
-}
-
 /// The PodGroup `name` in `namespace` that the object with `uid` controls, as the cache shows
 /// it; `None` when there is none, or it does not read as a PodGroup.
 pub fn cached(stores: &Stores, namespace: &str, name: &str, uid: &str) -> Option<PodGroup> {
-    let object: Arc<DynamicObject> = stores
-        .pod_groups
-        .get(&ObjectRef::new_with(name, stores.pod_groups_resource.clone()).within(namespace))?;
+    let object = cached_object(stores, namespace, name)?;
     if !eto_engine::kind::controlled_by(&object.metadata, uid) {
         return None;
     }
@@ -93,8 +66,8 @@ pub fn cached(stores: &Stores, namespace: &str, name: &str, uid: &str) -> Option
     serde_json::from_value(value).ok()
 }
 
-fn cached_object(ctx: &Context, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-    let stores = &ctx.stores;
+/// The PodGroup `name` in `namespace` as the cache shows it, whoever controls it.
+fn cached_object(stores: &Stores, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
     stores
         .pod_groups
         .get(&ObjectRef::new_with(name, stores.pod_groups_resource.clone()).within(namespace))
@@ -112,10 +85,10 @@ pub async fn apply(
 ) -> Result<(), Error> {
     let name = group.metadata.name.clone().unwrap_or_default();
     let resource = &ctx.stores.pod_groups_resource;
-    let groups = api(&ctx.client, Some(namespace), resource);
+    let groups = dynamic_api(&ctx.client, Some(namespace), resource);
     // A PodGroup of the job's name may be someone else's (made by hand, or by mpi-operator for
     // the same MPIJob): never written over.
-    let existing = match cached_object(ctx, namespace, &name) {
+    let existing = match cached_object(&ctx.stores, namespace, &name) {
         Some(cached) => Some(cached.metadata.clone()),
         None => groups
             .get_metadata_opt(&name)
@@ -149,7 +122,7 @@ pub async fn apply(
 /// The deletion failed.
 pub async fn delete(ctx: &Context, namespace: &str, name: &str) -> Result<(), Error> {
     let resource = &ctx.stores.pod_groups_resource;
-    let groups = api(&ctx.client, Some(namespace), resource);
+    let groups = dynamic_api(&ctx.client, Some(namespace), resource);
     match groups.delete(name, &DeleteParams::background()).await {
         Ok(_) => {
             ctx.metrics.count_write("PodGroup", "delete");

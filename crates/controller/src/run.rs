@@ -399,7 +399,7 @@ where
 }
 
 /// The custom objects of `resource` in `namespace` (all namespaces when `None`).
-fn dynamic_api(
+pub(crate) fn dynamic_api(
     client: &Client,
     namespace: Option<&str>,
     resource: &ApiResource,
@@ -410,29 +410,38 @@ fn dynamic_api(
     }
 }
 
-/// Checks that the jobs of `kind` can be listed in every namespace of `scope`.
-async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), RunError> {
+/// Whether the objects of `resource` can be listed in every namespace of `scope`: `false`
+/// when the cluster does not serve the resource (404, its CRD is not installed).
+///
+/// # Errors
+/// A list failed for another reason (for example RBAC).
+async fn served(
+    client: &Client,
+    scope: &Scope,
+    resource: &ApiResource,
+) -> Result<bool, kube::Error> {
     for namespace in scope.watches() {
-        check_served_in(client, namespace, kind).await?;
+        let objects = dynamic_api(client, namespace, resource);
+        match objects.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
+                return Ok(false);
+            }
+            Err(error) => return Err(error),
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
-async fn check_served_in(
-    client: &Client,
-    namespace: Option<&str>,
-    kind: Kind,
-) -> Result<(), RunError> {
+/// Checks that the jobs of `kind` can be listed in every namespace of `scope`.
+async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), RunError> {
     let resource = apply::job_resource(kind);
-    let jobs = dynamic_api(client, namespace, &resource);
-    match jobs.list_metadata(&ListParams::default().limit(1)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
-            Err(RunError::CrdMissing {
-                kind: kind.name(),
-                crd: format!("{}.{}", resource.plural, resource.group),
-            })
-        }
+    match served(client, scope, &resource).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(RunError::CrdMissing {
+            kind: kind.name(),
+            crd: format!("{}.{}", resource.plural, resource.group),
+        }),
         Err(source) => Err(RunError::Unreachable {
             kind: kind.name(),
             source,
@@ -568,15 +577,12 @@ async fn run_until(
     let mut pod_groups_missing = false;
     let pod_groups = match &settings.gang {
         Some(scheduler) => {
-            let mut served = true;
-            for namespace in scope.watches() {
-                served &= pod_groups::served(&client, namespace, scheduler)
-                    .await
-                    .map_err(|source| RunError::Unreachable {
-                        kind: "PodGroup",
-                        source,
-                    })?;
-            }
+            let served = served(&client, &scope, &pod_groups_resource)
+                .await
+                .map_err(|source| RunError::Unreachable {
+                    kind: "PodGroup",
+                    source,
+                })?;
             if served {
                 inputs.push(pod_groups::POD_GROUPS);
             } else {
