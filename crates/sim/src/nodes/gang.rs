@@ -96,7 +96,7 @@ pub fn elastic_victims<'a>(
         let Some(group) = group.as_ref().filter(|group| *group != starving) else {
             continue;
         };
-        let Some(pod) = state.get(&ResourceId::new("", "pods"), key) else {
+        let Some(pod) = state.get(&super::pods(), key) else {
             continue;
         };
         if pod["metadata"].get("deletionTimestamp").is_some() {

@@ -86,7 +86,7 @@ impl Kubelets {
             Changed::Pods(keys) => keys.clone(),
         }
         .into_iter()
-        .chain(self.waiting().cloned().collect::<Vec<_>>())
+        .chain(self.waiting().cloned())
         .collect();
         let mut wrote = false;
         let mut next: Option<Instant> = None;
@@ -332,13 +332,8 @@ pub fn mark_disruption(state: &mut State, node: &str, reason: &str, message: &st
         return;
     };
     let targets: Vec<(ObjectKey, Arc<Value>)> = pods_on(state, node);
-    let now = timestamp_now();
     for (key, pod) in targets {
-        let mut marked = (*pod).clone();
-        set_condition(
-            &mut marked,
-            json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}),
-        );
+        let marked = disruption_target(&pod, reason, message);
         let _ = state.replace(
             &resource,
             &key.namespace,
@@ -348,6 +343,17 @@ pub fn mark_disruption(state: &mut State, node: &str, reason: &str, message: &st
             &WriteOptions::internal(MANAGER),
         );
     }
+}
+
+/// `pod` with the condition `DisruptionTarget=True` of `reason` and `message`, as Kubernetes
+/// marks a pod it is about to stop.
+pub fn disruption_target(pod: &Value, reason: &str, message: &str) -> Value {
+    let mut marked = pod.clone();
+    set_condition(
+        &mut marked,
+        json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastTransitionTime": timestamp_now()}),
+    );
+    marked
 }
 
 /// The unfinished pods bound to `node`.

@@ -24,10 +24,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::quantity::{Milli, parse_value, pod_requests};
-use super::{Changed, gang, pods, terminal};
+use super::{Changed, gang, nodes, pods, terminal};
 use crate::errors::ApiError;
 use crate::operations::{Subresource, WriteOptions, timestamp_now};
-use crate::resources::ResourceId;
 use crate::store::{ObjectKey, State};
 
 const MANAGER: &str = "default-scheduler";
@@ -298,11 +297,10 @@ fn preempt(
     let Some(pod) = state.get(&pods(), key).map(Arc::clone) else {
         return false;
     };
-    let mut marked = (*pod).clone();
-    set_condition(
-        &mut marked,
-        json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-               "message": "preempted for a pod group that waits for its minimum", "lastTransitionTime": timestamp_now()}),
+    let marked = super::kubelet::disruption_target(
+        &pod,
+        "PreemptionByScheduler",
+        "preempted for a pod group that waits for its minimum",
     );
     let marked = state
         .replace(
@@ -418,7 +416,7 @@ pub struct Scheduler {
     waiting: BTreeSet<ObjectKey>,
     /// Whether the last pass held members of a formed gang back for another gang: the next
     /// pass tries every waiting pod, since that gang may have formed.
-    held_back: std::cell::Cell<bool>,
+    held_back: bool,
 }
 
 impl Scheduler {
@@ -444,7 +442,7 @@ impl Scheduler {
                 freed
             }
         };
-        let freed = self.held_back.take() || freed;
+        let freed = std::mem::take(&mut self.held_back) || freed;
         let mut keys: BTreeSet<&ObjectKey> = if freed {
             self.waiting.iter().collect()
         } else {
@@ -476,7 +474,7 @@ impl Scheduler {
         // Parsed once a pass, not once for each pod and node; by name, so that a node's position
         // breaks ties as its name does.
         let mut nodes: Vec<(Arc<Value>, BTreeMap<String, Milli>)> = state
-            .list(&ResourceId::new("", "nodes"), None)
+            .list(&nodes(), None)
             .map(|(_, n)| (Arc::clone(n), allocatable(n)))
             .collect();
         nodes.sort_by(|(a, _), (b, _)| {
@@ -578,7 +576,7 @@ impl Scheduler {
     /// Volcano's allocate action hands the turn on once a job is ready). Then every other pod,
     /// and the members of formed groups beyond their minimum, one at a time, oldest first.
     fn decide(
-        &self,
+        &mut self,
         state: &State,
         pending: &[Arc<Value>],
         nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
@@ -653,7 +651,7 @@ impl Scheduler {
             .map(|(pod, decided)| {
                 decided.unwrap_or_else(|| {
                     if let (Some(waiting), Some(group)) = (&starving, gang::group_of(pod)) {
-                        self.held_back.set(true);
+                        self.held_back = true;
                         return Err(format!(
                             "pod group {} has its minimum; its other members wait while pod group {} waits for its minimum",
                             group.name, waiting.name
@@ -793,7 +791,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::nodes::{NodeSpec, nodes};
+    use crate::nodes::NodeSpec;
+    use crate::resources::ResourceId;
 
     fn pod(name: &str, second: u32, gpus: u32) -> Value {
         json!({
