@@ -258,27 +258,23 @@ pub fn batches<T>(items: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
-/// Applies `pods` concurrently, in [`batches`]. A batch with a failed write is the last: the
-/// pods it created are recorded, and the first failure is returned. The next reconcile keeps
-/// the pods created and adds the missing ones (see `eto_engine::workers`).
-async fn apply_pods(
-    ctx: &Context,
-    namespace: &str,
-    pods: &[&Pod],
-    owner: &Owner,
-    written: &mut Written,
-) -> Result<(), Error> {
-    for batch in batches(pods) {
-        let results = futures::future::join_all(
-            batch
-                .iter()
-                .map(|pod| apply_pod(ctx, namespace, pod, owner)),
-        )
-        .await;
+/// Carries out `write` for each of `items`, concurrently, in [`batches`]; `done` gets what
+/// each write that succeeded returns. A batch with a failed write is the last, and the first
+/// failure in it is returned.
+async fn write_in_batches<T, R, F>(
+    items: &[T],
+    write: impl Fn(&T) -> F,
+    mut done: impl FnMut(R),
+) -> Result<(), Error>
+where
+    F: Future<Output = Result<R, Error>>,
+{
+    for batch in batches(items) {
+        let results = futures::future::join_all(batch.iter().map(&write)).await;
         let mut failure = None;
         for result in results {
             match result {
-                Ok(created) => written.created_pods.extend(created),
+                Ok(value) => done(value),
                 Err(error) => {
                     failure.get_or_insert(error);
                 }
@@ -291,6 +287,24 @@ async fn apply_pods(
     Ok(())
 }
 
+/// Applies `pods` concurrently, in [`batches`]. A batch with a failed write is the last: the
+/// pods it created are recorded, and the first failure is returned. The next reconcile keeps
+/// the pods created and adds the missing ones (see `eto_engine::workers`).
+async fn apply_pods(
+    ctx: &Context,
+    namespace: &str,
+    pods: &[&Pod],
+    owner: &Owner,
+    written: &mut Written,
+) -> Result<(), Error> {
+    write_in_batches(
+        pods,
+        |pod| apply_pod(ctx, namespace, pod, owner),
+        |created| written.created_pods.extend(created),
+    )
+    .await
+}
+
 /// Writes `changes` to the metadata of pods as JSON merge patches, concurrently, in
 /// [`batches`]; the first failure ends the writes and is returned. A pod that is gone (or no
 /// longer cached) is skipped: the next reconcile plans from what exists.
@@ -300,16 +314,12 @@ async fn patch_pods_metadata(
     changes: &[&PodMetadata],
     owner: &Owner,
 ) -> Result<(), Error> {
-    for batch in batches(changes) {
-        let results = futures::future::join_all(
-            batch
-                .iter()
-                .map(|change| patch_pod_metadata(ctx, namespace, change, owner)),
-        )
-        .await;
-        results.into_iter().collect::<Result<(), Error>>()?;
-    }
-    Ok(())
+    write_in_batches(
+        changes,
+        |change| patch_pod_metadata(ctx, namespace, change, owner),
+        |()| {},
+    )
+    .await
 }
 
 async fn patch_pod_metadata(
