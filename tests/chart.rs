@@ -7,9 +7,6 @@
 //! are fetched once into `target/tools/`. On a machine where it cannot be had the tests fail and say why; they never
 //! pass without having run Helm.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;

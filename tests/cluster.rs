@@ -1,11 +1,8 @@
-//! Against a real cluster (the one KUBECONFIG names): `cargo test -p eto-tests --test cluster --
-//! --ignored`. Each test installs the CRDs, runs the operator in-process for a scratch
+//! Against a real cluster (the one KUBECONFIG names): `cargo test -p eto-tests --test integration
+//! cluster:: -- --ignored`. Each test installs the CRDs, runs the operator in-process for a scratch
 //! namespace, and checks what only a real kubelet can show: the launcher's
 //! `/etc/edl/discover_hosts.sh` follows the workers, and a notice reaches the workers'
 //! `/etc/edl/notice`. Needs pulls of `busybox`.
-
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,15 +1,12 @@
 //! `crds/` holds exactly the CRDs that `eto_api::crds()` generates, and they install cleanly.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
 use eto_tests::{schema_of, workspace_root};
 
-const REGENERATE: &str = "UPDATE_CRDS=1 cargo test -p eto-tests --test crds_fresh";
+const REGENERATE: &str = "UPDATE_CRDS=1 cargo test -p eto-tests --test integration crds_fresh";
 
 /// Size limit of the `kubectl.kubernetes.io/last-applied-configuration` annotation that
 /// client-side `kubectl apply` writes.

@@ -2,9 +2,6 @@
 //! before they are deleted, and keeping replacements off failing nodes. ScaleIn and ScaleOut
 //! requests are in `scaling.rs`.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::training_job::JobPhase;

@@ -6,9 +6,6 @@
 //! rules, as eto-sim evaluates them), when it cannot be decoded into eto's types, or when eto's
 //! own validation rejects it (what the controller reports on the object).
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

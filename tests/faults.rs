@@ -4,9 +4,6 @@
 //! have without faults, no worker index is used twice, no loss is replaced twice, no pod is
 //! left without its job, and `restartCount` only counts real launcher failures.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,9 +1,6 @@
 //! Objects eto did not create that hold the name of one of a job's children: they are never
 //! adopted or overwritten, the job reports them, and it goes on once they are gone.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::TrainingJob;

@@ -4,9 +4,6 @@
 //! PodGroup API is missing (all with Volcano), and an MPIJob with the scheduler-plugins
 //! coscheduling plugin.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::MPIJob;

@@ -1,9 +1,6 @@
 //! The operator starting on a cluster that already has jobs, in every state, while its caches
 //! list at different speeds; and the operator stopping while reconciles are under way.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::TrainingJob;

@@ -2,9 +2,6 @@
 //! Succeeded, worker failures, `kubectl scale`, Kueue's suspend and admission, jobs another
 //! controller manages, and jobs stored under mpi-operator's own CRD.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,6 @@
 //! `python/eto_notice.py`, the helper training code uses to read eto's notices, against notice
 //! files written exactly as eto writes them.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,9 +1,6 @@
 //! The operator against the simulated cluster: jobs from submission to completion, failures,
 //! restarts, and an operator that is itself restarted.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::training_job::JobPhase;

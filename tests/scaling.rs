@@ -1,9 +1,6 @@
 //! ScaleIn and ScaleOut requests against the simulated cluster, as `arena scalein etjob` and
 //! `arena scaleout etjob` create them.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::common::{JobCondition, ScalerPhase};

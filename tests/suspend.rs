@@ -1,9 +1,6 @@
 //! Suspending and resuming jobs against the simulated cluster: below the minimum after a spot
 //! reclaim, by `spec.suspend`, by the job supervisor's annotation, and from creation.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_api::common::ConditionStatus;

@@ -4,9 +4,6 @@
 //! once instead of failing once per worker, and jobs reconciled at the same time keep to their
 //! own pods.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -2,18 +2,13 @@
 //! send protobuf, work against the simulated cluster, and what they create reads back as a
 //! real cluster stores it. Skipped, saying so, where kubectl is not installed.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::without_assigned;
 use eto_sim::{SimCluster, SimConfig};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use support::without_assigned;
-
-mod support;
 
 /// Runs kubectl with `args` against the cluster whose kubeconfig is at `kubeconfig`; `None`
 /// where kubectl is not installed.

@@ -1,9 +1,6 @@
 //! The simulated API server behaves like kube-apiserver where a client can tell, checked
 //! through `kube::Client`.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use eto_sim::{

@@ -2,9 +2,7 @@
 //! commands send them, are stored as the same objects their JSON form makes; custom resources
 //! and CBOR are refused with kube-apiserver's `415`.
 
-// Test code: a panic is a test failure with its message.
-#![allow(clippy::unwrap_used)]
-
+use crate::support::without_assigned;
 use eto_sim::apiserver::protobuf::{descriptors, encode};
 use eto_sim::{SimCluster, SimConfig};
 use http_body_util::BodyExt;
@@ -12,9 +10,6 @@ use kube::Client;
 use pretty_assertions::assert_eq;
 use prost_reflect::DynamicMessage;
 use serde_json::{Value, json};
-use support::without_assigned;
-
-mod support;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 

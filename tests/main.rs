@@ -1,0 +1,26 @@
+//! eto's workspace-level tests, one module per subject: the generated CRDs, the examples and
+//! the Helm chart, and the operator against the simulated cluster (eto-sim) under every scenario
+//! its users meet. `cluster` holds the tests that need a real cluster (`#[ignore]`d).
+//!
+//! Run one subject with its module path, for example
+//! `cargo test -p eto-tests --test integration faults::`.
+
+// Test code: a panic is a test failure with its message.
+#![allow(clippy::unwrap_used)]
+
+mod chart;
+mod cluster;
+mod crds_fresh;
+mod discovery_script;
+mod elastic;
+mod examples;
+mod faults;
+mod foreign_objects;
+mod gang;
+mod lifecycle;
+mod mpijob;
+mod notice_helper;
+mod operator;
+mod scaling;
+mod suspend;
+mod wide_jobs;
