@@ -108,17 +108,7 @@ impl Cached {
                         .iter_mut()
                         .find(|p| p.metadata.name.as_ref() == Some(&change.name))
                         .expect("metadata changes are of existing pods");
-                    pod.metadata
-                        .labels
-                        .get_or_insert_default()
-                        .extend(change.labels);
-                    let annotations = pod.metadata.annotations.get_or_insert_default();
-                    for (key, value) in change.annotations {
-                        match value {
-                            Some(value) => annotations.insert(key, value),
-                            None => annotations.remove(&key),
-                        };
-                    }
+                    change.apply_to(&mut pod.metadata);
                 }
                 Child::Service(service) => self.services.push(*service),
                 Child::ConfigMap(config_map) => self.config_maps.push(*config_map),

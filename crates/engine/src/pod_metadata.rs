@@ -78,6 +78,25 @@ impl PodMetadata {
         }
         json!({ "metadata": metadata })
     }
+
+    /// What the API server makes of `metadata` when it applies [`PodMetadata::merge_patch`]:
+    /// the labels and annotations set, the removed annotations gone, every other key kept.
+    /// For tests that stand in for the API server.
+    pub fn apply_to(self, metadata: &mut ObjectMeta) {
+        if !self.labels.is_empty() {
+            metadata.labels.get_or_insert_default().extend(self.labels);
+        }
+        if self.annotations.is_empty() {
+            return;
+        }
+        let annotations = metadata.annotations.get_or_insert_default();
+        for (key, value) in self.annotations {
+            match value {
+                Some(value) => annotations.insert(key, value),
+                None => annotations.remove(&key),
+            };
+        }
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +165,40 @@ mod tests {
             );
             if let Some(change) = change {
                 assert_eq!(change.name, "job-worker-0", "{}", case.name);
+                let patch = change.merge_patch();
+                let mut patched = case.observed.clone();
+                change.apply_to(&mut patched);
+                assert_eq!(
+                    merged(&case.observed, &patch),
+                    serde_json::to_value(&patched).expect("metadata serializes"),
+                    "{}: applied as the merge patch applies",
+                    case.name
+                );
             }
         }
+    }
+
+    /// `observed` with `patch` applied as RFC 7386 says (a `null` removes a key).
+    fn merged(observed: &ObjectMeta, patch: &Value) -> Value {
+        fn merge(target: &mut Value, patch: &Value) {
+            let Value::Object(patch) = patch else {
+                *target = patch.clone();
+                return;
+            };
+            if !target.is_object() {
+                *target = json!({});
+            }
+            let target = target.as_object_mut().expect("an object");
+            for (key, value) in patch {
+                if value.is_null() {
+                    target.remove(key);
+                } else {
+                    merge(target.entry(key.clone()).or_insert(Value::Null), value);
+                }
+            }
+        }
+        let mut object = json!({ "metadata": observed });
+        merge(&mut object, patch);
+        object["metadata"].take()
     }
 }

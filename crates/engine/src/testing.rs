@@ -238,18 +238,7 @@ pub(crate) mod world {
                     }
                     Child::PodMetadata(change) => {
                         let existing = self.pod(&change.name);
-                        let metadata = &mut existing.metadata;
-                        metadata
-                            .labels
-                            .get_or_insert_default()
-                            .extend(change.labels);
-                        let annotations = metadata.annotations.get_or_insert_default();
-                        for (key, value) in change.annotations {
-                            match value {
-                                Some(value) => annotations.insert(key, value),
-                                None => annotations.remove(&key),
-                            };
-                        }
+                        change.apply_to(&mut existing.metadata);
                     }
                     Child::Service(service) => self.service = Some(*service),
                     Child::ConfigMap(config_map) => self.config_map = Some(*config_map),
