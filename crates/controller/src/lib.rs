@@ -39,6 +39,7 @@ pub mod ssh_keys;
 #[cfg(test)]
 mod testing;
 pub mod trim;
+mod watches;
 
 pub use context::{Clock, Context, Stores};
 pub use crds::install_crds;

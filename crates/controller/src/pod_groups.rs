@@ -18,7 +18,7 @@ use crate::context::{Context, Stores};
 use crate::error::Error;
 use crate::listed::Listed;
 use crate::ownership::Owner;
-use crate::run::dynamic_api;
+use crate::watches::dynamic_api;
 
 /// The name [`Listed`] knows the PodGroup cache by.
 pub const POD_GROUPS: &str = "PodGroup";

@@ -11,20 +11,18 @@ use eto_engine::gang::GangScheduler;
 use eto_engine::kind::Kind;
 use eto_engine::scaling::ScalerKind;
 use futures::channel::mpsc;
-use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
-use k8s_openapi::NamespaceResourceScope;
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
 use kube::{Client, Resource};
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::apply;
@@ -32,15 +30,15 @@ use crate::context::{Clock, Context, Stores};
 use crate::freshness::CACHE_WAIT;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
-use crate::name_index::{NameIndexWriter, name_index};
+use crate::name_index::name_index;
 use crate::observe;
 use crate::pod_cache::pod_cache;
 use crate::pod_groups::{self, GangSettings};
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
-use crate::scope::{Scope, merged};
+use crate::scope::Scope;
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
-use crate::trim::Trim;
+use crate::watches::{Watches, dynamic_api};
 
 /// How the controller runs.
 #[derive(Clone, Debug)]
@@ -107,129 +105,6 @@ pub enum RunError {
     /// This replica led and lost its Lease; it stopped at once.
     #[error("lost leadership ({0}); exiting so that this replica restarts as a standby")]
     LostLease(String),
-}
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
-}
-
-/// A kind of object eto creates, and watches by its label.
-trait Managed:
-    k8s_openapi::Resource
-    + Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + DeserializeOwned
-    + Trim
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Managed for K where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Trim
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// A cache of the objects of kind `K` that eto manages, trimmed (see [`crate::trim`]), and the
-/// stream that fills it (and triggers reconciles of their owners); see [`watched`].
-fn reflected<K>(
-    client: &Client,
-    scope: &Scope,
-    changes: &watch::Sender<()>,
-    listed: &Listed,
-) -> (
-    Store<K>,
-    impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
-)
-where
-    K: Managed,
-{
-    let (store, mut writer) = reflector::store();
-    let stream = watched(client, scope, changes, listed, move |event| {
-        writer.apply_watcher_event(event);
-    });
-    (store, stream)
-}
-
-/// The objects of kind `K` that eto manages, trimmed, each watch event given to `cache`; the
-/// stream yields the objects changed. `changes` is sent to after each event reached `cache`;
-/// `listed` is told when its first list is done.
-fn watched<K>(
-    client: &Client,
-    scope: &Scope,
-    changes: &watch::Sender<()>,
-    listed: &Listed,
-    mut cache: impl FnMut(&watcher::Event<K>) + Send + 'static,
-) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
-where
-    K: Managed,
-{
-    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-    let changes = changes.clone();
-    let listed = listed.clone();
-    watch_scope(scope, config, |namespace| api::<K>(client, namespace))
-        .modify(K::trim)
-        .inspect_ok(move |event| cache(event))
-        .inspect(move |event| {
-            listed.observe(K::KIND, event);
-            changes.send_replace(());
-        })
-        .touched_objects()
-}
-
-/// A cache of the custom objects of `resource` that `config` selects, and the stream that
-/// fills it, as [`reflected`] does for eto's own objects; each watch event reaches `index`, if
-/// any, before the cache.
-#[allow(clippy::too_many_arguments)]
-fn reflected_custom(
-    client: &Client,
-    scope: &Scope,
-    resource: &ApiResource,
-    config: &watcher::Config,
-    mut index: Option<NameIndexWriter<DynamicObject>>,
-    changes: &watch::Sender<()>,
-    listed: &Listed,
-    cache: &'static str,
-) -> (
-    Store<DynamicObject>,
-    impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
-) {
-    let writer = reflector::store::Writer::new(resource.clone());
-    let store = writer.as_reader();
-    let changes = changes.clone();
-    let listed = listed.clone();
-    let stream = watch_scope(scope, config.clone(), |namespace| {
-        dynamic_api(client, namespace, resource)
-    })
-    .modify(DynamicObject::trim)
-    .inspect_ok(move |event| {
-        if let Some(index) = &mut index {
-            index.apply_watcher_event(event);
-        }
-    })
-    .reflect(writer)
-    .inspect(move |event| {
-        listed.observe(cache, event);
-        changes.send_replace(());
-    })
-    .applied_objects();
-    (store, stream)
 }
 
 /// `stream` of `kind`'s jobs, held back until `caches` have completed their first list.
@@ -380,36 +255,6 @@ pub async fn run(
     result
 }
 
-/// One watch of `api(namespace)` per namespace of `scope` (with the default backoff), merged
-/// into the stream of one (see [`merged`]).
-fn watch_scope<K>(
-    scope: &Scope,
-    config: watcher::Config,
-    api: impl Fn(Option<&str>) -> Api<K>,
-) -> futures::stream::BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-{
-    let watches = scope
-        .watches()
-        .into_iter()
-        .map(|namespace| watcher(api(namespace), config.clone()).default_backoff())
-        .collect();
-    merged(watches)
-}
-
-/// The custom objects of `resource` in `namespace` (all namespaces when `None`).
-pub(crate) fn dynamic_api(
-    client: &Client,
-    namespace: Option<&str>,
-    resource: &ApiResource,
-) -> Api<DynamicObject> {
-    match namespace {
-        Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
-        None => Api::all_with(client.clone(), resource),
-    }
-}
-
 /// Whether the objects of `resource` can be listed in every namespace of `scope`: `false`
 /// when the cluster does not serve the resource (404, its CRD is not installed).
 ///
@@ -477,7 +322,13 @@ async fn run_until(
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
     let (pods, mut pod_writer) = pod_cache();
-    let events = watched::<Pod>(&client, &scope, &changes, &listed, move |event| {
+    let watches = Watches {
+        client: &client,
+        scope: &scope,
+        changes: &changes,
+        listed: &listed,
+    };
+    let events = watches.watched::<Pod>(move |event| {
         pod_writer.apply_watcher_event(event);
     });
     // A pod change starts a measurement of how long discovery takes to follow it.
@@ -490,21 +341,21 @@ async fn run_until(
             })
             .boxed(),
     );
-    let (services, events) = reflected::<Service>(&client, &scope, &changes, &listed);
+    let (services, events) = watches.reflected::<Service>();
     child_triggers.push(triggers(events));
-    let (config_maps, events) = reflected::<ConfigMap>(&client, &scope, &changes, &listed);
+    let (config_maps, events) = watches.reflected::<ConfigMap>();
     child_triggers.push(triggers(events));
-    let (secrets, events) = reflected::<Secret>(&client, &scope, &changes, &listed);
+    let (secrets, events) = watches.reflected::<Secret>();
     child_triggers.push(triggers(events));
     // The caches of one kind only; a kind not served gets an empty cache and no watch (and
     // needs no RBAC for it).
     let (service_accounts, roles, role_bindings) = if training_jobs {
         inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
-        let (accounts, events) = reflected::<ServiceAccount>(&client, &scope, &changes, &listed);
+        let (accounts, events) = watches.reflected::<ServiceAccount>();
         child_triggers.push(triggers(events));
-        let (roles, events) = reflected::<Role>(&client, &scope, &changes, &listed);
+        let (roles, events) = watches.reflected::<Role>();
         child_triggers.push(triggers(events));
-        let (bindings, events) = reflected::<RoleBinding>(&client, &scope, &changes, &listed);
+        let (bindings, events) = watches.reflected::<RoleBinding>();
         child_triggers.push(triggers(events));
         (accounts, roles, bindings)
     } else {
@@ -516,7 +367,7 @@ async fn run_until(
     };
     let launcher_jobs = if mpi_jobs {
         inputs.push(BatchJob::KIND);
-        let (jobs, events) = reflected::<BatchJob>(&client, &scope, &changes, &listed);
+        let (jobs, events) = watches.reflected::<BatchJob>();
         child_triggers.push(triggers(events));
         jobs
     } else {
@@ -529,24 +380,16 @@ async fn run_until(
     let (scale_outs_by_job, scale_out_index) = name_index(observe::selected_job);
     let (scale_ins, scale_outs) = if training_jobs {
         inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
-        let (scale_ins, scale_in_events) = reflected_custom(
-            &client,
-            &scope,
+        let (scale_ins, scale_in_events) = watches.reflected_custom(
             &scale_in_resource,
             &watcher::Config::default(),
             Some(scale_in_index),
-            &changes,
-            &listed,
             ScalerKind::ScaleIn.as_str(),
         );
-        let (scale_outs, scale_out_events) = reflected_custom(
-            &client,
-            &scope,
+        let (scale_outs, scale_out_events) = watches.reflected_custom(
             &scale_out_resource,
             &watcher::Config::default(),
             Some(scale_out_index),
-            &changes,
-            &listed,
             ScalerKind::ScaleOut.as_str(),
         );
         request_streams.push((
@@ -596,14 +439,10 @@ async fn run_until(
             }
             let config =
                 watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-            let (groups, events) = reflected_custom(
-                &client,
-                &scope,
+            let (groups, events) = watches.reflected_custom(
                 &pod_groups_resource,
                 &config,
                 None,
-                &changes,
-                &listed,
                 pod_groups::POD_GROUPS,
             );
             child_triggers.push(triggers(events));
@@ -632,7 +471,7 @@ async fn run_until(
         scale_outs_by_job,
         pod_groups,
         pod_groups_resource,
-        changes,
+        changes: changes.clone(),
     };
     if pod_groups_missing {
         child_triggers.push(every_job_once_listed(
@@ -706,18 +545,13 @@ async fn run_until(
             continue;
         }
         let resource = apply::job_resource(kind);
-        let job_changes = stores.changes.clone();
-        let job_listed = listed.clone();
-        let watch = watch_scope(&scope, watcher::Config::default(), |namespace| {
-            dynamic_api(&client, namespace, &resource)
-        })
-        .modify(DynamicObject::trim)
-        .reflect(writer)
-        .inspect(move |event| {
-            job_listed.observe(kind.name(), event);
-            job_changes.send_replace(());
-        })
-        .applied_objects();
+        let watch = watches.reflect_custom(
+            writer,
+            &resource,
+            &watcher::Config::default(),
+            None,
+            kind.name(),
+        );
         let events = after_listed(&listed, kind, inputs.clone(), watch);
         let in_flight = in_flight.clone();
         let mut controller =
