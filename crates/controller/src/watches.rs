@@ -10,6 +10,9 @@ use std::fmt::Debug;
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -22,7 +25,9 @@ use crate::name_index::NameIndexWriter;
 use crate::scope::{Scope, merged};
 use crate::trim::Trim;
 
-/// A kind of object eto creates, and watches by its label.
+/// A kind of object eto creates, and watches by its label: the built-in kinds of a job's
+/// children (its PodGroups, which are custom objects, are watched by
+/// [`Watches::reflected_custom`]).
 pub(crate) trait Managed:
     k8s_openapi::Resource
     + Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -36,18 +41,14 @@ pub(crate) trait Managed:
 {
 }
 
-impl<K> Managed for K where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + Trim
-        + Send
-        + Sync
-        + 'static
-{
-}
+impl Managed for Pod {}
+impl Managed for Service {}
+impl Managed for ConfigMap {}
+impl Managed for Secret {}
+impl Managed for ServiceAccount {}
+impl Managed for Role {}
+impl Managed for RoleBinding {}
+impl Managed for BatchJob {}
 
 /// What every watch of one operator run shares.
 pub(crate) struct Watches<'a> {
