@@ -281,7 +281,12 @@ fn event_columns() -> Vec<Column> {
             type_: "string",
             priority: 0,
             cell: |e, _| {
-                let object = &e["involvedObject"];
+                // core/v1 names it `involvedObject`, events.k8s.io/v1 `regarding`.
+                let object = if e["involvedObject"].is_object() {
+                    &e["involvedObject"]
+                } else {
+                    &e["regarding"]
+                };
                 json!(format!(
                     "{}/{}",
                     object["kind"].as_str().unwrap_or_default().to_lowercase(),
@@ -293,7 +298,10 @@ fn event_columns() -> Vec<Column> {
             name: "Message",
             type_: "string",
             priority: 0,
-            cell: |e, _| e["message"].clone(),
+            cell: |e, _| match &e["message"] {
+                Value::Null => e["note"].clone(),
+                message => message.clone(),
+            },
         },
     ]
 }
@@ -407,5 +415,37 @@ mod tests {
             assert_eq!(age_of(Some(then), now), expected, "{then}");
         }
         assert_eq!(age_of(None, now), "<unknown>");
+    }
+
+    #[test]
+    fn events_show_their_object_and_message_in_either_api() {
+        let now: jiff::Timestamp = "2026-11-22T12:00:00Z".parse().unwrap();
+        let core = json!({
+            "type": "Normal", "reason": "Created", "message": "created workers",
+            "involvedObject": {"kind": "TrainingJob", "name": "job"},
+            "eventTime": "2026-11-22T11:59:00Z",
+        });
+        let new = json!({
+            "type": "Normal", "reason": "Created", "note": "created workers",
+            "regarding": {"kind": "TrainingJob", "name": "job"},
+            "eventTime": "2026-11-22T11:59:00Z",
+        });
+        for event in [core, new] {
+            let cells: Vec<Value> = event_columns()
+                .iter()
+                .map(|column| (column.cell)(&event, now))
+                .collect();
+            assert_eq!(
+                cells,
+                [
+                    json!("60s"),
+                    json!("Normal"),
+                    json!("Created"),
+                    json!("trainingjob/job"),
+                    json!("created workers")
+                ],
+                "{event}"
+            );
+        }
     }
 }
