@@ -15,18 +15,20 @@
 //!   a pod's spec but for `nodeName`, the only field of it the engine reads (a pod's spec
 //!   never changes, and eto changes a pod's labels and annotations with a merge patch of its
 //!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
-//!   message, conditions and, of each container, its name, readiness, restart count and how
-//!   it terminated (exit code and reason).
+//!   message, the type and status of the conditions the engine reads (`Ready` and
+//!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container, its
+//!   name, readiness, restart count and how it terminated (exit code and reason).
 //! - Everything else is kept: metadata, the other kinds' specs.
 //!
 //! # Caveats
 //! A cached object is therefore not a faithful copy of the stored one: nothing may write a
 //! cached object back (eto never does: it applies objects it builds, and patches status).
 
+use eto_engine::pods::CONDITIONS_READ;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
-    Secret, Service, ServiceAccount,
+    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
+    PodSpec, PodStatus, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -85,13 +87,29 @@ impl Trim for Pod {
             phase: status.phase,
             reason: status.reason,
             message: status.message,
-            conditions: status.conditions,
+            conditions: status.conditions.map(kept_conditions),
             container_statuses: status
                 .container_statuses
                 .map(|statuses| statuses.into_iter().map(kept_of_container).collect()),
             ..PodStatus::default()
         });
     }
+}
+
+/// What is kept of a pod's conditions: the type and status of those the engine reads.
+fn kept_conditions(conditions: Vec<PodCondition>) -> Vec<PodCondition> {
+    let mut kept: Vec<PodCondition> = conditions
+        .into_iter()
+        .filter(|condition| CONDITIONS_READ.contains(&condition.type_.as_str()))
+        .map(|condition| PodCondition {
+            type_: condition.type_,
+            status: condition.status,
+            ..PodCondition::default()
+        })
+        .collect();
+    // Collected in place, the vector still has room for every condition the pod had.
+    kept.shrink_to_fit();
+    kept
 }
 
 /// What is kept of a container's status: its identity and how it terminated, if it did.
@@ -176,7 +194,16 @@ mod tests {
             }),
             status: serde_json::from_value(serde_json::json!({
                 "phase": "Failed", "podIP": "10.0.0.7", "qosClass": "BestEffort",
-                "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True",
+                        "lastTransitionTime": "2026-11-22T12:00:00Z"},
+                    {"type": "Ready", "status": "False", "reason": "PodFailed",
+                        "lastTransitionTime": "2026-11-22T12:05:00Z"},
+                    {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                        "message": "the node is shutting down",
+                        "lastTransitionTime": "2026-11-22T12:04:00Z"},
+                    {"type": "ContainersReady", "status": "False"},
+                ],
                 "containerStatuses": [{"name": "worker", "ready": false, "restartCount": 0,
                     "image": "horovod", "imageID": "sha256:0", "containerID": "sim://1",
                     "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
@@ -199,7 +226,10 @@ mod tests {
             serde_json::to_value(pod.status).expect("a status serializes"),
             serde_json::json!({
                 "phase": "Failed",
-                "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                "conditions": [
+                    {"type": "Ready", "status": "False"},
+                    {"type": "DisruptionTarget", "status": "True"},
+                ],
                 "containerStatuses": [{"name": "worker", "ready": false, "restartCount": 0,
                     "image": "", "imageID": "",
                     "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],

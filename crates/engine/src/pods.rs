@@ -20,6 +20,15 @@ pub fn is_finished(pod: &Pod) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")
 }
 
+/// The pod condition that says the pod is Ready.
+pub const READY_CONDITION: &str = "Ready";
+
+/// The pod condition set when the pod is about to be disrupted.
+pub const DISRUPTION_TARGET_CONDITION: &str = "DisruptionTarget";
+
+/// The pod conditions the engine reads, of which it reads only the type and the status.
+pub const CONDITIONS_READ: [&str; 2] = [READY_CONDITION, DISRUPTION_TARGET_CONDITION];
+
 fn condition_is_true(pod: &Pod, type_: &str) -> bool {
     pod.status
         .as_ref()
@@ -33,13 +42,13 @@ fn condition_is_true(pod: &Pod, type_: &str) -> bool {
 
 /// Whether the pod runs, is Ready and is not being deleted.
 pub fn is_ready(pod: &Pod) -> bool {
-    phase(pod) == "Running" && condition_is_true(pod, "Ready") && !is_terminating(pod)
+    phase(pod) == "Running" && condition_is_true(pod, READY_CONDITION) && !is_terminating(pod)
 }
 
 /// Whether the pod is about to be disrupted (`DisruptionTarget=True`: a spot reclaim, a
 /// preemption, a drain).
 pub fn is_disrupted(pod: &Pod) -> bool {
-    condition_is_true(pod, "DisruptionTarget")
+    condition_is_true(pod, DISRUPTION_TARGET_CONDITION)
 }
 
 /// The node the pod was bound to, if any.
