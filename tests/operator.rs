@@ -171,10 +171,25 @@ async fn a_failed_worker_leaves_discovery_and_is_replaced_per_policy() {
     let status = job.status.unwrap();
     assert_eq!(status.blacklist[0].pod, "replaced-worker-1");
     assert_eq!(status.blacklist[0].exit_code, Some(1));
+
+    // A second loss is a decision of its own: its event names its own worker, rather than
+    // counting as a repeat of the first loss's event.
+    env.cluster
+        .fail_pod("default", "replaced-worker-2", 1, "Error")
+        .unwrap();
+    env.wait_pod("replaced-worker-4", "is ready", pod_ready)
+        .await;
+    let notes = env.event_notes("replaced", "WorkerLost").await;
+    assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(
-        env.event_reasons("replaced")
-            .await
-            .contains(&"WorkerLost".to_string())
+        notes[0].starts_with("worker replaced-worker-1 ")
+            && notes[0].ends_with("replaced by replaced-worker-3"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].starts_with("worker replaced-worker-2 ")
+            && notes[1].ends_with("replaced by replaced-worker-4"),
+        "{notes:?}"
     );
     let metrics = &env.operator.as_ref().expect("the operator runs").metrics;
     let lost = metrics
@@ -184,14 +199,17 @@ async fn a_failed_worker_leaves_discovery_and_is_replaced_per_policy() {
             reason: "Failed".into(),
         })
         .get();
-    assert_eq!(lost, 2, "one loss in each job, counted once");
+    assert_eq!(
+        lost, 3,
+        "two losses in one job, one in the other, each counted once"
+    );
     let replaced = metrics
         .worker_replacements
         .get_or_create(&eto_controller::metrics::KindLabels {
             kind: "TrainingJob".into(),
         })
         .get();
-    assert_eq!(replaced, 1, "only one job replaces its workers");
+    assert_eq!(replaced, 2, "only one job replaces its workers");
 }
 
 #[tokio::test]

@@ -42,6 +42,16 @@ async fn a_128_worker_job_starts_every_worker_and_lists_them_all() {
     let all: Vec<u32> = (0..128).collect();
     wait_running_with(&env, "wide", &all).await;
     assert_eq!(history.names(), pods_of("wide", &all));
+    // Naming 128 workers takes more than the 1,024 bytes an event's note may have: the
+    // note is cut, not the event refused.
+    let created = env.event_notes("wide", "WorkersCreated").await;
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert!(
+        created[0].starts_with("created workers wide-worker-0, wide-worker-1, ")
+            && created[0].ends_with(" ...")
+            && created[0].len() <= 1024,
+        "{created:?}"
+    );
 }
 
 #[tokio::test]

@@ -426,6 +426,15 @@ impl Env {
 
     /// The reasons of the events about `job`, oldest first.
     pub async fn event_reasons(&self, job: &str) -> Vec<String> {
+        self.events(job)
+            .await
+            .into_iter()
+            .map(|(reason, _)| reason)
+            .collect()
+    }
+
+    /// The reasons and notes of the events about `job`, oldest first.
+    pub async fn events(&self, job: &str) -> Vec<(String, String)> {
         let events: Api<Event> = Api::default_namespaced(self.client.clone());
         let mut found = events
             .list(&ListParams::default().fields(&format!("involvedObject.name={job}")))
@@ -433,7 +442,20 @@ impl Env {
             .expect("events list")
             .items;
         found.sort_by_key(|e| e.metadata.creation_timestamp.clone());
-        found.into_iter().filter_map(|e| e.reason).collect()
+        found
+            .into_iter()
+            .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+            .collect()
+    }
+
+    /// The notes of the events about `job` with `reason`, oldest first.
+    pub async fn event_notes(&self, job: &str, reason: &str) -> Vec<String> {
+        self.events(job)
+            .await
+            .into_iter()
+            .filter(|(found, _)| found == reason)
+            .map(|(_, note)| note)
+            .collect()
     }
 }
 

@@ -40,7 +40,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -460,14 +460,11 @@ pub async fn publish(
         EventType::Warning => tracing::warn!(object = target.name(), reason, action, "{note}"),
         EventType::Normal => tracing::info!(object = target.name(), reason, action, "{note}"),
     }
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: action.into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &target.reference()).await {
+    let published = ctx
+        .events
+        .publish(&target.reference(), type_, reason, action, note)
+        .await;
+    if let Err(error) = published {
         tracing::warn!(namespace = target.namespace(), name = target.name(), %error, reason, "failed to record an event");
     }
 }

@@ -1,4 +1,4 @@
-//! What every reconcile gets: the client, the caches, the event recorder, the clock.
+//! What every reconcile gets: the client, the caches, the event publisher, the clock.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
+use crate::events::EventPublisher;
 use crate::metrics::Metrics;
 use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
@@ -80,8 +80,8 @@ pub struct Context {
     pub client: Client,
     /// The caches.
     pub stores: Stores,
-    /// Publishes events on jobs.
-    pub recorder: Recorder,
+    /// Publishes events on jobs and scaling requests.
+    pub events: EventPublisher,
     /// The time.
     pub clock: Clock,
     /// Metrics.

@@ -16,6 +16,7 @@ pub mod apply;
 pub mod context;
 pub mod crds;
 pub mod error;
+pub mod events;
 pub mod freshness;
 pub mod job_gauges;
 pub mod leader;

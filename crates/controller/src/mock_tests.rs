@@ -15,7 +15,6 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
 use kube::api::{ApiResource, DynamicObject};
 use kube::client::Body;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::store::Writer;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -214,12 +213,8 @@ impl Cached {
             changes: tokio::sync::watch::channel(()).0,
         };
 
-        let reporter = Reporter {
-            controller: "eto".into(),
-            instance: Some("test".into()),
-        };
         Arc::new(Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: crate::events::EventPublisher::new(client.clone(), "eto", Some("test")),
             client,
             stores,
             clock: Arc::new(now),

@@ -98,10 +98,11 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["podgroups"],
         verbs: &["get", "list", "watch", "create", "patch", "delete"],
     },
+    // Events: one create per decision, never updated (crate::events).
     Grant {
         group: "events.k8s.io",
         resources: &["events"],
-        verbs: &["create", "patch"],
+        verbs: &["create"],
     },
 ];
 

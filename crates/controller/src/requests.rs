@@ -32,7 +32,7 @@ pub struct Requests {
     pub resource: ApiResource,
     /// The TrainingJob resource.
     pub job_resource: ApiResource,
-    /// The client, caches, recorder and clock the job controller uses too.
+    /// The client, caches, event publisher and clock the job controller uses too.
     pub shared: Arc<Context>,
     /// Asks the job controller for a reconcile of a job.
     pub poke: UnboundedSender<ObjectRef<DynamicObject>>,

@@ -19,7 +19,6 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{self, Controller};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -27,6 +26,7 @@ use tokio::sync::watch;
 
 use crate::apply;
 use crate::context::{Clock, Context, Stores};
+use crate::events::EventPublisher;
 use crate::freshness::CACHE_WAIT;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
@@ -480,10 +480,6 @@ async fn run_until(
             &stores,
         ));
     }
-    let reporter = Reporter {
-        controller: MANAGER.into(),
-        instance: settings.instance.clone(),
-    };
     let mut shown = Vec::new();
     if training_jobs {
         shown.push((Kind::TrainingJob.name(), stores.training_jobs.clone()));
@@ -495,7 +491,7 @@ async fn run_until(
     let ctx = Arc::new(Context {
         client: client.clone(),
         stores: stores.clone(),
-        recorder: Recorder::new(client.clone(), reporter),
+        events: EventPublisher::new(client.clone(), MANAGER, settings.instance.as_deref()),
         clock,
         metrics,
         cache_wait: CACHE_WAIT,
