@@ -1,6 +1,7 @@
 //! What kube-apiserver does specially for some built-in types: pod defaults and spec
-//! immutability, Job defaults and selectors, service cluster IPs, namespace life cycle, CustomResourceDefinition
-//! registration, and the garbage collector's bookkeeping.
+//! immutability, Job defaults and selectors, service cluster IPs, namespace life cycle, the
+//! limits of Events, CustomResourceDefinition registration, and the garbage collector's
+//! bookkeeping.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -51,6 +52,8 @@ pub fn admit(
         let name = object["metadata"]["name"].clone();
         object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
         Ok(())
+    } else if is(resource, "", "events") {
+        admit_event(resource, object)
     } else if is(resource, "", "secrets") {
         if object["type"].as_str().is_none_or(str::is_empty) {
             object["type"] = json!("Opaque");
@@ -67,6 +70,69 @@ pub fn admit(
     }
 }
 
+/// The longest note (core: `message`) of an Event with an `eventTime`, in bytes.
+const EVENT_NOTE_LIMIT: usize = 1024;
+/// The longest `reportingInstance`, `action` and `reason` of such an Event, in bytes.
+const EVENT_FIELD_LIMIT: usize = 128;
+
+/// kube-apiserver's checks of an Event written the new way, with an `eventTime` (every
+/// `events.k8s.io/v1` Event is): who reported it, what it did and why are required and short,
+/// and its note is at most 1,024 bytes. `event` is in its stored (core `v1`) form, so the
+/// fields carry their core names, as kube-apiserver's messages do.
+fn admit_event(resource: &ResourceType, event: &Value) -> Result<(), ApiError> {
+    if event["eventTime"].is_null() {
+        return Ok(());
+    }
+    let text = |field: &str| event[field].as_str().unwrap_or_default();
+    let mut causes = Vec::new();
+    let controller = text("reportingComponent");
+    if controller.is_empty() {
+        causes.push(Cause::required("reportingComponent"));
+    } else if !is_qualified_name(controller) {
+        causes.push(Cause::invalid(
+            "reportingComponent",
+            format!("Invalid value: {controller:?}: must be a qualified name"),
+        ));
+    }
+    for (field, limit) in [
+        ("reportingInstance", EVENT_FIELD_LIMIT),
+        ("action", EVENT_FIELD_LIMIT),
+        ("reason", EVENT_FIELD_LIMIT),
+        ("message", EVENT_NOTE_LIMIT),
+    ] {
+        let value = text(field);
+        if value.is_empty() && field != "message" {
+            causes.push(Cause::required(field));
+        } else if value.len() > limit {
+            causes.push(Cause::invalid(
+                field,
+                format!("Invalid value: \"\": can have at most {limit} characters"),
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(resource, event, causes))
+    }
+}
+
+/// A name like a label key: an optional DNS subdomain and `/`, then at most 63 letters,
+/// digits, `-`, `_` and `.`, starting and ending with a letter or digit.
+fn is_qualified_name(text: &str) -> bool {
+    let (prefix, name) = text
+        .rsplit_once('/')
+        .map_or((None, text), |(p, n)| (Some(p), n));
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    prefix.is_none_or(|prefix| !prefix.is_empty() && prefix.len() <= 253)
+        && name.len() <= 63
+        && edge(name.chars().next())
+        && edge(name.chars().last())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 fn admit_pod(
     resource: &ResourceType,
     old: Option<&Value>,
@@ -79,21 +145,13 @@ fn admit_pod(
             .cloned()
             .unwrap_or_default();
         if containers.is_empty() {
-            causes.push(Cause {
-                reason: "FieldValueRequired".into(),
-                message: "Required value".into(),
-                field: "spec.containers".into(),
-            });
+            causes.push(Cause::required("spec.containers"));
         }
         let mut names = BTreeSet::new();
         for (index, container) in containers.iter().enumerate() {
             let name = container["name"].as_str().unwrap_or_default();
             if name.is_empty() {
-                causes.push(Cause {
-                    reason: "FieldValueRequired".into(),
-                    message: "Required value".into(),
-                    field: format!("spec.containers[{index}].name"),
-                });
+                causes.push(Cause::required(format!("spec.containers[{index}].name")));
             } else if !names.insert(name.to_string()) {
                 causes.push(Cause {
                     reason: "FieldValueDuplicate".into(),
@@ -102,11 +160,7 @@ fn admit_pod(
                 });
             }
             if container["image"].as_str().unwrap_or_default().is_empty() {
-                causes.push(Cause {
-                    reason: "FieldValueRequired".into(),
-                    message: "Required value".into(),
-                    field: format!("spec.containers[{index}].image"),
-                });
+                causes.push(Cause::required(format!("spec.containers[{index}].image")));
             }
         }
         if !causes.is_empty() {

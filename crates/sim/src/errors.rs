@@ -19,6 +19,15 @@ pub struct Cause {
 }
 
 impl Cause {
+    /// A `FieldValueRequired` cause: `field` is missing or empty.
+    pub fn required(field: impl Into<String>) -> Self {
+        Self {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: field.into(),
+        }
+    }
+
     /// A `FieldValueInvalid` cause.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {

@@ -30,7 +30,9 @@
 //!   deletion.
 //! - Discovery and the `Table` form, so `kubectl get`, `apply --server-side`, `scale`, `patch`,
 //!   `delete` and `wait` work.
-//! - Events written through `events.k8s.io/v1` are read through core `v1` too.
+//! - Events written through `events.k8s.io/v1` are read through core `v1` too, and an Event
+//!   with an `eventTime` is refused as kube-apiserver refuses it: a note over 1,024 bytes, a
+//!   missing or overlong reporter, action or reason.
 //! - Optionally, lists take longer the more objects they return ([`SimConfig::list_latency`]),
 //!   so a client's concurrent lists of several kinds finish in the order a real cluster
 //!   usually shows, not all at once.

@@ -1,6 +1,6 @@
 //! `events.k8s.io/v1` Events are stored as core `v1` Events, as kube-apiserver stores them, so
 //! that an Event written through either API is read through both (`kubectl get events` and
-//! `kubectl describe` read the core API; kube-runtime's Recorder writes the new one).
+//! `kubectl describe` read the core API; operators such as eto write the new one).
 
 use serde_json::{Map, Value};
 

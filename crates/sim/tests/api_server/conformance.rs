@@ -1096,6 +1096,59 @@ async fn events_written_through_events_k8s_io_are_read_through_core() {
 }
 
 #[tokio::test]
+async fn an_event_with_a_note_over_1024_bytes_or_no_reporter_is_invalid() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(client);
+    let event = |name: &str, changes: Value| {
+        let mut event = json!({
+            "metadata": {"name": name}, "eventTime": "2026-11-22T00:00:00.000000Z",
+            "reportingController": "eto", "reportingInstance": "eto-0", "action": "Create",
+            "reason": "WorkersCreated", "type": "Normal",
+            "regarding": {"kind": "TrainingJob", "name": "job", "namespace": "default"}
+        });
+        json_patch::merge(&mut event, &changes);
+        serde_json::from_value::<k8s_openapi::api::events::v1::Event>(event).unwrap()
+    };
+    let at_limit = event("fits", json!({"note": "x".repeat(1024)}));
+    api.create(&PostParams::default(), &at_limit).await.unwrap();
+
+    let refused = [
+        ("long", json!({"note": "x".repeat(1025)}), "message"),
+        (
+            "unreported",
+            json!({"reportingController": null}),
+            "reportingComponent",
+        ),
+        (
+            "bad-reporter",
+            json!({"reportingController": "eto operator"}),
+            "reportingComponent",
+        ),
+        (
+            "no-instance",
+            json!({"reportingInstance": null}),
+            "reportingInstance",
+        ),
+        ("long-reason", json!({"reason": "R".repeat(129)}), "reason"),
+        ("no-action", json!({"action": null}), "action"),
+    ];
+    for (name, changes, field) in refused {
+        let status = api_error(
+            api.create(&PostParams::default(), &event(name, changes))
+                .await,
+        );
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (422, "Invalid"),
+            "{name}"
+        );
+        assert!(status.message.contains(field), "{name}: {}", status.message);
+    }
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1, "only the event that fits is stored");
+}
+
+#[tokio::test]
 async fn injected_errors_and_latency_affect_the_next_requests_only() {
     let (cluster, client) = cluster().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client);
