@@ -12,6 +12,12 @@
 //! the first reconcile (after the ServiceAccount, Role, RoleBinding, Service and every
 //! worker), is seen by a watch. For the floor: from the first write until the ConfigMap's
 //! write returned. Both include the Secret.
+//!
+//! Both meet the same cluster: it has GPUs for both jobs, so the scheduler and the kubelets
+//! place and start every pod of either (a job whose pods stay pending costs the API server
+//! less); each measurement starts once the pods of the one before run, so that neither shares
+//! the machine with the other's aftermath; and which of the two goes first alternates from
+//! round to round.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher};
 
 struct Options {
     kubeconfig: Option<String>,
@@ -91,6 +97,38 @@ async fn eto(client: &Client, job: &TrainingJob) -> Duration {
         }
     }
     started.elapsed()
+}
+
+/// How long [`settle`] waits for a round's pods to run.
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits until `expected` pods of `job` run, so that the scheduler and the kubelets are done
+/// with them before the next measurement starts; gives up after [`SETTLE_LIMIT`] (a real
+/// cluster may lack the GPUs), saying so.
+async fn settle(client: &Client, job: &TrainingJob, expected: usize) {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let (reader, writer) = reflector::store();
+    let config = watcher::Config::default().labels(&format!("training-job-name={name}"));
+    // Every event, the end of the first list included: the store shows a list only then.
+    let mut changes = std::pin::pin!(reflector(writer, watcher(pods, config)));
+    let running = async {
+        while changes.try_next().await.expect("the watch runs").is_some() {
+            let state = reader.state();
+            let running = state.iter().filter(|pod| {
+                pod.status
+                    .as_ref()
+                    .and_then(|status| status.phase.as_deref())
+                    == Some("Running")
+            });
+            if running.count() >= expected {
+                return;
+            }
+        }
+    };
+    if tokio::time::timeout(SETTLE_LIMIT, running).await.is_err() {
+        eprintln!("warning: fewer than {expected} pods of {name} ran within {SETTLE_LIMIT:?}");
+    }
 }
 
 /// Deletes what a round created and waits until the pods are gone.
@@ -161,8 +199,10 @@ async fn main() {
             Client::try_from(config).expect("a client")
         }
         None => {
+            // A GPU for every worker of both jobs.
+            let nodes = usize::try_from(options.workers.div_ceil(4)).expect("a node count");
             let cluster =
-                eto_sim::SimCluster::start(eto_sim::SimConfig::default().gpu_nodes(16, 8))
+                eto_sim::SimCluster::start(eto_sim::SimConfig::default().gpu_nodes(nodes, 8))
                     .await
                     .expect("the simulated cluster starts");
             let client = cluster.client();
@@ -189,8 +229,19 @@ async fn main() {
     for round in 0..options.rounds {
         let floor_job = job(&format!("floor-{round}"), options.workers);
         let eto_job = job(&format!("eto-{round}"), options.workers);
-        floors.push(floor(&client, &floor_job).await);
-        etos.push(eto(&client, &eto_job).await);
+        // The floor writes the workers; eto's job runs its launcher too.
+        let workers = usize::try_from(options.workers).expect("a pod count");
+        if round % 2 == 0 {
+            floors.push(floor(&client, &floor_job).await);
+            settle(&client, &floor_job, workers).await;
+            etos.push(eto(&client, &eto_job).await);
+            settle(&client, &eto_job, workers + 1).await;
+        } else {
+            etos.push(eto(&client, &eto_job).await);
+            settle(&client, &eto_job, workers + 1).await;
+            floors.push(floor(&client, &floor_job).await);
+            settle(&client, &floor_job, workers).await;
+        }
         clean_up(&client, &floor_job, &eto_job).await;
     }
     stop.cancel();
