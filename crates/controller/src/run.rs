@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio::sync::watch;
@@ -47,7 +48,9 @@ pub struct Settings {
     pub scope: Scope,
     /// Jobs reconciled at the same time.
     pub concurrency: u16,
-    /// Changes within this window are handled by one reconcile.
+    /// Changes of a job's children (its pods going ready, failing, being reclaimed) within
+    /// this window are handled by one reconcile of the job. A change of the job itself is
+    /// reconciled at once: a new job's children are written without waiting out a window.
     pub debounce: Duration,
     /// Name of this operator instance in events (for example its pod name).
     pub instance: Option<String>,
@@ -502,9 +505,9 @@ async fn run_until(
             listed: listed.clone(),
         }),
     });
-    let config = controller::Config::default()
-        .debounce(settings.debounce)
-        .concurrency(settings.concurrency);
+    // Requests are not delayed here: a child's change is debounced on its way to the
+    // controller (below); a job's own changes are reconciled at once.
+    let config = controller::Config::default().concurrency(settings.concurrency);
     tracing::info!(
         namespaces = %scope.describe(),
         kinds = ?kinds.iter().map(|kind| kind.name()).collect::<Vec<_>>(),
@@ -550,6 +553,13 @@ async fn run_until(
         );
         let events = after_listed(&listed, kind, inputs.clone(), watch);
         let in_flight = in_flight.clone();
+        let triggered = debounced_scheduler(
+            triggered.map(|job| ScheduleRequest {
+                message: job,
+                run_at: tokio::time::Instant::now(),
+            }),
+            settings.debounce,
+        );
         let mut controller =
             Controller::for_stream_with(events, stores.jobs(kind).clone(), resource)
                 .reconcile_on(triggered);
