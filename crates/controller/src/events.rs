@@ -109,11 +109,7 @@ fn fit_note(note: String) -> String {
 
 /// The longest start of `text` of at most `limit` bytes that ends on a character boundary.
 fn cut(text: &str, limit: usize) -> &str {
-    let mut end = limit.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(limit)]
 }
 
 #[cfg(test)]
