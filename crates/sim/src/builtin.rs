@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::errors::{ApiError, Cause};
-use crate::operations::{DeleteOptions, WriteOptions, timestamp_now};
+use crate::operations::{DeleteOptions, WriteOptions, is_dns_subdomain, timestamp_now};
 use crate::resources::{PrinterColumn, ResourceId, ResourceType, ScalePaths};
 use crate::schema::CompiledCrdSchema;
 use crate::store::{ObjectKey, State};
@@ -94,14 +94,15 @@ fn admit_event(resource: &ResourceType, event: &Value) -> Result<(), ApiError> {
             format!("Invalid value: {controller:?}: must be a qualified name"),
         ));
     }
-    for (field, limit) in [
-        ("reportingInstance", EVENT_FIELD_LIMIT),
-        ("action", EVENT_FIELD_LIMIT),
-        ("reason", EVENT_FIELD_LIMIT),
-        ("message", EVENT_NOTE_LIMIT),
+    // (field, required, longest)
+    for (field, required, limit) in [
+        ("reportingInstance", true, EVENT_FIELD_LIMIT),
+        ("action", true, EVENT_FIELD_LIMIT),
+        ("reason", true, EVENT_FIELD_LIMIT),
+        ("message", false, EVENT_NOTE_LIMIT),
     ] {
         let value = text(field);
-        if value.is_empty() && field != "message" {
+        if required && value.is_empty() {
             causes.push(Cause::required(field));
         } else if value.len() > limit {
             causes.push(Cause::invalid(
@@ -124,7 +125,7 @@ fn is_qualified_name(text: &str) -> bool {
         .rsplit_once('/')
         .map_or((None, text), |(p, n)| (Some(p), n));
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    prefix.is_none_or(|prefix| !prefix.is_empty() && prefix.len() <= 253)
+    prefix.is_none_or(is_dns_subdomain)
         && name.len() <= 63
         && edge(name.chars().next())
         && edge(name.chars().last())

@@ -862,7 +862,8 @@ fn check_metadata(resource: &ResourceType, name: &str, object: &Value) -> Result
     }
 }
 
-fn is_dns_subdomain(name: &str) -> bool {
+/// Whether `name` is a DNS subdomain: dot-separated lower-case labels, at most 253 bytes.
+pub(crate) fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253
         && name.split('.').all(|label| {
             !label.is_empty()

@@ -1111,6 +1111,8 @@ async fn an_event_with_a_note_over_1024_bytes_or_no_reporter_is_invalid() {
     };
     let at_limit = event("fits", json!({"note": "x".repeat(1024)}));
     api.create(&PostParams::default(), &at_limit).await.unwrap();
+    let prefixed = event("prefixed", json!({"reportingController": "eto.dev/eto"}));
+    api.create(&PostParams::default(), &prefixed).await.unwrap();
 
     let refused = [
         ("long", json!({"note": "x".repeat(1025)}), "message"),
@@ -1122,6 +1124,11 @@ async fn an_event_with_a_note_over_1024_bytes_or_no_reporter_is_invalid() {
         (
             "bad-reporter",
             json!({"reportingController": "eto operator"}),
+            "reportingComponent",
+        ),
+        (
+            "bad-prefix",
+            json!({"reportingController": "Eto_Dev/eto"}),
             "reportingComponent",
         ),
         (
@@ -1145,7 +1152,7 @@ async fn an_event_with_a_note_over_1024_bytes_or_no_reporter_is_invalid() {
         assert!(status.message.contains(field), "{name}: {}", status.message);
     }
     let listed = api.list(&ListParams::default()).await.unwrap();
-    assert_eq!(listed.items.len(), 1, "only the event that fits is stored");
+    assert_eq!(listed.items.len(), 2, "only the events that fit are stored");
 }
 
 #[tokio::test]
