@@ -226,11 +226,11 @@ async fn main() {
     ));
 
     let (mut floors, mut etos) = (Vec::new(), Vec::new());
+    // The floor writes the workers; eto's job runs its launcher too.
+    let workers = usize::try_from(options.workers).expect("a pod count");
     for round in 0..options.rounds {
         let floor_job = job(&format!("floor-{round}"), options.workers);
         let eto_job = job(&format!("eto-{round}"), options.workers);
-        // The floor writes the workers; eto's job runs its launcher too.
-        let workers = usize::try_from(options.workers).expect("a pod count");
         if round % 2 == 0 {
             floors.push(floor(&client, &floor_job).await);
             settle(&client, &floor_job, workers).await;
