@@ -61,10 +61,23 @@ pub fn pod_group_crd(scheduler: &GangScheduler) -> CustomResourceDefinition {
     .expect("a valid CRD")
 }
 
-/// Installs `scheduler`'s PodGroup CRD.
+/// Installs `scheduler`'s PodGroup CRD and waits until it is served.
 pub async fn install(client: &Client, scheduler: &GangScheduler) {
-    Api::<CustomResourceDefinition>::all(client.clone())
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    let created = crds
         .create(&PostParams::default(), &pod_group_crd(scheduler))
         .await
         .expect("the PodGroup CRD installs");
+    let name = created.metadata.name.unwrap_or_default();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        kube::runtime::wait::await_condition(
+            crds,
+            &name,
+            kube::runtime::wait::conditions::is_crd_established(),
+        ),
+    )
+    .await
+    .expect("the PodGroup CRD is established within 10 s")
+    .expect("the PodGroup CRD can be watched");
 }

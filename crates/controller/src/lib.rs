@@ -43,7 +43,7 @@ pub mod trim;
 mod watches;
 
 pub use context::{Clock, Context, Stores};
-pub use crds::install_crds;
+pub use crds::{CrdError, install_crds};
 pub use error::Error;
 pub use eto_engine::gang::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler};
 pub use eto_engine::kind::Kind;

@@ -52,6 +52,8 @@ enum DemoError {
     Write(#[from] std::io::Error),
     #[error("request failed: {0}")]
     Kube(#[from] kube::Error),
+    #[error("cannot install the CRDs: {0}")]
+    Crds(#[from] eto_controller::CrdError),
     #[error("the example job does not parse: {0}")]
     Example(#[from] serde_saphyr::Error),
     #[error("timed out: {0}")]

@@ -3,16 +3,16 @@
 //! limits of Events, CustomResourceDefinition registration, and the garbage collector's
 //! bookkeeping.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use crate::errors::{ApiError, Cause};
-use crate::operations::{DeleteOptions, WriteOptions, is_dns_subdomain, timestamp_now};
+use crate::operations::{DeleteOptions, Subresource, WriteOptions, timestamp_now};
 use crate::resources::{PrinterColumn, ResourceId, ResourceType, ScalePaths};
 use crate::schema::CompiledCrdSchema;
 use crate::store::{ObjectKey, State};
+use crate::validation::{pod as pod_rules, syntax};
 
 fn is(resource: &ResourceType, group: &str, plural: &str) -> bool {
     resource.id.group == group && resource.id.plural == plural
@@ -64,7 +64,10 @@ pub fn admit(
         "apiextensions.k8s.io",
         "customresourcedefinitions",
     ) {
-        admit_crd(resource, object).map(drop)
+        let established = is_established(object)
+            || old.is_some_and(is_established)
+            || state.crd_establish_delay.is_zero();
+        admit_crd(resource, object, established).map(drop)
     } else {
         Ok(())
     }
@@ -88,7 +91,7 @@ fn admit_event(resource: &ResourceType, event: &Value) -> Result<(), ApiError> {
     let controller = text("reportingComponent");
     if controller.is_empty() {
         causes.push(Cause::required("reportingComponent"));
-    } else if !is_qualified_name(controller) {
+    } else if !syntax::qualified_name(controller).is_empty() {
         causes.push(Cause::invalid(
             "reportingComponent",
             format!("Invalid value: {controller:?}: must be a qualified name"),
@@ -118,55 +121,12 @@ fn admit_event(resource: &ResourceType, event: &Value) -> Result<(), ApiError> {
     }
 }
 
-/// A name like a label key: an optional DNS subdomain and `/`, then at most 63 letters,
-/// digits, `-`, `_` and `.`, starting and ending with a letter or digit.
-fn is_qualified_name(text: &str) -> bool {
-    let (prefix, name) = text
-        .rsplit_once('/')
-        .map_or((None, text), |(p, n)| (Some(p), n));
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    prefix.is_none_or(is_dns_subdomain)
-        && name.len() <= 63
-        && edge(name.chars().next())
-        && edge(name.chars().last())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
 fn admit_pod(
     resource: &ResourceType,
     old: Option<&Value>,
     pod: &mut Value,
 ) -> Result<(), ApiError> {
     let Some(old) = old else {
-        let mut causes = Vec::new();
-        let containers = pod["spec"]["containers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if containers.is_empty() {
-            causes.push(Cause::required("spec.containers"));
-        }
-        let mut names = BTreeSet::new();
-        for (index, container) in containers.iter().enumerate() {
-            let name = container["name"].as_str().unwrap_or_default();
-            if name.is_empty() {
-                causes.push(Cause::required(format!("spec.containers[{index}].name")));
-            } else if !names.insert(name.to_string()) {
-                causes.push(Cause {
-                    reason: "FieldValueDuplicate".into(),
-                    message: format!("Duplicate value: {name:?}"),
-                    field: format!("spec.containers[{index}].name"),
-                });
-            }
-            if container["image"].as_str().unwrap_or_default().is_empty() {
-                causes.push(Cause::required(format!("spec.containers[{index}].image")));
-            }
-        }
-        if !causes.is_empty() {
-            return Err(invalid(resource, pod, causes));
-        }
         let spec = &mut pod["spec"];
         for (field, default) in [
             ("restartPolicy", json!("Always")),
@@ -187,6 +147,11 @@ fn admit_pod(
                 container["imagePullPolicy"] =
                     json!(if latest { "Always" } else { "IfNotPresent" });
             }
+        }
+        pod_rules::default(pod);
+        let causes = pod_rules::validate(pod);
+        if !causes.is_empty() {
+            return Err(invalid(resource, pod, causes));
         }
         pod["status"] = json!({"phase": "Pending"});
         return Ok(());
@@ -369,8 +334,22 @@ fn admit_job(
     Ok(())
 }
 
-/// Checks a CRD and sets its status; returns the resource type it defines.
-fn admit_crd(resource: &ResourceType, crd: &mut Value) -> Result<ResourceType, ApiError> {
+/// Whether a CRD's `Established` condition holds: the API server serves its resource.
+fn is_established(crd: &Value) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True")
+}
+
+/// Checks a CRD and sets its status, `Established` or not yet; returns the resource type it
+/// defines.
+fn admit_crd(
+    resource: &ResourceType,
+    crd: &mut Value,
+    established: bool,
+) -> Result<ResourceType, ApiError> {
     let spec = &crd["spec"];
     let group = spec["group"].as_str().unwrap_or_default().to_string();
     let names = &spec["names"];
@@ -482,19 +461,35 @@ fn admit_crd(resource: &ResourceType, crd: &mut Value) -> Result<ResourceType, A
         custom: true,
     };
     let now = timestamp_now();
-    let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now});
+    let condition = |type_: &str, holds: bool, reason: &str, message: &str| json!({"type": type_, "status": if holds { "True" } else { "False" }, "reason": reason, "message": message, "lastTransitionTime": now});
+    let established = if established {
+        condition(
+            "Established",
+            true,
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+        )
+    } else {
+        condition(
+            "Established",
+            false,
+            "Installing",
+            "the initial names have been accepted",
+        )
+    };
     crd["status"] = json!({
         "acceptedNames": names,
         "conditions": [
-            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            condition("NamesAccepted", true, "NoConflicts", "no conflicts found"),
+            established,
         ],
         "storedVersions": [version["name"]],
     });
     Ok(defined)
 }
 
-/// Effects of a stored write: a CRD (re)defines its resource type.
+/// Effects of a stored write: an established CRD (re)defines its resource type; one not yet
+/// established is established [`State::crd_establish_delay`] later (see [`establish_due`]).
 pub fn after_write(state: &mut State, resource: &ResourceType, stored: &Value) {
     if is(
         resource,
@@ -502,11 +497,58 @@ pub fn after_write(state: &mut State, resource: &ResourceType, stored: &Value) {
         "customresourcedefinitions",
     ) && stored["metadata"].get("deletionTimestamp").is_none()
     {
+        let established = is_established(stored);
         let mut crd = stored.clone();
-        if let Ok(defined) = admit_crd(resource, &mut crd) {
-            state.registry.insert(defined);
+        if let Ok(defined) = admit_crd(resource, &mut crd, established) {
+            let name = stored["metadata"]["name"].as_str().unwrap_or_default();
+            if established {
+                state.establishing.remove(name);
+                state.registry.insert(defined);
+            } else {
+                let due = std::time::Instant::now() + state.crd_establish_delay;
+                state.establishing.entry(name.to_string()).or_insert(due);
+            }
         }
     }
+}
+
+/// What kube-apiserver's establishing controller does: sets `Established` on the CRDs whose
+/// time has come, which makes their resources served. Returns when the next one is due.
+pub fn establish_due(state: &mut State, now: std::time::Instant) -> Option<std::time::Instant> {
+    let due: Vec<String> = state
+        .establishing
+        .iter()
+        .filter(|(_, at)| **at <= now)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let crds = ResourceId::new("apiextensions.k8s.io", "customresourcedefinitions");
+    for name in due {
+        state.establishing.remove(&name);
+        let Some(resource) = state.registry.get(&crds).cloned() else {
+            continue;
+        };
+        let Ok(crd) = state.fetch(&resource, "", &name) else {
+            continue;
+        };
+        let mut established = (*crd).clone();
+        let conditions = established["status"]["conditions"]
+            .as_array_mut()
+            .into_iter()
+            .flatten();
+        for condition in conditions.filter(|c| c["type"] == "Established") {
+            condition["status"] = json!("True");
+            condition["reason"] = json!("InitialNamesAccepted");
+        }
+        let _ = state.replace(
+            &resource,
+            "",
+            &name,
+            established,
+            Some(Subresource::Status),
+            &WriteOptions::internal("apiextensions-apiserver"),
+        );
+    }
+    state.establishing.values().min().copied()
 }
 
 /// Effects of a removal: dependents are queued for garbage collection, and a CRD takes its
@@ -535,6 +577,9 @@ pub fn after_remove(state: &mut State, resource: &ResourceType, removed: &Value)
         }
         state.drop_resource(&id);
         state.registry.remove(&id);
+        if let Some(name) = removed["metadata"]["name"].as_str() {
+            state.establishing.remove(name);
+        }
     }
 }
 

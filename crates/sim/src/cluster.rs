@@ -22,7 +22,7 @@ use crate::nodes::scheduler::Scheduler;
 use crate::nodes::{Changed, NodeSpec, Taint};
 use crate::operations::{DeleteOptions, Subresource, WriteOptions};
 use crate::resources::ResourceId;
-use crate::store::{ObjectKey, Store};
+use crate::store::{History, ObjectKey, State, Store};
 
 /// How a simulated cluster starts.
 #[derive(Clone, Debug)]
@@ -34,12 +34,19 @@ pub struct SimConfig {
     pub namespaces: Vec<String>,
     /// Kubelet timings.
     pub kubelet: KubeletConfig,
-    /// Changes kept for watches to resume from; older resourceVersions get `410 Gone`.
-    pub history: usize,
+    /// Changes kept for watches to resume from; older resourceVersions get `410 Gone`. The
+    /// history starts once the cluster is set up (its namespaces and nodes), as a watch cache
+    /// starts at the list it was filled from.
+    pub history: History,
     /// The taint a spot reclaim puts on its node.
     pub reclaim_taint: Taint,
     /// How long lists take (none by default; see [`ListLatency`] for why tests want some).
     pub list_latency: ListLatency,
+    /// How long after it is stored a new CRD is established and its resource served: until
+    /// then its `Established` condition is `False` and requests for the resource get `404`,
+    /// as on kube-apiserver, whose establishing controller takes a moment. Zero establishes
+    /// it with the write that stores it.
+    pub crd_establish_delay: Duration,
 }
 
 impl Default for SimConfig {
@@ -48,13 +55,14 @@ impl Default for SimConfig {
             nodes: Vec::new(),
             namespaces: Vec::new(),
             kubelet: KubeletConfig::default(),
-            history: 20_000,
+            history: History::default(),
             reclaim_taint: Taint {
                 key: "sim.eto.dev/reclaimed".into(),
                 value: "true".into(),
                 effect: "NoSchedule".into(),
             },
             list_latency: ListLatency::NONE,
+            crd_establish_delay: Duration::from_millis(200),
         }
     }
 }
@@ -113,6 +121,7 @@ impl SimCluster {
         let listener = TcpListener::bind(address).await.map_err(StartError::Bind)?;
         let address = listener.local_addr().map_err(StartError::Bind)?;
         let store = Store::new(config.history);
+        store.write(|state| state.crd_establish_delay = config.crd_establish_delay);
         let cluster = Self {
             inner: Arc::new(Inner {
                 store,
@@ -138,6 +147,7 @@ impl SimCluster {
         for node in &config.nodes {
             cluster.add_node(node).map_err(StartError::Setup)?;
         }
+        cluster.inner.store.write(crate::store::State::compact);
         cluster.spawn_control_plane();
         cluster.serve(listener);
         Ok(cluster)
@@ -191,7 +201,11 @@ impl SimCluster {
                             changes.iter().any(|c| {
                                 match (c.resource.group.as_str(), c.resource.plural.as_str()) {
                                     ("", plural) => matches!(plural, "pods" | "nodes"),
-                                    (group, plural) => group == "batch" && plural == "jobs",
+                                    ("batch", plural) => plural == "jobs",
+                                    (group, plural) => {
+                                        group == "apiextensions.k8s.io"
+                                            && plural == "customresourcedefinitions"
+                                    }
                                 }
                             })
                         }
@@ -206,9 +220,11 @@ impl SimCluster {
                 if relevant || wake_at.is_some_and(|at| at <= Instant::now()) {
                     let pass = std::mem::replace(&mut changed, Changed::Pods(BTreeSet::new()));
                     wake_at = store.write(|state| {
+                        let establish_at = builtin::establish_due(state, Instant::now());
                         job_controller.sync(state);
                         scheduler.schedule(state, &pass);
-                        kubelets.sync(state, &kubelet_config, &pass).1
+                        let kubelet_at = kubelets.sync(state, &kubelet_config, &pass).1;
+                        [establish_at, kubelet_at].into_iter().flatten().min()
                     });
                 }
                 let sleep = async {
@@ -382,11 +398,15 @@ impl SimCluster {
     /// Reclaims a spot node: taints it with the reclaim taint and marks its pods
     /// `DisruptionTarget`; after `grace` fails them (exit 137, pod reason `Terminated`) and
     /// deletes the node. Returns once the node is tainted; the rest happens in the background.
+    /// A zero `grace` does it all in one step, as when a node vanishes without notice: its
+    /// pods are seen `Failed` and `DisruptionTarget` at once, never one without the other (a
+    /// real cluster's node-lifecycle and pod garbage collectors show them so).
     ///
     /// # Errors
     /// No such node.
     pub fn reclaim_node(&self, name: &str, grace: Duration) -> Result<(), ApiError> {
         let taint = self.inner.config.reclaim_taint.clone();
+        let vanish = grace.is_zero();
         self.inner.store.write(|state| {
             let resource = kubelet::node_resource(state)?;
             let node = state.fetch(&resource, "", name)?;
@@ -411,8 +431,14 @@ impl SimCluster {
                 "TerminationByKubelet",
                 &format!("node {name} is being reclaimed (spot instance interruption)"),
             );
+            if vanish {
+                shut_down(state, name);
+            }
             Ok::<_, ApiError>(())
         })?;
+        if vanish {
+            return Ok(());
+        }
         let store = Arc::clone(&self.inner.store);
         let stopped = self.inner.stopped.clone();
         let name = name.to_string();
@@ -421,23 +447,7 @@ impl SimCluster {
                 () = stopped.cancelled() => return,
                 () = tokio::time::sleep(grace) => {}
             }
-            store.write(|state| {
-                let termination = Termination {
-                    exit_code: 137,
-                    reason: "Error".into(),
-                    pod_reason: Some("Terminated".into()),
-                    message: Some(
-                        "Pod was terminated in response to imminent node shutdown.".into(),
-                    ),
-                    final_: true,
-                };
-                for (key, _) in kubelet::pods_on(state, &name) {
-                    let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);
-                }
-                if let Ok(resource) = kubelet::node_resource(state) {
-                    state.remove_object(&resource, &ObjectKey::new("", &name));
-                }
-            });
+            store.write(|state| shut_down(state, &name));
         });
         Ok(())
     }
@@ -503,6 +513,24 @@ pub enum StartError {
     /// A configured node or namespace was rejected.
     #[error("cannot set up the cluster: {0}")]
     Setup(#[source] ApiError),
+}
+
+/// The end of a reclaimed node: its pods' containers are killed (exit 137, pod reason
+/// `Terminated`) and the node is deleted.
+fn shut_down(state: &mut State, node: &str) {
+    let termination = Termination {
+        exit_code: 137,
+        reason: "Error".into(),
+        pod_reason: Some("Terminated".into()),
+        message: Some("Pod was terminated in response to imminent node shutdown.".into()),
+        final_: true,
+    };
+    for (key, _) in kubelet::pods_on(state, node) {
+        let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);
+    }
+    if let Ok(resource) = kubelet::node_resource(state) {
+        state.remove_object(&resource, &ObjectKey::new("", node));
+    }
 }
 
 /// A kubeconfig for an unauthenticated API server at `url`.

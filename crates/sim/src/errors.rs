@@ -70,7 +70,7 @@ pub enum ApiError {
         causes: Vec<Cause>,
     },
     /// 422: the object breaks its schema or the API's rules.
-    #[error("{kind} {name:?} is invalid: {}", causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect::<Vec<_>>().join(", "))]
+    #[error("{kind} {name:?} is invalid: {}", aggregate(causes))]
     Invalid {
         /// Group of the kind.
         group: String,
@@ -194,6 +194,19 @@ impl ApiError {
             status["details"] = details;
         }
         status
+    }
+}
+
+/// The causes as kube-apiserver's aggregated field errors read: one alone, several in
+/// brackets, each `field: message`.
+fn aggregate(causes: &[Cause]) -> String {
+    let each: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    match each.as_slice() {
+        [one] => one.clone(),
+        _ => format!("[{}]", each.join(", ")),
     }
 }
 

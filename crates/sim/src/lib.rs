@@ -21,7 +21,11 @@
 //!   `AlreadyExists`, `Conflict`, `Invalid`, `Expired`, ...).
 //! - Watches resume from a resourceVersion, send bookmarks and initial events when asked,
 //!   turn selector transitions into ADDED/DELETED, honour `timeoutSeconds`, and answer `410`
-//!   for compacted history (see [`apiserver::watch`]).
+//!   for a resourceVersion older than the window of changes kept, which starts once the
+//!   cluster is set up and drops changes older than 75 s beyond the latest 100, as
+//!   kube-apiserver's watch cache does (see [`store::History`] and [`apiserver::watch`]).
+//! - New pods are validated as kube-apiserver validates them, for the fields an operator
+//!   writes into a pod (see [`validation::pod`]); every object's labels and annotations too.
 //! - `/status` and `/scale` subresources as CRDs declare them; pods' `/status`, `/binding`,
 //!   `/eviction` and `/log`.
 //! - Custom objects are pruned, defaulted and validated against their CRD's schema and CEL
@@ -75,6 +79,7 @@ pub mod resources;
 pub mod schema;
 pub mod selectors;
 pub mod store;
+pub mod validation;
 
 pub use apiserver::faults::{Fault, FaultAction};
 pub use apiserver::latency::ListLatency;
@@ -82,3 +87,4 @@ pub use apiserver::routes::Verb;
 pub use cluster::{SimCluster, SimConfig, StartError, kubeconfig_for};
 pub use nodes::NodeSpec;
 pub use nodes::kubelet::{KubeletConfig, Termination};
+pub use store::History;

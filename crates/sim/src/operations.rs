@@ -18,6 +18,7 @@ use crate::merge::managed::{self, Writer};
 use crate::merge::patch::{self, PatchType};
 use crate::resources::{ResourceId, ResourceType, read_json_path, write_json_path};
 use crate::store::{ObjectKey, State};
+use crate::validation;
 
 /// How unknown fields in a written custom object are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -825,21 +826,23 @@ fn check_resource_version(
 
 fn check_metadata(resource: &ResourceType, name: &str, object: &Value) -> Result<(), ApiError> {
     let mut causes = Vec::new();
-    if !is_dns_subdomain(name) {
+    if let Some(message) = validation::syntax::dns1123_subdomain(name)
+        .into_iter()
+        .next()
+    {
         causes.push(Cause::invalid(
             "metadata.name",
-            format!(
-                "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-                 characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
+            format!("Invalid value: {name:?}: {message}"),
         ));
     }
+    let mut well_typed = true;
     for map in ["labels", "annotations"] {
         if let Some(entries) = object["metadata"].get(map) {
             match entries.as_object() {
                 Some(entries) => {
                     for (key, value) in entries {
                         if !value.is_string() {
+                            well_typed = false;
                             causes.push(Cause::invalid(
                                 format!("metadata.{map}[{key}]"),
                                 "Invalid value: must be a string",
@@ -848,31 +851,26 @@ fn check_metadata(resource: &ResourceType, name: &str, object: &Value) -> Result
                     }
                 }
                 None if entries.is_null() => {}
-                None => causes.push(Cause::invalid(
-                    format!("metadata.{map}"),
-                    "Invalid value: must be a map of strings",
-                )),
+                None => {
+                    well_typed = false;
+                    causes.push(Cause::invalid(
+                        format!("metadata.{map}"),
+                        "Invalid value: must be a map of strings",
+                    ));
+                }
             }
         }
+    }
+    if well_typed {
+        let metadata = &object["metadata"];
+        validation::metadata::labels(metadata.get("labels"), "metadata.labels", &mut causes);
+        validation::metadata::annotations(metadata.get("annotations"), &mut causes);
     }
     if causes.is_empty() {
         Ok(())
     } else {
         Err(invalid(resource, name, causes))
     }
-}
-
-/// Whether `name` is a DNS subdomain: dot-separated lower-case labels, at most 253 bytes.
-pub(crate) fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 /// The `autoscaling/v1` Scale view of a custom object.

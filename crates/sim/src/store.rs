@@ -1,12 +1,13 @@
 //! Object storage with a global, monotonic resourceVersion and a bounded log of changes.
 //!
 //! Every committed change gets the next resourceVersion and is appended to the change log;
-//! watches read the log from the resourceVersion they resume at. The log keeps the most recent
-//! changes only: a watch that asks for an older resourceVersion gets `410 Gone`, as it would
-//! from kube-apiserver after etcd compaction.
+//! watches read the log from the resourceVersion they resume at. The log keeps a bounded
+//! window of recent changes, as kube-apiserver's watch cache does (see [`History`]): a watch
+//! that asks for an older resourceVersion gets `410 Gone`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -58,6 +59,36 @@ pub struct Change {
     /// The object before a `Modified` change.
     pub previous: Option<Arc<Value>>,
     json: OnceLock<Bytes>,
+    /// When it was committed.
+    recorded: Instant,
+}
+
+/// Which changes the log keeps for watches, as kube-apiserver's watch cache keeps them: at
+/// most `most`; of those, the ones older than `fresh_for` only while fewer than
+/// [`History::KEPT_ANYWAY`] newer ones exist (the cache doubles while its oldest event is
+/// fresh and halves, down to 100, once its newest quarter is stale).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct History {
+    /// The most changes kept.
+    pub most: usize,
+    /// How long a change is kept when more than [`History::KEPT_ANYWAY`] follow it.
+    pub fresh_for: Duration,
+}
+
+impl History {
+    /// How many of the latest changes are kept, however old: the watch cache's lower bound.
+    pub const KEPT_ANYWAY: usize = 100;
+}
+
+impl Default for History {
+    /// kube-apiserver's bounds: 102,400 events (`100 * 1024`), fresh for 75 s (a bookmark
+    /// interval and 15 s).
+    fn default() -> Self {
+        Self {
+            most: 100 * 1024,
+            fresh_for: Duration::from_secs(75),
+        }
+    }
 }
 
 impl Change {
@@ -79,10 +110,10 @@ pub struct Store {
 }
 
 impl Store {
-    /// An empty store keeping the last `log_capacity` changes for watches.
-    pub fn new(log_capacity: usize) -> Arc<Self> {
+    /// An empty store keeping the changes `history` says for watches.
+    pub fn new(history: History) -> Arc<Self> {
         Arc::new(Self {
-            state: Mutex::new(State::new(log_capacity)),
+            state: Mutex::new(State::new(history)),
             changed: tokio::sync::watch::channel(0).0,
             garbage: tokio::sync::Notify::new(),
         })
@@ -132,24 +163,33 @@ pub struct State {
     objects: HashMap<ResourceId, BTreeMap<ObjectKey, Arc<Value>>>,
     uids: HashMap<String, (ResourceId, ObjectKey)>,
     log: VecDeque<Arc<Change>>,
-    log_capacity: usize,
+    history: History,
     compacted_through: u64,
     /// Uids of removed objects whose dependents the garbage collector has yet to handle.
     pub gc_queue: Vec<String>,
+    /// How long after it is stored a new CRD is established (and its resource served).
+    pub crd_establish_delay: Duration,
+    /// CRDs stored but not yet established, by name, with when they will be.
+    pub establishing: BTreeMap<String, Instant>,
 }
 
 impl State {
-    /// Empty storage serving the built-in resources, keeping the last `log_capacity` changes.
-    pub fn new(log_capacity: usize) -> Self {
+    /// Empty storage serving the built-in resources, keeping the changes `history` says.
+    pub fn new(history: History) -> Self {
         Self {
             registry: Registry::builtin(),
             rv: 0,
             objects: HashMap::new(),
             uids: HashMap::new(),
             log: VecDeque::new(),
-            log_capacity: log_capacity.max(1),
+            history: History {
+                most: history.most.max(1),
+                ..history
+            },
             compacted_through: 0,
             gc_queue: Vec::new(),
+            crd_establish_delay: Duration::ZERO,
+            establishing: BTreeMap::new(),
         }
     }
 
@@ -244,11 +284,7 @@ impl State {
         object: Arc<Value>,
         previous: Option<Arc<Value>>,
     ) {
-        if self.log.len() == self.log_capacity
-            && let Some(oldest) = self.log.pop_front()
-        {
-            self.compacted_through = oldest.rv;
-        }
+        let now = Instant::now();
         self.log.push_back(Arc::new(Change {
             rv: self.rv,
             resource: resource.clone(),
@@ -256,7 +292,18 @@ impl State {
             object,
             previous,
             json: OnceLock::new(),
+            recorded: now,
         }));
+        let History { most, fresh_for } = self.history;
+        while let Some(oldest) = self.log.front() {
+            let stale = self.log.len() > History::KEPT_ANYWAY
+                && now.duration_since(oldest.recorded) > fresh_for;
+            if self.log.len() <= most && !stale {
+                break;
+            }
+            self.compacted_through = oldest.rv;
+            self.log.pop_front();
+        }
     }
 
     /// The changes after `rv`, or `Err(oldest available)` when some of them are compacted.
@@ -289,7 +336,7 @@ mod tests {
 
     #[test]
     fn every_change_gets_the_next_resource_version() {
-        let mut state = State::new(100);
+        let mut state = State::new(History::default());
         let key = ObjectKey::new("ns", "p");
         let created = state.put(
             &pods(),
@@ -321,7 +368,10 @@ mod tests {
 
     #[test]
     fn compacted_history_is_reported() {
-        let mut state = State::new(2);
+        let mut state = State::new(History {
+            most: 2,
+            ..History::default()
+        });
         for name in ["a", "b", "c", "d"] {
             state.put(
                 &pods(),
@@ -335,5 +385,31 @@ mod tests {
         state.compact();
         assert!(state.changes_since(3).is_err());
         assert_eq!(state.changes_since(4).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn changes_older_than_the_window_go_once_more_than_the_lower_bound_follow() {
+        let mut state = State::new(History {
+            most: 10_000,
+            fresh_for: Duration::ZERO,
+        });
+        let write = |state: &mut State, count: usize| {
+            for index in 0..count {
+                state.put(
+                    &pods(),
+                    ObjectKey::new("ns", &format!("p{index}")),
+                    json!({"metadata": {"name": format!("p{index}")}}),
+                );
+            }
+        };
+        write(&mut state, History::KEPT_ANYWAY);
+        assert_eq!(
+            state.changes_since(0).unwrap().len(),
+            History::KEPT_ANYWAY,
+            "the lower bound keeps stale changes"
+        );
+        write(&mut state, 50);
+        assert!(state.changes_since(0).is_err(), "stale beyond the bound");
+        assert_eq!(state.changes_since(50).unwrap().len(), 100);
     }
 }

@@ -820,7 +820,7 @@ mod tests {
 
     #[test]
     fn a_waiting_pod_gets_the_capacity_a_finished_one_frees_and_the_counts_stay_exact() {
-        let mut state = State::new(1_000);
+        let mut state = State::new(crate::store::History::default());
         let node = NodeSpec::gpu("n1", 2).to_object(0);
         state.put(&nodes(), ObjectKey::new("", "n1"), node);
         for (name, second) in [("a", 1), ("b", 2), ("c", 3)] {
@@ -877,7 +877,7 @@ mod tests {
 
     #[test]
     fn every_gang_that_fits_forms_at_its_minimum_before_any_grows_and_none_half_forms() {
-        let mut state = State::new(1_000);
+        let mut state = State::new(crate::store::History::default());
         state.put(
             &nodes(),
             ObjectKey::new("", "n1"),
@@ -954,7 +954,7 @@ mod tests {
 
     #[test]
     fn a_gang_that_cannot_form_preempts_members_of_others_beyond_their_minimum_only() {
-        let mut state = State::new(1_000);
+        let mut state = State::new(crate::store::History::default());
         state.put(
             &nodes(),
             ObjectKey::new("", "n1"),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use eto_sim::{
-    Fault, FaultAction, KubeletConfig, ListLatency, NodeSpec, SimCluster, SimConfig, Verb,
+    Fault, FaultAction, History, KubeletConfig, ListLatency, NodeSpec, SimCluster, SimConfig, Verb,
 };
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod};
@@ -15,6 +15,8 @@ use kube::api::{
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+
+use super::support::await_established;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -87,6 +89,9 @@ async fn install_eto_crds(client: &Client) {
         )
         .await
         .unwrap();
+    }
+    for crd in eto_api::crds() {
+        await_established(client, &crd.name_any()).await;
     }
 }
 
@@ -351,7 +356,10 @@ async fn a_watch_resumes_from_its_resource_version() {
 #[tokio::test]
 async fn a_watch_from_compacted_history_gets_410_gone() {
     let (_cluster, client) = cluster_with(SimConfig {
-        history: 3,
+        history: History {
+            most: 3,
+            ..History::default()
+        },
         ..SimConfig::default()
     })
     .await;
@@ -376,6 +384,74 @@ async fn a_watch_from_compacted_history_gets_410_gone() {
         }
         other => panic!("expected 410, got {other:?}"),
     }
+}
+
+/// The first event of a watch of config maps from `resource_version`.
+async fn first_watch_event(api: &Api<ConfigMap>, resource_version: &str) -> WatchEvent<ConfigMap> {
+    api.watch(&WatchParams::default(), resource_version)
+        .await
+        .unwrap()
+        .boxed()
+        .try_next()
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn is_gone(event: &WatchEvent<ConfigMap>) -> bool {
+    matches!(event, WatchEvent::Error(error) if (error.code, error.reason.as_str()) == (410, "Expired"))
+}
+
+#[tokio::test]
+async fn a_watch_from_before_the_cluster_was_set_up_gets_410_gone() {
+    let (_cluster, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &config_map("later", json!({})))
+        .await
+        .unwrap();
+    let event = first_watch_event(&api, "1").await;
+    assert!(is_gone(&event), "resourceVersion 1: {event:?}");
+}
+
+#[tokio::test]
+async fn a_watch_from_a_change_older_than_the_window_gets_410_gone() {
+    let (_cluster, client) = cluster_with(SimConfig {
+        history: History {
+            fresh_for: Duration::ZERO,
+            ..History::default()
+        },
+        ..SimConfig::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let first = api
+        .create(&PostParams::default(), &config_map("first", json!({})))
+        .await
+        .unwrap();
+    let rv = first.resource_version().unwrap();
+    for index in 0..History::KEPT_ANYWAY - 2 {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("c{index}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let event = first_watch_event(&api, &rv).await;
+    assert!(
+        matches!(&event, WatchEvent::Added(added) if added.name_any() == "c0"),
+        "within the latest 100 changes, stale ones are kept: {event:?}"
+    );
+    for index in 0..10 {
+        api.create(
+            &PostParams::default(),
+            &config_map(&format!("d{index}"), json!({})),
+        )
+        .await
+        .unwrap();
+    }
+    let event = first_watch_event(&api, &rv).await;
+    assert!(is_gone(&event), "beyond them: {event:?}");
 }
 
 #[tokio::test]
@@ -1008,6 +1084,38 @@ async fn status_and_scale_subresources_and_generation() {
     assert_eq!(job.metadata.generation, Some(2));
     let scale = jobs.get_scale("job").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(5));
+}
+
+#[tokio::test]
+async fn a_new_crd_is_served_only_once_it_is_established() {
+    let (_cluster, client) = cluster().await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(client.clone());
+    let crd = eto_api::crds().remove(0);
+    let name = crd.name_any();
+    let stored = crds
+        .patch(
+            &name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap();
+    let established = |crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition| {
+        crd.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten()
+            .find(|c| c.type_ == "Established").map(|c| c.status.clone())
+    };
+    assert_eq!(
+        established(&stored).as_deref(),
+        Some("False"),
+        "not at once"
+    );
+    let jobs: Api<eto_api::TrainingJob> = Api::default_namespaced(client.clone());
+    assert!(
+        api_error(jobs.list(&ListParams::default()).await).is_not_found(),
+        "not served before it is established"
+    );
+    await_established(&client, &name).await;
+    jobs.list(&ListParams::default()).await.unwrap();
 }
 
 #[tokio::test]

@@ -8,5 +8,6 @@
 
 mod conformance;
 mod kubectl_create;
+mod pod_validation;
 mod protobuf;
 mod support;

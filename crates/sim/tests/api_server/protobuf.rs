@@ -337,6 +337,11 @@ async fn custom_resources_cbor_and_malformed_bodies_are_refused_as_kube_apiserve
     )
     .await;
     assert_eq!(code, 201);
+    let name = widget_crd()["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    super::support::await_established(&client, &name).await;
     let custom = protobuf_body(
         "v1",
         "ConfigMap",
