@@ -2,7 +2,16 @@
 //! cluster:: -- --ignored`. Each test installs the CRDs, runs the operator in-process for a scratch
 //! namespace, and checks what only a real kubelet can show: the launcher's
 //! `/etc/edl/discover_hosts.sh` follows the workers, and a notice reaches the workers'
-//! `/etc/edl/notice`. Needs pulls of `busybox`.
+//! `/etc/edl/notice` (these need pulls of `busybox`, or `ETO_TEST_POD_PATCH`, below); and what
+//! only a real API server checks: that every pod eto writes is valid, here the replacements of
+//! workers that failed on several nodes (this one needs nodes with `nvidia.com/gpu` and pods
+//! that run on them, which a fake kubelet's nodes give).
+//!
+//! `ETO_TEST_POD_PATCH`, when set, is a JSON merge patch applied to the pod templates of the
+//! real-kubelet tests, and `ETO_TEST_IMAGE` replaces their image: on the loopback harness, for
+//! example, `{"nodeSelector": {"harness/real-kubelet": "true"}, "hostNetwork": true,
+//! "tolerations": [{"key": "harness/real-kubelet", "operator": "Exists"}]}` and
+//! `harness.local/busybox:v1` (pulled `Never`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,6 +81,29 @@ async fn eventually<T>(
     }
 }
 
+/// `job` with `ETO_TEST_POD_PATCH` merged into its pod templates' specs and `ETO_TEST_IMAGE`
+/// as its containers' image (see the module documentation).
+fn for_this_cluster(job: TrainingJob) -> TrainingJob {
+    let patch: Option<serde_json::Value> = std::env::var("ETO_TEST_POD_PATCH")
+        .ok()
+        .map(|text| serde_json::from_str(&text).expect("ETO_TEST_POD_PATCH is JSON"));
+    let image = std::env::var("ETO_TEST_IMAGE").ok();
+    let mut value = serde_json::to_value(job).unwrap();
+    for role in ["launcher", "worker"] {
+        let spec = &mut value["spec"]["etReplicaSpecs"][role]["template"]["spec"];
+        if let Some(patch) = &patch {
+            json_patch::merge(spec, patch);
+        }
+        if let Some(image) = &image {
+            for container in spec["containers"].as_array_mut().into_iter().flatten() {
+                container["image"] = serde_json::json!(image);
+                container["imagePullPolicy"] = serde_json::json!("Never");
+            }
+        }
+    }
+    serde_json::from_value(value).unwrap()
+}
+
 /// A scratch namespace on the cluster KUBECONFIG names, with eto's CRDs installed and the
 /// operator running in-process for that namespace only.
 struct Scratch {
@@ -119,8 +151,19 @@ impl Scratch {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
+    /// Applies the job `yaml` as it is.
     async fn apply(&self, yaml: &str) {
-        let job: TrainingJob = serde_saphyr::from_str(yaml).unwrap();
+        self.apply_job(serde_saphyr::from_str(yaml).unwrap()).await;
+    }
+
+    /// Applies the job `yaml` with its pods made to run on a real kubelet (see
+    /// [`for_this_cluster`]).
+    async fn apply_on_real_kubelet(&self, yaml: &str) {
+        self.apply_job(for_this_cluster(serde_saphyr::from_str(yaml).unwrap()))
+            .await;
+    }
+
+    async fn apply_job(&self, job: TrainingJob) {
         let name = job.metadata.name.clone().unwrap();
         self.jobs()
             .patch(
@@ -146,7 +189,7 @@ impl Scratch {
 #[ignore = "needs cluster (KUBECONFIG): installs eto's CRDs and runs pods in a scratch namespace"]
 async fn the_launchers_discovery_script_follows_the_workers_on_a_real_kubelet() {
     let scratch = Scratch::start("discovery").await;
-    scratch.apply(JOB).await;
+    scratch.apply_on_real_kubelet(JOB).await;
     let pods = scratch.pods();
     let both = [
         "discovery-worker-0.discovery-workers:1".to_string(),
@@ -211,7 +254,7 @@ spec:
 #[ignore = "needs cluster (KUBECONFIG): installs eto's CRDs and runs pods in a scratch namespace"]
 async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     let scratch = Scratch::start("notice").await;
-    scratch.apply(NOTICED).await;
+    scratch.apply_on_real_kubelet(NOTICED).await;
     let jobs = scratch.jobs();
     eventually("the job runs", Duration::from_secs(300), async || {
         let job = jobs.get("noticed").await.ok()?;
@@ -244,6 +287,105 @@ async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     println!(
         "the worker read the suspend notice {:?} after spec.suspend was set",
         posted.elapsed()
+    );
+    scratch.end().await;
+}
+
+/// Workers of one GPU each that fail when the test says so, on a fake kubelet's nodes.
+const FAILING: &str = r#"
+apiVersion: kai.alibabacloud.com/v1alpha1
+kind: TrainingJob
+metadata:
+  name: failing
+spec:
+  etReplicaSpecs:
+    launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+    worker:
+      replicas: 2
+      minReplicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+"#;
+
+/// Fails pod `name` as a kubelet reports an error exit: phase `Failed`, exit code 1.
+async fn fail_worker(pods: &Api<Pod>, name: &str) {
+    let status = serde_json::json!({"status": {
+        "phase": "Failed",
+        "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed"}],
+        "containerStatuses": [{"name": "worker", "image": "busybox:1.36", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]
+    }});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+}
+
+/// The node of pod `name` once it runs.
+async fn running_on(pods: &Api<Pod>, name: &str) -> String {
+    eventually(
+        &format!("{name} runs"),
+        Duration::from_secs(60),
+        async || {
+            let pod = pods.get(name).await.ok()?;
+            let running = pod.status.as_ref()?.phase.as_deref() == Some("Running");
+            running.then_some(pod.spec?.node_name?)
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with four or more nodes of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]
+async fn workers_failing_on_two_then_three_nodes_are_replaced_off_those_nodes() {
+    let scratch = Scratch::start("cooldown").await;
+    scratch.apply(FAILING).await;
+    let pods = scratch.pods();
+    let mut failed_on = vec![running_on(&pods, "failing-worker-0").await];
+    running_on(&pods, "failing-worker-1").await;
+    fail_worker(&pods, "failing-worker-0").await;
+    // Each replacement is created (kube-apiserver accepts its affinity) and placed off every
+    // node a worker failed on; the second and third have two and three nodes to avoid.
+    for (failing, replacement) in [
+        (None, "failing-worker-2"),
+        (Some("failing-worker-2"), "failing-worker-3"),
+        (Some("failing-worker-3"), "failing-worker-4"),
+    ] {
+        if let Some(failing) = failing {
+            failed_on.push(running_on(&pods, failing).await);
+            fail_worker(&pods, failing).await;
+        }
+        let node = running_on(&pods, replacement).await;
+        assert!(
+            !failed_on.contains(&node),
+            "{replacement} runs on {node}, which is in cooldown ({failed_on:?})"
+        );
+    }
+    let job = scratch.jobs().get("failing").await.unwrap();
+    let status = job.status.unwrap();
+    let stalled = status.conditions.iter().find(|c| c.type_ == "Stalled");
+    assert!(
+        stalled.is_none_or(|c| c.status == eto_api::common::ConditionStatus::False),
+        "{stalled:?}"
+    );
+    assert_eq!(
+        status.nodes_in_cooldown.len(),
+        3,
+        "{:?}",
+        status.nodes_in_cooldown
     );
     scratch.end().await;
 }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
+use eto_api::common::ConditionStatus;
 use eto_api::training_job::JobPhase;
+use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config};
 use eto_tests::history::PodHistory;
 use kube::api::{Patch, PatchParams};
@@ -100,6 +102,130 @@ async fn a_replacement_still_runs_on_a_node_in_cooldown_when_no_other_fits() {
         .fail_pod("default", "cornered-worker-0", 1, "Error")
         .unwrap();
     assert_eq!(node_of_ready(&env, "cornered-worker-2").await, "gpu-node-0");
+}
+
+/// Whether the job `name` was ever refused a pod or stalled: its events say so.
+async fn never_stalled(env: &Env, name: &str) {
+    let reasons = env.event_reasons(name).await;
+    assert!(
+        !reasons.iter().any(|r| r == "PodRejected"),
+        "no pod of {name} was refused: {reasons:?}"
+    );
+    let status = env.jobs().get(name).await.unwrap().status.unwrap();
+    let stalled = status.conditions.iter().find(|c| c.type_ == "Stalled");
+    assert!(
+        stalled.is_none_or(|c| c.status == ConditionStatus::False),
+        "{stalled:?}"
+    );
+}
+
+#[tokio::test]
+async fn replacements_after_failures_on_two_then_three_nodes_are_created_and_placed_off_them() {
+    // Four nodes of two GPUs: bin packing puts both workers on gpu-node-0, and each
+    // replacement on the first node (by name) outside the cooldowns.
+    let env = Env::start(sim_config(4, 2)).await;
+    env.apply_job(&job_yaml("failing", 2, 1, "", "OnFailure"))
+        .await;
+    env.wait_job("failing", "runs", in_phase(JobPhase::Running))
+        .await;
+    assert_eq!(node_of_ready(&env, "failing-worker-0").await, "gpu-node-0");
+    let mut cooling = vec!["gpu-node-0"];
+    // (the worker that fails, its replacement, where the replacement runs)
+    let failures = [
+        ("failing-worker-0", "failing-worker-2", "gpu-node-1"),
+        ("failing-worker-2", "failing-worker-3", "gpu-node-2"),
+        ("failing-worker-3", "failing-worker-4", "gpu-node-3"),
+    ];
+    for (failing, replacement, expected_node) in failures {
+        env.cluster
+            .fail_pod("default", failing, 1, "Error")
+            .unwrap();
+        assert_eq!(
+            node_of_ready(&env, replacement).await,
+            expected_node,
+            "{replacement} avoids {cooling:?}"
+        );
+        cooling.push(expected_node);
+    }
+    let status = env.jobs().get("failing").await.unwrap().status.unwrap();
+    let nodes: Vec<&str> = status
+        .nodes_in_cooldown
+        .iter()
+        .map(|n| n.node.as_str())
+        .collect();
+    assert_eq!(nodes, ["gpu-node-0", "gpu-node-1", "gpu-node-2"]);
+    never_stalled(&env, "failing").await;
+}
+
+#[tokio::test]
+async fn a_spot_storm_after_failures_on_two_nodes_resumes_with_workers_created_at_once() {
+    let config = SimConfig {
+        nodes: vec![
+            NodeSpec::gpu("on-demand", 0),
+            NodeSpec::gpu("spot-a", 2),
+            NodeSpec::gpu("spot-b", 2),
+            NodeSpec::gpu("spot-c", 2),
+        ],
+        ..sim_config(0, 0)
+    };
+    let env = Env::start(config).await;
+    env.apply_job(&job_yaml(
+        "stormy",
+        4,
+        3,
+        "\n  elasticPolicy:\n    belowMinSeconds: 1\n    checkpointGraceSeconds: 1",
+        "OnFailure",
+    ))
+    .await;
+    env.wait_job("stormy", "runs", in_phase(JobPhase::Running))
+        .await;
+    // One error exit on spot-a, then one on spot-b: both nodes cool down, and every later
+    // worker is created avoiding two nodes.
+    for (failing, replacement) in [
+        ("stormy-worker-0", "stormy-worker-4"),
+        ("stormy-worker-2", "stormy-worker-5"),
+    ] {
+        let node = node_of_ready(&env, failing).await;
+        env.cluster
+            .fail_pod("default", failing, 1, "Error")
+            .unwrap();
+        let placed = node_of_ready(&env, replacement).await;
+        assert_ne!(placed, node, "{replacement} avoids {node}");
+    }
+    let status = env.jobs().get("stormy").await.unwrap().status.unwrap();
+    assert_eq!(
+        status.nodes_in_cooldown.len(),
+        2,
+        "{:?}",
+        status.nodes_in_cooldown
+    );
+
+    // The storm: every spot node goes at once, its pods killed with it.
+    for node in ["spot-a", "spot-b", "spot-c"] {
+        env.cluster.reclaim_node(node, Duration::ZERO).unwrap();
+    }
+    env.wait_job("stormy", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    // The resumed run asks for its workers at once: pending pods are what an autoscaler
+    // adds nodes for.
+    env.wait_job("stormy", "has created its new run's workers", |job| {
+        job.status
+            .as_ref()
+            .is_some_and(|s| s.run == Some(1) && s.workers.as_ref().is_some_and(|w| w.pending == 4))
+    })
+    .await;
+    let status = env.jobs().get("stormy").await.unwrap().status.unwrap();
+    for worker in &status.target_workers {
+        env.wait_pod(worker, "exists", |pod| pod.is_some()).await;
+    }
+    env.cluster
+        .add_node(&NodeSpec::gpu("autoscaled", 4))
+        .unwrap();
+    let job = env
+        .wait_job("stormy", "runs again", in_phase(JobPhase::Running))
+        .await;
+    assert_eq!(job.status.unwrap().restart_count, 0);
+    never_stalled(&env, "stormy").await;
 }
 
 #[tokio::test]

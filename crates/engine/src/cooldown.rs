@@ -2,12 +2,23 @@
 //! would rather not go.
 //!
 //! A worker whose containers failed on a node (an error exit; not an eviction, a disruption or
-//! a deletion, which say nothing about the node's health for this job) puts that node in
+//! a deletion, which say nothing about the node's health for this job; nor an exit its node's
+//! loss caused, which the pod's `DisruptionTarget` condition shows) puts that node in
 //! cooldown for `elasticPolicy.blacklistCooldownSeconds`; a failure on a node already in
 //! cooldown starts it again. Workers created meanwhile get a *preferred* node affinity term
 //! against the nodes in cooldown ([`avoiding`]), so the scheduler places them elsewhere when
 //! another node fits and on a node in cooldown when none does: a worker never waits only for a
 //! cooldown to end.
+//!
+//! # How the preference is expressed
+//! kube-apiserver accepts exactly one value for `In` and `NotIn` on a node *field*
+//! (`matchFields` on `metadata.name`), so a list of nodes cannot go into one requirement. The
+//! preference is one term (weight [`AVOIDANCE_WEIGHT`]) holding one `metadata.name NotIn
+//! [node]` requirement per node; the requirements of a term must all hold, so a node outside
+//! the cooldown matches the term and scores the full weight, and a node in cooldown scores
+//! nothing, however many nodes are listed. At most [`AVOIDED_NODES_LIMIT`] nodes are listed,
+//! those whose cooldown started last, so that a long cooldown list cannot swell every new
+//! pod's spec; the status keeps up to [`COOLDOWN_LIMIT`].
 
 use std::time::Duration;
 
@@ -20,6 +31,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Weight of the preference against nodes in cooldown: the highest the scheduler accepts.
 pub const AVOIDANCE_WEIGHT: i32 = 100;
+
+/// The most nodes a new worker's preference lists: the cooldowns that started last.
+pub const AVOIDED_NODES_LIMIT: usize = 32;
 
 /// A worker that failed on a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,21 +84,31 @@ pub fn next_end(nodes: &[NodeCooldown]) -> Option<jiff::Timestamp> {
     nodes.iter().map(|entry| entry.until.0).min()
 }
 
-/// Adds to `spec` a preference against `nodes` (by node name); no change when `nodes` is
-/// empty. The template's own affinity is kept.
+/// Adds to `spec` a preference against `nodes` (by node name; see the module documentation
+/// for its form and bound); no change when `nodes` is empty. The template's own affinity is
+/// kept.
 pub fn avoiding(spec: &mut PodSpec, nodes: &[NodeCooldown]) {
     if nodes.is_empty() {
         return;
     }
+    let mut newest: Vec<&NodeCooldown> = nodes.iter().collect();
+    // A cooldown ends a fixed time after it started: the latest ends are the latest starts.
+    newest.sort_by(|a, b| b.until.0.cmp(&a.until.0).then_with(|| a.node.cmp(&b.node)));
+    newest.truncate(AVOIDED_NODES_LIMIT);
+    newest.sort_by(|a, b| a.node.cmp(&b.node));
+    let requirements = newest
+        .into_iter()
+        .map(|entry| NodeSelectorRequirement {
+            key: "metadata.name".into(),
+            operator: "NotIn".into(),
+            values: Some(vec![entry.node.clone()]),
+        })
+        .collect();
     let preference = PreferredSchedulingTerm {
         weight: AVOIDANCE_WEIGHT,
         preference: NodeSelectorTerm {
             match_expressions: None,
-            match_fields: Some(vec![NodeSelectorRequirement {
-                key: "metadata.name".into(),
-                operator: "NotIn".into(),
-                values: Some(nodes.iter().map(|entry| entry.node.clone()).collect()),
-            }]),
+            match_fields: Some(requirements),
         },
     };
     spec.affinity
@@ -222,7 +246,8 @@ mod tests {
         assert_eq!(
             affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][1],
             serde_json::json!({"weight": 100, "preference": {"matchFields": [
-                {"key": "metadata.name", "operator": "NotIn", "values": ["n1", "n2"]}]}})
+                {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]},
+                {"key": "metadata.name", "operator": "NotIn", "values": ["n2"]}]}})
         );
         assert_eq!(
             affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
@@ -235,5 +260,55 @@ mod tests {
         let mut plain = PodSpec::default();
         avoiding(&mut plain, &[]);
         assert_eq!(plain.affinity, None, "no cooldown, no affinity");
+    }
+
+    /// kube-apiserver's rule for node field requirements: `metadata.name`, `In` or `NotIn`,
+    /// exactly one value (eto-sim checks the whole pod the same way; see its conformance
+    /// tests).
+    fn is_valid_field_requirement(requirement: &NodeSelectorRequirement) -> bool {
+        requirement.key == "metadata.name"
+            && matches!(requirement.operator.as_str(), "In" | "NotIn")
+            && requirement.values.as_ref().is_some_and(|v| v.len() == 1)
+    }
+
+    #[test]
+    fn any_number_of_nodes_in_cooldown_gives_an_affinity_the_api_server_accepts() {
+        // (nodes in cooldown, nodes listed)
+        let cases = [
+            (1, 1),
+            (2, 2),
+            (3, 3),
+            (AVOIDED_NODES_LIMIT, AVOIDED_NODES_LIMIT),
+            (COOLDOWN_LIMIT, AVOIDED_NODES_LIMIT),
+        ];
+        for (count, listed) in cases {
+            let nodes: Vec<NodeCooldown> = (0..count)
+                .map(|i| entry(&format!("n{i:03}"), "w", i64::try_from(i).unwrap()))
+                .collect();
+            let mut spec = PodSpec::default();
+            avoiding(&mut spec, &nodes);
+            let terms = spec
+                .affinity
+                .and_then(|a| a.node_affinity)
+                .and_then(|n| n.preferred_during_scheduling_ignored_during_execution)
+                .unwrap();
+            assert_eq!(terms.len(), 1, "one term, {count} nodes");
+            assert_eq!(terms[0].weight, AVOIDANCE_WEIGHT);
+            let requirements = terms[0].preference.match_fields.clone().unwrap();
+            assert_eq!(requirements.len(), listed, "{count} nodes");
+            assert!(
+                requirements.iter().all(is_valid_field_requirement),
+                "{count} nodes: {requirements:?}"
+            );
+            // The cooldowns that started last are the ones listed.
+            let listed_nodes: Vec<String> = requirements
+                .iter()
+                .flat_map(|r| r.values.clone().unwrap())
+                .collect();
+            let expected: Vec<String> = (count - listed..count)
+                .map(|i| format!("n{i:03}"))
+                .collect();
+            assert_eq!(listed_nodes, expected, "{count} nodes");
+        }
     }
 }

@@ -405,6 +405,15 @@ pub(crate) mod world {
                 {"type": "Ready", "status": "True"}, {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}]}));
         }
 
+        /// The pod's node went away with it, as a spot reclaim without notice ends a pod:
+        /// `Failed` with exit code 137 and `DisruptionTarget=True` at once.
+        pub fn lose_with_node(&mut self, name: &str) {
+            self.set_status(name, json!({"phase": "Failed", "reason": "Terminated",
+                "conditions": [{"type": "Ready", "status": "False"}, {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}],
+                "containerStatuses": [{"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}));
+        }
+
         pub fn advance(&mut self, seconds: i64) {
             self.now += jiff::SignedDuration::from_secs(seconds);
         }

@@ -892,7 +892,13 @@ fn avoided_nodes(pod: &Pod) -> Vec<String> {
         .into_iter()
         .flatten()
         .flat_map(|term| {
-            term["preference"]["matchFields"][0]["values"]
+            term["preference"]["matchFields"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|requirement| {
+            requirement["values"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default()
@@ -952,21 +958,45 @@ fn a_worker_failing_on_a_node_cools_it_and_its_replacement_prefers_other_nodes()
 #[test]
 fn evictions_disruptions_and_deletions_do_not_cool_a_node() {
     let mut job = training_job();
-    job.spec.et_replica_specs.worker.replicas = Some(3);
+    job.spec.et_replica_specs.worker.replicas = Some(4);
     job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::Always);
     let mut world = World::new(job);
     world.reconcile();
-    for worker in 0..3 {
+    for worker in 0..4 {
         world.ready(&format!("mnist-worker-{worker}"));
     }
     world.reconcile();
     world.evict("mnist-worker-0");
     world.disrupt("mnist-worker-1");
     world.pods.remove("mnist-worker-2");
+    // Killed by its node's loss: an error exit, but no sign of the node's health.
+    world.lose_with_node("mnist-worker-3");
     world.reconcile();
-    assert_eq!(world.status().blacklist.len(), 3);
+    assert_eq!(world.status().blacklist.len(), 4);
     assert!(world.status().nodes_in_cooldown.is_empty());
-    assert!(avoided_nodes(&world.pods["mnist-worker-3"]).is_empty());
+    assert!(avoided_nodes(&world.pods["mnist-worker-4"]).is_empty());
+}
+
+#[test]
+fn replacements_after_failures_on_three_nodes_avoid_all_three() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.ready("mnist-worker-0");
+    world.ready("mnist-worker-1");
+    world.reconcile();
+    let mut failed_on = Vec::new();
+    for (failing, replacement) in [(0, 2), (1, 3), (2, 4)] {
+        let failing = format!("mnist-worker-{failing}");
+        failed_on.push(format!("node-{failing}"));
+        world.exit(&failing, 1);
+        world.reconcile();
+        let replacement = format!("mnist-worker-{replacement}");
+        assert_eq!(avoided_nodes(&world.pods[&replacement]), failed_on);
+        world.ready(&replacement);
+        world.reconcile();
+    }
 }
 
 #[test]

@@ -198,7 +198,9 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .filter(|lost| matches!(lost.loss, Loss::Failed { .. }))
             .filter_map(|lost| {
-                let pod = current.get(&lost.index)?;
+                let pod = current
+                    .get(&lost.index)
+                    .filter(|p| !pods::is_disrupted(p))?;
                 Some(cooldown::Failure {
                     node: pods::node(pod)?,
                     pod: pod.metadata.name.as_deref()?,
