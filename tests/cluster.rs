@@ -323,11 +323,25 @@ spec:
 
 /// Fails pod `name` as a kubelet reports an error exit: phase `Failed`, exit code 1.
 async fn fail_worker(pods: &Api<Pod>, name: &str) {
+    end_pod(pods, name, "worker", 1, false).await;
+}
+
+/// Ends pod `name`, whose container is `container`, with `exit_code`, as a kubelet reports it;
+/// `with_node` adds `DisruptionTarget=True`, as when the pod's node went away with it.
+async fn end_pod(pods: &Api<Pod>, name: &str, container: &str, exit_code: i32, with_node: bool) {
+    let mut conditions =
+        vec![serde_json::json!({"type": "Ready", "status": "False", "reason": "PodFailed"})];
+    if with_node {
+        conditions.push(
+            serde_json::json!({"type": "DisruptionTarget", "status": "True",
+            "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists"}),
+        );
+    }
     let status = serde_json::json!({"status": {
         "phase": "Failed",
-        "conditions": [{"type": "Ready", "status": "False", "reason": "PodFailed"}],
-        "containerStatuses": [{"name": "worker", "image": "busybox:1.36", "imageID": "", "ready": false,
-            "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]
+        "conditions": conditions,
+        "containerStatuses": [{"name": container, "image": "busybox:1.36", "imageID": "", "ready": false,
+            "restartCount": 0, "state": {"terminated": {"exitCode": exit_code, "reason": "Error"}}}]
     }});
     pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
         .await
@@ -387,5 +401,92 @@ async fn workers_failing_on_two_then_three_nodes_are_replaced_off_those_nodes() 
         "{:?}",
         status.nodes_in_cooldown
     );
+    scratch.end().await;
+}
+
+/// Four workers of one GPU each, three needed, on a fake kubelet's nodes; eto's defaults for
+/// the rest (a 30 s debounce and a 300 s grace period).
+const QUITTING: &str = r#"
+apiVersion: kai.alibabacloud.com/v1alpha1
+kind: TrainingJob
+metadata:
+  name: quitter
+spec:
+  etReplicaSpecs:
+    launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+    worker:
+      replicas: 4
+      minReplicas: 3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+"#;
+
+fn phase_of(job: &TrainingJob) -> Option<eto_api::training_job::JobPhase> {
+    job.status.as_ref()?.phase
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with nodes for four workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]
+async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_resumes() {
+    use eto_api::training_job::JobPhase;
+    let scratch = Scratch::start("quitter").await;
+    scratch.apply(QUITTING).await;
+    let (pods, jobs) = (scratch.pods(), scratch.jobs());
+    eventually("the job runs", Duration::from_secs(120), async || {
+        let job = jobs.get("quitter").await.ok()?;
+        (phase_of(&job)? == JobPhase::Running).then_some(())
+    })
+    .await;
+    // Two workers go with their node; the training code quits two seconds later.
+    end_pod(&pods, "quitter-worker-2", "worker", 137, true).await;
+    end_pod(&pods, "quitter-worker-3", "worker", 137, true).await;
+    let lost = Instant::now();
+    eventually(
+        "the suspend notice is out",
+        Duration::from_secs(10),
+        async || {
+            let job = jobs.get("quitter").await.ok()?;
+            job.status?.notice.filter(|n| n.reason == "BelowMinWorkers")
+        },
+    )
+    .await;
+    println!(
+        "the suspend notice was out {:?} after the loss",
+        lost.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    end_pod(&pods, "quitter-launcher", "launcher", 1, false).await;
+    eventually(
+        "the job is suspended",
+        Duration::from_secs(30),
+        async || {
+            let job = jobs.get("quitter").await.ok()?;
+            (phase_of(&job)? == JobPhase::Suspended).then_some(())
+        },
+    )
+    .await;
+    let job = eventually("the job resumes", Duration::from_secs(120), async || {
+        let job = jobs.get("quitter").await.ok()?;
+        let status = job.status.as_ref()?;
+        (status.phase? == JobPhase::Running && status.run == Some(1)).then_some(job)
+    })
+    .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0);
+    assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
     scratch.end().await;
 }

@@ -77,19 +77,23 @@ fn env_value(pod: &Pod, name: &str) -> Option<String> {
         .and_then(|var| var.value.clone())
 }
 
-#[tokio::test]
-async fn a_reclaim_storm_below_the_minimum_suspends_the_job_and_new_nodes_resume_it() {
-    // Once the workers fill the spot nodes, every node has as many GPUs free for the launcher
-    // (none, and it needs none); ties go by name, so it lands on the on-demand node.
-    let config = SimConfig {
+/// A CPU node for launchers and two spot nodes of two GPUs.
+fn on_demand_and_two_spot_nodes() -> SimConfig {
+    SimConfig {
         nodes: vec![
             NodeSpec::gpu("on-demand", 0),
             NodeSpec::gpu("spot-a", 2),
             NodeSpec::gpu("spot-b", 2),
         ],
         ..sim_config(0, 0)
-    };
-    let env = Env::start(config).await;
+    }
+}
+
+#[tokio::test]
+async fn a_reclaim_storm_below_the_minimum_suspends_the_job_and_new_nodes_resume_it() {
+    // Once the workers fill the spot nodes, every node has as many GPUs free for the launcher
+    // (none, and it needs none); ties go by name, so it lands on the on-demand node.
+    let env = Env::start(on_demand_and_two_spot_nodes()).await;
     env.apply_job(&job(
         "storm",
         4,
@@ -355,4 +359,110 @@ async fn the_job_supervisors_annotation_suspends_and_resumes_the_job() {
     patch_job(&env, "supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "false"}}})).await;
     env.wait_job("supervised", "runs again", in_phase(JobPhase::Running))
         .await;
+}
+
+#[tokio::test]
+async fn a_launcher_that_quits_soon_after_a_reclaim_below_the_minimum_suspends_and_resumes() {
+    // The defaults: belowMinSeconds 30 and checkpointGraceSeconds 300, longer than this test
+    // waits for anything; only a notice at once and the launcher's exit can suspend it in time.
+    let env = Env::start(on_demand_and_two_spot_nodes()).await;
+    env.apply_job(
+        &JobYaml {
+            name: "quitter",
+            replicas: 4,
+            min: 3,
+            max: None,
+            extra_spec: "",
+            worker_policy: "OnFailure",
+        }
+        .render(),
+    )
+    .await;
+    env.wait_job("quitter", "runs with four workers", |job| {
+        job.status.as_ref().is_some_and(|s| {
+            s.phase == Some(JobPhase::Running) && s.workers.as_ref().is_some_and(|w| w.ready == 4)
+        })
+    })
+    .await;
+
+    // The node goes with two workers (Failed, exit 137, DisruptionTarget), and the training
+    // code, seeing its ring break, saves a checkpoint and quits two seconds later.
+    env.cluster.reclaim_node("spot-b", Duration::ZERO).unwrap();
+    let notice = wait_notice(&env, "quitter-launcher", NoticeKind::Suspend).await;
+    assert_eq!(notice.reason, "BelowMinWorkers");
+    assert!(
+        notice.message.contains("lost for certain"),
+        "{}",
+        notice.message
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    env.cluster
+        .fail_pod("default", "quitter-launcher", 1, "Error")
+        .unwrap();
+    let job = env
+        .wait_job("quitter", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0);
+    assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
+
+    env.cluster
+        .add_node(&NodeSpec::gpu("autoscaled", 2))
+        .unwrap();
+    let job = env
+        .wait_job("quitter", "runs again", in_phase(JobPhase::Running))
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0, "a resume is no restart");
+    assert_eq!(status.run, Some(1));
+    let launcher = env
+        .wait_pod("quitter-launcher", "runs", pod_ready)
+        .await
+        .unwrap();
+    assert_eq!(env_value(&launcher, "ETO_RESUME").as_deref(), Some("true"));
+}
+
+#[tokio::test]
+async fn a_launcher_that_quits_before_any_notice_below_the_minimum_suspends_the_job() {
+    // An ordinary worker failure starts the 30 s debounce; the launcher quits within it.
+    let env = Env::start(sim_config(1, 4)).await;
+    env.apply_job(&job(
+        "early",
+        4,
+        4,
+        "    checkpointGraceSeconds: 300",
+        "OnFailure",
+    ))
+    .await;
+    env.wait_job("early", "runs", in_phase(JobPhase::Running))
+        .await;
+    env.cluster
+        .fail_pod("default", "early-worker-0", 1, "Error")
+        .unwrap();
+    env.wait_job("early", "is below its minimum", |job| {
+        job.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "WorkersReady" && c.reason.as_deref() == Some("BelowMinWorkers")
+            })
+        })
+    })
+    .await;
+    env.cluster
+        .fail_pod("default", "early-launcher", 1, "Error")
+        .unwrap();
+    let job = env
+        .wait_job("early", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0);
+    let suspended = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Suspended")
+        .unwrap();
+    assert!(
+        suspended.message.as_deref().is_some_and(|m| m
+            .contains("the launcher failed (exit code 1, Error) while only 3 of the 4 workers")),
+        "{suspended:?}"
+    );
 }

@@ -130,7 +130,8 @@ pub struct MPIJobSpec {
 
     /// eto's addition: elastic bounds and eto's waiting, draining, suspend and resume
     /// settings. Without it the job needs all its workers (`minReplicas` defaults to the
-    /// Worker replicas) and has no upper bound for `kubectl scale`.
+    /// Worker replicas), has no upper bound for `kubectl scale`, and `runPolicy.suspend`
+    /// deletes its pods at once, as mpi-operator does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elastic_policy: Option<MpiElasticPolicy>,
 }
@@ -189,10 +190,14 @@ pub struct RunPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_policy: Option<SchedulingPolicy>,
 
-    /// While true the job is suspended: eto posts a checkpoint notice, then deletes the
-    /// launcher and the workers; a job created suspended creates nothing. Setting it back to
-    /// false starts the job with its templates as they are then (Kueue writes its node
-    /// selectors, tolerations and scheduling gates into them before it admits a job).
+    /// While true the job is suspended: eto shows the pods a checkpoint notice
+    /// (`/etc/edl/notice`), then deletes the launcher and the workers: at once without
+    /// `elasticPolicy`, as mpi-operator does (Kueue admits a preempting job only once these
+    /// pods are gone; the kubelet still gives them their termination grace period), and with
+    /// `elasticPolicy` once the launcher exits or `checkpointGraceSeconds` passed. A job
+    /// created suspended creates nothing. Setting it back to false starts the job with its
+    /// templates as they are then (Kueue writes its node selectors, tolerations and
+    /// scheduling gates into them before it admits a job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub suspend: Option<bool>,

@@ -302,13 +302,18 @@ pub struct ElasticPolicy {
     /// `checkpointGraceSeconds` or until the launcher exits, deletes the launcher and the
     /// workers (the launcher exiting meanwhile is part of the suspend, not a failure), and asks
     /// for new workers at once; once the minimum of them are ready a new launcher
-    /// resumes the training from its checkpoint. When false the job keeps running with fewer
-    /// workers, as Horovod allows. Defaults to true.
+    /// resumes the training from its checkpoint. Workers lost for certain (their pods
+    /// disrupted, deleted, or gone with their nodes) that leave too few get the notice at
+    /// once, without `belowMinSeconds`. A launcher that fails while the job is below its
+    /// minimum, before or after the notice, completes the suspend too: no failure, no
+    /// restart counted. When false the job keeps running with fewer workers, as Horovod
+    /// allows, and a launcher failure is a failure. Defaults to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_below_min_workers: Option<bool>,
 
     /// Seconds ready workers may stay below the minimum (a flapping pod, a replacement
-    /// about to start) before a running job is suspended. Defaults to 30.
+    /// about to start, a NotReady node) before a running job is suspended; not waited when
+    /// workers lost for certain take it below. Defaults to 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub below_min_seconds: Option<i32>,

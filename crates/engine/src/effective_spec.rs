@@ -89,6 +89,9 @@ pub struct ElasticSettings {
     pub below_min: Duration,
     /// Time the workers get to checkpoint before a suspend deletes them.
     pub checkpoint_grace: Duration,
+    /// Time they get when the job's spec asks for the suspend: `checkpoint_grace`, or none
+    /// for an MPIJob without `elasticPolicy`, which suspends at once as mpi-operator does.
+    pub spec_suspend_grace: Duration,
     /// How long a node where a worker failed is avoided.
     pub blacklist_cooldown: Duration,
     /// How long a removed worker stays out of host discovery before its pod is deleted.

@@ -470,3 +470,65 @@ fn a_deadline_beyond_the_last_time_there_is_never_comes() {
     world.reconcile();
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Running));
 }
+
+fn suspend_by_run_policy(world: &mut World) {
+    job_of(world).spec.run_policy = Some(RunPolicy {
+        suspend: Some(true),
+        ..RunPolicy::default()
+    });
+}
+
+#[test]
+fn without_an_elastic_policy_kueues_suspend_deletes_the_pods_at_once_after_showing_the_notice() {
+    let mut world = running(mpi_job());
+    let launcher = world.launcher_pod_name();
+    suspend_by_run_policy(&mut world);
+    let plan = world.reconcile();
+    // The notice is written to every running pod before it is deleted (applies come first).
+    let noticed: Vec<&str> = plan
+        .apply
+        .iter()
+        .filter_map(|child| match child {
+            Child::PodMetadata(change)
+                if change
+                    .annotation(eto_api::well_known::NOTICE_ANNOTATION)
+                    .is_some_and(|n| n.contains("\"kind\":\"Suspend\"")) =>
+            {
+                Some(change.name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(noticed, [launcher.as_str(), "pi-worker-0", "pi-worker-1"]);
+    assert!(plan.delete.iter().any(|d| d.kind == ChildKind::Job));
+    assert_eq!(
+        deleted_pods(&plan),
+        [launcher.as_str(), "pi-worker-0", "pi-worker-1"]
+    );
+    assert!(world.pods.is_empty(), "{:?}", world.pods.keys());
+    assert_eq!(
+        condition(&world, c::SUSPENDED),
+        (true, "MPIJobSuspended".into())
+    );
+}
+
+#[test]
+fn with_an_elastic_policy_kueues_suspend_gives_the_pods_their_grace_period() {
+    let mut job = mpi_job();
+    job.spec.elastic_policy = Some(MpiElasticPolicy::default());
+    let mut world = running(job);
+    suspend_by_run_policy(&mut world);
+    let plan = world.reconcile();
+    assert!(plan.delete.is_empty());
+    let notice = world.mpi_status().notice.expect("a checkpoint notice");
+    assert_eq!(
+        notice.deadline.unwrap().0,
+        world.now + jiff::SignedDuration::from_secs(300)
+    );
+    world.advance(299);
+    world.reconcile();
+    assert_eq!(world.pods.len(), 3, "kept within the grace period");
+    world.advance(1);
+    world.reconcile();
+    assert!(world.pods.is_empty());
+}

@@ -8,6 +8,8 @@
 //!   current run, and not blacklisted;
 //! - the target never has more workers than the maximum;
 //! - a finished job creates nothing;
+//! - a launcher that exits while its run, having had its minimum, is below it never fails nor
+//!   restarts the job: the exit completes a suspend (when `suspendBelowMinWorkers` holds);
 //!
 //! and, once nothing happens any more, a few reconciles reach a plan that changes nothing.
 //!
@@ -55,6 +57,7 @@ enum Happening {
     Exit(usize, i32),
     Evict(usize),
     Disrupt(usize),
+    LoseWithNode(usize),
     Vanish(usize),
     Advance(i64),
     Scale(i32),
@@ -105,6 +108,7 @@ fn happening() -> impl Strategy<Value = Happening> {
         2 => (any::<usize>(), prop::sample::select(vec![0, 1, 137, 143])).prop_map(|(p, c)| Happening::Exit(p, c)),
         1 => any::<usize>().prop_map(Happening::Evict),
         1 => any::<usize>().prop_map(Happening::Disrupt),
+        1 => any::<usize>().prop_map(Happening::LoseWithNode),
         1 => any::<usize>().prop_map(Happening::Vanish),
         2 => (1..400i64).prop_map(Happening::Advance),
         1 => (1..9i32).prop_map(Happening::Scale),
@@ -166,6 +170,11 @@ fn happen(world: &mut World, happening: &Happening) {
                 world.disrupt(&name);
             }
         }
+        Happening::LoseWithNode(i) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.lose_with_node(&name);
+            }
+        }
         Happening::Vanish(i) => {
             if let Some(name) = pick(*i) {
                 world.pods.remove(&name);
@@ -215,6 +224,7 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
             check_hosts(before, hosts, &planned_status)?;
         }
     }
+    check_launcher_exit(before, &status, &planned_status)?;
     if let (Ok(spec), Some(status)) = (
         crate::validation::validate(&before.job),
         plan.status.as_ref(),
@@ -224,6 +234,46 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
         return Err(format!(
             "{} target workers, more than the maximum {max}",
             status.target_workers.len()
+        ));
+    }
+    Ok(())
+}
+
+/// A launcher exit never fails nor restarts a job whose run is below its minimum (a
+/// TrainingJob's launcher starts only once its run had the minimum).
+fn check_launcher_exit(
+    before: &World,
+    status: &eto_api::TrainingJobStatus,
+    planned: &eto_api::TrainingJobStatus,
+) -> Result<(), String> {
+    let Ok(spec) = crate::validation::validate(&before.job) else {
+        return Ok(());
+    };
+    let launcher = names::launcher(before.job.metadata.name.as_deref().unwrap_or_default());
+    let launcher_failed = before
+        .pods
+        .get(&launcher)
+        .is_some_and(|pod| pods::phase(pod) == "Failed");
+    let failed = planned.phase == Some(JobPhase::Failed) && status.phase != Some(JobPhase::Failed);
+    let restarted = planned.restart_count > status.restart_count;
+    if !launcher_failed || !spec.elastic.suspend_below_min_workers || !(failed || restarted) {
+        return Ok(());
+    }
+    let ready = status
+        .target_workers
+        .iter()
+        .filter(|worker| {
+            before
+                .pods
+                .get(*worker)
+                .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
+        })
+        .count();
+    if ready < spec.workers.min as usize {
+        return Err(format!(
+            "the launcher's exit {} the job with {ready} of its {} workers ready",
+            if failed { "failed" } else { "restarted" },
+            spec.workers.min
         ));
     }
     Ok(())

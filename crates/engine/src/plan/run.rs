@@ -7,7 +7,7 @@ mod workers;
 
 use std::collections::BTreeMap;
 
-use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
+use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
 use eto_api::training_job::{Notice, NoticeKind};
 use eto_api::well_known::{
@@ -212,7 +212,15 @@ impl<'p, 'o> Run<'p, 'o> {
             return self.succeed();
         }
         let goes_on = match launcher {
-            Some(launcher) if launcher.phase == "Failed" => self.restart_after_failure(launcher),
+            Some(launcher) if launcher.phase == "Failed" => {
+                match self.launcher_left_below_min(launcher) {
+                    Some(cause) => {
+                        self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
+                        return;
+                    }
+                    None => self.restart_after_failure(launcher),
+                }
+            }
             None if c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED) => {
                 self.launcher_missing()
             }
@@ -773,13 +781,8 @@ impl<'p, 'o> Run<'p, 'o> {
             kind.min_field()
         );
         // Below the minimum after having reached it in this run, as opposed to not there yet:
-        // only the former may suspend a running job. A launcher that waits for the minimum
-        // running means the run reached it.
-        let dropped =
-            c::find(&self.planner.status.conditions, c::WORKERS_READY).is_some_and(|condition| {
-                condition.status == ConditionStatus::True
-                    || condition.reason.as_deref() == Some(suspension::BELOW_MIN_WORKERS)
-            }) || (launcher_running && self.job.spec.launcher_start == LauncherStart::WhenMinReady);
+        // only the former may suspend a running job.
+        let dropped = self.reached_minimum(&self.planner.status.conditions, launcher_running);
         // The training runs: its launcher runs and the run has had its minimum.
         let training = launcher_running && (workers_ready || dropped);
         let reason = if workers_ready {

@@ -523,3 +523,198 @@ fn a_launcher_created_but_not_recorded_is_taken_as_created() {
     assert_eq!(world.status().run, Some(1));
     assert_eq!(pod_names(&plan), ["mnist-worker-2", "mnist-worker-3"]);
 }
+
+/// A running job of four workers that needs three, replacing lost workers under `policy`.
+fn four_needing_three(policy: ReplicaRestartPolicy, job_policy: JobRestartPolicy) -> World {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.replicas = Some(4);
+    job.spec.et_replica_specs.worker.min_replicas = Some(3);
+    job.spec.et_replica_specs.worker.restart_policy = Some(policy);
+    job.spec.restart_policy = Some(job_policy);
+    let mut world = World::new(job);
+    world.reconcile();
+    for worker in 0..4 {
+        world.ready(&format!("mnist-worker-{worker}"));
+    }
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    world
+}
+
+#[test]
+fn workers_lost_for_certain_below_the_minimum_get_the_notice_at_once() {
+    // (how two of the four workers go, the worker restart policy)
+    type Loss = fn(&mut World, &str);
+    let losses: [(&str, Loss); 3] = [
+        ("disrupted", |world, pod| world.disrupt(pod)),
+        ("killed with their node", |world, pod| {
+            world.lose_with_node(pod)
+        }),
+        ("gone", |world, pod| {
+            world.pods.remove(pod);
+        }),
+    ];
+    for (how, lose) in losses {
+        for policy in [ReplicaRestartPolicy::Never, ReplicaRestartPolicy::OnFailure] {
+            let mut world = four_needing_three(policy, JobRestartPolicy::Never);
+            lose(&mut world, "mnist-worker-2");
+            lose(&mut world, "mnist-worker-3");
+            let plan = world.reconcile();
+            let notice = world
+                .status()
+                .notice
+                .clone()
+                .unwrap_or_else(|| panic!("{how}, {policy:?}: a notice at once"));
+            assert_eq!(
+                (notice.kind, notice.reason.as_str(), notice.since.0),
+                (NoticeKind::Suspend, "BelowMinWorkers", world.now),
+                "{how}, {policy:?}"
+            );
+            assert_eq!(
+                notice.deadline.as_ref().unwrap().0,
+                world.now + jiff::SignedDuration::from_secs(300),
+                "{how}, {policy:?}: the whole grace period"
+            );
+            assert!(
+                notice.message.contains("2 workers are lost for certain"),
+                "{how}, {policy:?}: {}",
+                notice.message
+            );
+            assert_eq!(shown(&world, "mnist-launcher").as_ref(), Some(&notice));
+            assert!(reasons(&plan).contains(&"CheckpointNotice".to_string()));
+        }
+    }
+}
+
+#[test]
+fn a_worker_lost_for_certain_that_leaves_the_minimum_suspends_nothing() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.disrupt("mnist-worker-3");
+    world.reconcile();
+    assert_eq!(world.status().notice, None, "three of three are left");
+}
+
+#[test]
+fn an_ordinary_failure_below_the_minimum_waits_out_below_min_seconds() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.exit("mnist-worker-2", 1);
+    world.exit("mnist-worker-3", 1);
+    let plan = world.reconcile();
+    assert_eq!(world.status().notice, None, "its replacements may come");
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(30)));
+    world.advance(30);
+    world.reconcile();
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.kind),
+        Some(NoticeKind::Suspend)
+    );
+}
+
+#[test]
+fn a_launcher_that_fails_soon_after_workers_are_lost_completes_a_suspend() {
+    // (the job's restart policy, whether the loss is certain)
+    for job_policy in [JobRestartPolicy::Never, JobRestartPolicy::OnFailure] {
+        for certain in [true, false] {
+            let case = format!("{job_policy:?}, certain {certain}");
+            let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, job_policy);
+            if certain {
+                // Reclaimed with their node, and the launcher quits before eto looks.
+                world.lose_with_node("mnist-worker-2");
+                world.lose_with_node("mnist-worker-3");
+            } else {
+                world.exit("mnist-worker-2", 1);
+                world.exit("mnist-worker-3", 1);
+                world.reconcile();
+                assert_eq!(world.status().notice, None, "{case}: debouncing");
+                world.advance(2);
+            }
+            world.exit("mnist-launcher", 1);
+            let plan = world.reconcile();
+            let status = world.status();
+            assert_eq!(status.phase, Some(JobPhase::Suspended), "{case}");
+            assert_eq!(
+                suspended(&world),
+                Some((true, "BelowMinWorkers".into())),
+                "{case}"
+            );
+            assert_eq!(status.restart_count, 0, "{case}: no restart counted");
+            assert!(c::find(&status.conditions, c::FAILED).is_none(), "{case}");
+            let message = c::find(&status.conditions, c::SUSPENDED)
+                .and_then(|s| s.message.clone())
+                .unwrap();
+            assert!(
+                message.contains("the launcher failed (exit code 1, Error) while only 2 of the 3 workers it needs"),
+                "{case}: {message}"
+            );
+            let event = plan
+                .events
+                .iter()
+                .find(|e| e.reason == "TrainingJobSuspended")
+                .unwrap_or_else(|| panic!("{case}: {:?}", reasons(&plan)));
+            assert!(event.note.contains("the launcher failed"), "{case}");
+            assert!(
+                deleted_pods(&plan).contains(&"mnist-worker-0".to_string()),
+                "{case}: every pod of the run goes"
+            );
+            assert_eq!(status.run, Some(1), "{case}: a new run resumes");
+
+            // The new run asks for its workers; capacity returns, and its launcher resumes
+            // from the checkpoint.
+            world.reconcile();
+            let workers = world.status().target_workers.clone();
+            assert_eq!(workers.len(), 4, "{case}");
+            for worker in &workers {
+                world.ready(worker);
+            }
+            world.reconcile();
+            assert_eq!(
+                env_of(&world, "mnist-launcher", "ETO_RESUME").as_deref(),
+                Some("true"),
+                "{case}"
+            );
+            assert_eq!(world.status().restart_count, 0, "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_launcher_that_fails_with_its_minimum_ready_fails_the_job_as_before() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.disrupt("mnist-worker-3");
+    world.reconcile();
+    world.exit("mnist-launcher", 1);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+
+    let mut world =
+        four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::OnFailure);
+    world.exit("mnist-launcher", 1);
+    world.reconcile();
+    assert_eq!(world.status().restart_count, 1, "restarted, as before");
+}
+
+#[test]
+fn a_launcher_that_succeeds_before_any_notice_finished_the_training() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.exit("mnist-worker-3", 1);
+    world.exit("mnist-worker-2", 1);
+    world.reconcile();
+    world.exit("mnist-launcher", 0);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Succeeded));
+}
+
+#[test]
+fn without_suspend_below_min_workers_a_launcher_failure_below_the_minimum_fails_the_job() {
+    let mut world = running(ElasticPolicy {
+        suspend_below_min_workers: Some(false),
+        ..ElasticPolicy::default()
+    });
+    world.disrupt("mnist-worker-1");
+    world.reconcile();
+    world.exit("mnist-launcher", 1);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Failed));
+}

@@ -197,6 +197,11 @@ fn elastic_settings(
         Some(value) => Some(seconds("maxWaitSeconds", value, errors)),
         None => max_wait_from_annotation(metadata, errors),
     };
+    let checkpoint_grace = policy
+        .checkpoint_grace_seconds
+        .map_or(ElasticSettings::DEFAULT_CHECKPOINT_GRACE, |value| {
+            seconds("checkpointGraceSeconds", value, errors)
+        });
     ElasticSettings {
         max_wait: max_wait.filter(|wait| !wait.is_zero()),
         suspend_below_min_workers: policy.suspend_below_min_workers.unwrap_or(true),
@@ -205,11 +210,8 @@ fn elastic_settings(
             .map_or(ElasticSettings::DEFAULT_BELOW_MIN, |value| {
                 seconds("belowMinSeconds", value, errors)
             }),
-        checkpoint_grace: policy
-            .checkpoint_grace_seconds
-            .map_or(ElasticSettings::DEFAULT_CHECKPOINT_GRACE, |value| {
-                seconds("checkpointGraceSeconds", value, errors)
-            }),
+        checkpoint_grace,
+        spec_suspend_grace: checkpoint_grace,
         blacklist_cooldown: policy
             .blacklist_cooldown_seconds
             .map_or(ElasticSettings::DEFAULT_BLACKLIST_COOLDOWN, |value| {

@@ -121,11 +121,16 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
         ttl_seconds_after_finished: run_policy.ttl_seconds_after_finished,
     }
     .check(&mut errors);
-    let elastic = elastic_settings(
+    let mut elastic = elastic_settings(
         &job.metadata,
         elastic_policy.map(|policy| &policy.policy),
         &mut errors,
     );
+    if elastic_policy.is_none() {
+        // Without eto's protocol, a suspend (Kueue's preemption) deletes the pods at once, as
+        // mpi-operator does: Kueue admits the preemptor only once they are gone.
+        elastic.spec_suspend_grace = std::time::Duration::ZERO;
+    }
     if let Some(policy) = &run_policy.scheduling_policy {
         if let Some(min_available) = policy.min_available {
             positive(

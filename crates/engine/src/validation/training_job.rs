@@ -250,6 +250,7 @@ mod tests {
                 suspend_below_min_workers: true,
                 below_min: Duration::from_secs(30),
                 checkpoint_grace: Duration::from_secs(300),
+                spec_suspend_grace: Duration::from_secs(300),
                 blacklist_cooldown: Duration::from_secs(600),
                 drain: Duration::from_secs(30),
             }

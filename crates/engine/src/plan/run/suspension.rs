@@ -17,8 +17,20 @@
 //! # Transitions
 //! - Running to suspending: `spec.suspend` is set while the launcher runs; or ready workers
 //!   stayed below `minReplicas` for `elasticPolicy.belowMinSeconds` while the launcher runs
-//!   and `elasticPolicy.suspendBelowMinWorkers` holds. With no launcher running (nothing trains,
-//!   nothing to checkpoint) or no grace period, the job is suspended at once instead.
+//!   and `elasticPolicy.suspendBelowMinWorkers` holds. The wait is for losses that may come
+//!   back (a failed worker being replaced, a node that is NotReady): when workers lost for
+//!   certain (their pods disrupted, deleted, or gone with their nodes) leave the run fewer
+//!   than `minReplicas` workers even if every other one became ready, the notice goes out at
+//!   once, so that the training code gets the whole grace period. With no launcher running
+//!   (nothing trains, nothing to checkpoint) or no grace period, the job is suspended at once
+//!   instead, its pods shown the notice before they are deleted.
+//! - Running to suspended: the launcher fails while the run, having had its minimum, has
+//!   fewer than `minReplicas` ready workers and `suspendBelowMinWorkers` holds. Training code
+//!   often sees a loss before eto does (Horovod's ring breaks at once) and exits after saving
+//!   a checkpoint: that exit completes a suspend below the minimum, as a notice would have,
+//!   rather than failing the job. A launcher that fails with at least `minReplicas` ready
+//!   workers fails the job (or restarts it) as before; one that succeeds before any notice
+//!   finished the training.
 //! - Suspending to suspended: the pods of the run are deleted; below the minimum, a new run
 //!   starts, whose pods show a `Resume` notice and whose launcher gets `ETO_RESUME=true`.
 //! - Suspended by spec to running: `spec.suspend` is cleared: a new run, resumed the same way.
@@ -26,18 +38,28 @@
 //! - Suspended below the minimum, then `spec.suspend` set: the waiting workers are deleted and
 //!   the job is suspended by spec.
 //!
+//! A suspend asked for by the spec gives the pods `checkpointGraceSeconds`, except for an
+//! MPIJob without `elasticPolicy`: it suspends as mpi-operator does (Kueue preempts by
+//! suspending and admits the preemptor only once the pods are gone), its pods deleted at once
+//! after they are shown the notice; the kubelet still gives them their termination grace
+//! period.
+//!
 //! A posted notice is a promise: the suspend completes even if capacity returns meanwhile.
 //! `activeDeadlineSeconds` does not run while the job is suspended: `startTime` is set again
 //! when it resumes. A resume is no restart: `restartCount` does not move.
 
-use eto_api::common::ConditionStatus;
+use eto_api::common::{ConditionStatus, JobCondition};
 use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use eto_api::well_known::NOTICE_ANNOTATION;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Run, WAITING_FOR_WORKERS};
+use super::{Launcher, Run, WAITING_FOR_WORKERS};
 use crate::conditions as c;
 use crate::effective_spec::LauncherStart;
-use crate::{names, pods, scaling};
+use crate::loss::Loss;
+use crate::plan::Child;
+use crate::pod_metadata::PodMetadata;
+use crate::{names, notice, pods, scaling};
 
 /// Reason of the `Suspended` condition and of the notices when too few workers stayed ready.
 pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
@@ -78,16 +100,21 @@ impl Run<'_, '_> {
                 true
             }
             (Some(true), true) => {
-                self.suspend(SUSPENDED);
+                self.suspend(SUSPENDED, None);
                 false
             }
             // Below the minimum: the new run waits for its workers.
             (Some(true), false) => true,
-            (None, true) => {
-                self.start_suspending(SUSPENDED, format!("{} asks for it", kind.suspend_field()))
-            }
+            (None, true) => self.start_suspending(
+                SUSPENDED,
+                format!("{} asks for it", kind.suspend_field()),
+                self.job.spec.elastic.spec_suspend_grace,
+            ),
             (None, false) => match self.below_min_for_too_long() {
-                Some(why) => self.start_suspending(BELOW_MIN_WORKERS, why),
+                Some(why) => {
+                    let grace = self.job.spec.elastic.checkpoint_grace;
+                    self.start_suspending(BELOW_MIN_WORKERS, why, grace)
+                }
                 None => true,
             },
         }
@@ -117,9 +144,44 @@ impl Run<'_, '_> {
         Counts { ready, pending }
     }
 
-    /// Why the job should suspend because too few workers stayed ready, if it should: its
+    /// Whether the run had its minimum of ready workers, by `conditions`: only then is it
+    /// below its minimum, as opposed to not there yet. A launcher that waits for the minimum
+    /// (`launcher_started`) means the run had it.
+    pub(super) fn reached_minimum(
+        &self,
+        conditions: &[JobCondition],
+        launcher_started: bool,
+    ) -> bool {
+        c::find(conditions, c::WORKERS_READY).is_some_and(|condition| {
+            condition.status == ConditionStatus::True
+                || condition.reason.as_deref() == Some(BELOW_MIN_WORKERS)
+        }) || (launcher_started && self.job.spec.launcher_start == LauncherStart::WhenMinReady)
+    }
+
+    /// The workers of the run's target lost for certain: their pods are disrupted
+    /// (`DisruptionTarget`: reclaimed, preempted, drained, or gone with their nodes), being
+    /// deleted, or gone.
+    fn lost_for_certain(&self) -> u32 {
+        let lost = self
+            .planner
+            .status
+            .target_workers
+            .iter()
+            .filter(|worker| {
+                self.observed
+                    .pods
+                    .iter()
+                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+                    .is_none_or(|p| pods::is_disrupted(p) || pods::is_terminating(p))
+            })
+            .count();
+        u32::try_from(lost).unwrap_or(u32::MAX)
+    }
+
+    /// Why the job should suspend because too few workers are ready, if it should: its
     /// launcher runs, fewer than `minReplicas` workers are ready although the run had them,
-    /// and the `WorkersReady` condition has said so for `belowMinSeconds`.
+    /// and either workers lost for certain leave too few even if the others became ready, or
+    /// the `WorkersReady` condition has said so for `belowMinSeconds`.
     fn below_min_for_too_long(&mut self) -> Option<String> {
         let elastic = self.job.spec.elastic;
         if !elastic.suspend_below_min_workers || !self.training() {
@@ -129,6 +191,20 @@ impl Run<'_, '_> {
         let Counts { ready, pending } = self.counts();
         if ready >= min {
             return None;
+        }
+        let lost = self.lost_for_certain();
+        let held = ready + pending;
+        if lost > 0
+            && held.saturating_sub(lost) < min
+            && self.reached_minimum(&self.planner.old.conditions, true)
+        {
+            return Some(format!(
+                "{} lost for certain (disrupted, deleted or gone with {}): only {ready} of the {min} workers it needs ({}) are ready, {} pending",
+                workers(lost, "worker is", "workers are"),
+                if lost == 1 { "its node" } else { "their nodes" },
+                self.job.kind().min_field(),
+                pending - lost.min(pending),
+            ));
         }
         // A launcher started with the workers (an MPIJob's `AtStartup`) runs before the run
         // had its minimum; that is not a drop below it.
@@ -152,12 +228,13 @@ impl Run<'_, '_> {
         ))
     }
 
-    /// Posts the `Suspend` notice, or suspends at once when nothing trains or there is no
-    /// grace period. Returns whether the run goes on.
-    fn start_suspending(&mut self, reason: &str, why: String) -> bool {
-        let grace = self.job.spec.elastic.checkpoint_grace;
+    /// Posts the `Suspend` notice, which gives the pods `grace` to checkpoint, or suspends at
+    /// once when nothing trains or there is no grace period (the pods are shown the notice
+    /// before they are deleted). Returns whether the run goes on.
+    fn start_suspending(&mut self, reason: &str, why: String, grace: std::time::Duration) -> bool {
         if !self.training() || grace.is_zero() {
-            self.suspend(reason);
+            self.show_before_deleting(reason, &why);
+            self.suspend(reason, None);
             return false;
         }
         let now = self.planner.now;
@@ -200,7 +277,7 @@ impl Run<'_, '_> {
             } else {
                 notice.reason.as_str()
             };
-            self.suspend(reason);
+            self.suspend(reason, None);
             return false;
         }
         self.planner.requeue_at(deadline);
@@ -209,9 +286,65 @@ impl Run<'_, '_> {
         true
     }
 
+    /// Whether the failure of `launcher` completes a suspend below the minimum (see the module
+    /// documentation), and if so, what the suspend says of it.
+    pub(super) fn launcher_left_below_min(&self, launcher: Launcher<'_>) -> Option<String> {
+        let min = self.job.spec.workers.min;
+        let Counts { ready, pending } = self.counts();
+        let below = self.job.spec.elastic.suspend_below_min_workers
+            && ready < min
+            && self.reached_minimum(&self.planner.old.conditions, true);
+        if !below {
+            return None;
+        }
+        let how = match (
+            launcher.pod.and_then(|pod| Loss::of(Some(pod))),
+            launcher.job_failure,
+        ) {
+            (Some(loss), _) => loss.describe(),
+            (None, Some(why)) => format!("failed ({why})"),
+            (None, None) => "failed".to_string(),
+        };
+        Some(format!(
+            "the launcher {how} while only {ready} of the {min} workers it needs ({}) were ready, {pending} pending",
+            self.job.kind().min_field()
+        ))
+    }
+
+    /// Shows every running pod of the job a `Suspend` notice for `reason` that takes effect
+    /// now, so that the pods a suspend deletes at once see it first (the kubelet gives them
+    /// their termination grace period). A pod that is being disrupted keeps its own notice.
+    fn show_before_deleting(&mut self, reason: &str, why: &str) {
+        let now = self.planner.now;
+        let notice = Notice {
+            kind: NoticeKind::Suspend,
+            reason: reason.into(),
+            since: Time(now),
+            deadline: Some(Time(now)),
+            message: format!(
+                "{} {} is suspending: {why}. Its pods are deleted now",
+                self.job.kind().name(),
+                self.name()
+            ),
+        };
+        let desired = ObjectMeta {
+            annotations: Some(notice::annotations(Some(&notice))),
+            ..ObjectMeta::default()
+        };
+        let changes = self
+            .observed
+            .pods
+            .iter()
+            .filter(|p| pods::phase(p) == "Running" && !pods::is_terminating(p))
+            .filter(|p| !pods::is_disrupted(p))
+            .filter_map(|pod| PodMetadata::change(&desired, &pod.metadata, &[NOTICE_ANNOTATION]))
+            .map(Child::PodMetadata);
+        self.planner.plan.apply.extend(changes);
+    }
+
     /// Suspends the job now: deletes every pod, and below the minimum starts the run that will
-    /// resume it.
-    fn suspend(&mut self, reason: &str) {
+    /// resume it. `cause`, when given, says what ended the run (a launcher that exited).
+    pub(super) fn suspend(&mut self, reason: &str, cause: Option<&str>) {
         self.planner.plan.tallies.suspends.push(reason.to_string());
         let Counts { ready, pending } = self.counts();
         let min = self.job.spec.workers.min;
@@ -219,9 +352,15 @@ impl Run<'_, '_> {
         let kind = self.job.kind();
         self.delete_every_pod();
         let (message, warning) = if reason == BELOW_MIN_WORKERS {
+            let state = match cause {
+                Some(cause) => format!("suspended: {cause}"),
+                None => format!(
+                    "suspended with {ready} of the {min} workers it needs ready ({pending} pending)"
+                ),
+            };
             (
                 format!(
-                    "suspended with {ready} of the {min} workers it needs ready ({pending} pending); its pods are deleted, and it resumes from its checkpoint once {} ready",
+                    "{state}; its pods are deleted, and it resumes from its checkpoint once {} ready",
                     workers(min, "new worker is", "new workers are")
                 ),
                 true,
