@@ -513,24 +513,7 @@ impl Planner {
             self.finished(observed, job);
             return;
         }
-        let start = self.status.start_time.get_or_insert(Time(self.now)).0;
-        // The deadline does not run while the job is suspended.
-        let suspended = c::is_true(&self.status.conditions, c::SUSPENDED);
-        if let Some(deadline) = spec.active_deadline.filter(|_| !suspended) {
-            let due = crate::time::after(start, deadline);
-            if self.now >= due {
-                let seconds = deadline.as_secs();
-                self.fail(
-                    observed,
-                    job,
-                    "DeadlineExceeded",
-                    &format!("the job ran longer than activeDeadlineSeconds ({seconds}s)"),
-                    true,
-                );
-                return;
-            }
-            self.requeue_at(due);
-        }
+        self.status.start_time.get_or_insert(Time(self.now));
         Run::new(self, observed, job).reconcile();
     }
 

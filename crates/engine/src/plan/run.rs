@@ -2,14 +2,17 @@
 //! phase. A run lasts from the job's start (or restart) to its end; the workers of a run are
 //! decided in [`workers`].
 
+mod state;
 mod suspension;
 mod workers;
+
+use state::RunState;
 
 use std::collections::BTreeMap;
 
 use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::Notice;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
-use eto_api::training_job::{Notice, NoticeKind};
 use eto_api::well_known::{
     HOSTFILE_ANNOTATION, LAUNCHER_ROLE, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL,
 };
@@ -80,13 +83,16 @@ pub(super) struct Run<'p, 'o> {
     scaling: bool,
     /// Whether this plan restarts the job (its requests are then abandoned, not carried on).
     restarted: bool,
+    /// Where the run stands (see [`state`]): as the last reconcile left it, then as this
+    /// plan's transitions move it.
+    state: RunState,
 }
 
 impl<'p, 'o> Run<'p, 'o> {
     pub(super) fn new(planner: &'p mut Planner, observed: &'p Observed<'o>, job: Job<'p>) -> Self {
         let run = current_run(&planner.old);
         let notice = planner.old.notice.clone();
-        Self {
+        let mut created = Self {
             planner,
             observed,
             job,
@@ -95,7 +101,21 @@ impl<'p, 'o> Run<'p, 'o> {
             creates_launcher: false,
             scaling: false,
             restarted: false,
-        }
+            state: RunState::WaitingForMinimum,
+        };
+        created.state = RunState::of(&created.planner.old, created.launcher_waited());
+        created
+    }
+
+    /// Moves the run to `state`; the transition that calls it writes what reports the move.
+    fn enter(&mut self, state: RunState) {
+        self.state = state;
+    }
+
+    /// Whether the run's launcher, which starts only once the run has its minimum, runs.
+    fn launcher_waited(&self) -> bool {
+        self.job.spec.launcher_start == LauncherStart::WhenMinReady
+            && self.launcher().is_some_and(|l| l.is_running())
     }
 
     fn name(&self) -> &str {
@@ -190,6 +210,9 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     pub(super) fn reconcile(mut self) {
+        if !self.within_deadline() {
+            return;
+        }
         for pod in self.observed.pods.clone() {
             if self.is_stale(pod) && !pods::is_terminating(pod) {
                 self.planner.delete_pod(pod);
@@ -264,6 +287,40 @@ impl<'p, 'o> Run<'p, 'o> {
         if let Some(rejected) = self.observed.rejected_pod {
             self.pod_rejected(rejected);
         }
+    }
+
+    /// Applies `activeDeadlineSeconds`, which does not run while the job is suspended: the
+    /// job fails with reason `DeadlineExceeded` once that long has passed since `startTime`,
+    /// and its unfinished pods are deleted. Returns whether the job goes on.
+    fn within_deadline(&mut self) -> bool {
+        let Some(deadline) = self
+            .job
+            .spec
+            .active_deadline
+            .filter(|_| !self.state.is_suspended())
+        else {
+            return true;
+        };
+        let start = self
+            .planner
+            .status
+            .start_time
+            .as_ref()
+            .map_or(self.planner.now, |time| time.0);
+        let due = crate::time::after(start, deadline);
+        if self.planner.now >= due {
+            let seconds = deadline.as_secs();
+            self.planner.fail(
+                self.observed,
+                self.job,
+                "DeadlineExceeded",
+                &format!("the job ran longer than activeDeadlineSeconds ({seconds}s)"),
+                true,
+            );
+            return false;
+        }
+        self.planner.requeue_at(due);
+        true
     }
 
     /// The API server refused to create a pod of the job (see [`RejectedPod`]). Like a
@@ -504,6 +561,7 @@ impl<'p, 'o> Run<'p, 'o> {
             // A new run, which resumes nothing: the notice of the last one goes.
             self.run += 1;
             self.notice = None;
+            self.enter(RunState::WaitingForMinimum);
             let planner = &mut *self.planner;
             planner.status.restart_count = restart;
             planner.status.run = Some(self.run);
@@ -782,7 +840,7 @@ impl<'p, 'o> Run<'p, 'o> {
         );
         // Below the minimum after having reached it in this run, as opposed to not there yet:
         // only the former may suspend a running job.
-        let dropped = self.reached_minimum(&self.planner.status.conditions, launcher_running);
+        let dropped = self.state.had_minimum() || self.launcher_waited();
         // The training runs: its launcher runs and the run has had its minimum.
         let training = launcher_running && (workers_ready || dropped);
         let reason = if workers_ready {
@@ -794,18 +852,16 @@ impl<'p, 'o> Run<'p, 'o> {
         };
         self.planner
             .condition(c::WORKERS_READY, workers_ready, reason, &workers_message);
-        let suspended = c::is_true(&self.planner.status.conditions, c::SUSPENDED);
-        let suspending = self
-            .notice
-            .as_ref()
-            .is_some_and(|notice| notice.kind == NoticeKind::Suspend);
+        let suspended = self.state.is_suspended();
+        let suspending = matches!(self.state, RunState::Suspending(_));
         let elastic = self.job.spec.elastic;
         let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
         if !workers_ready && training && watch_minimum {
             // Looked at again when too few workers have been ready for too long.
-            let since = c::find(&self.planner.status.conditions, c::WORKERS_READY)
-                .and_then(|condition| condition.last_transition_time.as_ref())
-                .map_or(self.planner.now, |time| time.0);
+            let since = match self.state {
+                RunState::BelowMinimum { since } => since,
+                _ => self.planner.now,
+            };
             let due = crate::time::after(since, elastic.below_min);
             self.planner.requeue_at(due);
         }
@@ -897,11 +953,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 self.planner.condition(c::READY, false, reason, &message);
             }
         }
-        if let Some(notice) = self
-            .notice
-            .as_ref()
-            .filter(|notice| notice.kind == NoticeKind::Suspend)
-        {
+        if let RunState::Suspending(notice) = &self.state {
             self.planner
                 .condition(c::READY, false, "Suspending", &notice.message);
         }

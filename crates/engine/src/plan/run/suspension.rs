@@ -1,18 +1,22 @@
 //! Suspending a job, and resuming it from its checkpoint.
 //!
-//! # States, as the status records them
-//! - **Running**: no `Suspend` notice, no `Suspended` condition that holds.
-//! - **Suspending**: `status.notice` is a `Suspend` notice. Every pod of the run shows it in
-//!   `/etc/edl/notice` (see [`crate::notice`]); the training processes save a checkpoint and
-//!   exit. The job waits until the notice's deadline (`elasticPolicy.checkpointGraceSeconds`
-//!   after it) or until the launcher has exited, whichever comes first. A launcher exiting now,
-//!   with success or failure, is part of the suspend: it neither ends the job, nor counts
-//!   against `backoffLimit`, nor triggers `cleanPodPolicy`.
-//! - **Suspended**, the `Suspended` condition holds. With reason `Suspended` (by `spec.suspend`
-//!   or the job supervisor's annotation) the job has no pod at all. With reason
-//!   `BelowMinWorkers` the job has started a new run: its workers are created at once (pending
-//!   pods are what a cluster autoscaler adds nodes for), and once `minReplicas` of them are
-//!   ready a new launcher resumes the training.
+//! # States
+//! The run's states are [`RunState`]'s (see [`super::state`]); this module carries the
+//! transitions into and out of the suspending and suspended ones, and writes what reports
+//! them: the `Suspended` condition, `status.notice`, the events.
+//! - **Suspending** ([`RunState::Suspending`]): every pod of the run shows the `Suspend`
+//!   notice in `/etc/edl/notice` (see [`crate::notice`]); the training processes save a
+//!   checkpoint and exit. The job waits until the notice's deadline
+//!   (`elasticPolicy.checkpointGraceSeconds` after it) or until the launcher has exited,
+//!   whichever comes first. A launcher exiting now, with success or failure, is part of the
+//!   suspend: it neither ends the job, nor counts against `backoffLimit`, nor triggers
+//!   `cleanPodPolicy`.
+//! - **Suspended by spec** ([`RunState::SuspendedBySpec`], condition reason `Suspended`): the
+//!   job has no pod at all.
+//! - **Suspended below the minimum** ([`RunState::SuspendedBelowMinimum`], reason
+//!   `BelowMinWorkers`): the job has started a new run: its workers are created at once
+//!   (pending pods are what a cluster autoscaler adds nodes for), and once `minReplicas` of
+//!   them are ready a new launcher resumes the training.
 //!
 //! # Transitions
 //! - Running to suspending: `spec.suspend` is set while the launcher runs; or ready workers
@@ -48,12 +52,11 @@
 //! `activeDeadlineSeconds` does not run while the job is suspended: `startTime` is set again
 //! when it resumes. A resume is no restart: `restartCount` does not move.
 
-use eto_api::common::{ConditionStatus, JobCondition};
 use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Launcher, Run, WAITING_FOR_WORKERS};
+use super::{Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions as c;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
@@ -78,39 +81,29 @@ impl Run<'_, '_> {
     /// the run goes on in this reconcile: its workers and launcher are planned as usual.
     pub(super) fn suspension(&mut self) -> bool {
         let requested = self.job.spec.suspend;
-        if let Some(notice) = self
-            .notice
-            .clone()
-            .filter(|notice| notice.kind == NoticeKind::Suspend)
-        {
-            return self.checkpointing(&notice, requested);
-        }
         let kind = self.job.kind();
-        let suspended = c::find(&self.planner.old.conditions, c::SUSPENDED)
-            .filter(|condition| condition.status == ConditionStatus::True)
-            .map(|condition| condition.reason.as_deref() == Some(BELOW_MIN_WORKERS));
-        // `Some(true)`: suspended below the minimum; `Some(false)`: by spec.
-        match (suspended, requested) {
-            (Some(false), true) => {
+        match (self.state.clone(), requested) {
+            (RunState::Suspending(notice), _) => self.checkpointing(&notice, requested),
+            (RunState::SuspendedBySpec { .. }, true) => {
                 self.hold();
                 false
             }
-            (Some(false), false) => {
-                self.resume_by_spec();
+            (RunState::SuspendedBySpec { ran }, false) => {
+                self.resume_by_spec(ran);
                 true
             }
-            (Some(true), true) => {
+            (RunState::SuspendedBelowMinimum, true) => {
                 self.suspend(SUSPENDED, None);
                 false
             }
             // Below the minimum: the new run waits for its workers.
-            (Some(true), false) => true,
-            (None, true) => self.start_suspending(
+            (RunState::SuspendedBelowMinimum, false) => true,
+            (_, true) => self.start_suspending(
                 SUSPENDED,
                 format!("{} asks for it", kind.suspend_field()),
                 self.job.spec.elastic.spec_suspend_grace,
             ),
-            (None, false) => match self.below_min_for_too_long() {
+            (_, false) => match self.below_min_for_too_long() {
                 Some(why) => {
                     let grace = self.job.spec.elastic.checkpoint_grace;
                     self.start_suspending(BELOW_MIN_WORKERS, why, grace)
@@ -142,20 +135,6 @@ impl Run<'_, '_> {
             }
         }
         Counts { ready, pending }
-    }
-
-    /// Whether the run had its minimum of ready workers, by `conditions`: only then is it
-    /// below its minimum, as opposed to not there yet. A launcher that waits for the minimum
-    /// (`launcher_started`) means the run had it.
-    pub(super) fn reached_minimum(
-        &self,
-        conditions: &[JobCondition],
-        launcher_started: bool,
-    ) -> bool {
-        c::find(conditions, c::WORKERS_READY).is_some_and(|condition| {
-            condition.status == ConditionStatus::True
-                || condition.reason.as_deref() == Some(BELOW_MIN_WORKERS)
-        }) || (launcher_started && self.job.spec.launcher_start == LauncherStart::WhenMinReady)
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted
@@ -194,10 +173,7 @@ impl Run<'_, '_> {
         }
         let lost = self.lost_for_certain();
         let held = ready + pending;
-        if lost > 0
-            && held.saturating_sub(lost) < min
-            && self.reached_minimum(&self.planner.old.conditions, true)
-        {
+        if lost > 0 && held.saturating_sub(lost) < min && self.state.had_minimum() {
             return Some(format!(
                 "{} lost for certain (disrupted, deleted or gone with {}): only {ready} of the {min} workers it needs ({}) are ready, {} pending",
                 workers(lost, "worker is", "workers are"),
@@ -208,14 +184,9 @@ impl Run<'_, '_> {
         }
         // A launcher started with the workers (an MPIJob's `AtStartup`) runs before the run
         // had its minimum; that is not a drop below it.
-        let waits_for_minimum = self.job.spec.launcher_start == LauncherStart::WhenMinReady;
-        let since = c::find(&self.planner.old.conditions, c::WORKERS_READY)
-            .filter(|condition| condition.status == ConditionStatus::False)
-            .filter(|condition| {
-                waits_for_minimum || condition.reason.as_deref() == Some(BELOW_MIN_WORKERS)
-            })
-            .and_then(|condition| condition.last_transition_time.as_ref())?
-            .0;
+        let RunState::BelowMinimum { since } = self.state else {
+            return None;
+        };
         let due = crate::time::after(since, elastic.below_min);
         if self.planner.now < due {
             self.planner.requeue_at(due);
@@ -262,7 +233,8 @@ impl Run<'_, '_> {
         };
         self.planner
             .event(false, "CheckpointNotice", "Suspend", message);
-        self.set_notice(Some(notice));
+        self.set_notice(Some(notice.clone()));
+        self.enter(RunState::Suspending(notice));
         self.planner.requeue_at(deadline);
         true
     }
@@ -291,9 +263,10 @@ impl Run<'_, '_> {
     pub(super) fn launcher_left_below_min(&self, launcher: Launcher<'_>) -> Option<String> {
         let min = self.job.spec.workers.min;
         let Counts { ready, pending } = self.counts();
-        let below = self.job.spec.elastic.suspend_below_min_workers
-            && ready < min
-            && self.reached_minimum(&self.planner.old.conditions, true);
+        // The failed launcher ran: one that waits for the minimum means the run had it.
+        let had_minimum =
+            self.state.had_minimum() || self.job.spec.launcher_start == LauncherStart::WhenMinReady;
+        let below = self.job.spec.elastic.suspend_below_min_workers && ready < min && had_minimum;
         if !below {
             return None;
         }
@@ -415,22 +388,27 @@ impl Run<'_, '_> {
                 ..workers.clone()
             };
         }
+        let ran = c::find(&planner.status.conditions, c::LAUNCHER_CREATED).is_some();
         self.set_notice(None);
         if reason == BELOW_MIN_WORKERS {
             self.new_run(BELOW_MIN_WORKERS);
+            self.enter(RunState::SuspendedBelowMinimum);
+        } else {
+            self.enter(RunState::SuspendedBySpec { ran });
         }
     }
 
     /// Stays suspended by spec: no pod, requests wait.
     fn hold(&mut self) {
         self.delete_every_pod();
+        let ran = matches!(self.state, RunState::SuspendedBySpec { ran: true });
         let kind = self.job.kind();
         let planner = &mut *self.planner;
         planner.status.phase = Some(JobPhase::Suspended);
         let message = format!(
             "suspended by {}; it {} once unsuspended",
             kind.suspend_field(),
-            if c::find(&planner.status.conditions, c::LAUNCHER_CREATED).is_some() {
+            if ran {
                 "resumes from its checkpoint"
             } else {
                 "starts"
@@ -456,7 +434,7 @@ impl Run<'_, '_> {
 
     /// Unsuspended by spec: a new run, which resumes the training; or, for a job that never
     /// had a launcher (created suspended, as Kueue creates jobs), the job simply starts.
-    fn resume_by_spec(&mut self) {
+    fn resume_by_spec(&mut self, ran: bool) {
         self.planner
             .plan
             .tallies
@@ -464,7 +442,7 @@ impl Run<'_, '_> {
             .push(SUSPENDED.to_string());
         let name = self.name().to_string();
         let kind = self.job.kind();
-        let ran = c::find(&self.planner.old.conditions, c::LAUNCHER_CREATED).is_some();
+        self.enter(RunState::WaitingForMinimum);
         let message = if ran {
             self.new_run(SUSPENDED);
             "unsuspended: a new run resumes from the checkpoint"
@@ -492,11 +470,10 @@ impl Run<'_, '_> {
     /// The job was suspended below the minimum and this plan creates the launcher of its new
     /// run: it resumes.
     pub(super) fn resumed_below_min(&mut self, ready: usize) {
-        let suspended = c::find(&self.planner.status.conditions, c::SUSPENDED)
-            .is_some_and(|condition| condition.status == ConditionStatus::True);
-        if !suspended {
+        if self.state != RunState::SuspendedBelowMinimum {
             return;
         }
+        self.enter(RunState::WaitingForMinimum);
         let name = self.name().to_string();
         let planner = &mut *self.planner;
         let message = format!(
