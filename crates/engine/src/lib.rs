@@ -13,6 +13,7 @@
 //! and reports an MPIJob's status in mpi-operator's form with [`mpi_status`].
 
 pub mod applied;
+pub mod blacklist;
 pub mod build;
 pub mod conditions;
 pub mod cooldown;

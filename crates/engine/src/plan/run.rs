@@ -112,6 +112,40 @@ impl<'p, 'o> Run<'p, 'o> {
         self.state = state;
     }
 
+    /// Ready and pending workers of the run's target (`status.targetWorkers` as this plan has
+    /// it so far): a worker counts as ready while its pod is ready and not being disrupted.
+    fn counts(&self) -> Counts {
+        let (mut ready, mut pending) = (0, 0);
+        for worker in &self.planner.status.target_workers {
+            let is_ready = self
+                .observed
+                .pods
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+                .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p));
+            if is_ready {
+                ready += 1;
+            } else {
+                pending += 1;
+            }
+        }
+        Counts { ready, pending }
+    }
+
+    /// Deletes every pod of the job that is not going already, and an MPIJob's launcher Job:
+    /// the end of a run (a restart, a suspend).
+    fn delete_every_pod(&mut self) {
+        for pod in self
+            .observed
+            .pods
+            .iter()
+            .filter(|p| !pods::is_terminating(p))
+        {
+            self.planner.delete_pod(pod);
+        }
+        self.planner.delete_launcher_job(self.observed);
+    }
+
     /// Whether the run's launcher, which starts only once the run has its minimum, runs.
     fn launcher_waited(&self) -> bool {
         self.job.spec.launcher_start == LauncherStart::WhenMinReady
@@ -471,22 +505,7 @@ impl<'p, 'o> Run<'p, 'o> {
             .map_or(self.planner.now, |time| time.0);
         let due = crate::time::after(since, max_wait);
         let name = self.name().to_string();
-        let (ready, pending) = self
-            .planner
-            .status
-            .target_workers
-            .iter()
-            .map(|worker| {
-                self.observed
-                    .pods
-                    .iter()
-                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
-                    .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
-            })
-            .fold(
-                (0, 0),
-                |(r, p), is_ready| if is_ready { (r + 1, p) } else { (r, p + 1) },
-            );
+        let Counts { ready, pending } = self.counts();
         let min = self.job.spec.workers.min;
         if ready >= min || self.planner.now < due {
             self.planner.requeue_at(due);
@@ -549,15 +568,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 "the launcher {how}; restarting the job (restart {restart} of {})",
                 spec.backoff_limit
             );
-            for pod in self
-                .observed
-                .pods
-                .iter()
-                .filter(|p| !pods::is_terminating(p))
-            {
-                self.planner.delete_pod(pod);
-            }
-            self.planner.delete_launcher_job(self.observed);
+            self.delete_every_pod();
             // A new run, which resumes nothing: the notice of the last one goes.
             self.run += 1;
             self.notice = None;
@@ -824,6 +835,8 @@ impl<'p, 'o> Run<'p, 'o> {
     fn phase(&mut self, hosts: &[Host]) {
         let name = self.name().to_string();
         let min = self.job.spec.workers.min as usize;
+        // What the run trains with: the hosts of discovery, which include an MPIJob's launcher
+        // when it trains too ([`Run::counts`] counts the target's workers only).
         let ready = hosts.len();
         let target = self.planner.status.target_workers.len();
         let kind = self.job.kind();
@@ -961,6 +974,13 @@ impl<'p, 'o> Run<'p, 'o> {
             .condition(c::STALLED, false, "Progressing", "the job makes progress");
         self.planner.status.phase = Some(phase);
     }
+}
+
+/// Ready and pending workers of the run's target, as observed.
+#[derive(Clone, Copy, Debug)]
+struct Counts {
+    ready: u32,
+    pending: u32,
 }
 
 /// Reason of `WorkersReady=False` while a run waits for its first `minReplicas` ready workers

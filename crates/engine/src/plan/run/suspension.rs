@@ -56,7 +56,7 @@ use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Launcher, Run, RunState, WAITING_FOR_WORKERS};
+use super::{Counts, Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions as c;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
@@ -68,13 +68,6 @@ use crate::{names, notice, pods, scaling};
 pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
 /// Reason of the `Suspended` condition and of the notices when `spec.suspend` asks for it.
 pub const SUSPENDED: &str = "Suspended";
-
-/// Ready and pending workers of the run's target, as observed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Counts {
-    pub(super) ready: u32,
-    pub(super) pending: u32,
-}
 
 impl Run<'_, '_> {
     /// Carries the job's suspension one step (see the module documentation). Returns whether
@@ -116,25 +109,6 @@ impl Run<'_, '_> {
     /// Whether the launcher of the run is running (something trains, and can checkpoint).
     fn training(&self) -> bool {
         self.launcher().is_some_and(|l| l.is_training())
-    }
-
-    /// Ready and pending workers of the run's target.
-    pub(super) fn counts(&self) -> Counts {
-        let (mut ready, mut pending) = (0, 0);
-        for worker in &self.planner.status.target_workers {
-            let is_ready = self
-                .observed
-                .pods
-                .iter()
-                .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
-                .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p));
-            if is_ready {
-                ready += 1;
-            } else {
-                pending += 1;
-            }
-        }
-        Counts { ready, pending }
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted
@@ -417,19 +391,6 @@ impl Run<'_, '_> {
         planner.condition(c::READY, false, kind.suspended_reason(), &message);
         let idle = scaling::JobSide::idle(self.job.name(), self.job.job.uid(), planner.now);
         planner.scaling(scaling::step(&idle, self.observed.scalers));
-    }
-
-    /// Deletes every pod of the job, and an MPIJob's launcher Job.
-    fn delete_every_pod(&mut self) {
-        for pod in self
-            .observed
-            .pods
-            .iter()
-            .filter(|p| !pods::is_terminating(p))
-        {
-            self.planner.delete_pod(pod);
-        }
-        self.planner.delete_launcher_job(self.observed);
     }
 
     /// Unsuspended by spec: a new run, which resumes the training; or, for a job that never

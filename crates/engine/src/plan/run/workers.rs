@@ -1,8 +1,11 @@
-//! The workers of a run: losses, replacements, requests, resizes, drains, node cooldowns.
+//! The workers of a run: losses, replacements, requests, resizes, drains, node cooldowns. The
+//! rules each follows live in their own modules: [`crate::workers`] decides the target,
+//! [`crate::blacklist`] records losses and keeps indices unused, [`crate::cooldown`] and
+//! [`crate::drain`] their parts; this module applies them to the run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use eto_api::training_job::{BLACKLIST_LIMIT, BlacklistEntry, WorkerSummary};
+use eto_api::training_job::{BlacklistEntry, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -15,7 +18,7 @@ use crate::discovery::Host;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
-use crate::{cooldown, drain, names, pods};
+use crate::{blacklist, cooldown, drain, names, pods};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -52,13 +55,7 @@ impl<'o> Run<'_, 'o> {
             .filter(|p| !self.is_stale(p))
             .filter_map(|p| Some((index_of(p)?, *p)))
             .collect();
-        let blacklisted: BTreeSet<u32> = self
-            .planner
-            .old
-            .blacklist
-            .iter()
-            .filter_map(|e| names::worker_index(&name, &e.pod))
-            .collect();
+        let blacklisted = blacklist::indices(&name, &self.planner.old.blacklist);
         let previous_target: Vec<u32> = self
             .planner
             .status
@@ -71,16 +68,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|p| index_of(p))
             .chain(blacklisted.iter().copied())
             .chain(previous_target.iter().copied());
-        // Indices are never used again (Horovod blacklists hosts by name): past the highest
-        // index the job's pods, blacklist and target show, and past the highest it ever used,
-        // whose pods may be long gone.
-        let recorded = self
-            .planner
-            .old
-            .next_worker_index
-            .and_then(|next| u32::try_from(next).ok())
-            .unwrap_or(0);
-        let next_index = used.max().map_or(0, |max| max + 1).max(recorded);
+        let next_index = blacklist::next_index(used, self.planner.old.next_worker_index);
         let spec = self.job.spec;
         let draining: BTreeSet<u32> = self
             .planner
@@ -112,7 +100,7 @@ impl<'o> Run<'_, 'o> {
             )
         };
         // Indices a starting ScaleOut took are not used again for replacements or growth.
-        let next_index = step.add.iter().map(|i| i + 1).fold(next_index, u32::max);
+        let next_index = blacklist::after(next_index, step.add.iter().copied());
         let decision = workers::decide(&WorkerInput {
             policy: spec.worker_restart_policy,
             desired: desired.now,
@@ -170,29 +158,17 @@ impl<'o> Run<'_, 'o> {
                     lost.loss.describe()
                 ),
             );
-            if !self
-                .planner
-                .status
-                .blacklist
-                .iter()
-                .any(|e| e.pod == pod_name)
-            {
-                self.planner.status.blacklist.push(BlacklistEntry {
+            blacklist::record(
+                &mut self.planner.status.blacklist,
+                BlacklistEntry {
                     pod: pod_name,
                     node,
                     reason: lost.loss.reason().to_string(),
                     exit_code: lost.loss.exit_code(),
                     time: Time(self.planner.now),
-                });
-            }
+                },
+            );
         }
-        let overflow = self
-            .planner
-            .status
-            .blacklist
-            .len()
-            .saturating_sub(BLACKLIST_LIMIT);
-        self.planner.status.blacklist.drain(..overflow);
         let failures: Vec<cooldown::Failure<'_>> = decision
             .lost
             .iter()
@@ -266,11 +242,7 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .map(|i| names::worker(&name, *i))
             .collect();
-        let next = decision
-            .target
-            .iter()
-            .map(|i| i + 1)
-            .fold(next_index, u32::max);
+        let next = blacklist::after(next_index, decision.target.iter().copied());
         self.planner.status.next_worker_index = Some(i32::try_from(next).unwrap_or(i32::MAX));
         let ready: Vec<u32> = decision
             .target
