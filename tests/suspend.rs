@@ -424,14 +424,15 @@ async fn a_launcher_that_quits_soon_after_a_reclaim_below_the_minimum_suspends_a
 
 #[tokio::test]
 async fn a_launcher_that_quits_before_any_notice_below_the_minimum_suspends_the_job() {
-    // An ordinary worker failure starts the 30 s debounce; the launcher quits within it.
+    // An ordinary worker failure starts the 30 s debounce; the launcher quits within it. The
+    // worker is not replaced, so the job stays below its minimum until the launcher quits.
     let env = Env::start(sim_config(1, 4)).await;
     env.apply_job(&job(
         "early",
         4,
         4,
         "    checkpointGraceSeconds: 300",
-        "OnFailure",
+        "Never",
     ))
     .await;
     env.wait_job("early", "runs", in_phase(JobPhase::Running))

@@ -718,3 +718,31 @@ fn without_suspend_below_min_workers_a_launcher_failure_below_the_minimum_fails_
     world.reconcile();
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
 }
+
+#[test]
+fn certain_losses_seen_one_reconcile_apart_get_the_notice_at_the_second() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.lose_with_node("mnist-worker-3");
+    world.reconcile();
+    assert_eq!(world.status().notice, None, "three of three are left");
+    assert!(
+        world.status().target_workers.contains(&"mnist-worker-4".to_string()),
+        "a replacement is asked for"
+    );
+    // The second worker of the reclaimed node is seen a reconcile later: the replacement,
+    // never ready, does not make up for it.
+    world.lose_with_node("mnist-worker-2");
+    world.reconcile();
+    let notice = world.status().notice.clone().expect("a notice at once");
+    assert_eq!(notice.since.0, world.now);
+}
+
+#[test]
+fn a_worker_that_was_ready_and_may_come_back_holds_off_the_notice() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    // One worker's node goes NotReady (it may come back), another is reclaimed.
+    world.running_not_ready("mnist-worker-2");
+    world.lose_with_node("mnist-worker-3");
+    world.reconcile();
+    assert_eq!(world.status().notice, None, "debounced: worker-2 may come back");
+}

@@ -22,10 +22,11 @@
 //! - Running to suspending: `spec.suspend` is set while the launcher runs; or ready workers
 //!   stayed below `minReplicas` for `elasticPolicy.belowMinSeconds` while the launcher runs
 //!   and `elasticPolicy.suspendBelowMinWorkers` holds. The wait is for losses that may come
-//!   back (a failed worker being replaced, a node that is NotReady): when workers lost for
-//!   certain (their pods disrupted, deleted, or gone with their nodes) leave the run fewer
-//!   than `minReplicas` workers even if every other one became ready, the notice goes out at
-//!   once, so that the training code gets the whole grace period. With no launcher running
+//!   back (a failed worker being replaced, a node that is NotReady): when a worker is lost for
+//!   certain (its pod disrupted, deleted, or gone with its node) and the ready workers, with
+//!   those that were ready and may come back, are fewer than `minReplicas`, the notice goes
+//!   out at once, so that the training code gets the whole grace period. New workers that were
+//!   never ready (replacements) do not count: the notice does not wait for capacity. With no launcher running
 //!   (nothing trains, nothing to checkpoint) or no grace period, the job is suspended at once
 //!   instead, its pods shown the notice before they are deleted.
 //! - Running to suspended: the launcher fails while the run, having had its minimum, has
@@ -131,10 +132,33 @@ impl Run<'_, '_> {
         u32::try_from(lost).unwrap_or(u32::MAX)
     }
 
+    /// The workers of the run's target that were ready at the last reconcile and are not now,
+    /// without being lost for certain: a pod whose node is NotReady, one that failed and is
+    /// about to be replaced. These may come back; new workers that were never ready are not
+    /// counted (they are what a cluster autoscaler may or may not add nodes for).
+    fn may_come_back(&self) -> u32 {
+        let back = self
+            .planner
+            .status
+            .target_workers
+            .iter()
+            .filter(|worker| self.planner.old.current_workers.contains(worker))
+            .filter_map(|worker| {
+                self.observed
+                    .pods
+                    .iter()
+                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+            })
+            .filter(|p| !pods::is_disrupted(p) && !pods::is_terminating(p))
+            .filter(|p| !pods::is_ready(p))
+            .count();
+        u32::try_from(back).unwrap_or(u32::MAX)
+    }
+
     /// Why the job should suspend because too few workers are ready, if it should: its
     /// launcher runs, fewer than `minReplicas` workers are ready although the run had them,
-    /// and either workers lost for certain leave too few even if the others became ready, or
-    /// the `WorkersReady` condition has said so for `belowMinSeconds`.
+    /// and either workers lost for certain now leave too few even if those that may come back
+    /// did, or the `WorkersReady` condition has said so for `belowMinSeconds`.
     fn below_min_for_too_long(&mut self) -> Option<String> {
         let elastic = self.job.spec.elastic;
         if !elastic.suspend_below_min_workers || !self.training() {
@@ -146,8 +170,7 @@ impl Run<'_, '_> {
             return None;
         }
         let lost = self.lost_for_certain();
-        let held = ready + pending;
-        if lost > 0 && held.saturating_sub(lost) < min && self.state.had_minimum() {
+        if lost > 0 && ready + self.may_come_back() < min && self.state.had_minimum() {
             return Some(format!(
                 "{} lost for certain (disrupted, deleted or gone with {}): only {ready} of the {min} workers it needs ({}) are ready, {} pending",
                 workers(lost, "worker is", "workers are"),
