@@ -30,7 +30,7 @@
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
-use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
+use eto_api::{MPIJob, TrainingJob};
 use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan};
 use eto_engine::pod_metadata::PodMetadata;
@@ -38,12 +38,10 @@ use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Resource;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::context::Context;
@@ -52,6 +50,7 @@ use crate::freshness::Written;
 use crate::metrics::DecisionLabels;
 use crate::ownership::Owner;
 use crate::pod_groups;
+use crate::resources::{NamespacedObject, request_resource};
 use crate::ssh_keys;
 
 /// A custom object eto writes: a job, or one of its requests.
@@ -103,25 +102,6 @@ impl Target<'_> {
             field_path: None,
         }
     }
-}
-
-/// A namespaced built-in kind eto reads and writes as a typed object.
-pub trait NamespacedObject:
-    k8s_openapi::Resource
-    + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-    + DeserializeOwned
-    + Clone
-    + std::fmt::Debug
-{
-}
-
-impl<K> NamespacedObject for K where
-    K: k8s_openapi::Resource
-        + Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug
-{
 }
 
 fn params() -> PatchParams {
@@ -524,14 +504,6 @@ pub async fn request_update(
                 before,
             )
         }))
-}
-
-/// The resource of requests of `kind`.
-pub fn request_resource(kind: ScalerKind) -> ApiResource {
-    match kind {
-        ScalerKind::ScaleIn => ApiResource::erase::<ScaleIn>(&()),
-        ScalerKind::ScaleOut => ApiResource::erase::<ScaleOut>(&()),
-    }
 }
 
 /// The request of `kind` named `name` in `namespace`, as the caches show it.

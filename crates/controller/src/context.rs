@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eto_engine::gang::Gang;
+use eto_engine::gang::{Gang, GangScheduler};
 use eto_engine::kind::Kind;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
@@ -14,11 +14,32 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::events::EventPublisher;
+use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
-use crate::pod_groups::GangSettings;
+use crate::resources::POD_GROUPS;
 use crate::retries::Retries;
+
+/// The gang scheduler the operator uses, and whether its PodGroups are served.
+#[derive(Clone, Debug)]
+pub struct GangSettings {
+    /// The scheduler.
+    pub scheduler: GangScheduler,
+    /// The caches' first lists: the PodGroup API is served once its cache has listed.
+    pub listed: Listed,
+}
+
+impl GangSettings {
+    /// Gang scheduling as jobs are planned with it now.
+    pub fn gang(&self) -> Gang<'_> {
+        if self.listed.has(&[POD_GROUPS]) {
+            Gang::Ready(&self.scheduler)
+        } else {
+            Gang::Missing(&self.scheduler)
+        }
+    }
+}
 
 /// Where a reconcile reads the time; tests pass a fixed one.
 pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;

@@ -6,7 +6,7 @@
 //! watch caches, so a reconcile that finds nothing to change makes no request at all; reads
 //! happen only where a cache cannot answer (an object eto did not create that may hold a
 //! child's name, see [`ownership`]; a worker missing from the pod cache, see
-//! [`observe::Children::workers_behind`]; a Secret a job names). A reconcile
+//! [`lookups::workers_behind`]; a Secret a job names). A reconcile
 //! that wrote waits until the caches show its writes ([`freshness`]), so that the next one does
 //! not decide from older state.
 //!
@@ -21,6 +21,7 @@ pub mod freshness;
 pub mod job_gauges;
 pub mod leader;
 pub mod listed;
+pub mod lookups;
 pub mod metrics;
 #[cfg(test)]
 mod mock_tests;
@@ -32,6 +33,7 @@ pub mod pod_groups;
 pub mod rbac;
 pub mod reconcile;
 pub mod requests;
+pub mod resources;
 pub mod retries;
 pub mod run;
 pub mod scope;

@@ -19,12 +19,12 @@ use kube::runtime::reflector::store::Writer;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::apply;
+use crate::context::GangSettings;
 use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
-use crate::pod_groups::{GangSettings, POD_GROUPS};
 use crate::reconcile::reconcile;
 use crate::requests;
+use crate::resources::POD_GROUPS;
 use crate::testing::{listed, listed_index, listed_pods};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
@@ -192,12 +192,12 @@ impl Cached {
             roles: writers.5.as_reader(),
             role_bindings: writers.6.as_reader(),
             scale_ins: listed(
-                Writer::new(apply::request_resource(ScalerKind::ScaleIn)),
+                Writer::new(crate::resources::request_resource(ScalerKind::ScaleIn)),
                 self.scale_ins,
             )
             .as_reader(),
             scale_outs: listed(
-                Writer::new(apply::request_resource(ScalerKind::ScaleOut)),
+                Writer::new(crate::resources::request_resource(ScalerKind::ScaleOut)),
                 self.scale_outs,
             )
             .as_reader(),
@@ -617,10 +617,10 @@ fn scale_outs(
 ) {
     let (poke, poked) = futures::channel::mpsc::unbounded();
     let listed = crate::listed::Listed::default();
-    listed.mark(crate::run::JOBS);
+    listed.mark(crate::resources::JOBS);
     let requests = Arc::new(requests::Requests {
         kind: ScalerKind::ScaleOut,
-        resource: apply::request_resource(ScalerKind::ScaleOut),
+        resource: crate::resources::request_resource(ScalerKind::ScaleOut),
         job_resource: ApiResource::erase::<TrainingJob>(&()),
         shared: cached.context(client),
         poke,

@@ -21,10 +21,13 @@
 use eto_engine::plan::TakenName;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::apply::NamespacedObject;
+use eto_engine::children::Children;
+use eto_engine::kind::JobRef;
+
 use crate::context::Context;
 use crate::error::Error;
-use crate::observe;
+use crate::lookups;
+use crate::resources::NamespacedObject;
 
 /// The objects that may control a job's children: the job, and for the pods of an MPIJob's
 /// launcher, its launcher Job.
@@ -37,6 +40,18 @@ pub struct Owner {
 }
 
 impl Owner {
+    /// The objects that may control the children of `job`: the job, and its launcher Job
+    /// among `children`.
+    pub fn of(children: &Children, job: JobRef<'_>) -> Self {
+        Self {
+            job: job.uid().to_string(),
+            launcher_job: children
+                .launcher_job
+                .as_ref()
+                .and_then(|launcher| launcher.metadata.uid.clone()),
+        }
+    }
+
     /// Whether the object with `metadata` is the job's.
     pub fn controls(&self, metadata: &ObjectMeta) -> bool {
         std::iter::once(self.job.as_str())
@@ -78,7 +93,7 @@ impl Owner {
     where
         K: NamespacedObject,
     {
-        match observe::read_metadata::<K>(ctx, namespace, name).await? {
+        match lookups::read_metadata::<K>(ctx, namespace, name).await? {
             Some(metadata) => self.may_write(K::KIND, &metadata),
             None => Ok(()),
         }

@@ -10,38 +10,14 @@
 use std::sync::Arc;
 
 use eto_api::well_known::MANAGER;
-use eto_engine::gang::{Gang, GangScheduler, PodGroup};
+use eto_engine::gang::{GangScheduler, PodGroup};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 
 use crate::context::{Context, Stores};
 use crate::error::Error;
-use crate::listed::Listed;
 use crate::ownership::Owner;
 use crate::watches::dynamic_api;
-
-/// The name [`Listed`] knows the PodGroup cache by.
-pub const POD_GROUPS: &str = "PodGroup";
-
-/// The gang scheduler the operator uses, and whether its PodGroups are served.
-#[derive(Clone, Debug)]
-pub struct GangSettings {
-    /// The scheduler.
-    pub scheduler: GangScheduler,
-    /// The caches' first lists: the PodGroup API is served once its cache has listed.
-    pub listed: Listed,
-}
-
-impl GangSettings {
-    /// Gang scheduling as jobs are planned with it now.
-    pub fn gang(&self) -> Gang<'_> {
-        if self.listed.has(&[POD_GROUPS]) {
-            Gang::Ready(&self.scheduler)
-        } else {
-            Gang::Missing(&self.scheduler)
-        }
-    }
-}
 
 /// The PodGroup resource of `scheduler`.
 pub fn resource(scheduler: &GangScheduler) -> ApiResource {

@@ -17,8 +17,9 @@ use crate::apply::{self, Target};
 use crate::context::Context;
 use crate::error::Error;
 use crate::freshness::Written;
+use crate::lookups;
 use crate::metrics::Outcome;
-use crate::observe::{self, Children};
+use crate::observe;
 use crate::ownership::Owner;
 use crate::retries;
 
@@ -157,8 +158,8 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
     let requeue = match &decoded {
         Ok(job) => {
             let job = job.as_ref();
-            let children = Children::of(&ctx.stores, job);
-            if children.workers_behind(ctx, job).await? {
+            let children = observe::children(&ctx.stores, job);
+            if lookups::workers_behind(ctx, &children, job).await? {
                 tracing::debug!(
                     namespace,
                     job = name,
@@ -169,8 +170,8 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // When the pods last changed, for the latency of the discovery this plan writes;
             // taken only by a reconcile that plans, so that one waiting for the cache keeps it.
             let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
-            let secret = observe::ssh_secret(ctx, job).await?;
-            let owner = children.owner(job);
+            let secret = lookups::ssh_secret(ctx, job).await?;
+            let owner = Owner::of(&children, job);
             // Names found taken while writing: the job is planned again knowing them, so that
             // it reports them and writes around them (see crate::ownership).
             let mut taken = Vec::new();

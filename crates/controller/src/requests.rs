@@ -21,8 +21,8 @@ use crate::apply;
 use crate::context::Context;
 use crate::error::Error;
 use crate::listed::Listed;
+use crate::resources::JOBS;
 use crate::retries;
-use crate::run::JOBS;
 
 /// What a request controller needs.
 pub struct Requests {

@@ -26,6 +26,7 @@ use kube::{Client, Resource};
 use tokio::sync::watch;
 
 use crate::apply;
+use crate::context::GangSettings;
 use crate::context::{Clock, Context, Stores};
 use crate::events::EventPublisher;
 use crate::freshness::CACHE_WAIT;
@@ -34,9 +35,10 @@ use crate::metrics::Metrics;
 use crate::name_index::name_index;
 use crate::observe;
 use crate::pod_cache::pod_cache;
-use crate::pod_groups::{self, GangSettings};
+use crate::pod_groups;
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
 use crate::requests::{self, Requests};
+use crate::resources::{POD_GROUPS, request_resource};
 use crate::scope::Scope;
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
 use crate::watches::{Watches, dynamic_api};
@@ -126,9 +128,6 @@ fn after_listed<S: Stream + Send + 'static>(
     })
     .flatten()
 }
-
-/// The name [`Listed`] knows the TrainingJob cache by.
-pub const JOBS: &str = "TrainingJob";
 
 /// A job to reconcile because one of its children changed.
 type Trigger = (Kind, ObjectRef<DynamicObject>);
@@ -376,8 +375,8 @@ async fn run_until(
     } else {
         reflector::store().0
     };
-    let scale_in_resource = apply::request_resource(ScalerKind::ScaleIn);
-    let scale_out_resource = apply::request_resource(ScalerKind::ScaleOut);
+    let scale_in_resource = request_resource(ScalerKind::ScaleIn);
+    let scale_out_resource = request_resource(ScalerKind::ScaleOut);
     let mut request_streams = Vec::new();
     let (scale_ins_by_job, scale_in_index) = name_index(observe::selected_job);
     let (scale_outs_by_job, scale_out_index) = name_index(observe::selected_job);
@@ -430,7 +429,7 @@ async fn run_until(
                     source,
                 })?;
             if served {
-                inputs.push(pod_groups::POD_GROUPS);
+                inputs.push(POD_GROUPS);
             } else {
                 pod_groups_missing = true;
                 tracing::error!(
@@ -442,12 +441,8 @@ async fn run_until(
             }
             let config =
                 watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-            let (groups, events) = watches.reflected_custom(
-                &pod_groups_resource,
-                &config,
-                None,
-                pod_groups::POD_GROUPS,
-            );
+            let (groups, events) =
+                watches.reflected_custom(&pod_groups_resource, &config, None, POD_GROUPS);
             child_triggers.push(triggers(events));
             groups
         }
@@ -477,11 +472,7 @@ async fn run_until(
         changes: changes.clone(),
     };
     if pod_groups_missing {
-        child_triggers.push(every_job_once_listed(
-            &listed,
-            pod_groups::POD_GROUPS,
-            &stores,
-        ));
+        child_triggers.push(every_job_once_listed(&listed, POD_GROUPS, &stores));
     }
     let mut shown = Vec::new();
     if training_jobs {

@@ -15,6 +15,7 @@
 pub mod applied;
 pub mod blacklist;
 pub mod build;
+pub mod children;
 pub mod conditions;
 pub mod cooldown;
 pub mod discovery;

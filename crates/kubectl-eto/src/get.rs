@@ -7,7 +7,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
-use crate::children::Children;
+use crate::children;
 use crate::error::{Error, Request};
 use crate::jobs::{self, Job, Summary};
 use crate::output::Format;
@@ -177,7 +177,7 @@ impl Detail {
     /// Gathers the detail of `job` from the cluster.
     pub async fn fetch(client: &Client, job: &Job) -> Result<Self, Error> {
         let job_ref = job.as_ref();
-        let children = Children::fetch(client, job_ref).await?;
+        let children = children::fetch(client, job_ref).await?;
         let status = job_ref.status();
         let blacklisted = |pod: &str| {
             status

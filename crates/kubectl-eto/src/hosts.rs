@@ -6,7 +6,7 @@ use eto_engine::plan::{Child, plan};
 use kube::Client;
 use serde::Serialize;
 
-use crate::children::Children;
+use crate::children;
 use crate::error::Error;
 use crate::jobs::Job;
 
@@ -28,17 +28,18 @@ impl Hosts {
     /// Asks the engine what it would write for `job` now, given its children in the cluster.
     pub async fn fetch(client: &Client, job: &Job, now: jiff::Timestamp) -> Result<Self, Error> {
         let job = job.as_ref();
-        let children = Children::fetch(client, job).await?;
-        let observed = children.observed(job);
-        let decided = plan(&observed, now);
+        let children = children::fetch(client, job).await?;
+        let decided = plan(&children::observed(&children, job), now);
         let launcher = children.launcher_pod(job);
         let shown = launcher.and_then(|pod| annotation(&pod.metadata));
         let launcher_name = launcher.and_then(|pod| pod.metadata.name.clone());
-        // The engine writes the list onto the launcher's pod when it changes; when the plan
-        // leaves the pod alone, what it shows is current.
+        // The engine writes the list onto the launcher's pod when it changes: into a new
+        // launcher, or as a change of an existing one's metadata. When the plan leaves the pod
+        // alone, what it shows is current.
         let planned = decided.apply.iter().find_map(|child| match child {
-            Child::Pod(pod) if pod.metadata.name == launcher_name || is_new_launcher(pod, job) => {
-                annotation(&pod.metadata)
+            Child::Pod(pod) if is_new_launcher(pod, job) => annotation(&pod.metadata),
+            Child::PodMetadata(change) if Some(&change.name) == launcher_name.as_ref() => {
+                change.annotation(HOSTFILE_ANNOTATION).map(String::from)
             }
             _ => None,
         });

@@ -246,6 +246,38 @@ async fn get_as_json_and_yaml_parses_back() {
 }
 
 #[tokio::test]
+async fn hosts_reports_a_change_the_operator_has_not_written_yet() {
+    let mut cluster = Scripted::start("hosts-pending").await;
+    cluster.env.stop_operator().await;
+    cluster
+        .env
+        .cluster
+        .fail_pod("default", "mnist-elastic-worker-1", 1, "Error")
+        .unwrap();
+    // The operator is stopped: the launcher still shows the old list, and kubectl eto hosts
+    // says what eto will write, and that the launcher does not show it yet.
+    let pending = cluster
+        .eventually(&["hosts", "mnist-elastic"], |out| {
+            !out.stdout.contains("mnist-elastic-worker-1.")
+        })
+        .await;
+    assert_eq!(pending.stdout.lines().count(), 3, "{}", pending.stdout);
+    assert!(
+        pending
+            .stderr
+            .contains("launcher mnist-elastic-launcher does not show this list yet"),
+        "{}",
+        pending.stderr
+    );
+    let shown = cluster
+        .env
+        .launcher_hostfile("mnist-elastic")
+        .await
+        .unwrap();
+    assert!(shown.contains("mnist-elastic-worker-1."), "{shown}");
+}
+
+#[tokio::test]
 async fn hosts_prints_the_discovery_list_and_whether_the_launcher_has_it() {
     let cluster = Scripted::start("hosts").await;
     let training = cluster.run(&["hosts", "mnist-elastic"]).await;
