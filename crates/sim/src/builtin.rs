@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::errors::{ApiError, Cause};
-use crate::operations::{DeleteOptions, Subresource, WriteOptions, timestamp_now};
+use crate::options::{DeleteOptions, Subresource, WriteOptions, timestamp_now};
 use crate::resources::{PrinterColumn, ResourceId, ResourceType, ScalePaths};
 use crate::schema::CompiledCrdSchema;
 use crate::store::{ObjectKey, State};
@@ -766,7 +766,7 @@ pub fn collect_garbage(state: &mut State) -> bool {
                 continue;
             };
             let options = DeleteOptions {
-                propagation: crate::operations::Propagation::Foreground,
+                propagation: crate::options::Propagation::Foreground,
                 ..Default::default()
             };
             changed |= state

@@ -20,7 +20,7 @@ use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
 use crate::nodes::scheduler::Scheduler;
 use crate::nodes::{Changed, NodeSpec, Taint};
-use crate::operations::{DeleteOptions, Subresource, WriteOptions};
+use crate::options::{DeleteOptions, Subresource, WriteOptions};
 use crate::resources::ResourceId;
 use crate::store::{History, ObjectKey, State, Store};
 

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::nodes::scheduler::set_condition;
-use crate::operations::{DeleteOptions, Subresource, WriteOptions, timestamp_now};
+use crate::nodes::conditions::set_condition;
+use crate::options::{DeleteOptions, Subresource, WriteOptions, timestamp_now};
 use crate::resources::ResourceId;
 use crate::store::{ObjectKey, State};
 

@@ -67,6 +67,7 @@
 
 pub mod apiserver;
 pub mod builtin;
+pub mod cause;
 pub mod cluster;
 pub mod control;
 pub mod errors;
@@ -75,6 +76,7 @@ pub mod jobs;
 pub mod merge;
 pub mod nodes;
 pub mod operations;
+pub mod options;
 pub mod resources;
 pub mod schema;
 pub mod selectors;

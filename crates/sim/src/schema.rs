@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::errors::Cause;
+use crate::cause::Cause;
 
 /// The schema of one CRD version, with its CEL rules compiled.
 pub struct CompiledCrdSchema {

@@ -726,7 +726,10 @@ fn certain_losses_seen_one_reconcile_apart_get_the_notice_at_the_second() {
     world.reconcile();
     assert_eq!(world.status().notice, None, "three of three are left");
     assert!(
-        world.status().target_workers.contains(&"mnist-worker-4".to_string()),
+        world
+            .status()
+            .target_workers
+            .contains(&"mnist-worker-4".to_string()),
         "a replacement is asked for"
     );
     // The second worker of the reclaimed node is seen a reconcile later: the replacement,
@@ -744,5 +747,9 @@ fn a_worker_that_was_ready_and_may_come_back_holds_off_the_notice() {
     world.running_not_ready("mnist-worker-2");
     world.lose_with_node("mnist-worker-3");
     world.reconcile();
-    assert_eq!(world.status().notice, None, "debounced: worker-2 may come back");
+    assert_eq!(
+        world.status().notice,
+        None,
+        "debounced: worker-2 may come back"
+    );
 }

@@ -27,7 +27,7 @@ use self::watch::{Rendering, WatchRequest};
 use crate::errors::ApiError;
 use crate::http::{Body, full, streamed};
 use crate::merge::patch::PatchType;
-use crate::operations::{
+use crate::options::{
     DeleteOptions, FieldValidation, Propagation, Subresource, WriteOptions, Written,
 };
 use crate::resources::{ResourceId, ResourceType, events_k8s_io};

@@ -7,14 +7,20 @@
 //! `scheduling.x-k8s.io/v1alpha1`), which must be installed as a CRD. A pod of a group that
 //! does not exist is not placed. A group that cannot form may preempt the members of other
 //! groups beyond their minimum that are marked preemptable (see [`elastic_victims`]), as
-//! Volcano reclaims elastic tasks. Not simulated: queues, `minResources`, timeouts.
+//! Volcano reclaims elastic tasks. The scheduler forms a group with `form` and evicts a
+//! victim with `preempt`. Not simulated: queues, `minResources`, timeouts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::quantity::Milli;
+use super::conditions::disruption_target;
+use super::placement::{add, fit};
+use super::pods;
+use super::quantity::{Milli, pod_requests};
 
+use crate::options::{Subresource, WriteOptions};
 use crate::resources::ResourceId;
 use crate::store::{ObjectKey, State};
 
@@ -125,4 +131,74 @@ pub fn elastic_victims<'a>(
     }
     victims.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.0.cmp(&a.1.0)));
     victims.into_iter().map(|(_, victim)| victim).collect()
+}
+
+/// The pending members of a group (positions in the pending pods) of which `needed` more must
+/// be placed together for it to form.
+pub(super) struct Shortfall<'a> {
+    pub(super) group: &'a Group,
+    pub(super) members: &'a [usize],
+    pub(super) needed: usize,
+}
+
+/// What the pods on each node request, by the node's position.
+pub(super) type Usage = Vec<BTreeMap<String, Milli>>;
+
+/// Up to `needed` of `members` (positions in `pending`, oldest first) placed on `nodes` whose
+/// pods request `used`: the usage after them, and where each went.
+pub(super) fn form(
+    pending: &[Arc<Value>],
+    members: &[usize],
+    needed: usize,
+    nodes: &[(Arc<Value>, BTreeMap<String, Milli>)],
+    mut used: Usage,
+) -> (Usage, Vec<(usize, usize)>) {
+    let mut formed = Vec::new();
+    for &at in members {
+        if formed.len() >= needed {
+            break;
+        }
+        if let Ok(node) = fit(&pending[at], nodes, &used) {
+            add(&mut used[node], &pod_requests(&pending[at]));
+            formed.push((at, node));
+        }
+    }
+    (used, formed)
+}
+
+/// Preempts pod `key`: marks it `DisruptionTarget` (reason `PreemptionByScheduler`, as
+/// kube-scheduler does) and deletes it with its grace period; returns whether it did.
+pub(super) fn preempt(
+    state: &mut State,
+    resource: &crate::resources::ResourceType,
+    key: &ObjectKey,
+    options: &WriteOptions,
+) -> bool {
+    let Some(pod) = state.get(&pods(), key).map(Arc::clone) else {
+        return false;
+    };
+    let marked = disruption_target(
+        &pod,
+        "PreemptionByScheduler",
+        "preempted for a pod group that waits for its minimum",
+    );
+    let marked = state
+        .replace(
+            resource,
+            &key.namespace,
+            &key.name,
+            marked,
+            Some(Subresource::Status),
+            options,
+        )
+        .is_ok();
+    let deleted = state
+        .delete(
+            resource,
+            &key.namespace,
+            &key.name,
+            &crate::options::DeleteOptions::default(),
+        )
+        .is_ok();
+    marked || deleted
 }

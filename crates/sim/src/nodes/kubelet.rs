@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::scheduler::set_condition;
+use super::conditions::{disruption_target, set_condition};
 use super::{Changed, nodes, pods, terminal};
 use crate::errors::ApiError;
-use crate::operations::{Subresource, WriteOptions, timestamp_now};
+use crate::options::{Subresource, WriteOptions, timestamp_now};
 use crate::resources::{ResourceId, ResourceType};
 use crate::store::{ObjectKey, State};
 
@@ -343,17 +343,6 @@ pub fn mark_disruption(state: &mut State, node: &str, reason: &str, message: &st
             &WriteOptions::internal(MANAGER),
         );
     }
-}
-
-/// `pod` with the condition `DisruptionTarget=True` of `reason` and `message`, as Kubernetes
-/// marks a pod it is about to stop.
-pub fn disruption_target(pod: &Value, reason: &str, message: &str) -> Value {
-    let mut marked = pod.clone();
-    set_condition(
-        &mut marked,
-        json!({"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastTransitionTime": timestamp_now()}),
-    );
-    marked
 }
 
 /// The unfinished pods bound to `node`.

@@ -1,8 +1,10 @@
 //! Simulated nodes: what they offer, the scheduler that places pods on them, and the kubelets
 //! that run (and stop) those pods.
 
+pub mod conditions;
 pub mod gang;
 pub mod kubelet;
+pub mod placement;
 pub mod quantity;
 pub mod scheduler;
 
@@ -196,7 +198,7 @@ impl NodeSpec {
         let mut labels = self.labels.clone();
         labels.insert("kubernetes.io/hostname".into(), self.name.clone());
         labels.insert("kubernetes.io/os".into(), "linux".into());
-        let now = crate::operations::timestamp_now();
+        let now = crate::options::timestamp_now();
         json!({
             "apiVersion": "v1",
             "kind": "Node",
