@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
+use eto_tests::poll::until;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams, PostParams};
@@ -64,21 +65,6 @@ async fn discovered(pods: &Api<Pod>) -> Option<Vec<String>> {
     let blocks: Vec<&str> = logs.split("==\n").collect();
     let last_complete = blocks.get(blocks.len().checked_sub(2)?)?;
     Some(last_complete.lines().map(String::from).collect())
-}
-
-async fn eventually<T>(
-    what: &str,
-    timeout: Duration,
-    mut probe: impl AsyncFnMut() -> Option<T>,
-) -> T {
-    let started = Instant::now();
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(started.elapsed() < timeout, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// `job` with `ETO_TEST_POD_PATCH` merged into its pod templates' specs and `ETO_TEST_IMAGE`
@@ -195,7 +181,7 @@ async fn the_launchers_discovery_script_follows_the_workers_on_a_real_kubelet() 
         "discovery-worker-0.discovery-workers:1".to_string(),
         "discovery-worker-1.discovery-workers:1".to_string(),
     ];
-    eventually(
+    until(
         "the launcher lists both workers",
         Duration::from_secs(300),
         async || discovered(&pods).await.filter(|hosts| hosts == &both),
@@ -206,7 +192,7 @@ async fn the_launchers_discovery_script_follows_the_workers_on_a_real_kubelet() 
         .await
         .unwrap();
     let deleted = Instant::now();
-    eventually(
+    until(
         "the launcher drops the deleted worker",
         Duration::from_secs(60),
         async || {
@@ -256,7 +242,7 @@ async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     let scratch = Scratch::start("notice").await;
     scratch.apply_on_real_kubelet(NOTICED).await;
     let jobs = scratch.jobs();
-    eventually("the job runs", Duration::from_secs(300), async || {
+    until("the job runs", Duration::from_secs(300), async || {
         let job = jobs.get("noticed").await.ok()?;
         let phase = job.status?.phase?;
         (phase == eto_api::training_job::JobPhase::Running).then_some(())
@@ -271,7 +257,7 @@ async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     .unwrap();
     let posted = Instant::now();
     let pods = scratch.pods();
-    eventually(
+    until(
         "the worker's /etc/edl/notice shows the suspend notice",
         Duration::from_secs(60),
         async || {
@@ -350,7 +336,7 @@ async fn end_pod(pods: &Api<Pod>, name: &str, container: &str, exit_code: i32, w
 
 /// The node of pod `name` once it runs.
 async fn running_on(pods: &Api<Pod>, name: &str) -> String {
-    eventually(
+    until(
         &format!("{name} runs"),
         Duration::from_secs(60),
         async || {
@@ -446,7 +432,7 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     let scratch = Scratch::start("quitter").await;
     scratch.apply(QUITTING).await;
     let (pods, jobs) = (scratch.pods(), scratch.jobs());
-    eventually("the job runs", Duration::from_secs(120), async || {
+    until("the job runs", Duration::from_secs(120), async || {
         let job = jobs.get("quitter").await.ok()?;
         (phase_of(&job)? == JobPhase::Running).then_some(())
     })
@@ -455,7 +441,7 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     end_pod(&pods, "quitter-worker-2", "worker", 137, true).await;
     end_pod(&pods, "quitter-worker-3", "worker", 137, true).await;
     let lost = Instant::now();
-    eventually(
+    until(
         "the suspend notice is out",
         Duration::from_secs(10),
         async || {
@@ -470,7 +456,7 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     end_pod(&pods, "quitter-launcher", "launcher", 1, false).await;
-    eventually(
+    until(
         "the job is suspended",
         Duration::from_secs(30),
         async || {
@@ -479,7 +465,7 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
         },
     )
     .await;
-    let job = eventually("the job resumes", Duration::from_secs(120), async || {
+    let job = until("the job resumes", Duration::from_secs(120), async || {
         let job = jobs.get("quitter").await.ok()?;
         let status = job.status.as_ref()?;
         (status.phase? == JobPhase::Running && status.run == Some(1)).then_some(job)

@@ -279,37 +279,33 @@ async fn live_workers(env: &Env, job: &str) -> Vec<String> {
 /// workers are exactly `status.targetWorkers`, host discovery lists exactly them, and the job
 /// was never restarted.
 async fn wait_consistent(env: &Env, job: &str, desired: i32) {
-    let settled = tokio::time::timeout(eto_tests::env::WAIT, async {
-        loop {
-            let status = env
-                .jobs()
-                .get(job)
-                .await
-                .unwrap()
-                .status
-                .unwrap_or_default();
-            let ready = status
-                .workers
-                .as_ref()
-                .is_some_and(|w| w.ready == desired && w.desired == desired);
-            let mut target = status.target_workers.clone();
-            target.sort();
-            let indices: Vec<u32> = status
-                .target_workers
-                .iter()
-                .filter_map(|name| eto_engine::names::worker_index(job, name))
-                .collect();
-            if ready
-                && status.restart_count == 0
-                && live_workers(env, job).await == target
-                && env.launcher_hostfile(job).await == Some(eto_tests::env::hostfile(job, &indices))
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    if settled.await.is_err() {
+    let settled = eto_tests::poll::within(eto_tests::env::WAIT, async || {
+        let status = env
+            .jobs()
+            .get(job)
+            .await
+            .unwrap()
+            .status
+            .unwrap_or_default();
+        let ready = status
+            .workers
+            .as_ref()
+            .is_some_and(|w| w.ready == desired && w.desired == desired);
+        let mut target = status.target_workers.clone();
+        target.sort();
+        let indices: Vec<u32> = status
+            .target_workers
+            .iter()
+            .filter_map(|name| eto_engine::names::worker_index(job, name))
+            .collect();
+        let consistent = ready
+            && status.restart_count == 0
+            && live_workers(env, job).await == target
+            && env.launcher_hostfile(job).await == Some(eto_tests::env::hostfile(job, &indices));
+        consistent.then_some(())
+    })
+    .await;
+    if settled.is_none() {
         let status = env.jobs().get(job).await.unwrap().status;
         panic!(
             "{job} did not settle on {desired} workers; live workers {:?}, hostfile {:?}, status {status:#?}",

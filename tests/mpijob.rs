@@ -12,6 +12,7 @@ use eto_api::training_job::ReplicaType;
 use eto_controller::metrics::Outcome;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, WAIT, pod_ready, sim_config};
+use eto_tests::poll;
 use eto_tests::workspace_root;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -62,21 +63,19 @@ async fn pods_of(env: &Env, job: &str, role: &str) -> Vec<Pod> {
 /// Waits until the launcher Job of `job` runs a ready pod, and returns that pod.
 async fn running_launcher(env: &Env, job: &str) -> Pod {
     let selector = format!("batch.kubernetes.io/job-name={job}-launcher");
-    let found = tokio::time::timeout(WAIT, async {
-        loop {
+    poll::until(
+        &format!("a ready launcher pod of {job}"),
+        WAIT,
+        async || {
             let pods = env
                 .pods()
                 .list(&ListParams::default().labels(&selector))
                 .await
                 .unwrap();
-            if let Some(pod) = pods.items.into_iter().find(|p| pod_ready(Some(p))) {
-                return pod;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    found.unwrap_or_else(|_| panic!("no ready launcher pod of {job}"))
+            pods.items.into_iter().find(|p| pod_ready(Some(p)))
+        },
+    )
+    .await
 }
 
 /// The discovery lines the launcher's pod of `job` shows in `/etc/mpi/ready_hosts`.
@@ -528,16 +527,14 @@ async fn jobs_stored_under_mpi_operators_crd_read_back_under_etos() {
         json!({"type": type_, "status": "True", "reason": reason, "message": "",
             "lastTransitionTime": "2026-11-20T10:00:00Z", "lastUpdateTime": "2026-11-20T10:00:00Z"})
     };
-    let eventually_created = tokio::time::timeout(WAIT, async {
-        loop {
-            let jobs: Api<MPIJob> = mpi_jobs(&env);
-            if jobs.list(&ListParams::default()).await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-    eventually_created.await.expect("mpi-operator's CRD serves");
+    poll::until("mpi-operator's CRD serves", WAIT, async || {
+        mpi_jobs(&env)
+            .list(&ListParams::default())
+            .await
+            .ok()
+            .map(drop)
+    })
+    .await;
     stored_by_mpi_operator(
         &env.client,
         "finished",

@@ -6,6 +6,7 @@ use std::time::Duration;
 use eto_api::training_job::JobPhase;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, WAIT, hostfile, in_phase, job_yaml, pod_ready, sim_config};
+use eto_tests::poll;
 use eto_tests::workspace_root;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::ResourceExt;
@@ -556,23 +557,27 @@ async fn a_reconcile_with_no_change_writes_nothing() {
             .get()
     };
     // Let the job settle: wait until a reconcile leaves the cluster unchanged.
-    let settled = tokio::time::timeout(WAIT, async {
-        loop {
-            let before = env.cluster.store().read(|s| s.resource_version());
-            let count = reconciles();
-            env.jobs().patch("quiet", &PatchParams::default(), &Patch::Merge(serde_json::json!({"metadata": {"annotations": {"poke": count.to_string()}}}))).await.unwrap();
-            while reconciles() == count {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            // One write: the annotation above. Nothing from eto.
-            if env.cluster.store().read(|s| s.resource_version()) == before + 1 {
-                return;
-            }
-        }
-    });
-    settled
-        .await
-        .expect("a reconcile eventually writes nothing");
+    poll::until("a reconcile that writes nothing", WAIT, async || {
+        let before = env.cluster.store().read(|s| s.resource_version());
+        let count = reconciles();
+        env.jobs()
+            .patch(
+                "quiet",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    serde_json::json!({"metadata": {"annotations": {"poke": count.to_string()}}}),
+                ),
+            )
+            .await
+            .unwrap();
+        poll::until("a reconcile of the poked job", WAIT, async || {
+            (reconciles() != count).then_some(())
+        })
+        .await;
+        // One write: the annotation above. Nothing from eto.
+        (env.cluster.store().read(|s| s.resource_version()) == before + 1).then_some(())
+    })
+    .await;
     let writes = metrics.writes.get();
     let count = reconciles();
     env.jobs()
@@ -583,9 +588,10 @@ async fn a_reconcile_with_no_change_writes_nothing() {
         )
         .await
         .unwrap();
-    while reconciles() == count {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll::until("a reconcile of the poked job", WAIT, async || {
+        (reconciles() != count).then_some(())
+    })
+    .await;
     assert_eq!(metrics.writes.get(), writes, "no child written");
     let _ = env.jobs().delete("quiet", &DeleteParams::default()).await;
 }

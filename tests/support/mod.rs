@@ -38,3 +38,4 @@ pub mod env;
 pub mod floor;
 pub mod history;
 pub mod pod_groups;
+pub mod poll;

@@ -51,14 +51,6 @@ impl Kind {
         }
     }
 
-    /// The field holding the job's desired number of workers, for messages.
-    pub fn replicas_field(self) -> &'static str {
-        match self {
-            Self::TrainingJob => "worker.replicas",
-            Self::MpiJob => "mpiReplicaSpecs.Worker.replicas",
-        }
-    }
-
     /// The field (or fields) that suspend a job, for messages.
     pub fn suspend_field(self) -> &'static str {
         match self {

@@ -82,6 +82,7 @@ impl PodMetadata {
     /// What the API server makes of `metadata` when it applies [`PodMetadata::merge_patch`]:
     /// the labels and annotations set, the removed annotations gone, every other key kept.
     /// For tests that stand in for the API server.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn apply_to(self, metadata: &mut ObjectMeta) {
         if !self.labels.is_empty() {
             metadata.labels.get_or_insert_default().extend(self.labels);

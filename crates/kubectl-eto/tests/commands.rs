@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use eto_api::{MPIJob, TrainingJob};
 use eto_sim::{Fault, FaultAction};
@@ -93,17 +92,15 @@ impl Scripted {
 
     /// Runs `args` until `done` holds for the output.
     async fn eventually(&self, args: &[&str], done: impl Fn(&Output) -> bool) -> Output {
-        let ran = tokio::time::timeout(WAIT, async {
-            loop {
+        eto_tests::poll::until(
+            &format!("kubectl eto {args:?} gives the expected output"),
+            WAIT,
+            async || {
                 let out = self.run(args).await;
-                if done(&out) {
-                    return out;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        });
-        ran.await
-            .unwrap_or_else(|_| panic!("kubectl eto {args:?} never gave the expected output"))
+                done(&out).then_some(out)
+            },
+        )
+        .await
     }
 }
 

@@ -225,13 +225,6 @@ impl Registry {
         self.types.get(id)
     }
 
-    /// The type of `kind` in `api_version` (`group/version` or `v1`), if served.
-    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<&Arc<ResourceType>> {
-        self.types
-            .values()
-            .find(|t| t.kind == kind && t.api_version() == api_version)
-    }
-
     /// Every served type, ordered by group and plural.
     pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
         self.types.values()
