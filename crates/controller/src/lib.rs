@@ -11,8 +11,22 @@
 //! not decide from older state.
 //!
 //! Start with [`run::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
+//!
+//! # Layers
+//! Each module uses only those below it:
+//! 1. Identities and settings, which depend on no other module: [`resources`] (the typed
+//!    objects eto reads and writes, the request resources, the caches' names), [`scope`],
+//!    [`listed`], [`error`].
+//! 2. The caches and their context: [`pod_cache`], [`name_index`], [`context`] (the stores,
+//!    the gang settings, the clock), `caches` (wiring the watches).
+//! 3. Reading: [`observe`] from the caches only, [`lookups`] from the API server where a
+//!    cache cannot answer, [`ownership`] (which objects a job may write).
+//! 4. Writing: [`apply`] (children, requests, status, events), [`pod_groups`], [`freshness`].
+//! 5. Reconciling and running: [`reconcile`], [`requests`], [`mod@run`] (the checks at start,
+//!    the context, the controllers), [`leader`], [`shutdown`].
 
 pub mod apply;
+mod caches;
 pub mod context;
 pub mod crds;
 pub mod error;

@@ -3,7 +3,7 @@
 //!
 //! The PodGroup CRDs are the gang scheduler's, not eto's. When the scheduler the operator is
 //! set to use has no PodGroup API in the cluster, the operator says so at start-up and keeps
-//! running: jobs are planned with [`Gang::Missing`] (no pods, a condition naming the CRD)
+//! running: jobs are planned with [`eto_engine::gang::Gang::Missing`] (no pods, a condition naming the CRD)
 //! until the PodGroup watch completes a list, which it retries with backoff, so installing
 //! the scheduler later is picked up without a restart.
 

@@ -1,0 +1,340 @@
+//! Wiring the watch caches a reconcile reads, and the triggers their changes send: pods (with
+//! an index by controller), Services, ConfigMaps, Secrets, and for the kinds served, the
+//! launcher's RBAC objects and ScaleIn and ScaleOut requests (TrainingJobs), launcher Jobs
+//! (MPIJobs) and PodGroups (with a gang scheduler). A kind not served gets an empty cache and
+//! no watch, and so needs no RBAC. Every watch selects eto's own objects by label (see
+//! [`crate::watches`]). Starting the controllers over them is [`crate::run`]'s.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
+use eto_engine::gang::GangScheduler;
+use eto_engine::kind::Kind;
+use eto_engine::scaling::ScalerKind;
+use futures::{Stream, StreamExt};
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::batch::v1::Job as BatchJob;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use tokio::sync::watch;
+
+use crate::apply;
+use crate::context::Stores;
+use crate::listed::Listed;
+use crate::metrics::Metrics;
+use crate::name_index::name_index;
+use crate::observe;
+use crate::pod_cache::pod_cache;
+use crate::pod_groups;
+use crate::resources::{POD_GROUPS, request_resource};
+use crate::run::RunError;
+use crate::scope::Scope;
+use crate::watches::{Watches, dynamic_api};
+
+/// The watch of one kind of scaling request: its kind, resource, cache and events.
+pub(crate) type RequestStream = (
+    ScalerKind,
+    ApiResource,
+    Store<DynamicObject>,
+    Pin<Box<dyn Stream<Item = Result<DynamicObject, watcher::Error>> + Send>>,
+);
+
+/// The caches of a running operator and what their changes send.
+pub(crate) struct Caches {
+    /// The caches, as reconciles read them.
+    pub stores: Stores,
+    /// The names of the caches a job's plan needs listed first.
+    pub inputs: Vec<&'static str>,
+    /// The jobs the changes of their children call to reconcile.
+    pub child_triggers: Vec<Pin<Box<dyn Stream<Item = Trigger> + Send>>>,
+    /// The watches of ScaleIn and ScaleOut requests, for their controllers.
+    pub request_streams: Vec<RequestStream>,
+    /// The writers of the TrainingJob and MPIJob caches, which the job controllers fill.
+    pub job_writers: [reflector::store::Writer<DynamicObject>; 2],
+}
+
+/// Starts the watches of every cache for `kinds` in `scope`; `gang` is the gang scheduler, if
+/// any, whose PodGroup API may be missing (its jobs then report it, and the watch keeps
+/// retrying so that installing it later is seen).
+///
+/// # Errors
+/// Whether the PodGroup API is served could not be checked.
+pub(crate) async fn wire(
+    client: &Client,
+    scope: &Scope,
+    kinds: &[Kind],
+    gang: Option<&GangScheduler>,
+    metrics: &Arc<Metrics>,
+    listed: &Listed,
+    changes: &watch::Sender<()>,
+) -> Result<Caches, RunError> {
+    let training_jobs = kinds.contains(&Kind::TrainingJob);
+    let mpi_jobs = kinds.contains(&Kind::MpiJob);
+    // The caches every job is planned from, and the triggers their changes send.
+    let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
+    let mut child_triggers = Vec::new();
+    let (pods, mut pod_writer) = pod_cache();
+    let watches = Watches {
+        client,
+        scope,
+        changes,
+        listed,
+    };
+    let events = watches.watched::<Pod>(move |event| {
+        pod_writer.apply_watcher_event(event);
+    });
+    // A pod change starts a measurement of how long discovery takes to follow it.
+    let seen = Arc::clone(metrics);
+    child_triggers.push(
+        triggers(events)
+            .inspect(move |(kind, job)| {
+                let namespace = job.namespace.as_deref().unwrap_or_default();
+                seen.pod_changes.seen(kind.name(), namespace, &job.name);
+            })
+            .boxed(),
+    );
+    let (services, events) = watches.reflected::<Service>();
+    child_triggers.push(triggers(events));
+    let (config_maps, events) = watches.reflected::<ConfigMap>();
+    child_triggers.push(triggers(events));
+    let (secrets, events) = watches.reflected::<Secret>();
+    child_triggers.push(triggers(events));
+    // The caches of one kind only; a kind not served gets an empty cache and no watch (and
+    // needs no RBAC for it).
+    let (service_accounts, roles, role_bindings) = if training_jobs {
+        inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
+        let (accounts, events) = watches.reflected::<ServiceAccount>();
+        child_triggers.push(triggers(events));
+        let (roles, events) = watches.reflected::<Role>();
+        child_triggers.push(triggers(events));
+        let (bindings, events) = watches.reflected::<RoleBinding>();
+        child_triggers.push(triggers(events));
+        (accounts, roles, bindings)
+    } else {
+        (
+            reflector::store().0,
+            reflector::store().0,
+            reflector::store().0,
+        )
+    };
+    let launcher_jobs = if mpi_jobs {
+        inputs.push(BatchJob::KIND);
+        let (jobs, events) = watches.reflected::<BatchJob>();
+        child_triggers.push(triggers(events));
+        jobs
+    } else {
+        reflector::store().0
+    };
+    let scale_in_resource = request_resource(ScalerKind::ScaleIn);
+    let scale_out_resource = request_resource(ScalerKind::ScaleOut);
+    let mut request_streams = Vec::new();
+    let (scale_ins_by_job, scale_in_index) = name_index(observe::selected_job);
+    let (scale_outs_by_job, scale_out_index) = name_index(observe::selected_job);
+    let (scale_ins, scale_outs) = if training_jobs {
+        inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
+        let (scale_ins, scale_in_events) = watches.reflected_custom(
+            &scale_in_resource,
+            &watcher::Config::default(),
+            Some(scale_in_index),
+            ScalerKind::ScaleIn.as_str(),
+        );
+        let (scale_outs, scale_out_events) = watches.reflected_custom(
+            &scale_out_resource,
+            &watcher::Config::default(),
+            Some(scale_out_index),
+            ScalerKind::ScaleOut.as_str(),
+        );
+        request_streams.push((
+            ScalerKind::ScaleIn,
+            scale_in_resource,
+            scale_ins.clone(),
+            scale_in_events.boxed(),
+        ));
+        request_streams.push((
+            ScalerKind::ScaleOut,
+            scale_out_resource,
+            scale_outs.clone(),
+            scale_out_events.boxed(),
+        ));
+        (scale_ins, scale_outs)
+    } else {
+        (
+            reflector::store::Writer::new(scale_in_resource).as_reader(),
+            reflector::store::Writer::new(scale_out_resource).as_reader(),
+        )
+    };
+
+    // The jobs' PodGroups, when a gang scheduler is configured. Its PodGroup API is not eto's:
+    // when the cluster does not serve it, the operator runs on, its jobs reporting it (see
+    // crate::pod_groups), and the watch keeps retrying, so that installing it later is seen.
+    let pod_groups_resource = pod_groups::resource(gang.unwrap_or(&GangScheduler::Volcano));
+    let mut pod_groups_missing = false;
+    let pod_groups = match gang {
+        Some(scheduler) => {
+            let served = served(client, scope, &pod_groups_resource)
+                .await
+                .map_err(|source| RunError::Unreachable {
+                    kind: "PodGroup",
+                    source,
+                })?;
+            if served {
+                inputs.push(POD_GROUPS);
+            } else {
+                pod_groups_missing = true;
+                tracing::error!(
+                    scheduler = scheduler.display_name(),
+                    crd = scheduler.crd_name(),
+                    "gang scheduling is configured, but the cluster has no CustomResourceDefinition {}: jobs create no pods and report GangSchedulerMissing until it is installed",
+                    scheduler.crd_name()
+                );
+            }
+            let config =
+                watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+            let (groups, events) =
+                watches.reflected_custom(&pod_groups_resource, &config, None, POD_GROUPS);
+            child_triggers.push(triggers(events));
+            groups
+        }
+        None => reflector::store::Writer::new(pod_groups_resource.clone()).as_reader(),
+    };
+
+    let job_writers = [Kind::TrainingJob, Kind::MpiJob]
+        .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
+    let [training_writer, mpi_writer] = job_writers;
+    let stores = Stores {
+        training_jobs: training_writer.as_reader(),
+        mpi_jobs: mpi_writer.as_reader(),
+        launcher_jobs,
+        pods,
+        services,
+        config_maps,
+        secrets,
+        service_accounts,
+        roles,
+        role_bindings,
+        scale_ins,
+        scale_outs,
+        scale_ins_by_job,
+        scale_outs_by_job,
+        pod_groups,
+        pod_groups_resource,
+        changes: changes.clone(),
+    };
+    if pod_groups_missing {
+        child_triggers.push(every_job_once_listed(listed, POD_GROUPS, &stores));
+    }
+    Ok(Caches {
+        stores,
+        inputs,
+        child_triggers,
+        request_streams,
+        job_writers: [training_writer, mpi_writer],
+    })
+}
+
+/// A job to reconcile because one of its children changed.
+pub(crate) type Trigger = (Kind, ObjectRef<DynamicObject>);
+
+/// The job whose reconcile a change of the child with `metadata` calls for: its controller
+/// owner, or for the pod of an MPIJob's launcher Job (owned by the Job), the MPIJob its label
+/// names.
+fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
+    let namespace = metadata.namespace.as_deref()?;
+    let owner = metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|owner| owner.controller == Some(true))?;
+    let group = owner.api_version.split('/').next().unwrap_or_default();
+    let (kind, name) = match (group, owner.kind.as_str()) {
+        ("kai.alibabacloud.com", "TrainingJob") => (Kind::TrainingJob, owner.name.as_str()),
+        ("kubeflow.org", "MPIJob") => (Kind::MpiJob, owner.name.as_str()),
+        ("batch", "Job") => (
+            Kind::MpiJob,
+            metadata.labels.as_ref()?.get(MPI_JOB_NAME_LABEL)?.as_str(),
+        ),
+        _ => return None,
+    };
+    Some((
+        kind,
+        ObjectRef::new_with(name, apply::job_resource(kind)).within(namespace),
+    ))
+}
+
+/// Every job in `stores`, once `cache` has completed its first list: jobs planned without
+/// that cache (a PodGroup API that was not served) are planned again as soon as it is.
+fn every_job_once_listed(
+    listed: &Listed,
+    cache: &'static str,
+    stores: &Stores,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>> {
+    let (listed, stores) = (listed.clone(), stores.clone());
+    futures::stream::once(async move {
+        listed.all(&[cache]).await;
+        tracing::info!(cache, "now served; every job is planned again");
+        let jobs: Vec<Trigger> = [Kind::TrainingJob, Kind::MpiJob]
+            .into_iter()
+            .flat_map(|kind| {
+                let resource = apply::job_resource(kind);
+                stores.jobs(kind).state().into_iter().map(move |job| {
+                    (
+                        kind,
+                        ObjectRef::from_obj_with(job.as_ref(), resource.clone()),
+                    )
+                })
+            })
+            .collect();
+        futures::stream::iter(jobs)
+    })
+    .flatten()
+    .boxed()
+}
+
+/// The jobs whose reconcile the changes in `stream` call for.
+fn triggers<K>(
+    stream: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>>
+where
+    K: Resource + Send + 'static,
+{
+    stream
+        .filter_map(|changed| async move {
+            match changed {
+                Ok(object) => owner_trigger(object.meta()),
+                Err(error) => {
+                    tracing::warn!(%error, "watch error; retrying");
+                    None
+                }
+            }
+        })
+        .boxed()
+}
+
+/// Whether the objects of `resource` can be listed in every namespace of `scope`: `false`
+/// when the cluster does not serve the resource (404, its CRD is not installed).
+///
+/// # Errors
+/// A list failed for another reason (for example RBAC).
+pub(crate) async fn served(
+    client: &Client,
+    scope: &Scope,
+    resource: &ApiResource,
+) -> Result<bool, kube::Error> {
+    for namespace in scope.watches() {
+        let objects = dynamic_api(client, namespace, resource);
+        match objects.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_not_found() || status.code == 404 => {
+                return Ok(false);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(true)
+}
