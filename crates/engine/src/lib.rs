@@ -11,6 +11,17 @@
 //! workers with [`workers::decide`], builds objects with [`build`] (for an MPIJob, mpi-operator's
 //! launcher Job, Service and ConfigMap), renders host discovery with [`discovery`],
 //! and reports an MPIJob's status in mpi-operator's form with [`mpi_status`].
+//!
+//! # Where each rule lives
+//! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
+//!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; the launcher, its
+//!   restarts and the phase: `plan/run.rs`; a finished job: `plan/mod.rs`.
+//! - Which workers a job should have: [`workers`]; why a worker stopped counting: [`loss`];
+//!   the blacklist and the rule that an index is never used again: [`blacklist`]; nodes to
+//!   avoid: [`cooldown`]; draining removed workers: [`drain`].
+//! - ScaleIn and ScaleOut requests: [`scaling`]; notices to the training code: [`notice`];
+//!   PodGroups: [`gang`].
+//! - A job's children, as the operator and `kubectl eto` both select them: [`children`].
 
 pub mod applied;
 pub mod blacklist;
