@@ -5,7 +5,8 @@
 //! `/etc/edl/notice` (these need pulls of `busybox`, or `ETO_TEST_POD_PATCH`, below); and what
 //! only a real API server checks: that every pod eto writes is valid, here the replacements of
 //! workers that failed on several nodes (this one needs nodes with `nvidia.com/gpu` and pods
-//! that run on them, which a fake kubelet's nodes give).
+//! that run on them, which a fake kubelet's nodes give); and that the `kubeai` SDK, run by the
+//! test on this machine, hears eto's stop through a real API server's pod proxy.
 //!
 //! `ETO_TEST_POD_PATCH`, when set, is a JSON merge patch applied to the pod templates of the
 //! real-kubelet tests, and `ETO_TEST_IMAGE` replaces their image: on the loopback harness, for
@@ -115,6 +116,7 @@ impl Scratch {
             client.clone(),
             Settings {
                 scope: eto_controller::Scope::of(vec![namespace.clone()]),
+                pod_proxy: Some(kube::Config::infer().await.unwrap()),
                 ..Settings::default()
             },
             Arc::new(Metrics::default()),
@@ -156,6 +158,28 @@ impl Scratch {
                 &name,
                 &PatchParams::apply("eto-test").force(),
                 &Patch::Apply(&job),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Waits until the job `name` is `Running`.
+    async fn wait_running(&self, name: &str, within: Duration) {
+        let jobs = self.jobs();
+        until("the job runs", within, async || {
+            let job = jobs.get(name).await.ok()?;
+            (phase_of(&job)? == eto_api::training_job::JobPhase::Running).then_some(())
+        })
+        .await;
+    }
+
+    /// Sets `spec.suspend` of the job `name`.
+    async fn suspend(&self, name: &str) {
+        self.jobs()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {"suspend": true}})),
             )
             .await
             .unwrap();
@@ -241,20 +265,10 @@ spec:
 async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     let scratch = Scratch::start("notice").await;
     scratch.apply_on_real_kubelet(NOTICED).await;
-    let jobs = scratch.jobs();
-    until("the job runs", Duration::from_secs(300), async || {
-        let job = jobs.get("noticed").await.ok()?;
-        let phase = job.status?.phase?;
-        (phase == eto_api::training_job::JobPhase::Running).then_some(())
-    })
-    .await;
-    jobs.patch(
-        "noticed",
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"spec": {"suspend": true}})),
-    )
-    .await
-    .unwrap();
+    scratch
+        .wait_running("noticed", Duration::from_secs(300))
+        .await;
+    scratch.suspend("noticed").await;
     let posted = Instant::now();
     let pods = scratch.pods();
     until(
@@ -273,6 +287,67 @@ async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     println!(
         "the worker read the suspend notice {:?} after spec.suspend was set",
         posted.elapsed()
+    );
+    scratch.end().await;
+}
+
+/// The job of [`NOTICED`], named `kubeai`, whose worker opts in to the `kubeai` stop. On the
+/// loopback harness its pods run on a fake kubelet's nodes, whose pod IPs (10.244.x.y) the API
+/// server's pod proxy reaches on this machine, where the test runs the SDK; a real kubelet's
+/// `hostNetwork` pods there have the IP 127.0.0.1, which kube-apiserver refuses to proxy to
+/// ("address not allowed").
+fn kubeai_job() -> TrainingJob {
+    let mut job: TrainingJob = serde_saphyr::from_str(NOTICED).unwrap();
+    job.metadata.name = Some("kubeai".into());
+    job.spec.et_replica_specs.worker.template.metadata = Some(
+        serde_json::from_value(serde_json::json!({"annotations": {
+            "job-supervisor.kube-ai.io/managed-by-job-supervisor": "true"}}))
+        .unwrap(),
+    );
+    job
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) whose API server's pod proxy reaches port 9009 of this machine as the worker's (the loopback harness's fake kubelet nodes)"]
+async fn the_kubeai_sdk_hears_the_stop_through_a_real_api_servers_pod_proxy() {
+    let mut training = crate::kubeai::TrainingLoop::start().await;
+    let scratch = Scratch::start("kubeai").await;
+    scratch.apply_job(kubeai_job()).await;
+    scratch
+        .wait_running("kubeai", Duration::from_secs(300))
+        .await;
+    scratch.suspend("kubeai").await;
+    let posted = Instant::now();
+    training.stopped().await;
+    println!(
+        "the SDK's check_alive() turned false {:?} after spec.suspend was set",
+        posted.elapsed()
+    );
+    let worker = scratch.pods().get("kubeai-worker-0").await.unwrap();
+    assert!(
+        worker.metadata.deletion_timestamp.is_none(),
+        "the worker still runs in its grace period"
+    );
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let note = until(
+        "the stop is reported",
+        Duration::from_secs(30),
+        async || {
+            events
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|event| event.reason.as_deref() == Some("KubeaiStop"))?
+                .message
+        },
+    )
+    .await;
+    assert!(
+        note.ends_with("with the Suspend notice to 1 pod: 1 acknowledged"),
+        "{note}"
     );
     scratch.end().await;
 }
@@ -432,11 +507,9 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     let scratch = Scratch::start("quitter").await;
     scratch.apply(QUITTING).await;
     let (pods, jobs) = (scratch.pods(), scratch.jobs());
-    until("the job runs", Duration::from_secs(120), async || {
-        let job = jobs.get("quitter").await.ok()?;
-        (phase_of(&job)? == JobPhase::Running).then_some(())
-    })
-    .await;
+    scratch
+        .wait_running("quitter", Duration::from_secs(120))
+        .await;
     // Two workers go with their node; the training code quits two seconds later.
     end_pod(&pods, "quitter-worker-2", "worker", 137, true).await;
     end_pod(&pods, "quitter-worker-3", "worker", 137, true).await;

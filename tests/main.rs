@@ -17,6 +17,7 @@ mod examples;
 mod faults;
 mod foreign_objects;
 mod gang;
+mod kubeai;
 mod lifecycle;
 mod mpijob;
 mod notice_helper;

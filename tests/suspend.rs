@@ -8,7 +8,7 @@ use eto_api::training_job::{JobPhase, Notice, NoticeKind};
 use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 
 /// A job of `replicas` one-GPU workers, at least `min`, with `policy` under `elasticPolicy`.
 fn job(name: &str, replicas: u32, min: u32, policy: &str, worker_policy: &str) -> String {
@@ -61,13 +61,6 @@ fn shows_notice_file(pod: &Pod) -> bool {
 }
 
 /// Merges `patch` into job `name`.
-async fn patch_job(env: &Env, name: &str, patch: serde_json::Value) {
-    env.jobs()
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .unwrap();
-}
-
 fn env_value(pod: &Pod, name: &str) -> Option<String> {
     pod.spec.as_ref().unwrap().containers[0]
         .env
@@ -259,12 +252,8 @@ async fn spec_suspend_suspends_after_the_notice_and_clearing_it_resumes() {
     .await;
     env.wait_job("paused", "runs", in_phase(JobPhase::Running))
         .await;
-    patch_job(
-        &env,
-        "paused",
-        serde_json::json!({"spec": {"suspend": true}}),
-    )
-    .await;
+    env.patch_job("paused", serde_json::json!({"spec": {"suspend": true}}))
+        .await;
     let notice = wait_notice(&env, "paused-worker-0", NoticeKind::Suspend).await;
     assert_eq!(notice.reason, "Suspended");
     env.wait_job("paused", "is suspended", in_phase(JobPhase::Suspended))
@@ -277,12 +266,8 @@ async fn spec_suspend_suspends_after_the_notice_and_clearing_it_resumes() {
         "nothing is created while suspended"
     );
 
-    patch_job(
-        &env,
-        "paused",
-        serde_json::json!({"spec": {"suspend": false}}),
-    )
-    .await;
+    env.patch_job("paused", serde_json::json!({"spec": {"suspend": false}}))
+        .await;
     env.wait_job("paused", "runs again", in_phase(JobPhase::Running))
         .await;
     let launcher = env
@@ -328,12 +313,8 @@ async fn a_job_created_suspended_creates_nothing_until_unsuspended() {
             .is_none()
     );
 
-    patch_job(
-        &env,
-        "queued",
-        serde_json::json!({"spec": {"suspend": false}}),
-    )
-    .await;
+    env.patch_job("queued", serde_json::json!({"spec": {"suspend": false}}))
+        .await;
     env.wait_job("queued", "runs", in_phase(JobPhase::Running))
         .await;
 }
@@ -351,12 +332,12 @@ async fn the_job_supervisors_annotation_suspends_and_resumes_the_job() {
     .await;
     env.wait_job("supervised", "runs", in_phase(JobPhase::Running))
         .await;
-    patch_job(&env, "supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "true"}}})).await;
+    env.patch_job("supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "true"}}})).await;
     env.wait_job("supervised", "is suspended", in_phase(JobPhase::Suspended))
         .await;
     env.wait_pod("supervised-launcher", "is deleted", |pod| pod.is_none())
         .await;
-    patch_job(&env, "supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "false"}}})).await;
+    env.patch_job("supervised", serde_json::json!({"metadata": {"annotations": {"job-supervisor.kube-ai.io/job-suspended": "false"}}})).await;
     env.wait_job("supervised", "runs again", in_phase(JobPhase::Running))
         .await;
 }

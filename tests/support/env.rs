@@ -220,6 +220,10 @@ impl Env {
             self.client.clone(),
             Settings {
                 instance: Some("test".into()),
+                pod_proxy: settings
+                    .pod_proxy
+                    .clone()
+                    .or_else(|| Some(self.cluster.config())),
                 ..settings
             },
             Arc::clone(&metrics),
@@ -283,6 +287,14 @@ impl Env {
     /// The pods of namespace `default`.
     pub fn pods(&self) -> Api<Pod> {
         Api::default_namespaced(self.client.clone())
+    }
+
+    /// Merge-patches the TrainingJob `name` with `patch`, as `kubectl patch --type merge`.
+    pub async fn patch_job(&self, name: &str, patch: serde_json::Value) {
+        self.jobs()
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("the API server accepts the merge patch");
     }
 
     /// Creates (or updates) a job from YAML.

@@ -324,6 +324,23 @@ pub struct ElasticPolicy {
     #[schemars(range(min = 0))]
     pub checkpoint_grace_seconds: Option<i32>,
 
+    /// Whether eto also sends every pod of the job the stop signal of Alibaba's `kubeai` SDK
+    /// when it posts the pod a `Suspend` or `Reclaim` notice: `GET /stop` on `kubeaiPort`,
+    /// after which the SDK's `kubeai.check_alive()` returns false, so that training code
+    /// written for ACK's elastic training checkpoints unchanged. Sent once per pod and notice,
+    /// through the API server's pod proxy, to running pods only; the notice file is written
+    /// either way, and the suspend never waits for an answer. A pod opts in by itself with
+    /// the annotation `job-supervisor.kube-ai.io/managed-by-job-supervisor: "true"` on its
+    /// template. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeai_stop: Option<bool>,
+
+    /// The port the `kubeai` SDK listens on in the training processes, for its stop signal
+    /// (see `kubeaiStop`). Defaults to 9009, the SDK's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub kubeai_port: Option<i32>,
+
     /// Seconds a worker removed from a running job (by a ScaleIn, or by lowering
     /// its replicas) is given to leave the training gracefully. It leaves host discovery
     /// at once, so Horovod takes it out at its next commit and re-forms the ring without it

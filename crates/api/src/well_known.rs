@@ -46,6 +46,13 @@ pub const RESUME_ENV: &str = "ETO_RESUME";
 /// Annotation Alibaba's job supervisor (and et-operator users) set to `"true"` to suspend a
 /// job; eto reads it as `spec.suspend: true`.
 pub const JOB_SUSPENDED_ANNOTATION: &str = "job-supervisor.kube-ai.io/job-suspended";
+
+/// The pod annotation that opts a pod into the stop signal of the `kubeai` SDK (Alibaba's
+/// job supervisor reads it): `"true"`.
+pub const KUBEAI_MANAGED_ANNOTATION: &str = "job-supervisor.kube-ai.io/managed-by-job-supervisor";
+
+/// The port the `kubeai` SDK listens on for its stop signal.
+pub const KUBEAI_PORT: u16 = 9009;
 /// Annotation on the launcher holding the current hostfile, which the launcher reads as
 /// `/etc/edl/hostfile` (see the README on host discovery).
 pub const HOSTFILE_ANNOTATION: &str = "eto.dev/hostfile";

@@ -47,6 +47,7 @@ use serde_json::json;
 use crate::context::Context;
 use crate::error::Error;
 use crate::freshness::Written;
+use crate::kubeai;
 use crate::metrics::DecisionLabels;
 use crate::ownership::Owner;
 use crate::pod_groups;
@@ -580,6 +581,16 @@ pub async fn execute(
                 patch_pods_metadata(ctx, namespace, &changes, owner).await?;
             }
         }
+    }
+    // The notices are written: their stop signals go now, before a deletion, in a task of
+    // their own.
+    if let Some(client) = ctx.pod_proxy.clone() {
+        kubeai::Sender {
+            client,
+            events: ctx.events.clone(),
+            metrics: std::sync::Arc::clone(&ctx.metrics),
+        }
+        .spawn(kind.name(), job.reference(), plan.stops);
     }
     for deletion in &plan.delete {
         match deletion.kind {

@@ -117,6 +117,9 @@ pub struct Context {
     pub retries: Retries,
     /// The gang scheduler jobs' pods go to, if any.
     pub gang: Option<GangSettings>,
+    /// The client of the pod proxy, which does not retry (see [`crate::kubeai`]); `None`
+    /// sends no `kubeai` stop signals.
+    pub pod_proxy: Option<Client>,
 }
 
 impl Context {

@@ -33,6 +33,7 @@ pub mod error;
 pub mod events;
 pub mod freshness;
 pub mod job_gauges;
+pub mod kubeai;
 pub mod leader;
 pub mod listed;
 pub mod lookups;

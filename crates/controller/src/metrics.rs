@@ -59,6 +59,17 @@ pub struct ReasonLabels {
     pub reason: String,
 }
 
+/// Labels of a `kubeai` stop signal sent.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StopLabels {
+    /// The kind of the job.
+    pub kind: String,
+    /// The notice it went with: `Suspend` or `Reclaim`.
+    pub notice: String,
+    /// `acknowledged`, `unreachable`, `no-answer` or `gone`.
+    pub result: String,
+}
+
 /// Labels of a finished scaling request.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScalingLabels {
@@ -100,6 +111,8 @@ pub struct Metrics {
     pub job_gauges: std::sync::Arc<JobGauges>,
     /// When a change of each job's pods was first seen, until a reconcile of the job takes it.
     pub pod_changes: PodChanges,
+    /// The `kubeai` SDK's stop signals sent, by kind of job, notice and result.
+    pub kubeai_stops: Family<StopLabels, Counter>,
 }
 
 /// When a change of each job's pods was first seen and not yet reconciled: the start of a
@@ -212,6 +225,12 @@ impl Default for Metrics {
             "Seconds from a change of a job's pods being seen to its discovery data being written",
             discovery_latency.clone(),
         );
+        let kubeai_stops = Family::<StopLabels, Counter>::default();
+        registry.register(
+            "kubeai_stops",
+            "Stop signals sent to the kubeai SDK in the training pods with a notice, by result (acknowledged, unreachable, no-answer, gone)",
+            kubeai_stops.clone(),
+        );
         let job_gauges = std::sync::Arc::new(JobGauges::default());
         registry.register_collector(Box::new(std::sync::Arc::clone(&job_gauges)));
         Self {
@@ -220,6 +239,7 @@ impl Default for Metrics {
             decisions,
             discovery_latency,
             job_gauges,
+            kubeai_stops,
             pod_changes: PodChanges::default(),
             leader,
             reconciliations,

@@ -214,6 +214,7 @@ impl Cached {
         };
 
         Arc::new(Context {
+            pod_proxy: None,
             events: crate::events::EventPublisher::new(client.clone(), "eto", Some("test")),
             client,
             stores,

@@ -62,6 +62,13 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["pods", "services"],
         verbs: &["get", "list", "watch", "create", "patch", "delete"],
     },
+    // The kubeai SDK's stop signal, sent to training pods through the API server's pod proxy
+    // (crate::kubeai): `get` of a pod's port, nothing else.
+    Grant {
+        group: "",
+        resources: &["pods/proxy"],
+        verbs: &["get"],
+    },
     // The job's ConfigMap; `get` because the launcher's Role grants it (a Role can only grant
     // what its writer holds).
     Grant {

@@ -57,6 +57,11 @@ pub struct Settings {
     pub kinds: Vec<Kind>,
     /// The gang scheduler every job gets a PodGroup of; none by default.
     pub gang: Option<GangScheduler>,
+    /// How eto reaches pods through the API server's pod proxy, for the `kubeai` SDK's stop
+    /// signal (see [`crate::kubeai`]): the configuration of the operator's client, from which
+    /// a client that does not retry is made (a `503` of the pod proxy is the pod's answer).
+    /// `None` sends no stop signals.
+    pub pod_proxy: Option<kube::Config>,
 }
 
 impl Default for Settings {
@@ -69,6 +74,7 @@ impl Default for Settings {
             reconcile_timeout: RECONCILE_TIMEOUT,
             kinds: vec![Kind::TrainingJob, Kind::MpiJob],
             gang: None,
+            pod_proxy: None,
         }
     }
 }
@@ -98,6 +104,9 @@ pub enum RunError {
     /// No kind of job to serve.
     #[error("no kind of job to serve")]
     NothingToServe,
+    /// The client of the pod proxy could not be made from its configuration.
+    #[error("cannot make the pod proxy's client: {0}")]
+    PodProxy(#[source] kube::Error),
     /// Leader election cannot run: invalid timings, or no usable Lease.
     #[error("leader election: {0}")]
     Election(String),
@@ -237,7 +246,15 @@ async fn run_until(
         shown.push((Kind::MpiJob.name(), stores.mpi_jobs.clone()));
     }
     metrics.job_gauges.show(shown);
+    let pod_proxy = match settings.pod_proxy.clone() {
+        Some(mut config) => {
+            config.default_retry = false;
+            Some(Client::try_from(config).map_err(RunError::PodProxy)?)
+        }
+        None => None,
+    };
     let ctx = Arc::new(Context {
+        pod_proxy,
         client: client.clone(),
         stores: stores.clone(),
         events: EventPublisher::new(client.clone(), MANAGER, settings.instance.as_deref()),

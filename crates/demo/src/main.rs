@@ -4,7 +4,11 @@
 //! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, takes a worker
 //! away as a spot preemption would, then reclaims every GPU node at once: the job gets a
 //! checkpoint notice and is suspended; the autoscaler adds nodes and the job resumes from its
-//! checkpoint. It ends with the `kubectl get events` and `kubectl get trainingjobs` views.
+//! checkpoint. Its pods opt in to the `kubeai` SDK's stop signal, as ACK users' pods do, and a
+//! local listener stands in for the SDK to show the stop arriving with the notice. It ends with
+//! the `kubectl get events` and `kubectl get trainingjobs` views.
+
+mod kubeai_stand_in;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,17 +18,19 @@ use std::time::Duration;
 use clap::Parser;
 use eto_api::TrainingJob;
 use eto_api::training_job::{ElasticPolicy, JobPhase, NoticeKind};
-use eto_api::well_known::{NOTICE_ANNOTATION, RESUME_ENV};
+use eto_api::well_known::{KUBEAI_MANAGED_ANNOTATION, KUBEAI_PORT, NOTICE_ANNOTATION, RESUME_ENV};
 use eto_controller::{Metrics, Settings};
 use eto_sim::{KubeletConfig, NodeSpec, SimCluster, SimConfig};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::kubeai_stand_in::StandIn;
 
 /// The TrainingJob the demo submits: what Arena renders for an 8-worker spot job.
 const ARENA_JOB: &str = include_str!("../../../examples/arena-etjob.yaml");
@@ -64,11 +70,16 @@ enum DemoError {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+    use tracing_subscriber::prelude::*;
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+                .with_filter(filter)
+                .with_filter(eto_controller::kubeai::quiet_stop_answers()),
         )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
     match demo(Args::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -113,11 +124,15 @@ async fn demo(args: Args) -> Result<(), DemoError> {
             .join(", ")
     );
 
+    let sdk = StandIn::start().await?;
+    cluster.forward_every_pod_port(KUBEAI_PORT, sdk.address);
+
     let stop = CancellationToken::new();
     let operator = tokio::spawn(eto_controller::run(
         client.clone(),
         Settings {
             instance: Some("eto-demo".into()),
+            pod_proxy: Some(cluster.config()),
             ..Settings::default()
         },
         Arc::new(Metrics::default()),
@@ -133,6 +148,17 @@ async fn demo(args: Args) -> Result<(), DemoError> {
         checkpoint_grace_seconds: Some(5),
         ..ElasticPolicy::default()
     });
+    // What `arena submit etjob --annotation job-supervisor.kube-ai.io/managed-by-job-supervisor=true`
+    // adds: the pods ask for the kubeai SDK's stop signal.
+    let specs = &mut job.spec.et_replica_specs;
+    for template in [&mut specs.launcher.template, &mut specs.worker.template] {
+        template
+            .metadata
+            .get_or_insert_default()
+            .annotations
+            .get_or_insert_default()
+            .insert(KUBEAI_MANAGED_ANNOTATION.into(), "true".into());
+    }
     let jobs: Api<TrainingJob> = Api::default_namespaced(client.clone());
     jobs.patch(
         JOB,
@@ -141,7 +167,7 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     )
     .await?;
     println!(
-        "• submitted TrainingJob {JOB} (examples/arena-etjob.yaml: 8 workers, 1 to 128, one GPU each;\n  elasticPolicy: belowMinSeconds 3, checkpointGraceSeconds 5)"
+        "• submitted TrainingJob {JOB} (examples/arena-etjob.yaml: 8 workers, 1 to 128, one GPU each;\n  elasticPolicy: belowMinSeconds 3, checkpointGraceSeconds 5; pods annotated\n  {KUBEAI_MANAGED_ANNOTATION}: \"true\", a local listener standing in for the SDK)"
     );
     follow(&jobs, |job| {
         phase(job) == Some(JobPhase::Running) && ready(job) == 8
@@ -171,6 +197,7 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     })
     .await?;
     show_notice(&client, "a checkpoint notice").await?;
+    show_kubeai_stop(&client, &sdk).await?;
     follow(&jobs, |job| phase(job) == Some(JobPhase::Suspended)).await?;
 
     println!("• the cluster-autoscaler adds 2 GPU nodes for the pending workers");
@@ -282,6 +309,33 @@ async fn show_notice(client: &Client, what: &str) -> Result<(), DemoError> {
     println!("  {what}: /etc/edl/notice on the launcher holds");
     println!("    {notice}");
     println!("  and its {RESUME_ENV} is {resume}");
+    Ok(())
+}
+
+/// Prints the event that reports the `kubeai` stop sent with the `Suspend` notice, and how
+/// many stops the stand-in SDK heard in all (the reclaimed workers' included).
+async fn show_kubeai_stop(client: &Client, sdk: &StandIn) -> Result<(), DemoError> {
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    let stop_events = watcher(events, watcher::Config::default())
+        .applied_objects()
+        .filter_map(|event| async move {
+            let message = event.ok()?.message?;
+            message
+                .starts_with("sent the kubeai stop")
+                .then_some(message)
+                .filter(|message| message.contains("Suspend notice"))
+        });
+    let mut stop_events = std::pin::pin!(stop_events);
+    let note = tokio::time::timeout(STEP, stop_events.next())
+        .await
+        .ok()
+        .flatten()
+        .ok_or(DemoError::Timeout("no kubeai stop event"))?;
+    println!("  and the kubeai SDK's stop: {note}");
+    println!(
+        "  (the stand-in SDK has heard {} GET /stop in all)",
+        sdk.stops_heard()
+    );
     Ok(())
 }
 

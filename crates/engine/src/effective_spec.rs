@@ -96,6 +96,18 @@ pub struct ElasticSettings {
     pub blacklist_cooldown: Duration,
     /// How long a removed worker stays out of host discovery before its pod is deleted.
     pub drain: Duration,
+    /// The `kubeai` SDK's stop signal (see [`crate::kubeai`]).
+    pub kubeai: KubeaiStop,
+}
+
+/// Whether the job's pods get the `kubeai` SDK's stop signal with their notices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KubeaiStop {
+    /// Every pod of the job gets it (`elasticPolicy.kubeaiStop`); otherwise only pods that
+    /// opt in with their annotation.
+    pub every_pod: bool,
+    /// Where the SDK listens.
+    pub port: u16,
 }
 
 /// Where the job's SSH key pair comes from.

@@ -34,6 +34,7 @@ pub mod drain;
 pub mod effective_spec;
 pub mod gang;
 pub mod kind;
+pub mod kubeai;
 pub mod loss;
 pub mod mpi_status;
 pub mod names;

@@ -162,19 +162,27 @@ enum CliError {
 }
 
 fn init_logs(format: LogFormat) {
+    use tracing_subscriber::prelude::*;
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
+    let logs = match format {
         // Colours only for a person at a terminal; log collectors get plain text.
-        LogFormat::Text => logs.with_ansi(std::io::stdout().is_terminal()).init(),
-        LogFormat::Json => logs
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::stdout().is_terminal())
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .init(),
-    }
+            .boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(
+            logs.with_filter(filter)
+                .with_filter(eto_controller::kubeai::quiet_stop_answers()),
+        )
+        .init();
 }
 
 fn main() -> ExitCode {
@@ -212,7 +220,10 @@ fn print_crds() -> Result<(), CliError> {
 }
 
 async fn run(args: RunArgs) -> Result<(), CliError> {
-    let client = kube::Client::try_default().await?;
+    let config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    let client = kube::Client::try_from(config.clone())?;
     let metrics = Arc::new(Metrics::default());
     let listener = endpoints::bind(args.metrics_address)
         .await
@@ -230,6 +241,7 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
         instance: std::env::var("POD_NAME")
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
+        pod_proxy: Some(config),
         ..Settings::default()
     };
     let clock: eto_controller::Clock = Arc::new(jiff::Timestamp::now);

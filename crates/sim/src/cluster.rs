@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::apiserver::ApiServer;
 use crate::apiserver::faults::{ApiFaults, Fault};
 use crate::apiserver::latency::ListLatency;
+use crate::apiserver::pod_proxy::PodPorts;
 use crate::builtin;
 use crate::control;
 use crate::errors::ApiError;
@@ -82,6 +83,7 @@ impl SimConfig {
 struct Inner {
     store: Arc<Store>,
     faults: Arc<ApiFaults>,
+    pod_ports: Arc<PodPorts>,
     address: SocketAddr,
     server: Mutex<CancellationToken>,
     stopped: CancellationToken,
@@ -126,6 +128,7 @@ impl SimCluster {
             inner: Arc::new(Inner {
                 store,
                 faults: Arc::new(ApiFaults::default()),
+                pod_ports: Arc::new(PodPorts::default()),
                 address,
                 server: Mutex::new(CancellationToken::new()),
                 stopped: CancellationToken::new(),
@@ -162,6 +165,7 @@ impl SimCluster {
             .unwrap_or_else(PoisonError::into_inner) = token.clone();
         let api = ApiServer {
             store: Arc::clone(&self.inner.store),
+            pod_ports: Arc::clone(&self.inner.pod_ports),
             faults: Arc::clone(&self.inner.faults),
             list_latency: self.inner.config.list_latency,
         };
@@ -263,11 +267,15 @@ impl SimCluster {
         format!("http://{}", self.inner.address)
     }
 
+    /// A kube client configuration for this cluster, defaulting to namespace `default`.
+    pub fn config(&self) -> kube::Config {
+        let uri: http::Uri = self.url().parse().expect("the cluster URL is a valid URI");
+        kube::Config::new(uri)
+    }
+
     /// A kube client for this cluster, defaulting to namespace `default`.
     pub fn client(&self) -> kube::Client {
-        let uri: http::Uri = self.url().parse().expect("the cluster URL is a valid URI");
-        let config = kube::Config::new(uri);
-        kube::Client::try_from(config).expect("a plain-HTTP client needs no TLS setup")
+        kube::Client::try_from(self.config()).expect("a plain-HTTP client needs no TLS setup")
     }
 
     /// A kubeconfig that points kubectl or any client at this cluster.
@@ -450,6 +458,18 @@ impl SimCluster {
             store.write(|state| shut_down(state, &name));
         });
         Ok(())
+    }
+
+    /// Makes `port` of pod `namespace/pod` lead to `to` for the API server's pod proxy
+    /// (`pods/<pod>:<port>/proxy/...`): pods run nothing, so a test stands in for what
+    /// listens there.
+    pub fn forward_pod_port(&self, namespace: &str, pod: &str, port: u16, to: SocketAddr) {
+        self.inner.pod_ports.forward(namespace, pod, port, to);
+    }
+
+    /// Makes `port` of every pod (without a forward of its own) lead to `to`.
+    pub fn forward_every_pod_port(&self, port: u16, to: SocketAddr) {
+        self.inner.pod_ports.forward_every(port, to);
     }
 
     /// Injects an API fault.

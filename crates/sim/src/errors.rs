@@ -68,6 +68,9 @@ pub enum ApiError {
         /// The oldest resourceVersion still available.
         oldest: u64,
     },
+    /// 503: a pod behind the pod proxy could not be reached, or did not answer in HTTP.
+    #[error("{0}")]
+    ServiceUnavailable(String),
     /// 415: a patch type the resource does not support.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -94,6 +97,7 @@ impl ApiError {
             Self::MethodNotAllowed(_) => 405,
             Self::Expired { .. } => 410,
             Self::UnsupportedMediaType(_) => 415,
+            Self::ServiceUnavailable(_) => 503,
             Self::Injected { code, .. } => *code,
         }
     }
@@ -109,6 +113,7 @@ impl ApiError {
             Self::MethodNotAllowed(_) => "MethodNotAllowed",
             Self::Expired { .. } => "Expired",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            Self::ServiceUnavailable(_) => "ServiceUnavailable",
             Self::Injected { reason, .. } => reason,
         }
     }

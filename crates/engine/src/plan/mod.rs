@@ -42,6 +42,7 @@ use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
 use crate::kind::{JobRef, Kind};
+use crate::kubeai::{self, Stop};
 use crate::pod_metadata::PodMetadata;
 use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::{FieldError, validate_job};
@@ -290,6 +291,9 @@ pub struct Plan {
     pub scalers: Vec<ScalerUpdate>,
     /// What this reconcile decided, counted for metrics once the plan is carried out.
     pub tallies: Tallies,
+    /// The `kubeai` SDK's stop signals that go with the notices this plan posts (see
+    /// [`crate::kubeai`]).
+    pub stops: Vec<Stop>,
 }
 
 impl Plan {
@@ -302,6 +306,7 @@ impl Plan {
             && self.events.is_empty()
             && !self.delete_job
             && self.scalers.is_empty()
+            && self.stops.is_empty()
     }
 }
 
@@ -340,6 +345,8 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         Ok(spec) => {
             planner.valid(observed, &spec);
             planner.pod_group(observed, &spec);
+            planner.plan.stops =
+                kubeai::stops(&planner.plan.apply, &observed.pods, spec.elastic.kubeai);
         }
     }
     planner.finish()

@@ -450,9 +450,8 @@ fn max_wait_bounds_the_wait_for_workers_after_a_suspend_below_the_minimum() {
     );
 }
 
-#[test]
-fn a_disrupted_worker_gets_a_reclaim_notice_of_its_own_while_the_job_runs_on() {
-    let mut job = training_job();
+/// `job` with 3 workers, at least 1, running with every pod ready.
+fn three_needing_one(mut job: eto_api::TrainingJob) -> World {
     job.spec.et_replica_specs.worker.replicas = Some(3);
     job.spec.et_replica_specs.worker.min_replicas = Some(1);
     let mut world = World::new(job);
@@ -463,6 +462,12 @@ fn a_disrupted_worker_gets_a_reclaim_notice_of_its_own_while_the_job_runs_on() {
     world.reconcile();
     world.ready("mnist-launcher");
     world.reconcile();
+    world
+}
+
+#[test]
+fn a_disrupted_worker_gets_a_reclaim_notice_of_its_own_while_the_job_runs_on() {
+    let mut world = three_needing_one(training_job());
     world.disrupt("mnist-worker-2");
     world.reconcile();
     let reclaim = shown(&world, "mnist-worker-2").expect("its own notice");
@@ -751,5 +756,79 @@ fn a_worker_that_was_ready_and_may_come_back_holds_off_the_notice() {
         world.status().notice,
         None,
         "debounced: worker-2 may come back"
+    );
+}
+
+fn stops_of(plan: &Plan) -> Vec<(String, NoticeKind, u16)> {
+    plan.stops
+        .iter()
+        .map(|stop| (stop.pod.clone(), stop.notice, stop.port))
+        .collect()
+}
+
+#[test]
+fn the_kubeai_stop_goes_with_a_suspend_notice_to_every_running_pod_once() {
+    let mut world = running(ElasticPolicy {
+        kubeai_stop: Some(true),
+        kubeai_port: Some(19009),
+        ..ElasticPolicy::default()
+    });
+    world.job.spec.suspend = Some(true);
+    let plan = world.reconcile();
+    assert_eq!(
+        stops_of(&plan),
+        [
+            ("mnist-launcher".to_string(), NoticeKind::Suspend, 19009),
+            ("mnist-worker-0".to_string(), NoticeKind::Suspend, 19009),
+            ("mnist-worker-1".to_string(), NoticeKind::Suspend, 19009),
+        ]
+    );
+    world.advance(5);
+    assert!(
+        world.reconcile().stops.is_empty(),
+        "once per pod and notice"
+    );
+}
+
+#[test]
+fn a_pod_opts_in_to_the_kubeai_stop_by_its_annotation_and_no_opt_in_sends_nothing() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.template.metadata = Some(
+        serde_json::from_value(serde_json::json!({"annotations": {
+            "job-supervisor.kube-ai.io/managed-by-job-supervisor": "true"}}))
+        .unwrap(),
+    );
+    let mut world = three_needing_one(job);
+    // A reclaimed worker gets the stop with its own notice; its peers train on.
+    world.disrupt("mnist-worker-2");
+    let plan = world.reconcile();
+    assert_eq!(
+        stops_of(&plan),
+        [("mnist-worker-2".to_string(), NoticeKind::Reclaim, 9009)]
+    );
+
+    // Without the annotation or the field, nothing is sent.
+    let mut world = default_running();
+    world.job.spec.suspend = Some(true);
+    let plan = world.reconcile();
+    assert!(!deleted_pods(&plan).is_empty() || world.status().notice.is_some());
+    assert!(plan.stops.is_empty());
+}
+
+#[test]
+fn a_pod_being_deleted_or_stopped_gets_no_kubeai_stop() {
+    let mut world = running(ElasticPolicy {
+        kubeai_stop: Some(true),
+        ..ElasticPolicy::default()
+    });
+    world.exit("mnist-worker-1", 1);
+    world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(world.now),
+    );
+    world.job.spec.suspend = Some(true);
+    let plan = world.reconcile();
+    assert_eq!(
+        stops_of(&plan),
+        [("mnist-launcher".to_string(), NoticeKind::Suspend, 9009)]
     );
 }

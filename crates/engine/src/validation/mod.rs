@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 use eto_api::training_job::ElasticPolicy;
-use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION};
+use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, KUBEAI_PORT, MAX_WAIT_TIME_ANNOTATION};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -22,7 +22,7 @@ pub use mpi_job::validate_mpi_job;
 pub use training_job::validate;
 
 use crate::build::RESERVED_VOLUMES;
-use crate::effective_spec::{EffectiveSpec, ElasticSettings, WorkerCounts};
+use crate::effective_spec::{EffectiveSpec, ElasticSettings, KubeaiStop, WorkerCounts};
 use crate::kind::{JobRef, Kind};
 use crate::names::{MAX_JOB_NAME_LEN, is_dns1035_label};
 
@@ -222,6 +222,20 @@ fn elastic_settings(
             .map_or(ElasticSettings::DEFAULT_DRAIN, |value| {
                 seconds("drainSeconds", value, errors)
             }),
+        kubeai: KubeaiStop {
+            every_pod: policy.kubeai_stop.unwrap_or(false),
+            port: match policy.kubeai_port.map(u16::try_from) {
+                None => KUBEAI_PORT,
+                Some(Ok(port)) if port > 0 => port,
+                Some(_) => {
+                    errors.push(
+                        format!("{PATH}.kubeaiPort"),
+                        "must be a port number, 1 to 65535",
+                    );
+                    KUBEAI_PORT
+                }
+            },
+        },
     }
 }
 

@@ -189,7 +189,7 @@ mod tests {
     use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION};
 
     use super::*;
-    use crate::effective_spec::ElasticSettings;
+    use crate::effective_spec::{ElasticSettings, KubeaiStop};
     use crate::testing::{training_job, worker_container, worker_pod_spec};
 
     fn set_annotation(job: &mut TrainingJob, key: &str, value: &str) {
@@ -253,6 +253,10 @@ mod tests {
                 spec_suspend_grace: Duration::from_secs(300),
                 blacklist_cooldown: Duration::from_secs(600),
                 drain: Duration::from_secs(30),
+                kubeai: KubeaiStop {
+                    every_pod: false,
+                    port: 9009
+                },
             }
         );
         assert_eq!(spec.ssh_secret, SshSecretSource::Generated);
@@ -402,6 +406,8 @@ mod tests {
             checkpoint_grace_seconds: Some(30),
             blacklist_cooldown_seconds: Some(0),
             drain_seconds: Some(5),
+            kubeai_stop: Some(true),
+            kubeai_port: Some(19009),
         });
         set_annotation(&mut job, SSH_SECRET_ANNOTATION, "team-ssh");
 
@@ -421,6 +427,13 @@ mod tests {
         assert_eq!(spec.elastic.below_min, Duration::from_secs(10));
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(30));
         assert_eq!(spec.elastic.blacklist_cooldown, Duration::ZERO);
+        assert_eq!(
+            spec.elastic.kubeai,
+            KubeaiStop {
+                every_pod: true,
+                port: 19009
+            }
+        );
         assert_eq!(spec.elastic.drain, Duration::from_secs(5));
         assert_eq!(
             spec.ssh_secret,

@@ -5,6 +5,7 @@ pub mod discovery;
 pub mod events_view;
 pub mod faults;
 pub mod latency;
+pub mod pod_proxy;
 pub mod protobuf;
 pub mod routes;
 pub mod table;
@@ -39,6 +40,8 @@ use crate::store::Store;
 pub struct ApiServer {
     /// The stored state.
     pub store: Arc<Store>,
+    /// Where the pod proxy leads.
+    pub pod_ports: Arc<pod_proxy::PodPorts>,
     /// Injected faults.
     pub faults: Arc<ApiFaults>,
     /// How long lists take.
@@ -339,6 +342,24 @@ impl ApiServer {
             ) => {
                 let resolved = self.resolve(resource, version)?;
                 self.object(&call, &resolved, namespace, name, subresource.as_deref())
+            }
+            (
+                method,
+                Target::PodProxy {
+                    namespace,
+                    target,
+                    path,
+                },
+            ) => {
+                pod_proxy::proxy(
+                    &self.store,
+                    &self.pod_ports,
+                    method,
+                    namespace,
+                    target,
+                    path,
+                )
+                .await
             }
             _ => Err(ApiError::NoSuchResource),
         }

@@ -55,6 +55,15 @@ pub enum Target {
     },
     /// Nothing served here.
     Unknown,
+    /// `.../namespaces/<ns>/pods/<name>[:<port>]/proxy/<path>`: a request to a pod's port.
+    PodProxy {
+        /// The pod's namespace.
+        namespace: String,
+        /// `name` or `name:port`.
+        target: String,
+        /// The path at the pod.
+        path: String,
+    },
 }
 
 /// The Kubernetes verb of a request on a resource, as RBAC and audit logs name it.
@@ -86,7 +95,7 @@ impl Verb {
         use http::Method;
         let collection = match target {
             Target::Collection { .. } => true,
-            Target::Object { .. } => false,
+            Target::Object { .. } | Target::PodProxy { .. } => false,
             _ => return None,
         };
         Some(match (method, collection) {
@@ -166,6 +175,13 @@ fn resource_target(group: &str, version: &str, rest: &[&str], registry: &Registr
             subresource: subresource.map(|s| (*s).to_string()),
         };
     match rest {
+        ["namespaces", namespace, "pods", target, "proxy", path @ ..] if group.is_empty() => {
+            Target::PodProxy {
+                namespace: (*namespace).to_string(),
+                target: (*target).to_string(),
+                path: path.join("/"),
+            }
+        }
         // `/api/v1/namespaces/<name>/status` is a subresource of the namespace itself.
         ["namespaces", namespace, plural] if group.is_empty() && !namespaced_plural(plural) => {
             object("namespaces", "", namespace, Some(plural))

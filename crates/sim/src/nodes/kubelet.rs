@@ -145,10 +145,14 @@ impl Kubelets {
                     continue;
                 }
                 self.next_ip += 1;
+                // Loopback (127.1.0.1 on): nothing in a test may dial a pod and leave the
+                // machine; the pod proxy leads where a test says (see
+                // crate::apiserver::pod_proxy).
                 let ip = format!(
-                    "10.244.{}.{}",
-                    (self.next_ip / 250) % 250,
-                    self.next_ip % 250 + 1
+                    "127.{}.{}.{}",
+                    1 + (self.next_ip / 65_025) % 254,
+                    (self.next_ip / 255) % 255,
+                    self.next_ip % 255 + 1
                 );
                 let running = running_status(&pod, &node, &ip);
                 wrote |= state

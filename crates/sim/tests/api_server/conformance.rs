@@ -1730,3 +1730,81 @@ async fn a_job_whose_pods_would_restart_in_place_is_invalid_and_its_template_imm
     );
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
 }
+
+/// A listener on a free loopback port answering every connection with `answer`.
+async fn answering(answer: &'static [u8]) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request).await;
+            let _ = stream.write_all(answer).await;
+        }
+    });
+    address
+}
+
+#[tokio::test]
+async fn the_pod_proxy_answers_as_kube_apiserver_does() {
+    let (cluster, client) = cluster().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("listener", 1))
+        .await
+        .unwrap();
+    let running = wait_for(&pods, "listener", is_running).await.unwrap();
+    let ip = running.status.unwrap().pod_ip.unwrap();
+    assert!(ip.starts_with("127."), "pods have loopback IPs: {ip}");
+    // A 503 from the pod proxy is the pod's answer: a client must not retry it.
+    let mut config = cluster.config();
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+    let get = |path: &str| {
+        let client = client.clone();
+        let request = http::Request::get(path).body(Vec::new()).unwrap();
+        async move { client.request_text(request).await }
+    };
+    let status_of = |result: kube::Result<String>| api_error(result);
+
+    let missing = status_of(get("/api/v1/namespaces/default/pods/nope:9009/proxy/stop").await);
+    assert_eq!(missing.code, 404);
+    let refused = status_of(get("/api/v1/namespaces/default/pods/listener:9009/proxy/stop").await);
+    assert_eq!(
+        (refused.code, refused.reason.as_str()),
+        (503, "ServiceUnavailable")
+    );
+    assert_eq!(
+        refused.message,
+        format!("error trying to reach service: dial tcp {ip}:9009: connect: connection refused")
+    );
+
+    // The kubeai SDK answers with two bytes that are not HTTP.
+    cluster.forward_pod_port("default", "listener", 9009, answering(b"ok").await);
+    let malformed =
+        status_of(get("/api/v1/namespaces/default/pods/listener:9009/proxy/stop").await);
+    assert_eq!(
+        malformed.message,
+        "error trying to reach service: net/http: HTTP/1.x transport connection broken: malformed HTTP response \"ok\""
+    );
+    cluster.forward_every_pod_port(
+        8080,
+        answering(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nstopped").await,
+    );
+    assert_eq!(
+        get("/api/v1/namespaces/default/pods/listener:8080/proxy/stop")
+            .await
+            .unwrap(),
+        "stopped"
+    );
+
+    // A pod with no IP yet (not running) cannot be reached.
+    let mut pending = pod("pending", 64);
+    pending.metadata.name = Some("pending".into());
+    pods.create(&PostParams::default(), &pending).await.unwrap();
+    let unplaced = status_of(get("/api/v1/namespaces/default/pods/pending:9009/proxy/stop").await);
+    assert_eq!(
+        (unplaced.code, unplaced.message.as_str()),
+        (400, "address not allowed")
+    );
+}
