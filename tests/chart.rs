@@ -334,10 +334,11 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
     ] {
         assert!(args.contains(expected), "{args}");
     }
-    assert_eq!(
-        find(&other, "ServiceMonitor").unwrap()["spec"]["endpoints"][0]["port"],
-        "metrics"
-    );
+    let endpoint = &find(&other, "ServiceMonitor").unwrap()["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], "metrics");
+    // eto's `job` and `namespace` labels name the training job, as the alerts and the
+    // dashboard read them; without honorLabels the scrape target's would replace them.
+    assert_eq!(endpoint["honorLabels"], true);
     assert!(find(&other, "ClusterRoleBinding").is_some());
 
     let confined = template(&[
@@ -406,34 +407,9 @@ async fn what_the_chart_renders_applies_with_kubectl_client_dry_run() {
 }
 
 /// The sample names eto's metrics expose: counters with `_total`, histograms with `_bucket`,
-/// `_sum` and `_count`. A labelled family shows up once it has a sample, so each gets one.
+/// `_sum` and `_count`.
 fn exposed_metric_names() -> BTreeSet<String> {
-    let metrics = eto_controller::Metrics::default();
-    metrics
-        .reconciliations
-        .get_or_create(&eto_controller::metrics::Outcome {
-            result: "ok".into(),
-        })
-        .inc();
-    metrics.count_write("Pod", "apply");
-    metrics
-        .decisions
-        .get_or_create(&eto_controller::metrics::DecisionLabels {
-            kind: "TrainingJob".into(),
-            reason: "WorkersCreated".into(),
-        })
-        .inc();
-    metrics.count_tallies(
-        "TrainingJob",
-        &eto_engine::plan::Tallies {
-            lost: vec!["Failed"],
-            replacements: 1,
-            suspends: vec!["BelowMinWorkers".into()],
-            resumes: vec!["BelowMinWorkers".into()],
-            scaling: vec![("ScaleOut".into(), true)],
-        },
-    );
-    let exposed = metrics.encode();
+    let exposed = eto_tests::metrics::every_family_sampled().encode();
     let mut names = BTreeSet::new();
     for line in exposed.lines() {
         let Some(typed) = line.strip_prefix("# TYPE ") else {
@@ -547,6 +523,57 @@ fn the_dashboard_and_the_alerts_use_only_metrics_eto_exposes() {
         assert!(
             used.iter().any(|name| name == headline),
             "the dashboard shows {headline}"
+        );
+    }
+}
+
+/// Runs `promtool` with `args` in `dir`; its output, or a failure that shows it.
+fn promtool(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run promtool ({error}): install Debian's promtool package")
+        });
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "promtool {args:?}:\n{printed}");
+    printed
+}
+
+#[test]
+#[ignore = "needs promtool (Debian's promtool package; .ci/run installs it and runs this)"]
+fn the_alert_rules_pass_promtools_check_and_unit_tests() {
+    let objects = template(&["prometheusRule.enabled=true"]);
+    let rules = find(&objects, "PrometheusRule").unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("promtool");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rules.yaml"),
+        serde_json::to_string_pretty(&serde_json::json!({"groups": rules["spec"]["groups"]}))
+            .unwrap(),
+    )
+    .unwrap();
+    std::fs::copy(
+        workspace_root().join("tests/prometheus/alerts_test.yaml"),
+        dir.join("alerts_test.yaml"),
+    )
+    .unwrap();
+    let checked = promtool(&dir, &["check", "rules", "rules.yaml"]);
+    assert!(checked.contains("SUCCESS: 5 rules found"), "{checked}");
+    let tested = promtool(&dir, &["test", "rules", "alerts_test.yaml"]);
+    assert!(tested.contains("SUCCESS"), "{tested}");
+    // Every alert has a unit test.
+    let tests = std::fs::read_to_string(dir.join("alerts_test.yaml")).unwrap();
+    for rule in rules["spec"]["groups"][0]["rules"].as_array().unwrap() {
+        let alert = rule["alert"].as_str().unwrap();
+        assert!(
+            tests.contains(&format!("alertname: {alert}")),
+            "{alert} has no unit test"
         );
     }
 }

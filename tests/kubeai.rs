@@ -7,7 +7,6 @@
 //! the test that needs it fails and says why.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -15,34 +14,10 @@ use std::time::Duration;
 use eto_api::training_job::JobPhase;
 use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, JobYaml, WAIT, in_phase, sim_config};
-use eto_tests::{poll, workspace_root};
+use eto_tests::{poll, tools};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 const KUBEAI_VERSION: &str = "0.1.0";
-static INSTALLING: Mutex<()> = Mutex::new(());
-
-/// Where the `kubeai` package is installed, once.
-pub(crate) fn kubeai_package() -> PathBuf {
-    let _installing = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
-    let dir = workspace_root().join(format!("target/tools/kubeai-{KUBEAI_VERSION}"));
-    if dir.join("kubeai/elastic.py").exists() {
-        return dir;
-    }
-    let output = std::process::Command::new("python3")
-        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
-        .arg(&dir)
-        .arg(format!("kubeai=={KUBEAI_VERSION}"))
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("cannot install the kubeai SDK: cannot run python3: {error}")
-        });
-    assert!(
-        output.status.success(),
-        "cannot install the kubeai SDK with pip:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    dir
-}
 
 /// What a stand-in for the SDK in one pod received: the paths requested.
 #[derive(Clone, Default)]
@@ -125,7 +100,7 @@ pub(crate) struct TrainingLoop {
 impl TrainingLoop {
     /// Starts the loop and waits until the SDK listens on 9009.
     pub(crate) async fn start() -> Self {
-        let package = kubeai_package();
+        let package = tools::python_package("kubeai", KUBEAI_VERSION, "kubeai/elastic.py");
         let mut process = tokio::process::Command::new("python3")
             .arg("-c")
             .arg(

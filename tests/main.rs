@@ -8,6 +8,7 @@
 // Test code: a panic is a test failure with its message.
 #![allow(clippy::unwrap_used)]
 
+mod argocd;
 mod chart;
 mod cluster;
 mod crds_fresh;

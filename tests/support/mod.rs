@@ -37,5 +37,7 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
 pub mod env;
 pub mod floor;
 pub mod history;
+pub mod metrics;
 pub mod pod_groups;
 pub mod poll;
+pub mod tools;

@@ -5,7 +5,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 
 use crate::job_gauges::JobGauges;
 
@@ -158,9 +158,10 @@ impl Default for Metrics {
         );
         let reconcile_duration =
             Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0]);
-        registry.register(
-            "reconcile_duration_seconds",
+        registry.register_with_unit(
+            "reconcile_duration",
             "Duration of reconciles",
+            Unit::Seconds,
             reconcile_duration.clone(),
         );
         let workers_lost = Family::<LossLabels, Counter>::default();
@@ -220,9 +221,10 @@ impl Default for Metrics {
         let discovery_latency = Histogram::new([
             0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
         ]);
-        registry.register(
-            "discovery_update_seconds",
-            "Seconds from a change of a job's pods being seen to its discovery data being written",
+        registry.register_with_unit(
+            "discovery_update",
+            "Time from a change of a job's pods being seen to its discovery data being written",
+            Unit::Seconds,
             discovery_latency.clone(),
         );
         let kubeai_stops = Family::<StopLabels, Counter>::default();

@@ -373,3 +373,85 @@ async fn ssh_private_keys_appear_in_no_log_event_status_or_metric() {
         );
     }
 }
+
+/// Checks an OpenMetrics exposition (stdin) with the official Python client's parser, then
+/// the naming conventions: help text on every family, names `eto_` and snake case, a unit
+/// (`# UNIT`) on every family whose name ends in one and a name ending in its unit, counters
+/// exposed as `_total` (and `_created`) samples. Prints each problem; exits 1 if any.
+const OPENMETRICS_CHECK: &str = r#"
+import re, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+families = list(text_string_to_metric_families(sys.stdin.read()))
+problems = []
+for family in families:
+    name = family.name
+    if not family.documentation.strip():
+        problems.append(f"{name}: no help text")
+    if not re.fullmatch(r"eto_[a-z][a-z0-9_]*", name):
+        problems.append(f"{name}: not snake case with the eto_ prefix")
+    if family.unit and not name.endswith("_" + family.unit):
+        problems.append(f"{name}: unit {family.unit} is not the end of its name")
+    for unit in ("seconds", "bytes", "ratio"):
+        if name.endswith("_" + unit) and family.unit != unit:
+            problems.append(f"{name}: its name ends in {unit} but it declares no such unit")
+    for sample in family.samples:
+        if family.type == "counter" and not sample.name.endswith(("_total", "_created")):
+            problems.append(f"{name}: counter sample {sample.name} is not _total")
+print(f"{len(families)} families")
+for problem in problems:
+    print(problem)
+sys.exit(1 if problems else 0)
+"#;
+
+#[tokio::test]
+async fn metrics_parse_with_the_official_openmetrics_parser_and_follow_its_conventions() {
+    let parser = eto_tests::tools::python_package(
+        "prometheus_client",
+        "0.21.1",
+        "prometheus_client/openmetrics/parser.py",
+    );
+    let (env, kubeconfig) = cluster_with_jobs("openmetrics").await;
+    let address = free_address();
+    let mut command = operator(&kubeconfig, &address);
+    command.arg("--leader-elect=false");
+    let mut child = command.spawn().unwrap();
+    // A running job gives every family samples: phases, workers, writes, discovery.
+    env.wait_job("job-0", "runs", in_phase(JobPhase::Running))
+        .await;
+    let exposition = http_get(&address, "/metrics").await;
+    assert!(terminate(&mut child).await.success());
+
+    let report = openmetrics_check(&parser, &exposition).await;
+    // Families without a sample yet are not exposed: check every one too, each sampled once.
+    let every_family = eto_tests::metrics::every_family_sampled().encode();
+    let all = openmetrics_check(&parser, &every_family).await;
+    println!("from the operator: {report}of every family: {all}");
+}
+
+/// What [`OPENMETRICS_CHECK`] reports of `exposition`, run with the parser at `parser`.
+///
+/// # Panics
+/// When it reports a problem, or the exposition does not parse.
+async fn openmetrics_check(parser: &PathBuf, exposition: &str) -> String {
+    let mut check = Command::new("python3")
+        .args(["-c", OPENMETRICS_CHECK])
+        .env("PYTHONPATH", parser)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = check.stdin.take().unwrap();
+        stdin.write_all(exposition.as_bytes()).await.unwrap();
+    }
+    let output = check.wait_with_output().await.unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{report}\n{exposition}");
+    report
+}

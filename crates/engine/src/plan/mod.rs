@@ -795,6 +795,8 @@ use run::Run;
 #[cfg(test)]
 mod gang_tests;
 #[cfg(test)]
+mod health_fixtures_tests;
+#[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]
 mod properties;
