@@ -33,7 +33,6 @@ use crate::observe;
 use crate::pod_cache::pod_cache;
 use crate::pod_groups;
 use crate::resources::{POD_GROUPS, request_resource};
-use crate::run::RunError;
 use crate::scope::Scope;
 use crate::watches::{Watches, dynamic_api};
 
@@ -64,7 +63,7 @@ pub(crate) struct Caches {
 /// retrying so that installing it later is seen).
 ///
 /// # Errors
-/// Whether the PodGroup API is served could not be checked.
+/// Whether the PodGroup API is served could not be checked: the error of that list.
 pub(crate) async fn wire(
     client: &Client,
     scope: &Scope,
@@ -73,7 +72,7 @@ pub(crate) async fn wire(
     metrics: &Arc<Metrics>,
     listed: &Listed,
     changes: &watch::Sender<()>,
-) -> Result<Caches, RunError> {
+) -> Result<Caches, kube::Error> {
     let training_jobs = kinds.contains(&Kind::TrainingJob);
     let mpi_jobs = kinds.contains(&Kind::MpiJob);
     // The caches every job is planned from, and the triggers their changes send.
@@ -177,12 +176,7 @@ pub(crate) async fn wire(
     let mut pod_groups_missing = false;
     let pod_groups = match gang {
         Some(scheduler) => {
-            let served = served(client, scope, &pod_groups_resource)
-                .await
-                .map_err(|source| RunError::Unreachable {
-                    kind: "PodGroup",
-                    source,
-                })?;
+            let served = served(client, scope, &pod_groups_resource).await?;
             if served {
                 inputs.push(POD_GROUPS);
             } else {

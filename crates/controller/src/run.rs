@@ -237,7 +237,11 @@ async fn run_until(
         &listed,
         &changes,
     )
-    .await?;
+    .await
+    .map_err(|source| RunError::Unreachable {
+        kind: "PodGroup",
+        source,
+    })?;
     let mut shown = Vec::new();
     if training_jobs {
         shown.push((Kind::TrainingJob.name(), stores.training_jobs.clone()));

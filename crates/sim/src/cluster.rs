@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use http::Response;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -15,8 +16,9 @@ use crate::apiserver::faults::{ApiFaults, Fault};
 use crate::apiserver::latency::ListLatency;
 use crate::apiserver::pod_proxy::PodPorts;
 use crate::builtin;
-use crate::control;
+use crate::control::{self, Command};
 use crate::errors::ApiError;
+use crate::http::Body;
 use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
 use crate::nodes::scheduler::Scheduler;
@@ -176,13 +178,56 @@ impl SimCluster {
             async move {
                 match cluster {
                     Some(cluster) if request.uri().path().starts_with("/sim/v1/") => {
-                        control::handle(&cluster, request).await
+                        match control::parse(request).await {
+                            Ok(command) => cluster.control(command),
+                            Err(answer) => answer,
+                        }
                     }
                     _ => api.handle(request).await,
                 }
             }
         });
         tokio::spawn(crate::http::serve(listener, handler, token));
+    }
+
+    /// Carries out a control `command` (see [`control`]) and answers it.
+    fn control(&self, command: Command) -> Response<Body> {
+        let done = command.done();
+        let outcome = match command {
+            Command::AddNode(node) => self.add_node(&node),
+            Command::RemoveNode(name) => self.remove_node(&name),
+            Command::ReclaimNode { name, grace } => self.reclaim_node(&name, grace),
+            Command::TerminatePod {
+                namespace,
+                name,
+                termination,
+            } => self.terminate_pod(&namespace, &name, &termination),
+            Command::InjectFault(fault) => {
+                self.inject(fault);
+                Ok(())
+            }
+            Command::ClearFaults => {
+                self.clear_faults();
+                Ok(())
+            }
+            Command::DropWatches => {
+                self.drop_watches();
+                Ok(())
+            }
+            Command::Restart { downtime } => {
+                // The restart closes this very connection: answer first, restart just after.
+                let cluster = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let _ = cluster.restart(downtime).await;
+                });
+                Ok(())
+            }
+        };
+        match outcome {
+            Ok(()) => control::reply(done.0, done.1),
+            Err(error) => control::refused(&error),
+        }
     }
 
     fn spawn_control_plane(&self) {

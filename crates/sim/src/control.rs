@@ -1,5 +1,6 @@
 //! The control endpoint `/sim/v1/...`: fault injection and node management over HTTP, for the
-//! `eto-sim` subcommands and demos.
+//! `eto-sim` subcommands and demos. This module reads a request into a [`Command`]; the
+//! cluster carries it out (`SimCluster::control`), so that this module needs no cluster.
 //!
 //! | Request | Effect |
 //! |---|---|
@@ -21,7 +22,6 @@ use serde_json::json;
 
 use crate::apiserver::faults::{Fault, FaultAction};
 use crate::apiserver::routes::Verb;
-use crate::cluster::SimCluster;
 use crate::errors::ApiError;
 use crate::http::{Body, full};
 use crate::nodes::NodeSpec;
@@ -114,7 +114,60 @@ impl FaultRequest {
     }
 }
 
-fn reply(code: StatusCode, message: &str) -> Response<Body> {
+/// A control request, parsed: what [`crate::cluster::SimCluster`] is asked to do.
+#[derive(Clone, Debug)]
+pub enum Command {
+    /// Add a node.
+    AddNode(NodeSpec),
+    /// Remove a node.
+    RemoveNode(String),
+    /// Spot-reclaim a node, its pods getting `grace`.
+    ReclaimNode {
+        /// The node.
+        name: String,
+        /// The pods' termination grace period.
+        grace: Duration,
+    },
+    /// End a pod's containers.
+    TerminatePod {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// How they end.
+        termination: Termination,
+    },
+    /// Inject an API fault.
+    InjectFault(Fault),
+    /// Remove every API fault.
+    ClearFaults,
+    /// End every watch.
+    DropWatches,
+    /// Restart the API server after `downtime`.
+    Restart {
+        /// How long it is down.
+        downtime: Duration,
+    },
+}
+
+impl Command {
+    /// The answer to a command carried out: its status code and message.
+    pub fn done(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::AddNode(_) => (StatusCode::CREATED, "node added"),
+            Self::RemoveNode(_) => (StatusCode::OK, "node removed"),
+            Self::ReclaimNode { .. } => (StatusCode::ACCEPTED, "node reclaim started"),
+            Self::TerminatePod { .. } => (StatusCode::OK, "pod terminated"),
+            Self::InjectFault(_) => (StatusCode::CREATED, "fault injected"),
+            Self::ClearFaults => (StatusCode::OK, "faults cleared"),
+            Self::DropWatches => (StatusCode::OK, "watches dropped"),
+            Self::Restart { .. } => (StatusCode::ACCEPTED, "restarting"),
+        }
+    }
+}
+
+/// A JSON answer `{"message": ...}` with `code`.
+pub fn reply(code: StatusCode, message: &str) -> Response<Body> {
     Response::builder()
         .status(code)
         .header("Content-Type", "application/json")
@@ -122,26 +175,31 @@ fn reply(code: StatusCode, message: &str) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(full("")))
 }
 
-fn api_error(error: &ApiError) -> Response<Body> {
+/// The answer to a command the cluster refused.
+pub fn refused(error: &ApiError) -> Response<Body> {
     let code = StatusCode::from_u16(error.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     reply(code, &error.to_string())
 }
 
-/// Answers a `/sim/v1/...` request.
-pub async fn handle(
-    cluster: &SimCluster,
+/// Reads a `/sim/v1/...` request.
+///
+/// # Errors
+/// The answer to a request that is no command: `404` for an unknown endpoint, `400` for a
+/// body that does not parse.
+pub async fn parse(
     request: http::Request<hyper::body::Incoming>,
-) -> Response<Body> {
+) -> Result<Command, Response<Body>> {
     let (parts, body) = request.into_parts();
     let query: std::collections::HashMap<String, String> = parts
         .uri
         .query()
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
-    let body = match body.collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) => return reply(StatusCode::BAD_REQUEST, &error.to_string()),
-    };
+    let body = body
+        .collect()
+        .await
+        .map_err(|error| reply(StatusCode::BAD_REQUEST, &error.to_string()))?
+        .to_bytes();
     let path = parts
         .uri
         .path()
@@ -149,72 +207,45 @@ pub async fn handle(
         .trim_end_matches('/')
         .to_string();
     let segments: Vec<&str> = path.split('/').collect();
-    let seconds = |name: &str, default: u64| {
+    let number = |name: &str, default: u64| {
         query
             .get(name)
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(default)
     };
+    let bad = |error: serde_json::Error| reply(StatusCode::BAD_REQUEST, &error.to_string());
     match (&parts.method, segments.as_slice()) {
-        (&Method::POST, ["nodes"]) => match serde_json::from_slice::<NodeSpec>(&body) {
-            Ok(node) => cluster.add_node(&node).map_or_else(
-                |e| api_error(&e),
-                |()| reply(StatusCode::CREATED, "node added"),
-            ),
-            Err(error) => reply(StatusCode::BAD_REQUEST, &error.to_string()),
-        },
-        (&Method::DELETE, ["nodes", name]) => cluster.remove_node(name).map_or_else(
-            |e| api_error(&e),
-            |()| reply(StatusCode::OK, "node removed"),
-        ),
-        (&Method::POST, ["nodes", name, "reclaim"]) => cluster
-            .reclaim_node(name, Duration::from_secs(seconds("graceSeconds", 30)))
-            .map_or_else(
-                |e| api_error(&e),
-                |()| reply(StatusCode::ACCEPTED, "node reclaim started"),
-            ),
+        (&Method::POST, ["nodes"]) => Ok(Command::AddNode(
+            serde_json::from_slice::<NodeSpec>(&body).map_err(bad)?,
+        )),
+        (&Method::DELETE, ["nodes", name]) => Ok(Command::RemoveNode((*name).to_string())),
+        (&Method::POST, ["nodes", name, "reclaim"]) => Ok(Command::ReclaimNode {
+            name: (*name).to_string(),
+            grace: Duration::from_secs(number("graceSeconds", 30)),
+        }),
         (&Method::POST, ["namespaces", namespace, "pods", name, "terminate"]) => {
-            match serde_json::from_slice::<TerminateRequest>(&body) {
-                Ok(request) => cluster
-                    .terminate_pod(namespace, name, &request.termination())
-                    .map_or_else(
-                        |e| api_error(&e),
-                        |()| reply(StatusCode::OK, "pod terminated"),
-                    ),
-                Err(error) => reply(StatusCode::BAD_REQUEST, &error.to_string()),
-            }
+            let request = serde_json::from_slice::<TerminateRequest>(&body).map_err(bad)?;
+            Ok(Command::TerminatePod {
+                namespace: (*namespace).to_string(),
+                name: (*name).to_string(),
+                termination: request.termination(),
+            })
         }
-        (&Method::POST, ["faults"]) => match serde_json::from_slice::<FaultRequest>(&body)
+        (&Method::POST, ["faults"]) => serde_json::from_slice::<FaultRequest>(&body)
             .ok()
-            .and_then(|r| r.fault())
-        {
-            Some(fault) => {
-                cluster.inject(fault);
-                reply(StatusCode::CREATED, "fault injected")
-            }
-            None => reply(
-                StatusCode::BAD_REQUEST,
-                "a fault needs count and failWith or delayMillis",
-            ),
-        },
-        (&Method::DELETE, ["faults"]) => {
-            cluster.clear_faults();
-            reply(StatusCode::OK, "faults cleared")
-        }
-        (&Method::POST, ["watches", "drop"]) => {
-            cluster.drop_watches();
-            reply(StatusCode::OK, "watches dropped")
-        }
-        (&Method::POST, ["restart"]) => {
-            // The restart closes this very connection: answer first, restart just after.
-            let cluster = cluster.clone();
-            let downtime = Duration::from_millis(seconds("downtimeMillis", 500));
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let _ = cluster.restart(downtime).await;
-            });
-            reply(StatusCode::ACCEPTED, "restarting")
-        }
-        _ => reply(StatusCode::NOT_FOUND, "no such control endpoint"),
+            .and_then(|request| request.fault())
+            .map(Command::InjectFault)
+            .ok_or_else(|| {
+                reply(
+                    StatusCode::BAD_REQUEST,
+                    "a fault needs count and failWith or delayMillis",
+                )
+            }),
+        (&Method::DELETE, ["faults"]) => Ok(Command::ClearFaults),
+        (&Method::POST, ["watches", "drop"]) => Ok(Command::DropWatches),
+        (&Method::POST, ["restart"]) => Ok(Command::Restart {
+            downtime: Duration::from_millis(number("downtimeMillis", 500)),
+        }),
+        _ => Err(reply(StatusCode::NOT_FOUND, "no such control endpoint")),
     }
 }
