@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use eto_controller::rbac::{CLUSTER_GRANTS, Grant, LEASE_GRANTS};
+use eto_controller::rbac::{CLUSTER_GRANTS, Grant, LEASE_GRANTS, NODE_GRANTS};
 use eto_tests::workspace_root;
 use serde_json::Value;
 
@@ -208,6 +208,30 @@ fn the_cluster_role_grants_exactly_what_the_code_uses() {
         triples_of_rules(&lease_role["rules"]),
         triples_of_grants(LEASE_GRANTS)
     );
+    let node_reader = objects
+        .iter()
+        .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "eto-node-reader")
+        .unwrap();
+    assert_eq!(
+        triples_of_rules(&node_reader["rules"]),
+        triples_of_grants(NODE_GRANTS)
+    );
+    let per_namespace = template(&["watchNamespaces={team-a}", "rbac.bindPerNamespace=true"]);
+    assert!(
+        per_namespace.iter().any(
+            |o| o["kind"] == "ClusterRoleBinding" && o["metadata"]["name"] == "eto-node-reader"
+        ),
+        "Nodes are cluster-scoped: bound cluster-wide even per namespace"
+    );
+    let without_warnings = template(&["nodeWarnings.enabled=false"]);
+    assert!(
+        without_warnings
+            .iter()
+            .all(|o| o["metadata"]["name"] != "eto-node-reader"),
+        "no Node access without node warnings"
+    );
+    let deployment = find(&without_warnings, "Deployment").unwrap();
+    assert!(deployment.to_string().contains("--node-warnings=none"));
     let without_election = template(&["leaderElection.enabled=false"]);
     assert!(
         without_election.iter().all(|o| o["kind"] != "Role"),
@@ -345,7 +369,13 @@ fn the_deployment_runs_replicas_with_leader_election_under_the_restricted_standa
         "watchNamespaces={team-a,team-b}",
         "rbac.bindPerNamespace=true",
     ]);
-    assert!(find(&confined, "ClusterRoleBinding").is_none());
+    // Only the Node reader is bound cluster-wide: Nodes have no namespace.
+    let cluster_wide: Vec<&Value> = confined
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding")
+        .collect();
+    assert_eq!(cluster_wide.len(), 1);
+    assert_eq!(cluster_wide[0]["roleRef"]["name"], "eto-node-reader");
     let bound: Vec<&str> = confined
         .iter()
         .filter(|o| o["kind"] == "RoleBinding" && o["roleRef"]["kind"] == "ClusterRole")

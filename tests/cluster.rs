@@ -6,7 +6,8 @@
 //! only a real API server checks: that every pod eto writes is valid, here the replacements of
 //! workers that failed on several nodes (this one needs nodes with `nvidia.com/gpu` and pods
 //! that run on them, which a fake kubelet's nodes give); and that the `kubeai` SDK, run by the
-//! test on this machine, hears eto's stop through a real API server's pod proxy.
+//! test on this machine, hears eto's stop through a real API server's pod proxy; and that a
+//! worker on a node tainted for a spot reclaim gets its Reclaim notice (eto's Node watch).
 //!
 //! `ETO_TEST_POD_PATCH`, when set, is a JSON merge patch applied to the pod templates of the
 //! real-kubelet tests, and `ETO_TEST_IMAGE` replaces their image: on the loopback harness, for
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
 use eto_tests::poll::until;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams, PostParams};
 use tokio_util::sync::CancellationToken;
@@ -547,5 +548,107 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     let status = job.status.unwrap();
     assert_eq!(status.restart_count, 0);
     assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
+    scratch.end().await;
+}
+
+/// Two one-GPU workers, at least one, on a fake kubelet's nodes.
+const WARNED: &str = r#"
+apiVersion: kai.alibabacloud.com/v1alpha1
+kind: TrainingJob
+metadata:
+  name: warned
+spec:
+  etReplicaSpecs:
+    launcher:
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+    worker:
+      replicas: 2
+      minReplicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+"#;
+
+/// Puts `taint` on `node` (or takes it off, with `None`) by a merge patch of its taints,
+/// keeping the others.
+async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
+    let current = nodes.get(node).await.unwrap();
+    let mut taints: Vec<serde_json::Value> = current
+        .spec
+        .and_then(|spec| spec.taints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|taint| taint.key != key)
+        .map(|taint| serde_json::to_value(taint).unwrap())
+        .collect();
+    if on {
+        taints.push(serde_json::json!({"key": key, "effect": "NoSchedule"}));
+    }
+    nodes
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"taints": taints}})),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with two or more nodes of nvidia.com/gpu and a kubelet running their pods (a fake one will do); taints one of them for a moment"]
+async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
+    let scratch = Scratch::start("warned").await;
+    scratch.apply(WARNED).await;
+    scratch
+        .wait_running("warned", Duration::from_secs(120))
+        .await;
+    let pods = scratch.pods();
+    let node = running_on(&pods, "warned-worker-0").await;
+    let nodes: Api<Node> = Api::all(scratch.client.clone());
+    set_taint(&nodes, &node, "karpenter.sh/disrupted", true).await;
+    let tainted = Instant::now();
+    let notice = until(
+        "worker-0 shows its Reclaim notice",
+        Duration::from_secs(30),
+        async || {
+            let pod = pods.get("warned-worker-0").await.ok()?;
+            let json = pod.metadata.annotations?.get("eto.dev/notice")?.clone();
+            let notice: eto_api::training_job::Notice = serde_json::from_str(&json).ok()?;
+            (notice.reason == "NodeWarning").then_some(notice)
+        },
+    )
+    .await;
+    println!(
+        "the worker's Reclaim notice was out {:?} after its node was tainted",
+        tainted.elapsed()
+    );
+    assert!(notice.message.contains(&node), "{}", notice.message);
+    set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
+    until(
+        "the withdrawn warning takes the notice back",
+        Duration::from_secs(30),
+        async || {
+            let pod = pods.get("warned-worker-0").await.ok()?;
+            (!pod
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key("eto.dev/notice"))
+            .then_some(())
+        },
+    )
+    .await;
     scratch.end().await;
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use eto_api::common::ConditionStatus;
 use eto_api::training_job::JobPhase;
-use eto_sim::{NodeSpec, SimConfig};
-use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config};
+use eto_sim::NodeSpec;
+use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config, spot_nodes};
 use eto_tests::history::PodHistory;
 use kube::api::{Patch, PatchParams};
 
@@ -159,16 +159,7 @@ async fn replacements_after_failures_on_two_then_three_nodes_are_created_and_pla
 
 #[tokio::test]
 async fn a_spot_storm_after_failures_on_two_nodes_resumes_with_workers_created_at_once() {
-    let config = SimConfig {
-        nodes: vec![
-            NodeSpec::gpu("on-demand", 0),
-            NodeSpec::gpu("spot-a", 2),
-            NodeSpec::gpu("spot-b", 2),
-            NodeSpec::gpu("spot-c", 2),
-        ],
-        ..sim_config(0, 0)
-    };
-    let env = Env::start(config).await;
+    let env = Env::start(spot_nodes()).await;
     env.apply_job(&job_yaml(
         "stormy",
         4,

@@ -21,6 +21,7 @@ mod gang;
 mod kubeai;
 mod lifecycle;
 mod mpijob;
+mod node_warnings;
 mod notice_helper;
 mod operator;
 mod scaling;

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use eto_api::TrainingJob;
 use eto_controller::{Metrics, Settings};
-use eto_sim::{Fault, FaultAction, KubeletConfig, ListLatency, SimCluster, SimConfig, Verb};
+use eto_sim::{
+    Fault, FaultAction, KubeletConfig, ListLatency, NodeSpec, SimCluster, SimConfig, Verb,
+};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -86,6 +88,20 @@ pub fn sim_config(nodes: usize, gpus_per_node: u32) -> SimConfig {
         ..SimConfig::default()
     }
     .gpu_nodes(nodes, gpus_per_node)
+}
+
+/// A CPU node `on-demand` (for launchers) and three spot nodes of 2 GPUs: `spot-a`, `spot-b`,
+/// `spot-c`.
+pub fn spot_nodes() -> SimConfig {
+    SimConfig {
+        nodes: vec![
+            NodeSpec::gpu("on-demand", 0),
+            NodeSpec::gpu("spot-a", 2),
+            NodeSpec::gpu("spot-b", 2),
+            NodeSpec::gpu("spot-c", 2),
+        ],
+        ..sim_config(0, 0)
+    }
 }
 
 /// A small TrainingJob: `replicas` workers with one GPU each, at least `min` of them ready to

@@ -29,6 +29,7 @@ pub fn every_family_sampled() -> Metrics {
             suspends: vec!["BelowMinWorkers".into()],
             resumes: vec!["BelowMinWorkers".into()],
             scaling: vec![("ScaleOut".into(), true)],
+            warned: 1,
         },
     );
     metrics

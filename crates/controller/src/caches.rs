@@ -5,22 +5,24 @@
 //! no watch, and so needs no RBAC. Every watch selects eto's own objects by label (see
 //! [`crate::watches`]). Starting the controllers over them is [`crate::run`]'s.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
 use eto_engine::gang::GangScheduler;
 use eto_engine::kind::Kind;
+use eto_engine::node_warnings::Rules as NodeWarningRules;
 use eto_engine::scaling::ScalerKind;
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::watch;
 
@@ -30,10 +32,11 @@ use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::name_index::name_index;
 use crate::observe;
-use crate::pod_cache::pod_cache;
+use crate::pod_cache::{PodCache, pod_cache};
 use crate::pod_groups;
 use crate::resources::{POD_GROUPS, request_resource};
 use crate::scope::Scope;
+use crate::trim::Trim;
 use crate::watches::{Watches, dynamic_api};
 
 /// The watch of one kind of scaling request: its kind, resource, cache and events.
@@ -58,33 +61,43 @@ pub(crate) struct Caches {
     pub job_writers: [reflector::store::Writer<DynamicObject>; 2],
 }
 
-/// Starts the watches of every cache for `kinds` in `scope`; `gang` is the gang scheduler, if
-/// any, whose PodGroup API may be missing (its jobs then report it, and the watch keeps
-/// retrying so that installing it later is seen).
+/// What the caches are wired for.
+pub(crate) struct Served<'a> {
+    /// The kinds of job served.
+    pub kinds: &'a [Kind],
+    /// The gang scheduler, if any, whose PodGroup API may be missing (its jobs then report it,
+    /// and the watch keeps retrying so that installing it later is seen).
+    pub gang: Option<&'a GangScheduler>,
+    /// The node warnings acted on, if any: the Nodes are then watched too.
+    pub node_warnings: Option<&'a NodeWarningRules>,
+}
+
+/// Starts the watches of every cache `served` needs, in the scope of `watches`.
 ///
 /// # Errors
 /// Whether the PodGroup API is served could not be checked: the error of that list.
 pub(crate) async fn wire(
-    client: &Client,
-    scope: &Scope,
-    kinds: &[Kind],
-    gang: Option<&GangScheduler>,
+    watches: Watches<'_>,
+    wanted: Served<'_>,
     metrics: &Arc<Metrics>,
-    listed: &Listed,
-    changes: &watch::Sender<()>,
 ) -> Result<Caches, kube::Error> {
+    let Served {
+        kinds,
+        gang,
+        node_warnings,
+    } = wanted;
+    let Watches {
+        client,
+        scope,
+        changes,
+        listed,
+    } = watches;
     let training_jobs = kinds.contains(&Kind::TrainingJob);
     let mpi_jobs = kinds.contains(&Kind::MpiJob);
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
     let (pods, mut pod_writer) = pod_cache();
-    let watches = Watches {
-        client,
-        scope,
-        changes,
-        listed,
-    };
     let events = watches.watched::<Pod>(move |event| {
         pod_writer.apply_watcher_event(event);
     });
@@ -198,6 +211,19 @@ pub(crate) async fn wire(
         None => reflector::store::Writer::new(pod_groups_resource.clone()).as_reader(),
     };
 
+    // Nodes, for the advance warnings of their loss: cluster-wide whatever the scope, and a
+    // change looks again at the jobs with pods on the node only when the warning it shows
+    // changes (a node's status changes every few seconds).
+    let nodes = match node_warnings {
+        Some(rules) => {
+            inputs.push(Node::KIND);
+            let (nodes, events) = watched_nodes(client, listed, changes);
+            child_triggers.push(warning_triggers(events, rules.clone(), pods.clone()));
+            nodes
+        }
+        None => reflector::store().0,
+    };
+
     let job_writers = [Kind::TrainingJob, Kind::MpiJob]
         .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
     let [training_writer, mpi_writer] = job_writers;
@@ -218,6 +244,7 @@ pub(crate) async fn wire(
         scale_outs_by_job,
         pod_groups,
         pod_groups_resource,
+        nodes,
         changes: changes.clone(),
     };
     if pod_groups_missing {
@@ -230,6 +257,68 @@ pub(crate) async fn wire(
         request_streams,
         job_writers: [training_writer, mpi_writer],
     })
+}
+
+/// A cache of the cluster's Nodes, trimmed (see [`crate::trim`]), and the stream that fills
+/// it and yields the Nodes changed.
+fn watched_nodes(
+    client: &Client,
+    listed: &Listed,
+    changes: &watch::Sender<()>,
+) -> (
+    Store<Node>,
+    impl Stream<Item = Result<Node, watcher::Error>> + Send + 'static,
+) {
+    let (store, mut writer) = reflector::store();
+    let listed = listed.clone();
+    let changes = changes.clone();
+    let stream = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .modify(Node::trim)
+        .inspect_ok(move |event| writer.apply_watcher_event(event))
+        .inspect(move |event| {
+            listed.observe(Node::KIND, event);
+            changes.send_replace(());
+        })
+        .touched_objects();
+    (store, stream)
+}
+
+/// The jobs with pods on a node whose warning (see [`eto_engine::node_warnings`]) appeared,
+/// changed or was withdrawn.
+fn warning_triggers(
+    nodes: impl Stream<Item = Result<Node, watcher::Error>> + Send + 'static,
+    rules: NodeWarningRules,
+    pods: PodCache,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>> {
+    let mut shown: HashMap<String, String> = HashMap::new();
+    nodes
+        .filter_map(move |changed| {
+            let triggers = match changed {
+                Ok(node) => {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    let signal = rules.signal_of(&node);
+                    let before = match &signal {
+                        Some(signal) => shown.insert(name.clone(), signal.clone()),
+                        None => shown.remove(&name),
+                    };
+                    if before == signal {
+                        Vec::new()
+                    } else {
+                        pods.on_node(&name)
+                            .iter()
+                            .filter_map(|pod| owner_trigger(&pod.metadata))
+                            .collect()
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "node watch error; retrying");
+                    Vec::new()
+                }
+            };
+            std::future::ready(Some(futures::stream::iter(triggers)))
+        })
+        .flatten()
+        .boxed()
 }
 
 /// A job to reconcile because one of its children changed.

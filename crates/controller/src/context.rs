@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use eto_engine::gang::{Gang, GangScheduler};
 use eto_engine::kind::Kind;
+use eto_engine::node_warnings::Rules as NodeWarningRules;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
 use kube::api::{ApiResource, DynamicObject};
@@ -79,6 +80,9 @@ pub struct Stores {
     pub scale_outs_by_job: NameIndex<DynamicObject>,
     /// The jobs' PodGroups, when the operator uses a gang scheduler (empty otherwise).
     pub pod_groups: Store<DynamicObject>,
+    /// The cluster's Nodes, trimmed to what says they go away (empty when eto reads no node
+    /// warnings).
+    pub nodes: Store<Node>,
     /// Their resource (of the gang scheduler in use; Volcano's when there is none).
     pub pod_groups_resource: ApiResource,
     /// Sent to after any cache changed; see [`Stores::show`].
@@ -117,6 +121,8 @@ pub struct Context {
     pub retries: Retries,
     /// The gang scheduler jobs' pods go to, if any.
     pub gang: Option<GangSettings>,
+    /// Which node warnings eto acts on (see [`eto_engine::node_warnings`]); `None`: none.
+    pub node_warnings: Option<NodeWarningRules>,
     /// The client of the pod proxy, which does not retry (see [`crate::kubeai`]); `None`
     /// sends no `kubeai` stop signals.
     pub pod_proxy: Option<Client>,

@@ -64,6 +64,7 @@ pub use crds::{CrdError, install_crds};
 pub use error::Error;
 pub use eto_engine::gang::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler};
 pub use eto_engine::kind::Kind;
+pub use eto_engine::node_warnings;
 pub use leader::{Election, run_elected};
 pub use metrics::Metrics;
 pub use run::{RunError, Settings, run};

@@ -90,6 +90,8 @@ pub struct Metrics {
     pub workers_lost: Family<LossLabels, Counter>,
     /// Replacement workers created, by kind of job.
     pub worker_replacements: Family<KindLabels, Counter>,
+    /// Workers told that their node announced it goes away, by kind of job.
+    pub node_warnings: Family<KindLabels, Counter>,
     /// Suspends, by kind of job and reason.
     pub suspends: Family<ReasonLabels, Counter>,
     /// Resumes, by kind of job and the reason of the suspend they end.
@@ -176,6 +178,12 @@ impl Default for Metrics {
             "Replacement workers created for lost ones",
             worker_replacements.clone(),
         );
+        let node_warnings = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "node_warnings",
+            "Workers told that their node announced it goes away (an advance warning of a spot reclaim), acted on at once",
+            node_warnings.clone(),
+        );
         let suspends = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "suspends",
@@ -248,6 +256,7 @@ impl Default for Metrics {
             reconcile_duration,
             workers_lost,
             worker_replacements,
+            node_warnings,
             suspends,
             resumes,
             scaling_requests,
@@ -293,6 +302,11 @@ impl Metrics {
             self.worker_replacements
                 .get_or_create(&KindLabels { kind: kind.into() })
                 .inc_by(u64::from(tallies.replacements));
+        }
+        if tallies.warned > 0 {
+            self.node_warnings
+                .get_or_create(&KindLabels { kind: kind.into() })
+                .inc_by(u64::from(tallies.warned));
         }
         for (family, reasons) in [
             (&self.suspends, &tallies.suspends),

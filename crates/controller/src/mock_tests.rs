@@ -152,6 +152,7 @@ impl Cached {
             rejected_pod: None,
             gang: eto_engine::gang::Gang::Off,
             pod_group: None,
+            node_warnings: &[],
         };
         plan(&observed, now())
     }
@@ -210,11 +211,13 @@ impl Cached {
             pod_groups_resource: crate::pod_groups::resource(
                 &eto_engine::gang::GangScheduler::Volcano,
             ),
+            nodes: kube::runtime::reflector::store().0,
             changes: tokio::sync::watch::channel(()).0,
         };
 
         Arc::new(Context {
             pod_proxy: None,
+            node_warnings: None,
             events: crate::events::EventPublisher::new(client.clone(), "eto", Some("test")),
             client,
             stores,

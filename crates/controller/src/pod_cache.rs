@@ -68,6 +68,18 @@ impl PodCache {
     }
 }
 
+impl PodCache {
+    /// The cached pods bound to `node`. The cost is that of the whole cache: for the rare
+    /// change of a node's warning only.
+    pub fn on_node(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.store
+            .state()
+            .into_iter()
+            .filter(|pod| eto_engine::pods::node(pod) == Some(node))
+            .collect()
+    }
+}
+
 impl PodCacheWriter {
     /// Applies one watch event to the index, then to the cache.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<Pod>) {

@@ -113,6 +113,15 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
     },
 ];
 
+/// A ClusterRole of its own (Nodes are cluster-scoped, so a namespace's RoleBinding cannot
+/// grant them) for the advance warnings of node losses (see `eto_engine::node_warnings`):
+/// the Node watch of [`crate::caches`]. Without node warnings it is not needed.
+pub const NODE_GRANTS: &[Grant] = &[Grant {
+    group: "",
+    resources: &["nodes"],
+    verbs: &["list", "watch"],
+}];
+
 /// The Role in the operator's namespace for leader election (see [`crate::leader`]): the
 /// lease manager reads, creates and patches the Lease; standbys watch it.
 pub const LEASE_GRANTS: &[Grant] = &[Grant {

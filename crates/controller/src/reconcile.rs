@@ -178,9 +178,15 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // A pod the API server refused: planned again once, creating no pod, so that the
             // job reports it (one condition and event, not a failed reconcile per worker).
             let mut rejected_pod = None;
+            // The nodes that announced they go away (see eto_engine::node_warnings).
+            let nodes = ctx.stores.nodes.state();
+            let node_warnings = ctx.node_warnings.as_ref().map_or_else(Vec::new, |rules| {
+                rules.warnings(nodes.iter().map(AsRef::as_ref), now)
+            });
             loop {
-                let observed =
+                let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());
+                observed.node_warnings = &node_warnings;
                 let plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
                 let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);

@@ -62,6 +62,10 @@ pub struct Settings {
     /// a client that does not retry is made (a `503` of the pod proxy is the pod's answer).
     /// `None` sends no stop signals.
     pub pod_proxy: Option<kube::Config>,
+    /// The advance warnings of node losses eto watches Nodes for and acts on (see
+    /// [`eto_engine::node_warnings`]): the well-known ones by default. `None` watches no
+    /// Nodes (and needs no RBAC on them).
+    pub node_warnings: Option<eto_engine::node_warnings::Rules>,
 }
 
 impl Default for Settings {
@@ -75,6 +79,7 @@ impl Default for Settings {
             kinds: vec![Kind::TrainingJob, Kind::MpiJob],
             gang: None,
             pod_proxy: None,
+            node_warnings: Some(eto_engine::node_warnings::Rules::default()),
         }
     }
 }
@@ -229,13 +234,18 @@ async fn run_until(
         request_streams,
         job_writers: [training_writer, mpi_writer],
     } = caches::wire(
-        &client,
-        &scope,
-        &kinds,
-        settings.gang.as_ref(),
+        Watches {
+            client: &client,
+            scope: &scope,
+            changes: &changes,
+            listed: &listed,
+        },
+        caches::Served {
+            kinds: &kinds,
+            gang: settings.gang.as_ref(),
+            node_warnings: settings.node_warnings.as_ref(),
+        },
         &metrics,
-        &listed,
-        &changes,
     )
     .await
     .map_err(|source| RunError::Unreachable {
@@ -259,6 +269,7 @@ async fn run_until(
     };
     let ctx = Arc::new(Context {
         pod_proxy,
+        node_warnings: settings.node_warnings.clone(),
         client: client.clone(),
         stores: stores.clone(),
         events: EventPublisher::new(client.clone(), MANAGER, settings.instance.as_deref()),

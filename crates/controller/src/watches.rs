@@ -51,6 +51,7 @@ impl Managed for RoleBinding {}
 impl Managed for BatchJob {}
 
 /// What every watch of one operator run shares.
+#[derive(Clone, Copy)]
 pub(crate) struct Watches<'a> {
     /// The client the watches use.
     pub client: &'a Client,

@@ -2,8 +2,9 @@
 //!
 //! It starts a simulated cluster with spot GPU nodes, installs eto's CRDs, runs the operator,
 //! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, takes a worker
-//! away as a spot preemption would, then reclaims every GPU node at once: the job gets a
-//! checkpoint notice and is suspended; the autoscaler adds nodes and the job resumes from its
+//! away as a spot preemption would, then announces the reclaim of every GPU node two minutes
+//! ahead, as Karpenter taints a node it is about to take: the job gets a checkpoint notice at
+//! once and is suspended while the GPUs still run; the autoscaler adds nodes and the job resumes from its
 //! checkpoint. Its pods opt in to the `kubeai` SDK's stop signal, as ACK users' pods do, and a
 //! local listener stands in for the SDK to show the stop arriving with the notice. It ends with
 //! the `kubectl get events` and `kubectl get trainingjobs` views.
@@ -20,6 +21,7 @@ use eto_api::TrainingJob;
 use eto_api::training_job::{ElasticPolicy, JobPhase, NoticeKind};
 use eto_api::well_known::{KUBEAI_MANAGED_ANNOTATION, KUBEAI_PORT, NOTICE_ANNOTATION, RESUME_ENV};
 use eto_controller::{Metrics, Settings};
+use eto_sim::nodes::warnings::Warning;
 use eto_sim::{KubeletConfig, NodeSpec, SimCluster, SimConfig};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -185,9 +187,16 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     .await?;
     show_hostfile(&client).await?;
 
-    println!("• a spot storm: the cloud reclaims both GPU nodes, with 20 seconds' notice");
+    println!(
+        "• a spot storm: the cloud announces it reclaims both GPU nodes in two minutes\n  (Karpenter's taint karpenter.sh/disrupted; the pods are untouched until then)"
+    );
     for node in ["spot-0", "spot-1"] {
-        cluster.reclaim_node(node, Duration::from_secs(20))?;
+        cluster.announce_reclaim(
+            node,
+            &Warning::karpenter(),
+            Duration::from_secs(120),
+            Duration::from_secs(20),
+        )?;
     }
     follow(&jobs, |job| {
         job.status

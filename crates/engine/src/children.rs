@@ -138,6 +138,7 @@ impl Children {
             rejected_pod,
             gang,
             pod_group: self.pod_group.as_ref(),
+            node_warnings: &[],
         }
     }
 

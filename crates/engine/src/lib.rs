@@ -19,8 +19,10 @@
 //! - Which workers a job should have: [`workers`]; why a worker stopped counting: [`loss`];
 //!   the blacklist and the rule that an index is never used again: [`blacklist`]; nodes to
 //!   avoid: [`cooldown`]; draining removed workers: [`drain`].
-//! - ScaleIn and ScaleOut requests: [`scaling`]; notices to the training code: [`notice`];
-//!   PodGroups: [`gang`].
+//! - ScaleIn and ScaleOut requests: [`scaling`]; notices to the training code: [`notice`],
+//!   and the `kubeai` SDK's stop signal with them: [`kubeai`]; PodGroups: [`gang`].
+//! - Nodes that announced they go away (advance warnings of a spot reclaim), and what their
+//!   workers count as: [`node_warnings`].
 //! - A job's children, as the operator and `kubectl eto` both select them: [`children`].
 
 pub mod applied;
@@ -38,6 +40,7 @@ pub mod kubeai;
 pub mod loss;
 pub mod mpi_status;
 pub mod names;
+pub mod node_warnings;
 pub mod notice;
 pub mod parse;
 pub mod plan;

@@ -18,6 +18,7 @@ use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::node_warnings::{self, NODE_WARNING, NodeWarning};
 use crate::pods;
 
 /// The file content of `notice`: one line of JSON.
@@ -36,8 +37,15 @@ pub fn annotations(notice: Option<&Notice>) -> BTreeMap<String, String> {
 
 /// The notice `pod` should show: its own `Reclaim` notice while it is being disrupted, else
 /// the job's. A pod that already shows a `Reclaim` notice keeps it (its time is when eto first
-/// saw the disruption).
-pub fn for_pod(pod: &Pod, job: Option<&Notice>, now: jiff::Timestamp) -> Option<Notice> {
+/// saw the disruption). A pod disrupted because its node announced it goes away (one of
+/// `warnings`, see [`crate::node_warnings`]) gets the warning's deadline and says which node
+/// and why.
+pub fn for_pod(
+    pod: &Pod,
+    job: Option<&Notice>,
+    warnings: &[NodeWarning],
+    now: jiff::Timestamp,
+) -> Option<Notice> {
     if !pods::is_disrupted(pod) {
         return job.cloned();
     }
@@ -48,6 +56,25 @@ pub fn for_pod(pod: &Pod, job: Option<&Notice>, now: jiff::Timestamp) -> Option<
         .and_then(|a| a.get(NOTICE_ANNOTATION))
         .and_then(|json| serde_json::from_str::<Notice>(json).ok())
         .filter(|notice| notice.kind == NoticeKind::Reclaim);
+    // A pod being deleted goes by its deletion time, whatever its node announced.
+    let warned = pods::node(pod)
+        .filter(|_| pod.metadata.deletion_timestamp.is_none())
+        .and_then(|node| warnings.iter().find(|warning| warning.node == node));
+    if let Some(warning) = warned {
+        return shown.or_else(|| {
+            Some(Notice {
+                kind: NoticeKind::Reclaim,
+                reason: NODE_WARNING.into(),
+                since: Time(now),
+                deadline: Some(Time(warning.deadline)),
+                message: format!(
+                    "pod {} is going away: {}; it has left host discovery: save what it must and exit",
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    node_warnings::describe(warning)
+                ),
+            })
+        });
+    }
     shown.or_else(|| {
         Some(Notice {
             kind: NoticeKind::Reclaim,
@@ -106,18 +133,24 @@ mod tests {
     fn a_disrupted_pod_gets_its_own_reclaim_notice_and_keeps_it() {
         let running = json!({"phase": "Running"});
         assert_eq!(
-            for_pod(&pod(running, json!({})), Some(&suspending()), at(5)),
+            for_pod(&pod(running, json!({})), Some(&suspending()), &[], at(5)),
             Some(suspending())
         );
 
         let disrupted = json!({"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]});
-        let reclaim = for_pod(&pod(disrupted.clone(), json!({})), None, at(5)).unwrap();
+        let reclaim = for_pod(&pod(disrupted.clone(), json!({})), None, &[], at(5)).unwrap();
         assert_eq!(
             (reclaim.kind, reclaim.since.0),
             (NoticeKind::Reclaim, at(5))
         );
         let shown = annotations(Some(&reclaim));
-        let again = for_pod(&pod(disrupted, json!(shown)), Some(&suspending()), at(9)).unwrap();
+        let again = for_pod(
+            &pod(disrupted, json!(shown)),
+            Some(&suspending()),
+            &[],
+            at(9),
+        )
+        .unwrap();
         assert_eq!(again, reclaim, "first seen at 5, still");
     }
 }

@@ -154,6 +154,8 @@ pub(crate) mod world {
         /// Whether the cluster serves its PodGroup API.
         pub pod_groups_served: bool,
         pub pod_group: Option<PodGroup>,
+        /// Nodes that announced they go away.
+        pub node_warnings: Vec<crate::node_warnings::NodeWarning>,
         pub now: jiff::Timestamp,
     }
 
@@ -176,6 +178,7 @@ pub(crate) mod world {
                 gang: None,
                 pod_groups_served: true,
                 pod_group: None,
+                node_warnings: Vec::new(),
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -211,6 +214,7 @@ pub(crate) mod world {
                     Some(scheduler) => Gang::Missing(scheduler),
                 },
                 pod_group: self.pod_group.as_ref(),
+                node_warnings: &self.node_warnings,
             }
         }
 
@@ -344,9 +348,16 @@ pub(crate) mod world {
         /// Reconciles the new TrainingJob `mnist` of two workers until they and its launcher
         /// run.
         pub fn launch(&mut self) {
+            self.launch_with(2);
+        }
+
+        /// Reconciles the new TrainingJob `mnist` of `workers` workers until they and its
+        /// launcher run.
+        pub fn launch_with(&mut self, workers: u32) {
             self.reconcile();
-            self.ready("mnist-worker-0");
-            self.ready("mnist-worker-1");
+            for worker in 0..workers {
+                self.ready(&format!("mnist-worker-{worker}"));
+            }
             self.reconcile();
             self.ready("mnist-launcher");
             self.reconcile();

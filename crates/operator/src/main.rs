@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use eto_controller::node_warnings::{InvalidSignal, Rules as NodeWarningRules, Signal};
 use eto_controller::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler, Kind, Metrics, Settings};
 
 /// eto, the elastic training operator for Kubernetes.
@@ -27,7 +28,7 @@ enum Command {
     Crd,
     /// Run the operator against the cluster of the current kubeconfig context (or the one it
     /// runs in).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
 }
 
 #[derive(Args)]
@@ -83,6 +84,16 @@ struct RunArgs {
     /// plugin (with `--gang-scheduler=scheduler-plugins`).
     #[arg(long, default_value = COSCHEDULING_DEFAULT_SCHEDULER)]
     gang_scheduler_name: String,
+    /// The advance warnings of a node loss eto acts on (workers on the node are told at once,
+    /// leave discovery and are replaced elsewhere; a job left below its minimum suspends at
+    /// once), comma-separated: `taint:<key>` or `condition:<type>`. The default lists
+    /// Karpenter's, the AWS Node Termination Handler's, GKE's and ACK's (InstanceExpired).
+    /// `none` watches no Nodes.
+    #[arg(long, value_delimiter = ',', default_values_t = eto_controller::node_warnings::DEFAULT_SIGNALS.iter().map(|s| s.to_string()).collect::<Vec<_>>())]
+    node_warnings: Vec<String>,
+    /// How long a node that announced it goes away, without saying when, is taken to last.
+    #[arg(long, default_value_t = 120)]
+    node_warning_lead_seconds: u64,
 }
 
 /// A gang scheduler `--gang-scheduler` names.
@@ -97,6 +108,25 @@ enum GangSchedulerArg {
 }
 
 impl RunArgs {
+    /// The node warnings the flags select; `None` for `none`.
+    ///
+    /// # Errors
+    /// A warning that is neither `taint:<key>` nor `condition:<type>`.
+    fn node_warnings(&self) -> Result<Option<NodeWarningRules>, InvalidSignal> {
+        if self.node_warnings.iter().any(|signal| signal == "none") {
+            return Ok(None);
+        }
+        let signals = self
+            .node_warnings
+            .iter()
+            .map(|signal| signal.parse::<Signal>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(NodeWarningRules {
+            signals,
+            lead: Duration::from_secs(self.node_warning_lead_seconds),
+        }))
+    }
+
     /// The gang scheduler the flags select.
     fn gang_scheduler(&self) -> Option<GangScheduler> {
         match self.gang_scheduler {
@@ -159,6 +189,8 @@ enum CliError {
     Client(#[from] kube::Error),
     #[error("{0}")]
     Run(#[from] eto_controller::RunError),
+    #[error("--node-warnings: {0}")]
+    NodeWarnings(#[from] InvalidSignal),
 }
 
 fn init_logs(format: LogFormat) {
@@ -197,7 +229,7 @@ fn main() -> ExitCode {
             tokio::runtime::Runtime::new()
                 .map_err(CliError::Runtime)
                 .and_then(|runtime| {
-                    let result = runtime.block_on(run(args));
+                    let result = runtime.block_on(run(*args));
                     // A blocking task still running (a DNS lookup, say) must not delay the exit.
                     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
                     result
@@ -233,6 +265,7 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
         })?;
     tokio::spawn(endpoints::serve(listener, Arc::clone(&metrics)));
     let gang = args.gang_scheduler();
+    let node_warnings = args.node_warnings()?;
     let settings = Settings {
         scope: eto_controller::Scope::of(args.namespace),
         concurrency: args.concurrency,
@@ -242,6 +275,7 @@ async fn run(args: RunArgs) -> Result<(), CliError> {
             .ok()
             .or_else(|| std::env::var("HOSTNAME").ok()),
         pod_proxy: Some(config),
+        node_warnings,
         ..Settings::default()
     };
     let clock: eto_controller::Clock = Arc::new(jiff::Timestamp::now);

@@ -102,19 +102,38 @@ async fn run_then_terminate(mut operator: Command, under_way: impl Future<Output
     logged
 }
 
+/// What the operator `command` printed on stderr as it exited non-zero at start.
+async fn failed_start(mut command: Command) -> String {
+    let output = tokio::time::timeout(WAIT, command.output())
+        .await
+        .expect("the operator exits")
+        .unwrap();
+    assert!(!output.status.success());
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[tokio::test]
 async fn a_busy_metrics_address_is_named_and_the_operator_exits_non_zero() {
     let (_env, kubeconfig) = cluster_with_jobs("busy-metrics-address").await;
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = busy.local_addr().unwrap().to_string();
-    let output = tokio::time::timeout(WAIT, operator(&kubeconfig, &address).output())
-        .await
-        .expect("the operator exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = failed_start(operator(&kubeconfig, &address)).await;
     assert!(
         stderr.contains(&format!("cannot listen on {address}: ")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_node_warning_is_named_and_the_operator_exits_non_zero() {
+    let (_env, kubeconfig) = cluster_with_jobs("invalid-node-warning").await;
+    let mut command = operator(&kubeconfig, &free_address());
+    command.arg("--node-warnings=taint:karpenter.sh/disrupted,label:spot");
+    let stderr = failed_start(command).await;
+    assert!(
+        stderr.contains(
+            "--node-warnings: invalid node warning \"label:spot\": expected taint:<key> or condition:<type>"
+        ),
         "{stderr}"
     );
 }

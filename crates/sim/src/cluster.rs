@@ -22,6 +22,7 @@ use crate::http::Body;
 use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
 use crate::nodes::scheduler::Scheduler;
+use crate::nodes::warnings::Warning;
 use crate::nodes::{Changed, NodeSpec, Taint};
 use crate::options::{DeleteOptions, Subresource, WriteOptions};
 use crate::resources::ResourceId;
@@ -196,7 +197,20 @@ impl SimCluster {
         let outcome = match command {
             Command::AddNode(node) => self.add_node(&node),
             Command::RemoveNode(name) => self.remove_node(&name),
-            Command::ReclaimNode { name, grace } => self.reclaim_node(&name, grace),
+            Command::ReclaimNode {
+                name,
+                grace,
+                warning,
+            } if warning.is_zero() => self.reclaim_node(&name, grace),
+            Command::ReclaimNode {
+                name,
+                grace,
+                warning,
+            } => self.announce_reclaim(&name, &Warning::karpenter(), warning, grace),
+            Command::WarnNode { name, warning } => self.warn_node(&name, &warning),
+            Command::WithdrawNodeWarning { name, warning } => {
+                self.withdraw_node_warning(&name, &warning)
+            }
             Command::TerminatePod {
                 namespace,
                 name,
@@ -503,6 +517,88 @@ impl SimCluster {
             store.write(|state| shut_down(state, &name));
         });
         Ok(())
+    }
+
+    /// Puts `warning` on node `name`, as a cloud announces that the node goes away: nothing
+    /// else changes (pods run on; see [`SimCluster::announce_reclaim`] for the loss that
+    /// follows).
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn warn_node(&self, name: &str, warning: &Warning) -> Result<(), ApiError> {
+        self.change_node(name, |node, now| warning.put_on(node, now))
+    }
+
+    /// Takes `warning` off node `name`: the announcement is withdrawn.
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn withdraw_node_warning(&self, name: &str, warning: &Warning) -> Result<(), ApiError> {
+        self.change_node(name, |node, now| warning.take_off(node, now))
+    }
+
+    /// A spot reclaim announced `lead` ahead: `warning` goes on node `name` now, and after
+    /// `lead` the node is reclaimed, its pods getting `grace` (see
+    /// [`SimCluster::reclaim_node`]). Returns once the warning is on; the rest happens in the
+    /// background.
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn announce_reclaim(
+        &self,
+        name: &str,
+        warning: &Warning,
+        lead: Duration,
+        grace: Duration,
+    ) -> Result<(), ApiError> {
+        self.warn_node(name, warning)?;
+        let cluster = self.clone();
+        let stopped = self.inner.stopped.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                () = tokio::time::sleep(lead) => {
+                    let _ = cluster.reclaim_node(&name, grace);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Rewrites node `name` with `change` (given the node and the time now, RFC 3339).
+    fn change_node(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Value, &str),
+    ) -> Result<(), ApiError> {
+        let now = jiff::Timestamp::now()
+            .round(jiff::Unit::Second)
+            .unwrap_or_else(|_| jiff::Timestamp::now())
+            .to_string();
+        self.inner.store.write(|state| {
+            let resource = kubelet::node_resource(state)?;
+            let node = state.fetch(&resource, "", name)?;
+            let mut changed = (*node).clone();
+            change(&mut changed, &now);
+            let writer = WriteOptions::internal("node-termination-handler");
+            // Taints are the spec's, conditions the status subresource's: two writes.
+            let status = changed["status"].clone();
+            state.replace(&resource, "", name, changed, None, &writer)?;
+            let mut stored = (*state.fetch(&resource, "", name)?).clone();
+            if stored["status"] != status {
+                stored["status"] = status;
+                state.replace(
+                    &resource,
+                    "",
+                    name,
+                    stored,
+                    Some(Subresource::Status),
+                    &writer,
+                )?;
+            }
+            Ok::<_, ApiError>(())
+        })
     }
 
     /// Makes `port` of pod `namespace/pod` lead to `to` for the API server's pod proxy

@@ -7,6 +7,9 @@
 //! | `POST /sim/v1/nodes` with a [`NodeSpec`] | add a node |
 //! | `DELETE /sim/v1/nodes/<name>` | remove a node |
 //! | `POST /sim/v1/nodes/<name>/reclaim?graceSeconds=N` | spot-reclaim a node |
+//! | `POST /sim/v1/nodes/<name>/reclaim?warningSeconds=M&graceSeconds=N` | announce a reclaim with Karpenter's taint, reclaim the node `M` s later |
+//! | `POST /sim/v1/nodes/<name>/warning` with a [`Warning`] | announce that a node goes away (a taint or a condition) |
+//! | `DELETE /sim/v1/nodes/<name>/warning` with a [`Warning`] | withdraw the announcement |
 //! | `POST /sim/v1/namespaces/<ns>/pods/<name>/terminate` with a [`TerminateRequest`] | end a pod's containers |
 //! | `POST /sim/v1/faults` with a [`FaultRequest`] | inject an API fault |
 //! | `DELETE /sim/v1/faults` | clear API faults |
@@ -26,6 +29,7 @@ use crate::errors::ApiError;
 use crate::http::{Body, full};
 use crate::nodes::NodeSpec;
 use crate::nodes::kubelet::Termination;
+use crate::nodes::warnings::Warning;
 
 /// How a pod's containers end, as the control endpoint takes it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -121,12 +125,29 @@ pub enum Command {
     AddNode(NodeSpec),
     /// Remove a node.
     RemoveNode(String),
-    /// Spot-reclaim a node, its pods getting `grace`.
+    /// Spot-reclaim a node, its pods getting `grace`, after announcing it `warning` ahead
+    /// (none: at once).
     ReclaimNode {
         /// The node.
         name: String,
         /// The pods' termination grace period.
         grace: Duration,
+        /// How long ahead the reclaim is announced, with Karpenter's taint.
+        warning: Duration,
+    },
+    /// Announce that a node goes away.
+    WarnNode {
+        /// The node.
+        name: String,
+        /// The taint or condition that says so.
+        warning: Warning,
+    },
+    /// Withdraw an announcement.
+    WithdrawNodeWarning {
+        /// The node.
+        name: String,
+        /// The taint or condition to take off.
+        warning: Warning,
     },
     /// End a pod's containers.
     TerminatePod {
@@ -157,6 +178,8 @@ impl Command {
             Self::AddNode(_) => (StatusCode::CREATED, "node added"),
             Self::RemoveNode(_) => (StatusCode::OK, "node removed"),
             Self::ReclaimNode { .. } => (StatusCode::ACCEPTED, "node reclaim started"),
+            Self::WarnNode { .. } => (StatusCode::OK, "node warning put on"),
+            Self::WithdrawNodeWarning { .. } => (StatusCode::OK, "node warning withdrawn"),
             Self::TerminatePod { .. } => (StatusCode::OK, "pod terminated"),
             Self::InjectFault(_) => (StatusCode::CREATED, "fault injected"),
             Self::ClearFaults => (StatusCode::OK, "faults cleared"),
@@ -222,7 +245,23 @@ pub async fn parse(
         (&Method::POST, ["nodes", name, "reclaim"]) => Ok(Command::ReclaimNode {
             name: (*name).to_string(),
             grace: Duration::from_secs(number("graceSeconds", 30)),
+            warning: Duration::from_secs(number("warningSeconds", 0)),
         }),
+        (method @ (&Method::POST | &Method::DELETE), ["nodes", name, "warning"]) => {
+            let warning = serde_json::from_slice::<Warning>(&body).map_err(bad)?;
+            if !warning.is_valid() {
+                return Err(reply(
+                    StatusCode::BAD_REQUEST,
+                    "a warning names a taint or a condition",
+                ));
+            }
+            let name = (*name).to_string();
+            Ok(if method == Method::POST {
+                Command::WarnNode { name, warning }
+            } else {
+                Command::WithdrawNodeWarning { name, warning }
+            })
+        }
         (&Method::POST, ["namespaces", namespace, "pods", name, "terminate"]) => {
             let request = serde_json::from_slice::<TerminateRequest>(&body).map_err(bad)?;
             Ok(Command::TerminatePod {

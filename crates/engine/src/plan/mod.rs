@@ -43,6 +43,7 @@ use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
 use crate::kind::{JobRef, Kind};
 use crate::kubeai::{self, Stop};
+use crate::node_warnings::{self, NodeWarning};
 use crate::pod_metadata::PodMetadata;
 use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::{FieldError, validate_job};
@@ -128,6 +129,9 @@ pub struct Observed<'a> {
     pub gang: Gang<'a>,
     /// The job's PodGroup, read when the operator uses a gang scheduler.
     pub pod_group: Option<&'a PodGroup>,
+    /// The nodes of the cluster that announced they go away soon (see
+    /// [`crate::node_warnings`]): the job's workers on them count as disrupted.
+    pub node_warnings: &'a [NodeWarning],
 }
 
 impl<'a> Observed<'a> {
@@ -148,6 +152,7 @@ impl<'a> Observed<'a> {
             rejected_pod: None,
             gang: Gang::Off,
             pod_group: None,
+            node_warnings: &[],
         }
     }
 }
@@ -268,6 +273,8 @@ pub struct Tallies {
     pub resumes: Vec<String>,
     /// ScaleIn and ScaleOut requests finished: the request's kind and whether it succeeded.
     pub scaling: Vec<(String, bool)>,
+    /// Workers told that their node announced it goes away (see [`crate::node_warnings`]).
+    pub warned: u32,
 }
 
 /// What a reconcile should do.
@@ -312,8 +319,23 @@ impl Plan {
 
 /// Plans the reconcile of `observed` at `now`; see the module documentation.
 pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
+    // Workers on nodes that announced they go away are seen as disrupted (see
+    // crate::node_warnings).
+    let warnings = node_warnings::by_node(observed.node_warnings);
+    let role_label = observed.job.kind().role_label();
+    let warned: Vec<Pod> = observed
+        .pods
+        .iter()
+        .filter(|pod| pods::label(pod, role_label) == Some(WORKER_ROLE))
+        .filter_map(|pod| node_warnings::as_disrupted(pod, &warnings))
+        .collect();
+    let mut sorted: Observed<'_> = observed.clone();
+    for pod in &mut sorted.pods {
+        if let Some(seen) = warned.iter().find(|w| w.metadata.name == pod.metadata.name) {
+            *pod = seen;
+        }
+    }
     // Caches return pods in any order; plans do not depend on it.
-    let mut sorted = observed.clone();
     sorted
         .pods
         .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -798,6 +820,8 @@ mod gang_tests;
 mod health_fixtures_tests;
 #[cfg(test)]
 mod mpi_tests;
+#[cfg(test)]
+mod node_warning_tests;
 #[cfg(test)]
 mod properties;
 #[cfg(test)]

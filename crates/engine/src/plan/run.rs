@@ -32,7 +32,7 @@ use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangSche
 use crate::kind::Kind;
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
-use crate::{names, notice, pods, scaling};
+use crate::{names, node_warnings, notice, pods, scaling};
 
 /// The launcher of the current run, as observed.
 #[derive(Clone, Copy, Debug)]
@@ -473,7 +473,32 @@ impl<'p, 'o> Run<'p, 'o> {
             if self.is_stale(pod) || pods::is_terminating(pod) || pods::is_finished(pod) {
                 continue;
             }
-            let wanted = notice::for_pod(pod, self.notice.as_ref(), self.planner.now);
+            let wanted = notice::for_pod(
+                pod,
+                self.notice.as_ref(),
+                self.observed.node_warnings,
+                self.planner.now,
+            );
+            let warned = wanted
+                .as_ref()
+                .filter(|notice| notice.reason == node_warnings::NODE_WARNING);
+            let shown_warned = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(NOTICE_ANNOTATION))
+                .and_then(|json| serde_json::from_str::<Notice>(json).ok())
+                .is_some_and(|shown| shown.reason == node_warnings::NODE_WARNING);
+            // The warning's first showing is reported once, with which node and why.
+            if let Some(notice) = warned.filter(|_| !shown_warned) {
+                self.planner.event(
+                    true,
+                    node_warnings::NODE_WARNING,
+                    "Reclaim",
+                    notice.message.clone(),
+                );
+                self.planner.plan.tallies.warned += 1;
+            }
             let mut desired = build::worker_metadata(self.job(), index);
             let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
@@ -821,7 +846,13 @@ impl<'p, 'o> Run<'p, 'o> {
         let mut annotations =
             BTreeMap::from([(HOSTFILE_ANNOTATION.to_string(), ready_hosts.to_string())]);
         annotations.extend(notice::annotations(
-            notice::for_pod(pod, self.notice.as_ref(), self.planner.now).as_ref(),
+            notice::for_pod(
+                pod,
+                self.notice.as_ref(),
+                self.observed.node_warnings,
+                self.planner.now,
+            )
+            .as_ref(),
         ));
         let desired = ObjectMeta {
             annotations: Some(annotations),

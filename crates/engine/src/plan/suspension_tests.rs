@@ -455,13 +455,7 @@ fn three_needing_one(mut job: eto_api::TrainingJob) -> World {
     job.spec.et_replica_specs.worker.replicas = Some(3);
     job.spec.et_replica_specs.worker.min_replicas = Some(1);
     let mut world = World::new(job);
-    world.reconcile();
-    for worker in 0..3 {
-        world.ready(&format!("mnist-worker-{worker}"));
-    }
-    world.reconcile();
-    world.ready("mnist-launcher");
-    world.reconcile();
+    world.launch_with(3);
     world
 }
 
@@ -537,13 +531,7 @@ fn four_needing_three(policy: ReplicaRestartPolicy, job_policy: JobRestartPolicy
     job.spec.et_replica_specs.worker.restart_policy = Some(policy);
     job.spec.restart_policy = Some(job_policy);
     let mut world = World::new(job);
-    world.reconcile();
-    for worker in 0..4 {
-        world.ready(&format!("mnist-worker-{worker}"));
-    }
-    world.reconcile();
-    world.ready("mnist-launcher");
-    world.reconcile();
+    world.launch_with(4);
     assert_eq!(world.status().phase, Some(JobPhase::Running));
     world
 }

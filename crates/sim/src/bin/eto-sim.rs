@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use eto_sim::Verb;
 use eto_sim::control::{FaultRequest, TerminateRequest};
 use eto_sim::nodes::Taint;
+use eto_sim::nodes::warnings::Warning;
 use eto_sim::{KubeletConfig, NodeSpec, SimCluster, SimConfig};
 
 /// A simulated Kubernetes cluster with GPU nodes, for eto's tests and demos.
@@ -33,16 +34,25 @@ enum Command {
         target: Target,
     },
     /// Spot-reclaim a node: taint it and mark its pods, then after the grace period fail its
-    /// pods (exit 137) and delete it.
+    /// pods (exit 137) and delete it. With --warning-seconds, the cloud announces it first
+    /// (Karpenter's taint karpenter.sh/disrupted), that long ahead.
     ReclaimNode {
         /// Node name.
         name: String,
         /// Seconds between the notice and the node's end.
         #[arg(long, default_value_t = 30)]
         grace_seconds: u64,
+        /// Seconds between the announcement and the reclaim (0: no announcement).
+        #[arg(long, default_value_t = 0)]
+        warning_seconds: u64,
         #[command(flatten)]
         target: Target,
     },
+    /// Announce that a node goes away, as clouds do before a spot reclaim: a taint
+    /// (--taint karpenter.sh/disrupted) or a node condition (--condition InstanceExpired).
+    WarnNode(WarnNodeArgs),
+    /// Withdraw such an announcement.
+    WithdrawNodeWarning(WarnNodeArgs),
     /// End a pod's containers with an exit code.
     FailPod(PodArgs),
     /// End a pod's containers successfully.
@@ -134,6 +144,46 @@ struct AddNodeArgs {
     taints: Vec<String>,
     #[command(flatten)]
     target: Target,
+}
+
+#[derive(Args)]
+struct WarnNodeArgs {
+    /// Node name.
+    name: String,
+    /// The key of the taint that says so.
+    #[arg(
+        long,
+        conflicts_with = "condition",
+        required_unless_present = "condition"
+    )]
+    taint: Option<String>,
+    /// The type of the node condition that says so (status True).
+    #[arg(long)]
+    condition: Option<String>,
+    /// The condition's message, for example when the node goes (RFC 3339).
+    #[arg(long, requires = "condition")]
+    message: Option<String>,
+    #[command(flatten)]
+    target: Target,
+}
+
+impl WarnNodeArgs {
+    /// Puts the warning on (`POST`) or takes it off (`DELETE`).
+    async fn send(self, method: http::Method) -> Result<(), CliError> {
+        let warning = Warning {
+            taint: self.taint,
+            condition: self.condition,
+            message: self.message,
+        };
+        let body = serde_json::to_vec(&warning).unwrap_or_default();
+        control(
+            &self.target,
+            method,
+            &format!("nodes/{}/warning", self.name),
+            body,
+        )
+        .await
+    }
 }
 
 #[derive(Args)]
@@ -268,16 +318,19 @@ async fn run(command: Command) -> Result<(), CliError> {
         Command::ReclaimNode {
             name,
             grace_seconds,
+            warning_seconds,
             target,
-        } => {
-            control(
-                &target,
-                http::Method::POST,
-                &format!("nodes/{name}/reclaim?graceSeconds={grace_seconds}"),
-                Vec::new(),
-            )
-            .await
-        }
+        } => control(
+            &target,
+            http::Method::POST,
+            &format!(
+                "nodes/{name}/reclaim?graceSeconds={grace_seconds}&warningSeconds={warning_seconds}"
+            ),
+            Vec::new(),
+        )
+        .await,
+        Command::WarnNode(args) => args.send(http::Method::POST).await,
+        Command::WithdrawNodeWarning(args) => args.send(http::Method::DELETE).await,
         Command::FailPod(args) => {
             let request = TerminateRequest {
                 exit_code: args.exit_code,

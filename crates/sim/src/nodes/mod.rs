@@ -7,6 +7,7 @@ pub mod kubelet;
 pub mod placement;
 pub mod quantity;
 pub mod scheduler;
+pub mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -206,9 +206,26 @@ impl Run<'_, '_> {
             return false;
         }
         let now = self.planner.now;
+        // A node of the run that announced it goes away ends the grace period no later than
+        // it goes (see crate::node_warnings).
+        let node_goes = self
+            .observed
+            .pods
+            .iter()
+            .filter_map(|pod| pods::node(pod))
+            .filter_map(|node| {
+                self.observed
+                    .node_warnings
+                    .iter()
+                    .find(|warning| warning.node == node)
+            })
+            .map(|warning| warning.deadline)
+            .min();
         // Whole seconds, as the status stores times; rounded up, so that the processes get
         // at least the grace period.
-        let due = crate::time::after(now, grace);
+        let full = crate::time::after(now, grace);
+        let capped = node_goes.filter(|goes| *goes < full);
+        let due = capped.map_or(full, |goes| goes.max(now));
         let deadline = due
             .round(
                 jiff::TimestampRound::new()
@@ -217,9 +234,14 @@ impl Run<'_, '_> {
             )
             .unwrap_or(due);
         let message = format!(
-            "{} {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} (elasticPolicy.checkpointGraceSeconds) or when the launcher exits",
+            "{} {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} ({}) or when the launcher exits",
             self.job.kind().name(),
-            self.name()
+            self.name(),
+            if capped.is_some() {
+                "when a node of the job goes, as announced"
+            } else {
+                "elasticPolicy.checkpointGraceSeconds"
+            }
         );
         let notice = Notice {
             kind: NoticeKind::Suspend,

@@ -18,7 +18,7 @@ use crate::discovery::Host;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
-use crate::{blacklist, cooldown, drain, names, pods};
+use crate::{blacklist, cooldown, drain, names, node_warnings, pods};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -224,9 +224,11 @@ impl<'o> Run<'_, 'o> {
                 .iter()
                 .map(|i| names::worker(&name, *i))
                 .collect();
+            // New workers avoid the nodes in cooldown and those that announced they go.
+            let mut avoided = self.planner.status.nodes_in_cooldown.clone();
+            avoided.extend(node_warnings::avoided(self.observed.node_warnings));
             for index in &decision.create {
-                let pod =
-                    build::worker_pod(self.job(), *index, &self.planner.status.nodes_in_cooldown);
+                let pod = build::worker_pod(self.job(), *index, &avoided);
                 self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
             }
             self.planner.event(

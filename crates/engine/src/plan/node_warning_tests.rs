@@ -1,0 +1,196 @@
+//! Advance warnings of node losses (see [`crate::node_warnings`]): the workers on a warned node
+//! are told at once, leave discovery and are replaced off that node; a job left below its
+//! minimum posts its `Suspend` notice at once, ending no later than the node goes.
+
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::{ElasticPolicy, JobPhase, Notice, NoticeKind};
+use eto_api::well_known::NOTICE_ANNOTATION;
+use pretty_assertions::assert_eq;
+
+use crate::node_warnings::{NODE_WARNING, NodeWarning};
+use crate::testing::training_job;
+use crate::testing::world::{World, deleted_pods, pod_names};
+
+/// A running job of 4 workers needing `min`, with `policy`; its lost workers are replaced
+/// (`restartPolicy: OnFailure`: a disruption is replaced, an exit 0 is not).
+fn four_needing(min: i32, policy: ElasticPolicy) -> World {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    job.spec.et_replica_specs.worker.replicas = Some(4);
+    job.spec.et_replica_specs.worker.min_replicas = Some(min);
+    job.spec.elastic_policy = Some(policy);
+    let mut world = World::new(job);
+    world.launch_with(4);
+    assert_eq!(world.status().phase, Some(JobPhase::Running));
+    world
+}
+
+/// A warning that the node of `worker` goes in `seconds`.
+fn warn(world: &mut World, worker: &str, seconds: i64) {
+    let now = world.now;
+    world.node_warnings.push(NodeWarning {
+        node: format!("node-{worker}"),
+        signal: "taint karpenter.sh/disrupted".into(),
+        since: now,
+        deadline: now + jiff::SignedDuration::from_secs(seconds),
+    });
+}
+
+fn shown(world: &World, pod: &str) -> Option<Notice> {
+    let json = world.pods[pod]
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(NOTICE_ANNOTATION)?;
+    serde_json::from_str(json).ok()
+}
+
+#[test]
+fn a_worker_on_a_warned_node_is_told_at_once_leaves_discovery_and_is_replaced_elsewhere() {
+    let mut world = four_needing(2, ElasticPolicy::default());
+    warn(&mut world, "mnist-worker-3", 120);
+    let plan = world.reconcile();
+
+    let notice = shown(&world, "mnist-worker-3").expect("its own notice");
+    assert_eq!(
+        (notice.kind, notice.reason.as_str()),
+        (NoticeKind::Reclaim, NODE_WARNING)
+    );
+    assert_eq!(
+        notice.deadline.map(|d| d.0),
+        Some(world.now + jiff::SignedDuration::from_secs(120))
+    );
+    assert!(
+        notice
+            .message
+            .contains("node node-mnist-worker-3 goes away"),
+        "{}",
+        notice.message
+    );
+    assert_eq!(shown(&world, "mnist-worker-0"), None, "the others train on");
+    assert_eq!(
+        world.status().notice,
+        None,
+        "the job stays above its minimum"
+    );
+    assert!(
+        !world
+            .status()
+            .current_workers
+            .contains(&"mnist-worker-3".to_string()),
+        "out of discovery"
+    );
+    assert!(
+        deleted_pods(&plan).is_empty(),
+        "it runs on until its node goes"
+    );
+    assert!(
+        pod_names(&plan).contains(&"mnist-worker-4".to_string()),
+        "replaced"
+    );
+    let replacement = world.pods["mnist-worker-4"].spec.clone().unwrap();
+    let avoided = serde_json::to_string(&replacement.affinity).unwrap();
+    assert!(avoided.contains("node-mnist-worker-3"), "{avoided}");
+    assert_eq!(
+        world.status().blacklist.last().map(|b| b.reason.as_str()),
+        Some("Disrupted")
+    );
+    let warned: Vec<&str> = plan
+        .events
+        .iter()
+        .filter(|e| e.reason == NODE_WARNING)
+        .map(|e| e.note.as_str())
+        .collect();
+    assert_eq!(warned.len(), 1, "one event names the node and the warning");
+    assert!(
+        warned[0].contains("taint karpenter.sh/disrupted"),
+        "{warned:?}"
+    );
+    assert_eq!(plan.tallies.warned, 1);
+
+    // Once per warning: nothing changes while it stands.
+    world.advance(5);
+    assert!(world.reconcile().is_empty());
+}
+
+#[test]
+fn warnings_that_leave_too_few_workers_post_the_suspend_notice_at_once_capped_by_the_warning() {
+    let mut world = four_needing(
+        3,
+        ElasticPolicy {
+            checkpoint_grace_seconds: Some(300),
+            ..ElasticPolicy::default()
+        },
+    );
+    warn(&mut world, "mnist-worker-2", 90);
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    let notice = world
+        .status()
+        .notice
+        .clone()
+        .expect("no belowMinSeconds wait");
+    assert_eq!(notice.kind, NoticeKind::Suspend);
+    assert_eq!(
+        notice.deadline.map(|d| d.0),
+        Some(world.now + jiff::SignedDuration::from_secs(90)),
+        "the first node to go ends the grace period"
+    );
+    assert!(
+        notice.message.contains("when a node of the job goes"),
+        "{}",
+        notice.message
+    );
+    assert_eq!(
+        shown(&world, "mnist-worker-0").map(|n| n.kind),
+        Some(NoticeKind::Suspend)
+    );
+
+    // With a grace period shorter than the warning, the grace period stands.
+    let mut world = four_needing(
+        3,
+        ElasticPolicy {
+            checkpoint_grace_seconds: Some(30),
+            ..ElasticPolicy::default()
+        },
+    );
+    warn(&mut world, "mnist-worker-2", 120);
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    let notice = world.status().notice.clone().expect("suspending");
+    assert_eq!(
+        notice.deadline.map(|d| d.0),
+        Some(world.now + jiff::SignedDuration::from_secs(30))
+    );
+}
+
+#[test]
+fn a_withdrawn_warning_takes_its_notice_with_it() {
+    let mut world = four_needing(2, ElasticPolicy::default());
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    assert!(shown(&world, "mnist-worker-3").is_some());
+    world.node_warnings.clear();
+    world.reconcile();
+    assert_eq!(shown(&world, "mnist-worker-3"), None);
+    assert_eq!(world.status().notice, None);
+}
+
+#[test]
+fn a_reclaimed_worker_that_opted_in_gets_the_kubeai_stop_with_its_warning() {
+    let mut world = four_needing(
+        2,
+        ElasticPolicy {
+            kubeai_stop: Some(true),
+            ..ElasticPolicy::default()
+        },
+    );
+    warn(&mut world, "mnist-worker-1", 120);
+    let plan = world.reconcile();
+    let stops: Vec<(&str, NoticeKind)> = plan
+        .stops
+        .iter()
+        .map(|stop| (stop.pod.as_str(), stop.notice))
+        .collect();
+    assert_eq!(stops, [("mnist-worker-1", NoticeKind::Reclaim)]);
+}

@@ -1,0 +1,198 @@
+//! Advance warnings of a spot reclaim, end to end on the simulated cluster: a node announces it
+//! goes away minutes ahead (Karpenter's taint); eto tells the workers on it at once, takes them
+//! out of discovery and replaces them elsewhere, or suspends a job left below its minimum at
+//! once, before the node goes; a withdrawn warning takes its notice back.
+
+use std::time::{Duration, Instant};
+
+use eto_api::training_job::{JobPhase, Notice, NoticeKind};
+use eto_api::well_known::NOTICE_ANNOTATION;
+use eto_sim::nodes::warnings::Warning;
+use eto_tests::env::{Env, JobYaml, in_phase, spot_nodes};
+use k8s_openapi::api::core::v1::Pod;
+
+fn notice_of(pod: &Pod) -> Option<Notice> {
+    serde_json::from_str(pod.metadata.annotations.as_ref()?.get(NOTICE_ANNOTATION)?).ok()
+}
+
+/// Karpenter's warning on `node`, two minutes ahead of its reclaim.
+fn announce(env: &Env, node: &str) -> Instant {
+    env.cluster
+        .announce_reclaim(
+            node,
+            &Warning::karpenter(),
+            Duration::from_secs(120),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    Instant::now()
+}
+
+/// A job of 4 one-GPU workers needing `min`, replaced when lost.
+fn job(name: &str, min: u32) -> String {
+    JobYaml {
+        name,
+        replicas: 4,
+        min,
+        max: None,
+        extra_spec: "\n  elasticPolicy:\n    checkpointGraceSeconds: 300",
+        worker_policy: "OnFailure",
+    }
+    .render()
+}
+
+/// The job's worker pods on `node`.
+async fn workers_on(env: &Env, job: &str, node: &str) -> Vec<String> {
+    env.pods()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|pod| pod.spec.as_ref().unwrap().node_name.as_deref() == Some(node))
+        .filter_map(|pod| pod.metadata.name)
+        .filter(|name| name.starts_with(&format!("{job}-worker-")))
+        .collect()
+}
+
+/// Fills the spot nodes with the job's 4 workers: 2 on one node, 2 on another.
+async fn running(env: &Env, name: &str) -> (String, Vec<String>) {
+    env.wait_job(name, "runs", in_phase(JobPhase::Running))
+        .await;
+    for node in ["spot-a", "spot-b", "spot-c"] {
+        let workers = workers_on(env, name, node).await;
+        if workers.len() == 2 {
+            return (node.to_string(), workers);
+        }
+    }
+    panic!("no spot node holds two workers");
+}
+
+#[tokio::test]
+async fn workers_on_a_warned_node_are_told_at_once_leave_discovery_and_are_replaced_elsewhere() {
+    let env = Env::start(spot_nodes()).await;
+    env.apply_job(&job("storm", 2)).await;
+    let (doomed, warned) = running(&env, "storm").await;
+    // Announced two minutes ahead, as Karpenter taints a node it is about to take.
+    let announced = announce(&env, &doomed);
+    for worker in &warned {
+        let pod = env
+            .wait_pod(worker, "shows its Reclaim notice", |pod| {
+                pod.and_then(notice_of)
+                    .is_some_and(|n| n.kind == NoticeKind::Reclaim)
+            })
+            .await
+            .unwrap();
+        let notice = notice_of(&pod).unwrap();
+        assert_eq!(notice.reason, "NodeWarning");
+        assert!(notice.deadline.is_some());
+        assert!(notice.message.contains(&doomed), "{}", notice.message);
+    }
+    println!(
+        "the warned workers read their Reclaim notice {:?} after the announcement",
+        announced.elapsed()
+    );
+    // Out of discovery, and replaced on a node that stays.
+    env.wait_job(
+        "storm",
+        "trains with replacements of the warned workers",
+        |job| {
+            let status = job.status.as_ref().unwrap();
+            status.current_workers.len() == 4
+                && !status.current_workers.iter().any(|w| warned.contains(w))
+        },
+    )
+    .await;
+    assert_eq!(
+        workers_on(&env, "storm", &doomed).await,
+        warned,
+        "the warned run on until their node goes"
+    );
+    let hostfile = env.launcher_hostfile("storm").await.unwrap_or_default();
+    for worker in &warned {
+        assert!(!hostfile.contains(worker.as_str()), "{hostfile}");
+    }
+    let notes = env.event_notes("storm", "NodeWarning").await;
+    assert_eq!(notes.len(), 2, "one per warned worker: {notes:?}");
+    assert!(
+        notes[0].contains("taint karpenter.sh/disrupted"),
+        "{notes:?}"
+    );
+    let launcher = env.pods().get("storm-launcher").await.unwrap();
+    assert_eq!(notice_of(&launcher), None, "the job trains on");
+}
+
+#[tokio::test]
+async fn a_warning_that_leaves_too_few_workers_suspends_the_job_before_its_node_goes() {
+    let env = Env::start(spot_nodes()).await;
+    env.apply_job(&job("crossed", 3)).await;
+    let (doomed, _) = running(&env, "crossed").await;
+    let announced = announce(&env, &doomed);
+    let notice = env
+        .wait_pod("crossed-launcher", "shows the Suspend notice", |pod| {
+            pod.and_then(notice_of)
+                .is_some_and(|n| n.kind == NoticeKind::Suspend)
+        })
+        .await
+        .map(|pod| notice_of(&pod).unwrap())
+        .unwrap();
+    println!(
+        "the Suspend notice was out {:?} after the announcement (belowMinSeconds not waited)",
+        announced.elapsed()
+    );
+    // The grace period ends when the node goes, not 300 s later.
+    let deadline = notice.deadline.clone().unwrap().0;
+    let until = deadline.duration_since(jiff::Timestamp::now());
+    assert!(
+        until <= jiff::SignedDuration::from_secs(121),
+        "capped by the warning: {notice:?}"
+    );
+    // The training code checkpoints and quits: the job is suspended while the node still runs.
+    env.cluster
+        .fail_pod("default", "crossed-launcher", 1, "Error")
+        .unwrap();
+    env.wait_job("crossed", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    assert!(
+        announced.elapsed() < Duration::from_secs(120),
+        "before the node went"
+    );
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(env.cluster.client());
+    assert!(
+        nodes.get_opt(&doomed).await.unwrap().is_some(),
+        "the node still runs"
+    );
+    // The other nodes hold a new run: it resumes from the checkpoint, off the warned node.
+    env.wait_job("crossed", "resumes", in_phase(JobPhase::Running))
+        .await;
+    let launcher = env.pods().get("crossed-launcher").await.unwrap();
+    assert_eq!(
+        notice_of(&launcher).map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+    assert!(workers_on(&env, "crossed", &doomed).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_withdrawn_warning_takes_its_notice_back() {
+    let env = Env::start(spot_nodes()).await;
+    env.apply_job(&job("calm", 2)).await;
+    let (doomed, warned) = running(&env, "calm").await;
+    let warning = Warning {
+        condition: Some("InstanceExpired".into()),
+        message: Some("the instance is released soon".into()),
+        ..Warning::default()
+    };
+    env.cluster.warn_node(&doomed, &warning).unwrap();
+    env.wait_pod(&warned[0], "shows its Reclaim notice", |pod| {
+        pod.and_then(notice_of).is_some()
+    })
+    .await;
+    env.cluster
+        .withdraw_node_warning(&doomed, &warning)
+        .unwrap();
+    env.wait_pod(&warned[0], "no longer shows it", |pod| {
+        pod.is_some_and(|pod| notice_of(pod).is_none())
+    })
+    .await;
+}
