@@ -551,36 +551,6 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     scratch.end().await;
 }
 
-/// Two one-GPU workers, at least one, on a fake kubelet's nodes.
-const WARNED: &str = r#"
-apiVersion: kai.alibabacloud.com/v1alpha1
-kind: TrainingJob
-metadata:
-  name: warned
-spec:
-  etReplicaSpecs:
-    launcher:
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: busybox:1.36
-            command: ["sleep", "3600"]
-    worker:
-      replicas: 2
-      minReplicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-          - name: worker
-            image: busybox:1.36
-            command: ["sleep", "3600"]
-            resources:
-              limits:
-                nvidia.com/gpu: "1"
-"#;
-
 /// Puts `taint` on `node` (or takes it off, with `None`) by a merge patch of its taints,
 /// keeping the others.
 async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
@@ -610,7 +580,10 @@ async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
 #[ignore = "needs cluster (KUBECONFIG) with two or more nodes of nvidia.com/gpu and a kubelet running their pods (a fake one will do); taints one of them for a moment"]
 async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
     let scratch = Scratch::start("warned").await;
-    scratch.apply(WARNED).await;
+    // The job of FAILING, under a name of its own.
+    let mut job: TrainingJob = serde_saphyr::from_str(FAILING).unwrap();
+    job.metadata.name = Some("warned".into());
+    scratch.apply_job(job).await;
     scratch
         .wait_running("warned", Duration::from_secs(120))
         .await;
