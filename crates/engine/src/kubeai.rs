@@ -19,6 +19,7 @@ use eto_api::well_known::{KUBEAI_MANAGED_ANNOTATION, NOTICE_ANNOTATION};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::effective_spec::KubeaiStop;
+use crate::notice;
 use crate::plan::Child;
 use crate::pods;
 
@@ -31,12 +32,6 @@ pub struct Stop {
     pub port: u16,
     /// The notice it comes with: `Suspend` or `Reclaim`.
     pub notice: NoticeKind,
-}
-
-/// The notice `metadata` annotations show, if any.
-fn shown(annotations: Option<&std::collections::BTreeMap<String, String>>) -> Option<Notice> {
-    let json = annotations?.get(NOTICE_ANNOTATION)?;
-    serde_json::from_str(json).ok()
 }
 
 /// Whether `pod` asked for the stop signal by its annotation.
@@ -67,7 +62,7 @@ pub fn stops(apply: &[Child], pods: &[&Pod], settings: KubeaiStop) -> Vec<Stop> 
                 .iter()
                 .find(|pod| pod.metadata.name.as_deref() == Some(change.name.as_str()))?;
             let running = pods::phase(pod) == "Running" && !pods::is_terminating(pod);
-            let before = shown(pod.metadata.annotations.as_ref());
+            let before = notice::shown(pod);
             let new = before.is_none_or(|before| {
                 (before.kind, before.since) != (notice.kind, notice.since.clone())
             });

@@ -35,6 +35,12 @@ pub fn annotations(notice: Option<&Notice>) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The notice `pod` shows now, if any (its annotation, when it parses).
+pub fn shown(pod: &Pod) -> Option<Notice> {
+    let json = pod.metadata.annotations.as_ref()?.get(NOTICE_ANNOTATION)?;
+    serde_json::from_str(json).ok()
+}
+
 /// The notice `pod` should show: its own `Reclaim` notice while it is being disrupted, else
 /// the job's. A pod that already shows a `Reclaim` notice keeps it (its time is when eto first
 /// saw the disruption). A pod disrupted because its node announced it goes away (one of
@@ -49,13 +55,7 @@ pub fn for_pod(
     if !pods::is_disrupted(pod) {
         return job.cloned();
     }
-    let shown = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(NOTICE_ANNOTATION))
-        .and_then(|json| serde_json::from_str::<Notice>(json).ok())
-        .filter(|notice| notice.kind == NoticeKind::Reclaim);
+    let shown = shown(pod).filter(|notice| notice.kind == NoticeKind::Reclaim);
     // A pod being deleted goes by its deletion time, whatever its node announced.
     let warned = pods::node(pod)
         .filter(|_| pod.metadata.deletion_timestamp.is_none())

@@ -4,7 +4,6 @@
 
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{ElasticPolicy, JobPhase, Notice, NoticeKind};
-use eto_api::well_known::NOTICE_ANNOTATION;
 use pretty_assertions::assert_eq;
 
 use crate::node_warnings::{NODE_WARNING, NodeWarning};
@@ -37,12 +36,7 @@ fn warn(world: &mut World, worker: &str, seconds: i64) {
 }
 
 fn shown(world: &World, pod: &str) -> Option<Notice> {
-    let json = world.pods[pod]
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(NOTICE_ANNOTATION)?;
-    serde_json::from_str(json).ok()
+    crate::notice::shown(&world.pods[pod])
 }
 
 #[test]

@@ -482,13 +482,8 @@ impl<'p, 'o> Run<'p, 'o> {
             let warned = wanted
                 .as_ref()
                 .filter(|notice| notice.reason == node_warnings::NODE_WARNING);
-            let shown_warned = pod
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(NOTICE_ANNOTATION))
-                .and_then(|json| serde_json::from_str::<Notice>(json).ok())
-                .is_some_and(|shown| shown.reason == node_warnings::NODE_WARNING);
+            let shown_warned =
+                notice::shown(pod).is_some_and(|shown| shown.reason == node_warnings::NODE_WARNING);
             // The warning's first showing is reported once, with which node and why.
             if let Some(notice) = warned.filter(|_| !shown_warned) {
                 self.planner.event(
