@@ -608,6 +608,26 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         tainted.elapsed()
     );
     assert!(notice.message.contains(&node), "{}", notice.message);
+    // The API server adds no time to the taint: the warning starts when eto first saw it, and
+    // the status keeps that start.
+    let jobs = scratch.jobs();
+    let listed = until(
+        "the status lists the warned node",
+        Duration::from_secs(30),
+        async || {
+            let status = jobs.get("warned").await.ok()?.status?;
+            status.node_warnings.first().cloned()
+        },
+    )
+    .await;
+    assert_eq!(
+        (listed.node.as_str(), listed.workers.as_slice()),
+        (node.as_str(), ["warned-worker-0".to_string()].as_slice())
+    );
+    assert_eq!(
+        listed.deadline.0.duration_since(listed.since.0),
+        jiff::SignedDuration::from_secs(120)
+    );
     set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
     until(
         "the withdrawn warning takes the notice back",
@@ -623,5 +643,29 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         },
     )
     .await;
+    // The worker returns in place of a replacement not ready yet, or, the replacement having
+    // joined, its pod is deleted.
+    let outcome = until(
+        "worker-0 returns or goes",
+        Duration::from_secs(30),
+        async || {
+            let status = jobs.get("warned").await.ok()?.status?;
+            let back = status
+                .current_workers
+                .iter()
+                .any(|w| w == "warned-worker-0");
+            let gone = pods
+                .get_opt("warned-worker-0")
+                .await
+                .ok()?
+                .is_none_or(|pod| pod.metadata.deletion_timestamp.is_some());
+            (status.node_warnings.is_empty() && (back || gone)).then_some(back)
+        },
+    )
+    .await;
+    println!(
+        "after the warning was withdrawn, worker-0 {}",
+        if outcome { "returned" } else { "was deleted" }
+    );
     scratch.end().await;
 }

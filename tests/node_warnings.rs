@@ -1,13 +1,15 @@
 //! Advance warnings of a spot reclaim, end to end on the simulated cluster: a node announces it
 //! goes away minutes ahead (Karpenter's taint); eto tells the workers on it at once, takes them
 //! out of discovery and replaces them elsewhere, or suspends a job left below its minimum at
-//! once, before the node goes; a withdrawn warning takes its notice back.
+//! once, before the node goes; a withdrawn warning takes its notice back and its workers
+//! return.
 
 use std::time::{Duration, Instant};
 
 use eto_api::training_job::{JobPhase, Notice, NoticeKind};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use eto_sim::nodes::warnings::Warning;
+use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, JobYaml, in_phase, spot_nodes};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -120,6 +122,22 @@ async fn workers_on_a_warned_node_are_told_at_once_leave_discovery_and_are_repla
     );
     let launcher = env.pods().get("storm-launcher").await.unwrap();
     assert_eq!(notice_of(&launcher), None, "the job trains on");
+    let job = env
+        .wait_job("storm", "lists the warned node", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|status| !status.node_warnings.is_empty())
+        })
+        .await;
+    let listed = job.status.unwrap().node_warnings;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].node.as_str(), &listed[0].workers),
+        (doomed.as_str(), &warned)
+    );
+    // Karpenter's taint has no time: the deadline is two minutes after eto first saw it.
+    let lead = listed[0].deadline.0.duration_since(listed[0].since.0);
+    assert_eq!(lead, jiff::SignedDuration::from_secs(120));
 }
 
 #[tokio::test]
@@ -174,8 +192,17 @@ async fn a_warning_that_leaves_too_few_workers_suspends_the_job_before_its_node_
 }
 
 #[tokio::test]
-async fn a_withdrawn_warning_takes_its_notice_back() {
-    let env = Env::start(spot_nodes()).await;
+async fn a_withdrawn_warning_takes_its_notice_back_and_its_workers_return() {
+    // Two spot nodes and no spare GPU: the replacements of the warned workers stay pending.
+    let full = SimConfig {
+        nodes: vec![
+            NodeSpec::gpu("on-demand", 0),
+            NodeSpec::gpu("spot-a", 2),
+            NodeSpec::gpu("spot-b", 2),
+        ],
+        ..spot_nodes()
+    };
+    let env = Env::start(full).await;
     env.apply_job(&job("calm", 2)).await;
     let (doomed, warned) = running(&env, "calm").await;
     let warning = Warning {
@@ -188,6 +215,22 @@ async fn a_withdrawn_warning_takes_its_notice_back() {
         pod.and_then(notice_of).is_some()
     })
     .await;
+    let job = env
+        .wait_job("calm", "lists the warned node", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|status| !status.node_warnings.is_empty())
+        })
+        .await;
+    let listed = &job.status.unwrap().node_warnings[0];
+    assert_eq!(
+        (
+            listed.node.as_str(),
+            listed.signal.as_str(),
+            &listed.workers
+        ),
+        (doomed.as_str(), "condition InstanceExpired", &warned)
+    );
     env.cluster
         .withdraw_node_warning(&doomed, &warning)
         .unwrap();
@@ -195,4 +238,34 @@ async fn a_withdrawn_warning_takes_its_notice_back() {
         pod.is_some_and(|pod| notice_of(pod).is_none())
     })
     .await;
+    // Still running, the warned workers come back in place of their pending replacements.
+    let job = env
+        .wait_job("calm", "trains with its workers back", |job| {
+            let status = job.status.as_ref().unwrap();
+            status.current_workers.len() == 4
+                && warned.iter().all(|w| status.current_workers.contains(w))
+                && status.node_warnings.is_empty()
+        })
+        .await;
+    let status = job.status.unwrap();
+    assert!(status.blacklist.iter().all(|b| !warned.contains(&b.pod)));
+    let returned = env.event_notes("calm", "WorkerReturned").await;
+    assert_eq!(returned.len(), 2, "{returned:?}");
+    let hostfile = env.launcher_hostfile("calm").await.unwrap_or_default();
+    for worker in &warned {
+        assert!(hostfile.contains(worker.as_str()), "{hostfile}");
+    }
+    for gave_way in status.target_workers.iter().filter(|w| !warned.contains(w)) {
+        assert!(
+            [
+                "calm-worker-0",
+                "calm-worker-1",
+                "calm-worker-2",
+                "calm-worker-3"
+            ]
+            .contains(&gave_way.as_str()),
+            "the replacements gave way: {:?}",
+            status.target_workers
+        );
+    }
 }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{JobCondition, ReplicaRestartPolicy, conditions_schema, without_description};
 use crate::training_job::{
     BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, CleanPodPolicy, DrainingWorker, ElasticPolicy,
-    JobPhase, NodeCooldown, Notice, ReplicaType, WorkerSummary,
+    JobPhase, NODE_WARNINGS_LIMIT, NodeCooldown, Notice, ReplicaType, WarnedNode, WorkerSummary,
 };
 
 /// The value of `runPolicy.managedBy` that names eto. An MPIJob without `managedBy`, or with
@@ -369,6 +369,11 @@ pub struct MPIJobStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = COOLDOWN_LIMIT))]
     pub nodes_in_cooldown: Vec<NodeCooldown>,
+
+    /// eto: nodes running the job's workers that announced they go away.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = NODE_WARNINGS_LIMIT))]
+    pub node_warnings: Vec<WarnedNode>,
 }
 
 /// Pod counts of one replica type of an MPIJob.

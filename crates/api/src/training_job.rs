@@ -33,6 +33,9 @@ pub const BLACKLIST_LIMIT: usize = 64;
 /// first.
 pub const COOLDOWN_LIMIT: usize = 64;
 
+/// Most entries `status.nodeWarnings` holds; those ending first are kept.
+pub const NODE_WARNINGS_LIMIT: usize = 64;
+
 /// Desired state of a TrainingJob.
 // The printer columns repeat keys such as `type_`, which clippy mistakes for duplicated
 // attributes.
@@ -435,8 +438,10 @@ pub struct TrainingJobStatus {
 
     /// Workers lost so far (failed, evicted, disrupted, completed or deleted), newest last, at
     /// most 64: the oldest entries are dropped first. A lost worker leaves host discovery at
-    /// once and never returns to it; its index is never used again, because Horovod blacklists
-    /// hosts by name.
+    /// once and does not return to it (one exception: a worker lost to a node's warning, reason
+    /// `NodeWarning`, that still runs when the warning is withdrawn is taken back while its
+    /// replacement is not ready yet); its index is never used again for another worker,
+    /// because Horovod blacklists hosts by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = BLACKLIST_LIMIT))]
     pub blacklist: Vec<BlacklistEntry>,
@@ -452,6 +457,14 @@ pub struct TrainingJobStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = COOLDOWN_LIMIT))]
     pub nodes_in_cooldown: Vec<NodeCooldown>,
+
+    /// Nodes running the job's workers that announced they go away (a spot reclaim, a
+    /// disruption; which announcements count is the operator's `--node-warnings`), at most
+    /// 64. Their workers were told with a `Reclaim` notice and left host discovery; new
+    /// workers avoid these nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = NODE_WARNINGS_LIMIT))]
+    pub node_warnings: Vec<WarnedNode>,
 
     /// Label selector of the job's worker pods, used by the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -540,6 +553,24 @@ pub struct NodeCooldown {
     pub pod: String,
     /// When the cooldown ends.
     pub until: Time,
+}
+
+/// A node that announced it goes away, with the job's workers on it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WarnedNode {
+    /// Name of the node.
+    pub node: String,
+    /// What announced it: `taint karpenter.sh/disrupted`, `condition InstanceExpired`.
+    pub signal: String,
+    /// When it was announced: the taint's or condition's time, else when eto first saw it.
+    pub since: Time,
+    /// When the node goes: the time the announcement carries, else `since` plus the
+    /// operator's `--node-warning-lead-seconds`.
+    pub deadline: Time,
+    /// The job's worker pods on the node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<String>,
 }
 
 /// A worker on its way out of the job.

@@ -5,7 +5,6 @@
 //! no watch, and so needs no RBAC. Every watch selects eto's own objects by label (see
 //! [`crate::watches`]). Starting the controllers over them is [`crate::run`]'s.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use eto_engine::gang::GangScheduler;
 use eto_engine::kind::Kind;
 use eto_engine::node_warnings::Rules as NodeWarningRules;
 use eto_engine::scaling::ScalerKind;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt};
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
@@ -22,7 +21,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio::sync::watch;
 
@@ -36,7 +35,7 @@ use crate::pod_cache::{PodCache, pod_cache};
 use crate::pod_groups;
 use crate::resources::{POD_GROUPS, request_resource};
 use crate::scope::Scope;
-use crate::trim::Trim;
+use crate::warned_nodes::{Tracker, WarnedNodes};
 use crate::watches::{Watches, dynamic_api};
 
 /// The watch of one kind of scaling request: its kind, resource, cache and events.
@@ -214,15 +213,17 @@ pub(crate) async fn wire(
     // Nodes, for the advance warnings of their loss: cluster-wide whatever the scope, and a
     // change looks again at the jobs with pods on the node only when the warning it shows
     // changes (a node's status changes every few seconds).
-    let nodes = match node_warnings {
-        Some(rules) => {
-            inputs.push(Node::KIND);
-            let (nodes, events) = watched_nodes(client, listed, changes);
-            child_triggers.push(warning_triggers(events, rules.clone(), pods.clone()));
-            nodes
-        }
-        None => reflector::store().0,
-    };
+    let warned_nodes = WarnedNodes::default();
+    if let Some(rules) = node_warnings {
+        inputs.push(Node::KIND);
+        child_triggers.push(warning_triggers(
+            client,
+            (listed, changes),
+            rules.clone(),
+            warned_nodes.clone(),
+            pods.clone(),
+        ));
+    }
 
     let job_writers = [Kind::TrainingJob, Kind::MpiJob]
         .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
@@ -244,7 +245,7 @@ pub(crate) async fn wire(
         scale_outs_by_job,
         pod_groups,
         pod_groups_resource,
-        nodes,
+        warned_nodes,
         changes: changes.clone(),
     };
     if pod_groups_missing {
@@ -259,56 +260,31 @@ pub(crate) async fn wire(
     })
 }
 
-/// A cache of the cluster's Nodes, trimmed (see [`crate::trim`]), and the stream that fills
-/// it and yields the Nodes changed.
-fn watched_nodes(
-    client: &Client,
-    listed: &Listed,
-    changes: &watch::Sender<()>,
-) -> (
-    Store<Node>,
-    impl Stream<Item = Result<Node, watcher::Error>> + Send + 'static,
-) {
-    let (store, mut writer) = reflector::store();
-    let listed = listed.clone();
-    let changes = changes.clone();
-    let stream = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .modify(Node::trim)
-        .inspect_ok(move |event| writer.apply_watcher_event(event))
-        .inspect(move |event| {
-            listed.observe(Node::KIND, event);
-            changes.send_replace(());
-        })
-        .touched_objects();
-    (store, stream)
-}
-
-/// The jobs with pods on a node whose warning (see [`eto_engine::node_warnings`]) appeared,
-/// changed or was withdrawn.
+/// Watches the cluster's Nodes, keeping `warned` (see [`crate::warned_nodes`]); yields the
+/// jobs with pods on a node whose warning appeared, changed or was withdrawn.
 fn warning_triggers(
-    nodes: impl Stream<Item = Result<Node, watcher::Error>> + Send + 'static,
+    client: &Client,
+    watches: (&Listed, &watch::Sender<()>),
     rules: NodeWarningRules,
+    warned: WarnedNodes,
     pods: PodCache,
 ) -> Pin<Box<dyn Stream<Item = Trigger> + Send>> {
-    let mut shown: HashMap<String, String> = HashMap::new();
-    nodes
-        .filter_map(move |changed| {
-            let triggers = match changed {
-                Ok(node) => {
-                    let name = node.metadata.name.clone().unwrap_or_default();
-                    let signal = rules.signal_of(&node);
-                    let before = match &signal {
-                        Some(signal) => shown.insert(name.clone(), signal.clone()),
-                        None => shown.remove(&name),
-                    };
-                    if before == signal {
-                        Vec::new()
-                    } else {
-                        pods.on_node(&name)
-                            .iter()
-                            .filter_map(|pod| owner_trigger(&pod.metadata))
-                            .collect()
+    let (listed, changes) = (watches.0.clone(), watches.1.clone());
+    let mut tracker = Tracker::new(rules, warned);
+    watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .filter_map(move |event| {
+            listed.observe(Node::KIND, &event);
+            let triggers = match &event {
+                Ok(event) => {
+                    let changed = tracker.apply(event);
+                    if !changed.is_empty() {
+                        changes.send_replace(());
                     }
+                    changed
+                        .iter()
+                        .flat_map(|node| pods.on_node(node))
+                        .filter_map(|pod| owner_trigger(&pod.metadata))
+                        .collect()
                 }
                 Err(error) => {
                     tracing::warn!(%error, "node watch error; retrying");

@@ -7,7 +7,7 @@ use eto_engine::gang::{Gang, GangScheduler};
 use eto_engine::kind::Kind;
 use eto_engine::node_warnings::Rules as NodeWarningRules;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Client;
 use kube::api::{ApiResource, DynamicObject};
@@ -21,6 +21,7 @@ use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
 use crate::resources::POD_GROUPS;
 use crate::retries::Retries;
+use crate::warned_nodes::WarnedNodes;
 
 /// The gang scheduler the operator uses, and whether its PodGroups are served.
 #[derive(Clone, Debug)]
@@ -80,9 +81,8 @@ pub struct Stores {
     pub scale_outs_by_job: NameIndex<DynamicObject>,
     /// The jobs' PodGroups, when the operator uses a gang scheduler (empty otherwise).
     pub pod_groups: Store<DynamicObject>,
-    /// The cluster's Nodes, trimmed to what says they go away (empty when eto reads no node
-    /// warnings).
-    pub nodes: Store<Node>,
+    /// The nodes that announced they go away (none when eto reads no node warnings).
+    pub warned_nodes: WarnedNodes,
     /// Their resource (of the gang scheduler in use; Volcano's when there is none).
     pub pod_groups_resource: ApiResource,
     /// Sent to after any cache changed; see [`Stores::show`].

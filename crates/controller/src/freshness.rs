@@ -151,7 +151,7 @@ mod tests {
             pod_groups_resource: crate::pod_groups::resource(
                 &eto_engine::gang::GangScheduler::Volcano,
             ),
-            nodes: kube::runtime::reflector::store().0,
+            warned_nodes: crate::warned_nodes::WarnedNodes::default(),
             changes: watch::channel(()).0,
         };
         (stores, pod_writer, job_writer)

@@ -17,8 +17,8 @@
 //! 1. Identities and settings, which depend on no other module: [`resources`] (the typed
 //!    objects eto reads and writes, the request resources, the caches' names), [`scope`],
 //!    [`listed`], [`error`].
-//! 2. The caches and their context: [`pod_cache`], [`name_index`], [`context`] (the stores,
-//!    the gang settings, the clock), `caches` (wiring the watches).
+//! 2. The caches and their context: [`pod_cache`], [`name_index`], [`warned_nodes`],
+//!    [`context`] (the stores, the gang settings, the clock), `caches` (wiring the watches).
 //! 3. Reading: [`observe`] from the caches only, [`lookups`] from the API server where a
 //!    cache cannot answer, [`ownership`] (which objects a job may write).
 //! 4. Writing: [`apply`] (children, requests, status, events), [`pod_groups`], [`freshness`].
@@ -57,6 +57,7 @@ pub mod ssh_keys;
 #[cfg(test)]
 mod testing;
 pub mod trim;
+pub mod warned_nodes;
 mod watches;
 
 pub use context::{Clock, Context, Stores};

@@ -211,7 +211,7 @@ impl Cached {
             pod_groups_resource: crate::pod_groups::resource(
                 &eto_engine::gang::GangScheduler::Volcano,
             ),
-            nodes: kube::runtime::reflector::store().0,
+            warned_nodes: crate::warned_nodes::WarnedNodes::default(),
             changes: tokio::sync::watch::channel(()).0,
         };
 

@@ -179,10 +179,7 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // job reports it (one condition and event, not a failed reconcile per worker).
             let mut rejected_pod = None;
             // The nodes that announced they go away (see eto_engine::node_warnings).
-            let nodes = ctx.stores.nodes.state();
-            let node_warnings = ctx.node_warnings.as_ref().map_or_else(Vec::new, |rules| {
-                rules.warnings(nodes.iter().map(AsRef::as_ref), now)
-            });
+            let node_warnings = ctx.stores.warned_nodes.all();
             loop {
                 let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());

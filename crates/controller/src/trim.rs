@@ -18,8 +18,6 @@
 //!   message, the type and status of the conditions the engine reads (`Ready` and
 //!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container, its
 //!   name, readiness, restart count and how it terminated (exit code and reason).
-//! - Of a Node, only what says it goes away (see `eto_engine::node_warnings`): its name,
-//!   annotations, taints, and the type, status, time and message of its conditions.
 //! - Everything else is kept: metadata, the other kinds' specs.
 //!
 //! # Caveats
@@ -29,8 +27,8 @@
 use eto_engine::pods::CONDITIONS_READ;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Node, NodeCondition,
-    NodeSpec, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, Secret, Service, ServiceAccount,
+    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
+    PodSpec, PodStatus, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -75,33 +73,6 @@ trim_metadata_only!(
     BatchJob,
     DynamicObject
 );
-
-impl Trim for Node {
-    fn trim(&mut self) {
-        trim_metadata(&mut self.metadata);
-        self.metadata.labels = None;
-        self.metadata.owner_references = None;
-        self.spec = self.spec.take().map(|spec| NodeSpec {
-            taints: spec.taints,
-            ..NodeSpec::default()
-        });
-        self.status = self.status.take().map(|status| NodeStatus {
-            conditions: status.conditions.map(|conditions| {
-                conditions
-                    .into_iter()
-                    .map(|condition| NodeCondition {
-                        type_: condition.type_,
-                        status: condition.status,
-                        last_transition_time: condition.last_transition_time,
-                        message: condition.message,
-                        ..NodeCondition::default()
-                    })
-                    .collect()
-            }),
-            ..NodeStatus::default()
-        });
-    }
-}
 
 impl Trim for Pod {
     fn trim(&mut self) {

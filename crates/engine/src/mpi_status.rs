@@ -46,6 +46,7 @@ pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
         blacklist: status.blacklist.clone(),
         draining_workers: status.draining_workers.clone(),
         nodes_in_cooldown: status.nodes_in_cooldown.clone(),
+        node_warnings: status.node_warnings.clone(),
         selector: status
             .replica_statuses
             .get(&ReplicaType::Worker)
@@ -91,6 +92,7 @@ pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
         blacklist: status.blacklist,
         draining_workers: status.draining_workers,
         nodes_in_cooldown: status.nodes_in_cooldown,
+        node_warnings: status.node_warnings,
     }
 }
 

@@ -3,7 +3,15 @@
 //! Clusters announce a coming node loss on the Node object: Karpenter and the AWS Node
 //! Termination Handler with a taint, GKE with a taint, ACK's `ack-node-problem-detector` with
 //! the node condition `InstanceExpired`. Which marks count is configurable ([`Signal`],
-//! [`DEFAULT_SIGNALS`]); [`warning`] reads one node.
+//! [`DEFAULT_SIGNALS`]); [`warning`] reads one node, [`resolve`] gives each warning its time.
+//!
+//! # When a warning starts and ends
+//! A warning's start is the time it carries (a condition's `lastTransitionTime`, a taint's
+//! `timeAdded`); most taints carry none (Karpenter, the Node Termination Handler and GKE set
+//! no `timeAdded` on a `NoSchedule` taint), and then it starts when eto first saw it, as
+//! `status.nodeWarnings` recorded: the same for every reconcile, across restarts of the
+//! operator. Its deadline is the time it names (a condition's message, the node's
+//! [`TERMINATION_TIME_ANNOTATION`]), else its start plus the configured lead.
 //!
 //! # What a warning does
 //! A worker on a warned node is seen as Kubernetes will see it once the reclaim starts: as if
@@ -15,12 +23,14 @@
 //! deleted: it runs on, out of discovery (Horovod stops using it), until its node goes.
 //!
 //! A warning that is withdrawn (the taint removed, the condition cleared) takes its `Reclaim`
-//! notice with it; the worker, already replaced, stays out of discovery.
+//! notice with it, and a worker it took out that still runs comes back (see
+//! [`crate::workers`]): into its replacement's place while that is not ready yet, else it is
+//! deleted, its replacement having taken over.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use eto_api::training_job::NodeCooldown;
+use eto_api::training_job::{NODE_WARNINGS_LIMIT, NodeCooldown, WarnedNode};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -110,36 +120,25 @@ impl Default for Rules {
 }
 
 impl Rules {
-    /// The warnings of `nodes` (see [`warning`]).
-    pub fn warnings<'a>(
-        &self,
-        nodes: impl IntoIterator<Item = &'a Node>,
-        now: jiff::Timestamp,
-    ) -> Vec<NodeWarning> {
-        nodes
-            .into_iter()
-            .filter_map(|node| warning(node, &self.signals, self.lead, now))
-            .collect()
-    }
-
-    /// Which signal `node` shows, if any: what a change of a node must change for its jobs to
-    /// be looked at again.
-    pub fn signal_of(&self, node: &Node) -> Option<String> {
-        warning(node, &self.signals, self.lead, jiff::Timestamp::UNIX_EPOCH).map(|w| w.signal)
+    /// The warning `node` shows, if any (see [`warning`]).
+    pub fn warning(&self, node: &Node) -> Option<NodeWarning> {
+        warning(node, &self.signals, self.lead)
     }
 }
 
-/// A node that announced it goes away.
+/// A node that announced it goes away, as the Node shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeWarning {
     /// The node.
     pub node: String,
     /// What announced it, as people read it: `taint karpenter.sh/disrupted`.
     pub signal: String,
-    /// When it was announced (the taint's or condition's time, else when eto saw it).
-    pub since: jiff::Timestamp,
-    /// When the node goes: the time the warning carries, else `since` plus the default lead.
-    pub deadline: jiff::Timestamp,
+    /// When it was announced, if the taint or condition says.
+    pub since: Option<jiff::Timestamp>,
+    /// When the node goes, if the warning or the node's annotation says.
+    pub deadline: Option<jiff::Timestamp>,
+    /// How long after its start a warning without a deadline is taken to last.
+    pub lead: Duration,
 }
 
 /// An RFC 3339 time among the words of `text`, if any (a condition message that names the
@@ -151,14 +150,8 @@ fn time_in(text: &str) -> Option<jiff::Timestamp> {
 }
 
 /// The warning `node` shows, by the first of `signals` it carries; `lead` is how long a
-/// warning without a time of its own is taken to last; `now` stands for the time of a warning
-/// that has none.
-pub fn warning(
-    node: &Node,
-    signals: &[Signal],
-    lead: Duration,
-    now: jiff::Timestamp,
-) -> Option<NodeWarning> {
+/// warning without a deadline of its own is taken to last.
+pub fn warning(node: &Node, signals: &[Signal], lead: Duration) -> Option<NodeWarning> {
     let name = node.metadata.name.clone()?;
     let annotated = node
         .metadata
@@ -192,26 +185,79 @@ pub fn warning(
                 )
             }
         };
-        let since = since.unwrap_or(now);
         Some(NodeWarning {
             node: name.clone(),
             signal: signal.to_string(),
             since,
-            deadline: carried
-                .or(annotated)
-                .unwrap_or_else(|| crate::time::after(since, lead)),
+            deadline: carried.or(annotated),
+            lead,
         })
     })
 }
 
+/// `warnings` with their start and deadline (see the module documentation): a warning
+/// without a start of its own keeps the one `recorded` (the job's `status.nodeWarnings`) for
+/// its node and signal, else starts `now`. The workers are left for the caller to fill in.
+pub fn resolve(
+    warnings: &[NodeWarning],
+    recorded: &[WarnedNode],
+    now: jiff::Timestamp,
+) -> Vec<WarnedNode> {
+    warnings
+        .iter()
+        .map(|warning| {
+            let since = warning.since.unwrap_or_else(|| {
+                recorded
+                    .iter()
+                    .find(|r| r.node == warning.node && r.signal == warning.signal)
+                    .map_or(now, |r| r.since.0)
+            });
+            WarnedNode {
+                node: warning.node.clone(),
+                signal: warning.signal.clone(),
+                since: Time(since),
+                deadline: Time(
+                    warning
+                        .deadline
+                        .unwrap_or_else(|| crate::time::after(since, warning.lead)),
+                ),
+                workers: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// What `status.nodeWarnings` lists: the warned nodes of `warned` that run one of `workers`
+/// (live worker pods), with their names, those ending first first, at most
+/// [`NODE_WARNINGS_LIMIT`].
+pub fn recorded(warned: &[WarnedNode], workers: &[&Pod]) -> Vec<WarnedNode> {
+    let mut listed: Vec<WarnedNode> = warned
+        .iter()
+        .filter_map(|warning| {
+            let on: Vec<String> = workers
+                .iter()
+                .filter(|pod| pods::node(pod) == Some(warning.node.as_str()))
+                .filter_map(|pod| pod.metadata.name.clone())
+                .collect();
+            (!on.is_empty()).then(|| WarnedNode {
+                workers: on,
+                ..warning.clone()
+            })
+        })
+        .collect();
+    listed.sort_by(|a, b| (a.deadline.0, &a.node).cmp(&(b.deadline.0, &b.node)));
+    listed.truncate(NODE_WARNINGS_LIMIT);
+    listed
+}
+
 /// The warnings of `warnings` by node.
-pub fn by_node(warnings: &[NodeWarning]) -> BTreeMap<&str, &NodeWarning> {
+pub fn by_node(warnings: &[WarnedNode]) -> BTreeMap<&str, &WarnedNode> {
     warnings.iter().map(|w| (w.node.as_str(), w)).collect()
 }
 
 /// `pod` as eto sees it while its node is warned of: with `DisruptionTarget=True` (reason
 /// [`NODE_WARNING`]), or `None` when its node is not warned of, or it is disrupted already.
-pub fn as_disrupted(pod: &Pod, warnings: &BTreeMap<&str, &NodeWarning>) -> Option<Pod> {
+pub fn as_disrupted(pod: &Pod, warnings: &BTreeMap<&str, &WarnedNode>) -> Option<Pod> {
     let warning = warnings.get(pods::node(pod)?)?;
     if pods::is_disrupted(pod) || pods::is_terminating(pod) {
         return None;
@@ -226,29 +272,29 @@ pub fn as_disrupted(pod: &Pod, warnings: &BTreeMap<&str, &NodeWarning>) -> Optio
             status: "True".into(),
             reason: Some(NODE_WARNING.into()),
             message: Some(describe(warning)),
-            last_transition_time: Some(Time(warning.since)),
+            last_transition_time: Some(warning.since.clone()),
             ..PodCondition::default()
         });
     Some(seen)
 }
 
 /// How a warning reads in a notice or an event.
-pub fn describe(warning: &NodeWarning) -> String {
+pub fn describe(warning: &WarnedNode) -> String {
     format!(
         "node {} goes away by {} ({})",
-        warning.node, warning.deadline, warning.signal
+        warning.node, warning.deadline.0, warning.signal
     )
 }
 
 /// The warned nodes as entries new workers avoid, as they avoid nodes in cooldown (see
 /// [`crate::cooldown::avoiding`]); each until its deadline.
-pub fn avoided(warnings: &[NodeWarning]) -> Vec<NodeCooldown> {
+pub fn avoided(warnings: &[WarnedNode]) -> Vec<NodeCooldown> {
     warnings
         .iter()
         .map(|warning| NodeCooldown {
             node: warning.node.clone(),
             pod: String::new(),
-            until: Time(warning.deadline),
+            until: warning.deadline.clone(),
         })
         .collect()
 }
@@ -305,7 +351,7 @@ mod tests {
                     json!({}),
                     json!({}),
                 ),
-                Some(("taint karpenter.sh/disrupted", at(0), at(120))),
+                Some(("taint karpenter.sh/disrupted", None, None)),
             ),
             (
                 node(
@@ -316,8 +362,8 @@ mod tests {
                 ),
                 Some((
                     "taint cloud.google.com/impending-node-termination",
-                    at(-10),
-                    at(110),
+                    Some(at(-10)),
+                    None,
                 )),
             ),
             (
@@ -326,7 +372,11 @@ mod tests {
                     json!({}),
                     json!({TERMINATION_TIME_ANNOTATION: "2027-01-15T08:01:00Z"}),
                 ),
-                Some(("taint aws-node-termination-handler/spot-itn", at(0), at(60))),
+                Some((
+                    "taint aws-node-termination-handler/spot-itn",
+                    None,
+                    Some(at(60)),
+                )),
             ),
             (
                 node(
@@ -336,7 +386,7 @@ mod tests {
                     "message": "instance will be released at 2027-01-15T08:04:00Z."}]}),
                     json!({}),
                 ),
-                Some(("condition InstanceExpired", at(-60), at(240))),
+                Some(("condition InstanceExpired", Some(at(-60)), Some(at(240)))),
             ),
             (
                 node(
@@ -356,7 +406,7 @@ mod tests {
             ),
         ];
         for (node, expected) in cases {
-            let got = warning(&node, &signals, lead, at(0));
+            let got = warning(&node, &signals, lead);
             let got = got
                 .as_ref()
                 .map(|w| (w.signal.as_str(), w.since, w.deadline));
@@ -368,19 +418,17 @@ mod tests {
             json!({}),
             json!({}),
         );
-        assert!(
-            warning(&cordoned, &cordon, lead, at(0)).is_some(),
-            "configurable"
-        );
+        assert!(warning(&cordoned, &cordon, lead).is_some(), "configurable");
     }
 
     #[test]
     fn a_pod_on_a_warned_node_is_seen_as_disrupted_with_the_warnings_time() {
-        let warned = NodeWarning {
+        let warned = WarnedNode {
             node: "spot-1".into(),
             signal: "taint karpenter.sh/disrupted".into(),
-            since: at(0),
-            deadline: at(120),
+            since: Time(at(0)),
+            deadline: Time(at(120)),
+            workers: Vec::new(),
         };
         let warnings = by_node(std::slice::from_ref(&warned));
         let pod = |node: &str| -> Pod {
@@ -395,5 +443,84 @@ mod tests {
         assert!(as_disrupted(&pod("spot-2"), &warnings).is_none());
         assert!(as_disrupted(&seen, &warnings).is_none(), "once");
         assert_eq!(avoided(std::slice::from_ref(&warned))[0].until.0, at(120));
+    }
+
+    #[test]
+    fn a_warning_without_a_time_starts_when_first_seen_and_keeps_that_start() {
+        let lead = Duration::from_secs(120);
+        let read = |since: Option<i64>, deadline: Option<i64>| NodeWarning {
+            node: "spot-1".into(),
+            signal: "taint karpenter.sh/disrupted".into(),
+            since: since.map(at),
+            deadline: deadline.map(at),
+            lead,
+        };
+        let times = |warned: &[WarnedNode]| {
+            warned
+                .iter()
+                .map(|w| (w.since.0, w.deadline.0))
+                .collect::<Vec<_>>()
+        };
+        let first = resolve(&[read(None, None)], &[], at(5));
+        assert_eq!(times(&first), [(at(5), at(125))], "first seen");
+        let later = resolve(&[read(None, None)], &first, at(50));
+        assert_eq!(times(&later), [(at(5), at(125))], "kept, not moved");
+        let other_signal = WarnedNode {
+            signal: "condition InstanceExpired".into(),
+            ..first[0].clone()
+        };
+        assert_eq!(
+            times(&resolve(&[read(None, None)], &[other_signal], at(50))),
+            [(at(50), at(170))],
+            "another signal is another warning"
+        );
+        assert_eq!(
+            times(&resolve(&[read(Some(1), Some(90))], &first, at(50))),
+            [(at(1), at(90))],
+            "its own times win"
+        );
+    }
+
+    #[test]
+    fn the_status_lists_the_warned_nodes_running_workers_ending_first_first() {
+        let warned = |node: &str, deadline: i64| WarnedNode {
+            node: node.into(),
+            signal: "taint karpenter.sh/disrupted".into(),
+            since: Time(at(0)),
+            deadline: Time(at(deadline)),
+            workers: Vec::new(),
+        };
+        let worker = |name: &str, node: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": name},
+                "spec": {"nodeName": node, "containers": []}}))
+            .unwrap()
+        };
+        let pods = [
+            worker("w-0", "spot-1"),
+            worker("w-1", "spot-2"),
+            worker("w-2", "spot-2"),
+        ];
+        let workers: Vec<&Pod> = pods.iter().collect();
+        let listed = recorded(
+            &[
+                warned("spot-1", 300),
+                warned("spot-2", 60),
+                warned("spot-3", 10),
+            ],
+            &workers,
+        );
+        let seen: Vec<(&str, Vec<&str>)> = listed
+            .iter()
+            .map(|w| {
+                (
+                    w.node.as_str(),
+                    w.workers.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [("spot-2", vec!["w-1", "w-2"]), ("spot-1", vec!["w-0"])]
+        );
     }
 }

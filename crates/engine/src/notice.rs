@@ -13,12 +13,12 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{Notice, NoticeKind};
+use eto_api::training_job::{Notice, NoticeKind, WarnedNode};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::node_warnings::{self, NODE_WARNING, NodeWarning};
+use crate::node_warnings::{self, NODE_WARNING};
 use crate::pods;
 
 /// The file content of `notice`: one line of JSON.
@@ -49,7 +49,7 @@ pub fn shown(pod: &Pod) -> Option<Notice> {
 pub fn for_pod(
     pod: &Pod,
     job: Option<&Notice>,
-    warnings: &[NodeWarning],
+    warnings: &[WarnedNode],
     now: jiff::Timestamp,
 ) -> Option<Notice> {
     if !pods::is_disrupted(pod) {
@@ -66,7 +66,7 @@ pub fn for_pod(
                 kind: NoticeKind::Reclaim,
                 reason: NODE_WARNING.into(),
                 since: Time(now),
-                deadline: Some(Time(warning.deadline)),
+                deadline: Some(warning.deadline.clone()),
                 message: format!(
                     "pod {} is going away: {}; it has left host discovery: save what it must and exit",
                     pod.metadata.name.as_deref().unwrap_or_default(),

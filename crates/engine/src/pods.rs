@@ -51,6 +51,18 @@ pub fn is_disrupted(pod: &Pod) -> bool {
     condition_is_true(pod, DISRUPTION_TARGET_CONDITION)
 }
 
+/// The reason of the pod's `DisruptionTarget=True` condition, if it is being disrupted.
+pub fn disruption_reason(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == DISRUPTION_TARGET_CONDITION && c.status == "True")?
+        .reason
+        .as_deref()
+}
+
 /// The node the pod was bound to, if any.
 pub fn node(pod: &Pod) -> Option<&str> {
     pod.spec

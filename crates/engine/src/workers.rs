@@ -7,13 +7,18 @@
 //!    is *lost*: it leaves the target (and so host discovery) and goes on the blacklist. If
 //!    its restart policy replaces it, a worker with a new index takes its place: Horovod
 //!    blacklists hosts by name, so a name is never reused.
-//! 2. A worker pod that exists but is not in the target (left by an operator that stopped
+//! 2. A worker lost to its node's advance warning (see [`crate::node_warnings`]) whose
+//!    warning was withdrawn while it still runs and is ready *returns*: it takes the place of
+//!    a target worker that is not ready yet (its replacement, most likely, whose pod is
+//!    deleted), or of one the job is short of; otherwise its pod is deleted, the job having
+//!    its workers without it.
+//! 3. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) replaces a lost worker first, then is adopted while the target is
 //!    short of the desired count (before or after a change of `replicas`, the larger), and
 //!    is deleted otherwise. Workers being drained are left alone.
-//! 3. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
+//! 4. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
 //!    target, or takes its workers out.
-//! 4. When the count the job holds to changed since the last reconcile, the target grows with
+//! 5. When the count the job holds to changed since the last reconcile, the target grows with
 //!    new indices or shrinks, dropping workers that are not ready first, then the highest
 //!    indices.
 //!
@@ -44,6 +49,9 @@ pub struct WorkerInput<'a> {
     pub pods: &'a BTreeMap<u32, &'a Pod>,
     /// Indices of workers already on the blacklist.
     pub blacklisted: &'a BTreeSet<u32>,
+    /// Indices of blacklisted workers lost to a node's warning that was withdrawn, whose pods
+    /// still run and are ready: they may return (see the module documentation).
+    pub returning: &'a BTreeSet<u32>,
     /// Indices of workers removed from the job whose pods are still draining
     /// (see [`crate::drain`]): neither adopted nor deleted here.
     pub draining: &'a BTreeSet<u32>,
@@ -79,6 +87,9 @@ pub struct WorkerDecision {
     pub lost: Vec<LostWorker>,
     /// Worker pods taken into the target.
     pub adopted: Vec<u32>,
+    /// Workers of `returning` back in the target, each with the target worker that gave way
+    /// to it, if one did.
+    pub returned: Vec<(u32, Option<u32>)>,
     /// The change of the desired count, if `worker.replicas` changed.
     pub resized: Option<(u32, u32)>,
 }
@@ -133,6 +144,30 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             target.push(index);
         }
     }
+    let not_ready = |index: &u32| !input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
+    for &index in input.returning {
+        let gives_way = target
+            .iter()
+            .copied()
+            .filter(|i| not_ready(i) && !input.returning.contains(i))
+            .max();
+        match gives_way {
+            Some(other) => {
+                target.retain(|i| *i != other);
+                if input.pods.contains_key(&other) {
+                    decision.delete.push(other);
+                }
+            }
+            None if target.len() < input.desired as usize => {}
+            None => {
+                decision.delete.push(index);
+                continue;
+            }
+        }
+        target.push(index);
+        decision.returned.push((index, gives_way));
+    }
+
     // Up to the larger of the counts before and after a change of `replicas`: a worker
     // created for a growth that was not recorded is kept, and a shrink below picks its
     // victims by readiness as usual.
@@ -142,6 +177,7 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         as usize;
     for (&index, pod) in input.pods {
         let untracked = !target.contains(&index)
+            && !decision.delete.contains(&index)
             && !lost.contains(&index)
             && !input.blacklisted.contains(&index)
             && !input.draining.contains(&index);
@@ -230,6 +266,7 @@ mod tests {
             previous_target: &case.previous_target,
             pods: &pods,
             blacklisted: &BTreeSet::new(),
+            returning: &BTreeSet::new(),
             draining: &case.draining,
             add: &case.add,
             remove: &case.remove,
@@ -289,6 +326,80 @@ mod tests {
                 decision.delete.is_empty(),
                 "failed pods are kept for inspection"
             );
+        }
+    }
+
+    #[test]
+    fn a_worker_whose_warning_was_withdrawn_returns_in_place_of_one_not_ready() {
+        // Worker 1 was lost to its node's warning and replaced by 3; the warning is gone.
+        let pending = pod("Pending", false);
+        let starting = pod("Running", false);
+        let ready = running();
+        // (policy, previous target, pods besides 0, 1 and 2, target, delete, returned)
+        type Case<'p> = (
+            ReplicaRestartPolicy,
+            Vec<u32>,
+            Vec<(u32, &'p Pod)>,
+            &'static [u32],
+            &'static [u32],
+            &'static [(u32, Option<u32>)],
+        );
+        let cases: [Case<'_>; 4] = [
+            (
+                ReplicaRestartPolicy::OnFailure,
+                vec![0, 2, 3],
+                vec![(3, &pending)],
+                &[0, 1, 2],
+                &[3],
+                &[(1, Some(3))],
+            ),
+            (
+                ReplicaRestartPolicy::OnFailure,
+                vec![0, 2, 3],
+                vec![(3, &starting)],
+                &[0, 1, 2],
+                &[3],
+                &[(1, Some(3))],
+            ),
+            (
+                ReplicaRestartPolicy::Never,
+                vec![0, 2],
+                vec![],
+                &[0, 1, 2],
+                &[],
+                &[(1, None)],
+            ),
+            (
+                ReplicaRestartPolicy::OnFailure,
+                vec![0, 2, 3],
+                vec![(3, &ready)],
+                &[0, 2, 3],
+                &[1],
+                &[],
+            ),
+        ];
+        for (policy, previous_target, extra, target, delete, returned) in cases {
+            let mut pods: BTreeMap<u32, &Pod> =
+                BTreeMap::from([(0, &ready), (1, &ready), (2, &ready)]);
+            pods.extend(extra);
+            let decision = decide(&WorkerInput {
+                policy,
+                desired: 3,
+                previous_desired: Some(3),
+                previous_target: &previous_target,
+                pods: &pods,
+                blacklisted: &BTreeSet::from([1]),
+                returning: &BTreeSet::from([1]),
+                draining: &BTreeSet::new(),
+                add: &[],
+                remove: &[],
+                next_index: 4,
+            });
+            let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
+            assert_eq!(decision.target, target, "{case}");
+            assert_eq!(decision.delete, delete, "{case}");
+            assert_eq!(decision.returned, returned, "{case}");
+            assert_eq!(decision.create, [] as [u32; 0], "{case}");
         }
     }
 

@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus};
+use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus, WarnedNode};
 use eto_api::well_known::{LAUNCHER_ROLE, WORKER_ROLE};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
@@ -321,7 +321,9 @@ impl Plan {
 pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     // Workers on nodes that announced they go away are seen as disrupted (see
     // crate::node_warnings).
-    let warnings = node_warnings::by_node(observed.node_warnings);
+    let old = observed.job.status();
+    let resolved = node_warnings::resolve(observed.node_warnings, &old.node_warnings, now);
+    let warnings = node_warnings::by_node(&resolved);
     let role_label = observed.job.kind().role_label();
     let warned: Vec<Pod> = observed
         .pods
@@ -341,8 +343,16 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let observed = &sorted;
     let job = observed.job;
-    let old = job.status();
     let mut planner = Planner::new(job.kind(), job.metadata().generation, old, now);
+    let live_workers: Vec<&Pod> = observed
+        .pods
+        .iter()
+        .copied()
+        .filter(|pod| pods::label(pod, role_label) == Some(WORKER_ROLE))
+        .filter(|pod| !pods::is_terminating(pod) && !pods::is_finished(pod))
+        .collect();
+    planner.status.node_warnings = node_warnings::recorded(&resolved, &live_workers);
+    planner.warned = resolved;
     planner.foreign = match job {
         JobRef::Mpi(mpi) => mpi
             .status
@@ -416,6 +426,9 @@ struct Planner {
     /// Set by a run that goes on: whether its launcher exists (see [`crate::gang`]). A job
     /// that does not go on (suspending, suspended, finished) holds no PodGroup.
     gang_launcher: Option<bool>,
+    /// The nodes that announced they go away, with their times (see
+    /// [`crate::node_warnings`]).
+    warned: Vec<WarnedNode>,
 }
 
 impl Planner {
@@ -436,6 +449,7 @@ impl Planner {
             plan: Plan::default(),
             now,
             gang_launcher: None,
+            warned: Vec::new(),
         }
     }
 
@@ -478,6 +492,13 @@ impl Planner {
     }
 
     fn finish(mut self) -> Plan {
+        if matches!(
+            self.status.phase,
+            Some(JobPhase::Succeeded | JobPhase::Failed)
+        ) {
+            // A finished job's pods train no more: no warning concerns it.
+            self.status.node_warnings.clear();
+        }
         if self.foreign {
             // What marks the job as another operator's stays as that operator wrote it: no
             // phase (read from its conditions), no observed generation.

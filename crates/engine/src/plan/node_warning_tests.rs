@@ -24,14 +24,26 @@ fn four_needing(min: i32, policy: ElasticPolicy) -> World {
     world
 }
 
+/// A running job of 4 workers needing 3, with `grace` seconds to checkpoint.
+fn four_needing_three(grace: i32) -> World {
+    four_needing(
+        3,
+        ElasticPolicy {
+            checkpoint_grace_seconds: Some(grace),
+            ..ElasticPolicy::default()
+        },
+    )
+}
+
 /// A warning that the node of `worker` goes in `seconds`.
 fn warn(world: &mut World, worker: &str, seconds: i64) {
     let now = world.now;
     world.node_warnings.push(NodeWarning {
         node: format!("node-{worker}"),
         signal: "taint karpenter.sh/disrupted".into(),
-        since: now,
-        deadline: now + jiff::SignedDuration::from_secs(seconds),
+        since: Some(now),
+        deadline: Some(now + jiff::SignedDuration::from_secs(seconds)),
+        lead: crate::node_warnings::DEFAULT_LEAD,
     });
 }
 
@@ -87,7 +99,14 @@ fn a_worker_on_a_warned_node_is_told_at_once_leaves_discovery_and_is_replaced_el
     assert!(avoided.contains("node-mnist-worker-3"), "{avoided}");
     assert_eq!(
         world.status().blacklist.last().map(|b| b.reason.as_str()),
-        Some("Disrupted")
+        Some(NODE_WARNING),
+        "the blacklist says why, so that the worker may return"
+    );
+    let listed = &world.status().node_warnings;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (listed[0].node.as_str(), listed[0].workers.clone()),
+        ("node-mnist-worker-3", vec!["mnist-worker-3".to_string()])
     );
     let warned: Vec<&str> = plan
         .events
@@ -109,13 +128,7 @@ fn a_worker_on_a_warned_node_is_told_at_once_leaves_discovery_and_is_replaced_el
 
 #[test]
 fn warnings_that_leave_too_few_workers_post_the_suspend_notice_at_once_capped_by_the_warning() {
-    let mut world = four_needing(
-        3,
-        ElasticPolicy {
-            checkpoint_grace_seconds: Some(300),
-            ..ElasticPolicy::default()
-        },
-    );
+    let mut world = four_needing_three(300);
     warn(&mut world, "mnist-worker-2", 90);
     warn(&mut world, "mnist-worker-3", 120);
     world.reconcile();
@@ -141,13 +154,7 @@ fn warnings_that_leave_too_few_workers_post_the_suspend_notice_at_once_capped_by
     );
 
     // With a grace period shorter than the warning, the grace period stands.
-    let mut world = four_needing(
-        3,
-        ElasticPolicy {
-            checkpoint_grace_seconds: Some(30),
-            ..ElasticPolicy::default()
-        },
-    );
+    let mut world = four_needing_three(30);
     warn(&mut world, "mnist-worker-2", 120);
     warn(&mut world, "mnist-worker-3", 120);
     world.reconcile();
@@ -187,4 +194,154 @@ fn a_reclaimed_worker_that_opted_in_gets_the_kubeai_stop_with_its_warning() {
         .map(|stop| (stop.pod.as_str(), stop.notice))
         .collect();
     assert_eq!(stops, [("mnist-worker-1", NoticeKind::Reclaim)]);
+}
+
+/// A warning as most taints give it: no time of its own.
+fn warn_without_time(world: &mut World, worker: &str) {
+    world.node_warnings.push(NodeWarning {
+        node: format!("node-{worker}"),
+        signal: "taint karpenter.sh/disrupted".into(),
+        since: None,
+        deadline: None,
+        lead: std::time::Duration::from_secs(120),
+    });
+}
+
+#[test]
+fn a_warning_without_a_time_keeps_the_deadline_it_was_first_seen_with() {
+    let mut world = four_needing_three(300);
+    let first_seen = world.now;
+    let goes = first_seen + jiff::SignedDuration::from_secs(120);
+    warn_without_time(&mut world, "mnist-worker-3");
+    world.reconcile();
+    let listed = world.status().node_warnings.clone();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|w| (w.since.0, w.deadline.0))
+            .collect::<Vec<_>>(),
+        [(first_seen, goes)]
+    );
+    world.advance(40);
+    assert!(world.reconcile().status.is_none(), "nothing moves");
+    // A second node, later: the job falls below its minimum; its grace period ends when the
+    // first node goes, as first seen.
+    warn_without_time(&mut world, "mnist-worker-2");
+    world.reconcile();
+    let notice = world.status().notice.clone().expect("suspending");
+    assert_eq!(notice.deadline.map(|d| d.0), Some(goes));
+    assert_eq!(
+        shown(&world, "mnist-worker-3")
+            .and_then(|n| n.deadline)
+            .map(|d| d.0),
+        Some(goes)
+    );
+}
+
+fn returned_events(plan: &crate::plan::Plan) -> Vec<&str> {
+    plan.events
+        .iter()
+        .filter(|e| e.reason == "WorkerReturned")
+        .map(|e| e.note.as_str())
+        .collect()
+}
+
+#[test]
+fn a_withdrawn_warning_brings_its_running_worker_back_in_place_of_its_pending_replacement() {
+    let mut world = four_needing(2, ElasticPolicy::default());
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    assert!(world.pods.contains_key("mnist-worker-4"), "replaced");
+    world.advance(10);
+    world.node_warnings.clear();
+    let plan = world.reconcile();
+
+    assert_eq!(
+        returned_events(&plan),
+        [
+            "worker mnist-worker-3 returns to host discovery in place of mnist-worker-4: the warning of its node was withdrawn"
+        ]
+    );
+    assert_eq!(
+        deleted_pods(&plan),
+        ["mnist-worker-4"],
+        "the replacement gives way"
+    );
+    let status = world.status();
+    assert_eq!(
+        status.current_workers,
+        [
+            "mnist-worker-0",
+            "mnist-worker-1",
+            "mnist-worker-2",
+            "mnist-worker-3"
+        ]
+    );
+    assert!(status.blacklist.iter().all(|b| b.pod != "mnist-worker-3"));
+    assert_eq!(status.node_warnings, []);
+    assert_eq!(shown(&world, "mnist-worker-3"), None);
+    assert_eq!(status.workers.as_ref().map(|w| w.ready), Some(4));
+    world.advance(5);
+    assert!(world.reconcile().is_empty(), "settled");
+}
+
+#[test]
+fn a_withdrawn_warning_after_the_replacement_joined_deletes_the_warned_worker() {
+    let mut world = four_needing(2, ElasticPolicy::default());
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    world.ready("mnist-worker-4");
+    world.reconcile();
+    world.node_warnings.clear();
+    let plan = world.reconcile();
+
+    assert_eq!(returned_events(&plan), [] as [&str; 0]);
+    assert_eq!(deleted_pods(&plan), ["mnist-worker-3"], "its GPU is freed");
+    let status = world.status();
+    assert_eq!(
+        status.current_workers,
+        [
+            "mnist-worker-0",
+            "mnist-worker-1",
+            "mnist-worker-2",
+            "mnist-worker-4"
+        ]
+    );
+    assert!(status.blacklist.iter().any(|b| b.pod == "mnist-worker-3"));
+}
+
+#[test]
+fn a_finished_job_lists_no_warned_nodes() {
+    let mut world = four_needing(2, ElasticPolicy::default());
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    assert_eq!(world.status().node_warnings.len(), 1);
+    world.job.spec.clean_pod_policy = Some(eto_api::training_job::CleanPodPolicy::None);
+    world.exit("mnist-launcher", 0);
+    world.reconcile();
+    assert!(world.pods.contains_key("mnist-worker-3"), "pods are kept");
+    assert_eq!(world.status().phase, Some(JobPhase::Succeeded));
+    assert_eq!(world.status().node_warnings, []);
+}
+
+#[test]
+fn a_suspend_notice_posted_for_a_warning_stands_when_the_warning_is_withdrawn() {
+    // The training code may be saving its checkpoint and exiting already: a posted notice is
+    // a promise (see plan::run::suspension).
+    let mut world = four_needing_three(300);
+    warn(&mut world, "mnist-worker-2", 120);
+    warn(&mut world, "mnist-worker-3", 120);
+    world.reconcile();
+    let posted = world.status().notice.clone().expect("suspending");
+    world.advance(10);
+    world.node_warnings.clear();
+    world.reconcile();
+    assert_eq!(world.status().notice.as_ref(), Some(&posted));
+    assert_eq!(
+        shown(&world, "mnist-worker-0").map(|n| n.kind),
+        Some(NoticeKind::Suspend)
+    );
+    world.exit("mnist-launcher", 0);
+    world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Suspended));
 }

@@ -476,7 +476,7 @@ impl<'p, 'o> Run<'p, 'o> {
             let wanted = notice::for_pod(
                 pod,
                 self.notice.as_ref(),
-                self.observed.node_warnings,
+                &self.planner.warned,
                 self.planner.now,
             );
             let warned = wanted
@@ -844,7 +844,7 @@ impl<'p, 'o> Run<'p, 'o> {
             notice::for_pod(
                 pod,
                 self.notice.as_ref(),
-                self.observed.node_warnings,
+                &self.planner.warned,
                 self.planner.now,
             )
             .as_ref(),

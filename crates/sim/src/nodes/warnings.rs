@@ -36,8 +36,8 @@ impl Warning {
         self.taint.is_some() != self.condition.is_some()
     }
 
-    /// Puts the warning on `node` (a Node as JSON), stamped `now` (RFC 3339); a warning the
-    /// node shows already is left as it is.
+    /// Puts the warning on `node` (a Node as JSON); a condition is stamped `now` (RFC 3339),
+    /// a taint carries no time. A warning the node shows already is left as it is.
     pub fn put_on(&self, node: &mut Value, now: &str) {
         if let Some(key) = &self.taint {
             let taints = node["spec"]["taints"]
@@ -46,7 +46,9 @@ impl Warning {
                 .unwrap_or_default();
             if !taints.iter().any(|t| t["key"] == key.as_str()) {
                 let mut taints = taints;
-                taints.push(json!({"key": key, "effect": "NoSchedule", "timeAdded": now}));
+                // As Karpenter, the Node Termination Handler and GKE put theirs: no
+                // `timeAdded` (the API server adds none either).
+                taints.push(json!({"key": key, "effect": "NoSchedule"}));
                 node["spec"]["taints"] = Value::Array(taints);
             }
         }
@@ -97,7 +99,7 @@ mod tests {
         taint.put_on(&mut node, "2027-01-15T08:00:05Z");
         assert_eq!(
             node["spec"]["taints"],
-            json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule", "timeAdded": "2027-01-15T08:00:00Z"}])
+            json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
         );
         let condition = Warning {
             condition: Some("InstanceExpired".into()),

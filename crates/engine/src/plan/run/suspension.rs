@@ -214,12 +214,12 @@ impl Run<'_, '_> {
             .iter()
             .filter_map(|pod| pods::node(pod))
             .filter_map(|node| {
-                self.observed
-                    .node_warnings
+                self.planner
+                    .warned
                     .iter()
                     .find(|warning| warning.node == node)
             })
-            .map(|warning| warning.deadline)
+            .map(|warning| warning.deadline.0)
             .min();
         // Whole seconds, as the status stores times; rounded up, so that the processes get
         // at least the grace period.

@@ -77,6 +77,21 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .filter_map(|d| names::worker_index(&name, &d.pod))
             .collect();
+        // Workers lost to a node's warning that was withdrawn while they run (see
+        // crate::workers).
+        let returning: BTreeSet<u32> = self
+            .planner
+            .old
+            .blacklist
+            .iter()
+            .filter(|entry| entry.reason == node_warnings::NODE_WARNING)
+            .filter_map(|entry| names::worker_index(&name, &entry.pod))
+            .filter(|index| {
+                current
+                    .get(index)
+                    .is_some_and(|pod| pods::is_ready(pod) && Loss::of(Some(pod)).is_none())
+            })
+            .collect();
         let desired = self.desired_workers();
         let mut step = if self.restarted {
             scaling::Step::default()
@@ -108,6 +123,7 @@ impl<'o> Run<'_, 'o> {
             previous_target: &previous_target,
             pods: &current,
             blacklisted: &blacklisted,
+            returning: &returning,
             draining: &draining,
             add: &step.add,
             remove: &step.remove,
@@ -158,15 +174,38 @@ impl<'o> Run<'_, 'o> {
                     lost.loss.describe()
                 ),
             );
+            // A loss to a node's warning says so: the worker may return (see crate::workers).
+            let reason = pod
+                .and_then(|p| pods::disruption_reason(p))
+                .filter(|reason| *reason == node_warnings::NODE_WARNING)
+                .unwrap_or(lost.loss.reason());
             blacklist::record(
                 &mut self.planner.status.blacklist,
                 BlacklistEntry {
                     pod: pod_name,
                     node,
-                    reason: lost.loss.reason().to_string(),
+                    reason: reason.to_string(),
                     exit_code: lost.loss.exit_code(),
                     time: Time(self.planner.now),
                 },
+            );
+        }
+        for (index, gave_way) in &decision.returned {
+            let pod_name = names::worker(&name, *index);
+            self.planner
+                .status
+                .blacklist
+                .retain(|entry| entry.pod != pod_name);
+            let instead = gave_way
+                .map(|other| format!(" in place of {}", names::worker(&name, other)))
+                .unwrap_or_default();
+            self.planner.event(
+                false,
+                "WorkerReturned",
+                "Return",
+                format!(
+                    "worker {pod_name} returns to host discovery{instead}: the warning of its node was withdrawn"
+                ),
             );
         }
         let failures: Vec<cooldown::Failure<'_>> = decision
@@ -226,7 +265,7 @@ impl<'o> Run<'_, 'o> {
                 .collect();
             // New workers avoid the nodes in cooldown and those that announced they go.
             let mut avoided = self.planner.status.nodes_in_cooldown.clone();
-            avoided.extend(node_warnings::avoided(self.observed.node_warnings));
+            avoided.extend(node_warnings::avoided(&self.planner.warned));
             for index in &decision.create {
                 let pod = build::worker_pod(self.job(), *index, &avoided);
                 self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
