@@ -559,11 +559,6 @@ impl Planner {
             );
         }
         self.status.selector = Some(kind.worker_selector(job.name()));
-        if matches!(self.old.phase, Some(JobPhase::Succeeded | JobPhase::Failed)) {
-            self.finished(observed, job);
-            return;
-        }
-        self.status.start_time.get_or_insert(Time(self.now));
         Run::new(self, observed, job).reconcile();
     }
 

@@ -6,7 +6,7 @@ mod state;
 mod suspension;
 mod workers;
 
-use state::RunState;
+use state::{RunState, Seen};
 
 use std::collections::BTreeMap;
 
@@ -68,7 +68,8 @@ fn job_condition(job: &BatchJob, type_: &str) -> bool {
         .any(|condition| condition.type_ == type_ && condition.status == "True")
 }
 
-/// The run of a job that is not finished: its workers, its launcher, its discovery data.
+/// The current run of a job: its workers, its launcher, its discovery data; of a finished job
+/// (see [`RunState::Finished`]), only what its end leaves to do.
 pub(super) struct Run<'p, 'o> {
     planner: &'p mut Planner,
     observed: &'p Observed<'o>,
@@ -103,13 +104,27 @@ impl<'p, 'o> Run<'p, 'o> {
             restarted: false,
             state: RunState::WaitingForMinimum,
         };
-        created.state = RunState::of(&created.planner.old, created.launcher_waited());
+        let seen = Seen {
+            launcher_waited: created.launcher_waited(),
+            earlier_run_remains: created.earlier_run_remains(),
+        };
+        created.state = RunState::of(&created.planner.old, seen);
         created
     }
 
-    /// Moves the run to `state`; the transition that calls it writes what reports the move.
+    /// Moves the run to `state` (inside [`RunState::Restarting`] while an earlier run's pods
+    /// remain); the transition that calls it writes what reports the move.
     fn enter(&mut self, state: RunState) {
-        self.state = state;
+        self.state = state.restarting_if(self.earlier_run_remains());
+    }
+
+    /// Whether pods or the launcher Job of an earlier run still exist.
+    fn earlier_run_remains(&self) -> bool {
+        self.observed.pods.iter().any(|p| self.is_stale(p))
+            || self
+                .observed
+                .launcher_job
+                .is_some_and(|job| self.is_of_earlier_run(&job.metadata))
     }
 
     /// Ready and pending workers of the run's target (`status.targetWorkers` as this plan has
@@ -244,6 +259,13 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     pub(super) fn reconcile(mut self) {
+        if let RunState::Finished { .. } = self.state {
+            return self.planner.finished(self.observed, self.job);
+        }
+        self.planner
+            .status
+            .start_time
+            .get_or_insert(Time(self.planner.now));
         if !self.within_deadline() {
             return;
         }
@@ -866,11 +888,7 @@ impl<'p, 'o> Run<'p, 'o> {
         let ready = hosts.len();
         let target = self.planner.status.target_workers.len();
         let kind = self.job.kind();
-        let restarting = self.observed.pods.iter().any(|p| self.is_stale(p))
-            || self
-                .observed
-                .launcher_job
-                .is_some_and(|job| self.is_of_earlier_run(&job.metadata));
+        let restarting = self.state.is_restarting();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
         let workers_ready = ready >= min;
         let workers_message = format!(
@@ -897,7 +915,7 @@ impl<'p, 'o> Run<'p, 'o> {
         let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
         if !workers_ready && training && watch_minimum {
             // Looked at again when too few workers have been ready for too long.
-            let since = match self.state {
+            let since = match *self.state.current_run() {
                 RunState::BelowMinimum { since } => since,
                 _ => self.planner.now,
             };

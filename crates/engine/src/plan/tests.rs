@@ -411,6 +411,42 @@ fn launcher_failure_restarts_the_job_until_the_backoff_limit() {
 }
 
 #[test]
+fn a_restarted_job_is_restarting_until_the_earlier_runs_pods_are_gone() {
+    let mut job = training_job();
+    job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
+    let mut world = World::new(job);
+    world.launch();
+    world.exit("mnist-launcher", 1);
+    // The old launcher takes its termination grace period to go.
+    let mut going = world.pods["mnist-launcher"].clone();
+    going.metadata.deletion_timestamp = Some(Time(world.now));
+    world.reconcile();
+    world.pods.insert("mnist-launcher".into(), going);
+    assert_eq!(world.status().phase, Some(JobPhase::Restarting));
+
+    // The new run reaches its minimum meanwhile: still restarting, no launcher yet.
+    world.ready("mnist-worker-2");
+    world.ready("mnist-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(world.status().phase, Some(JobPhase::Restarting));
+    assert!(pod_names(&plan).is_empty(), "{:?}", pod_names(&plan));
+    assert_eq!(
+        condition(&world, c::READY),
+        (false, "TrainingJobRestarting".into())
+    );
+
+    // The old launcher is gone: the new one starts and the restart is done.
+    world.pods.remove("mnist-launcher");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
+    assert_eq!(world.status().phase, Some(JobPhase::Created));
+    assert_eq!(
+        condition(&world, c::RESTARTING),
+        (false, "RestartDone".into())
+    );
+}
+
+#[test]
 fn a_missing_launcher_follows_its_restart_policy() {
     // Always: recreated.
     let mut world = running();

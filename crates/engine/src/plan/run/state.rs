@@ -23,14 +23,27 @@
 //!                   spec.suspend          │ minimum ready: resume launcher
 //!                                         v
 //!                                     AtMinimum
+//!
+//! Restarting{new_run}: any of WaitingForMinimum, AtMinimum, BelowMinimum while an earlier
+//!                      run's pods remain (after a restart or a resume)
+//! any state ──launcher succeeded, or the job failed for good──> Finished (terminal)
 //! ```
 //!
 //! With no launcher running or no grace period, `Suspending` is skipped: the run goes straight
 //! to a suspended state. A launcher that fails while the run is `BelowMinimum` (or below its
 //! minimum at all, having had it) goes to `SuspendedBelowMinimum` too.
+//!
+//! Two states frame the diagram:
+//! - **`Restarting`** wraps `WaitingForMinimum`, `AtMinimum` and `BelowMinimum` while the pods
+//!   (or the launcher Job) of an earlier run are still going: after a restart (the launcher
+//!   failed under `OnFailure`), and after a resume, until the old run's pods are gone. The new
+//!   run moves through its states meanwhile; the phase says `Restarting` until then.
+//! - **`Finished`** is where the launcher's success, a failure past `backoffLimit`, a
+//!   `Never` policy or `activeDeadlineSeconds` lead (the phase `Succeeded` or `Failed`). It is
+//!   terminal: a finished job only applies its `cleanPodPolicy` and `ttlSecondsAfterFinished`.
 
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::{Notice, NoticeKind, TrainingJobStatus};
+use eto_api::training_job::{JobPhase, Notice, NoticeKind, TrainingJobStatus};
 
 use super::suspension::BELOW_MIN_WORKERS;
 use crate::conditions as c;
@@ -64,13 +77,39 @@ pub(crate) enum RunState {
         /// checkpoint; otherwise the job simply starts.
         ran: bool,
     },
+    /// An earlier run's pods or launcher Job are still going (being deleted): `new_run` is
+    /// where the current run stands meanwhile, one of `WaitingForMinimum`, `AtMinimum` and
+    /// `BelowMinimum`.
+    Restarting {
+        /// The current run's own state.
+        new_run: Box<RunState>,
+    },
+    /// The job succeeded or failed. Terminal.
+    Finished {
+        /// Whether it succeeded.
+        succeeded: bool,
+    },
+}
+
+/// What the status cannot tell about the run, observed from its objects.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Seen {
+    /// The run's launcher, which starts only once the minimum is ready, runs: the run has had
+    /// its minimum even when the status does not say so (an operator stopped before recording
+    /// it).
+    pub launcher_waited: bool,
+    /// Pods or a launcher Job of an earlier run still exist.
+    pub earlier_run_remains: bool,
 }
 
 impl RunState {
-    /// The state `status` (the last reconcile's) records. `launcher_waited` says that the
-    /// run's launcher, which starts only once the minimum is ready, runs: the run has had its
-    /// minimum even when the status does not say so (an operator stopped before recording it).
-    pub(crate) fn of(status: &TrainingJobStatus, launcher_waited: bool) -> Self {
+    /// The state `status` (the last reconcile's) records, with what is `seen` of the run.
+    pub(crate) fn of(status: &TrainingJobStatus, seen: Seen) -> Self {
+        if let Some(phase @ (JobPhase::Succeeded | JobPhase::Failed)) = status.phase {
+            return Self::Finished {
+                succeeded: phase == JobPhase::Succeeded,
+            };
+        }
         if let Some(notice) = status
             .notice
             .as_ref()
@@ -90,10 +129,10 @@ impl RunState {
                 }
             };
         }
-        match c::find(conditions, c::WORKERS_READY) {
+        let progress = match c::find(conditions, c::WORKERS_READY) {
             Some(ready) if ready.status == ConditionStatus::True => Self::AtMinimum,
             Some(ready)
-                if ready.reason.as_deref() == Some(BELOW_MIN_WORKERS) || launcher_waited =>
+                if ready.reason.as_deref() == Some(BELOW_MIN_WORKERS) || seen.launcher_waited =>
             {
                 Self::BelowMinimum {
                     since: ready
@@ -102,15 +141,47 @@ impl RunState {
                         .map_or(jiff::Timestamp::UNIX_EPOCH, |time| time.0),
                 }
             }
-            None if launcher_waited => Self::AtMinimum,
+            None if seen.launcher_waited => Self::AtMinimum,
             _ => Self::WaitingForMinimum,
+        };
+        progress.restarting_if(seen.earlier_run_remains)
+    }
+
+    /// `self` inside [`RunState::Restarting`] when `earlier_run_remains` and `self` is one of
+    /// the states a run moves through towards and at its minimum; `self` otherwise.
+    pub(crate) fn restarting_if(self, earlier_run_remains: bool) -> Self {
+        match self {
+            Self::WaitingForMinimum | Self::AtMinimum | Self::BelowMinimum { .. }
+                if earlier_run_remains =>
+            {
+                Self::Restarting {
+                    new_run: Box::new(self),
+                }
+            }
+            other => other,
         }
+    }
+
+    /// The current run's own state: inside [`RunState::Restarting`], the state it wraps.
+    pub(crate) fn current_run(&self) -> &Self {
+        match self {
+            Self::Restarting { new_run } => new_run,
+            other => other,
+        }
+    }
+
+    /// Whether the pods of an earlier run are still going.
+    pub(crate) fn is_restarting(&self) -> bool {
+        matches!(self, Self::Restarting { .. })
     }
 
     /// Whether the run has had its minimum of ready workers (so that fewer is a drop below
     /// it, not a wait for it).
     pub(crate) fn had_minimum(&self) -> bool {
-        matches!(self, Self::AtMinimum | Self::BelowMinimum { .. })
+        matches!(
+            self.current_run(),
+            Self::AtMinimum | Self::BelowMinimum { .. }
+        )
     }
 
     /// Whether the job is suspended, for either reason.
@@ -244,11 +315,80 @@ mod tests {
             ),
         ];
         for (index, (status, launcher_waited, expected)) in cases.into_iter().enumerate() {
+            let seen = Seen {
+                launcher_waited,
+                earlier_run_remains: false,
+            };
+            assert_eq!(RunState::of(&status, seen), expected, "case {index}");
+        }
+    }
+
+    #[test]
+    fn an_earlier_runs_pods_make_the_run_restarting_and_a_finished_phase_is_final() {
+        let earlier = Seen {
+            launcher_waited: false,
+            earlier_run_remains: true,
+        };
+        let status = |conditions: Vec<JobCondition>, phase: Option<JobPhase>| TrainingJobStatus {
+            conditions,
+            phase,
+            ..TrainingJobStatus::default()
+        };
+        let restarting = |new_run: RunState| RunState::Restarting {
+            new_run: Box::new(new_run),
+        };
+        // (status, state)
+        let cases = [
+            (
+                status(vec![], None),
+                restarting(RunState::WaitingForMinimum),
+            ),
+            (
+                status(
+                    vec![condition(c::WORKERS_READY, true, "WorkersReady")],
+                    Some(JobPhase::Restarting),
+                ),
+                restarting(RunState::AtMinimum),
+            ),
+            (
+                status(
+                    vec![condition(c::WORKERS_READY, false, BELOW_MIN_WORKERS)],
+                    None,
+                ),
+                restarting(RunState::BelowMinimum { since: at(7) }),
+            ),
+            (
+                status(vec![condition(c::SUSPENDED, true, BELOW_MIN_WORKERS)], None),
+                RunState::SuspendedBelowMinimum,
+            ),
+            (
+                status(vec![], Some(JobPhase::Succeeded)),
+                RunState::Finished { succeeded: true },
+            ),
+            (
+                status(
+                    vec![condition(c::SUSPENDED, true, "Suspended")],
+                    Some(JobPhase::Failed),
+                ),
+                RunState::Finished { succeeded: false },
+            ),
+        ];
+        for (index, (status, expected)) in cases.into_iter().enumerate() {
+            let state = RunState::of(&status, earlier);
+            assert_eq!(state, expected, "case {index}");
             assert_eq!(
-                RunState::of(&status, launcher_waited),
-                expected,
+                state.had_minimum(),
+                matches!(
+                    state.current_run(),
+                    RunState::AtMinimum | RunState::BelowMinimum { .. }
+                ),
                 "case {index}"
             );
         }
+        assert!(restarting(RunState::AtMinimum).had_minimum());
+        assert_eq!(
+            RunState::WaitingForMinimum.restarting_if(false),
+            RunState::WaitingForMinimum
+        );
     }
 }

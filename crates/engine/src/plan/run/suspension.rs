@@ -181,7 +181,7 @@ impl Run<'_, '_> {
         }
         // A launcher started with the workers (an MPIJob's `AtStartup`) runs before the run
         // had its minimum; that is not a drop below it.
-        let RunState::BelowMinimum { since } = self.state else {
+        let RunState::BelowMinimum { since } = *self.state.current_run() else {
             return None;
         };
         let due = crate::time::after(since, elastic.below_min);
@@ -448,13 +448,13 @@ impl Run<'_, '_> {
             .push(SUSPENDED.to_string());
         let name = self.name().to_string();
         let kind = self.job.kind();
-        self.enter(RunState::WaitingForMinimum);
         let message = if ran {
             self.new_run(SUSPENDED);
             "unsuspended: a new run resumes from the checkpoint"
         } else {
             "unsuspended: the job starts"
         };
+        self.enter(RunState::WaitingForMinimum);
         let planner = &mut *self.planner;
         planner.condition(c::SUSPENDED, false, kind.resumed_reason(), message);
         if ran {

@@ -97,7 +97,7 @@ impl<'o> Run<'_, 'o> {
             scaling::Step::default()
         } else {
             let launcher_running = self.launcher().is_some_and(|l| l.is_training());
-            let restarting = self.observed.pods.iter().any(|p| self.is_stale(p));
+            let restarting = self.state.is_restarting();
             scaling::step(
                 &scaling::JobSide {
                     name: &name,
