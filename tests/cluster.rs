@@ -629,16 +629,19 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         jiff::SignedDuration::from_secs(120)
     );
     set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
+    // A real kubelet starts the replacement at once, so worker-0 may be deleted in the same
+    // second its notice is taken back: its pod may be gone by the time this looks.
     until(
         "the withdrawn warning takes the notice back",
         Duration::from_secs(30),
         async || {
-            let pod = pods.get("warned-worker-0").await.ok()?;
-            (!pod
-                .metadata
-                .annotations
-                .unwrap_or_default()
-                .contains_key("eto.dev/notice"))
+            let pod = pods.get_opt("warned-worker-0").await.ok()?;
+            pod.is_none_or(|pod| {
+                !pod.metadata
+                    .annotations
+                    .unwrap_or_default()
+                    .contains_key("eto.dev/notice")
+            })
             .then_some(())
         },
     )

@@ -2,7 +2,7 @@
 //! goes away minutes ahead (Karpenter's taint); eto tells the workers on it at once, takes them
 //! out of discovery and replaces them elsewhere, or suspends a job left below its minimum at
 //! once, before the node goes; a withdrawn warning takes its notice back and its workers
-//! return.
+//! return, or go when their replacements already joined.
 
 use std::time::{Duration, Instant};
 
@@ -268,4 +268,61 @@ async fn a_withdrawn_warning_takes_its_notice_back_and_its_workers_return() {
             status.target_workers
         );
     }
+}
+
+#[tokio::test]
+async fn a_warning_withdrawn_after_the_replacements_joined_deletes_the_warned_workers() {
+    // Spare GPUs: the replacements of the warned workers start and join at once.
+    let env = Env::start(spot_nodes()).await;
+    env.apply_job(&job("settled", 2)).await;
+    let (doomed, warned) = running(&env, "settled").await;
+    let warning = Warning::karpenter();
+    env.cluster.warn_node(&doomed, &warning).unwrap();
+    let job = env
+        .wait_job("settled", "trains with the replacements", |job| {
+            let status = job.status.as_ref().unwrap();
+            status.current_workers.len() == 4
+                && !status.current_workers.iter().any(|w| warned.contains(w))
+        })
+        .await;
+    let replaced = job.status.unwrap().current_workers;
+    env.cluster
+        .withdraw_node_warning(&doomed, &warning)
+        .unwrap();
+    // The job has its workers without them: they go rather than hold GPUs outside the job.
+    for worker in &warned {
+        env.wait_pod(worker, "is deleted", |pod| {
+            pod.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some())
+        })
+        .await;
+    }
+    let job = env
+        .wait_job("settled", "no longer lists the warning", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|status| status.node_warnings.is_empty())
+        })
+        .await;
+    let status = job.status.unwrap();
+    assert_eq!(status.current_workers, replaced, "the replacements stay");
+    assert!(
+        env.event_notes("settled", "WorkerReturned")
+            .await
+            .is_empty(),
+        "no worker returned"
+    );
+    let hostfile = env.launcher_hostfile("settled").await.unwrap_or_default();
+    for worker in &warned {
+        assert!(!hostfile.contains(worker.as_str()), "{hostfile}");
+    }
+    assert_eq!(
+        env.pods()
+            .get("settled-launcher")
+            .await
+            .ok()
+            .as_ref()
+            .and_then(notice_of),
+        None,
+        "the job trains on"
+    );
 }
