@@ -838,8 +838,12 @@ impl<'p, 'o> Run<'p, 'o> {
             self.creates_launcher = true;
             self.resumed_below_min(hosts.len());
             let message = format!(
-                "launcher {name} created with {} workers in host discovery",
-                hosts.len()
+                "launcher {name} created with {} in host discovery",
+                suspension::workers(
+                    u32::try_from(hosts.len()).unwrap_or(u32::MAX),
+                    "worker",
+                    "workers"
+                )
             );
             self.planner
                 .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);

@@ -198,7 +198,15 @@ fn once_enough_new_workers_are_ready_a_resume_launcher_starts_the_new_run() {
     );
     assert_eq!(run_of(&world, "mnist-launcher"), "1");
     assert_eq!(suspended(&world), Some((false, "Resumed".into())));
-    assert!(reasons(&plan).contains(&"TrainingJobResumed".to_string()));
+    assert_eq!(
+        plan.events
+            .iter()
+            .find(|e| e.reason == "TrainingJobResumed")
+            .map(|e| e.note.as_str()),
+        Some(
+            "TrainingJob mnist resumed: 2 workers are ready; launcher mnist-launcher starts with the resume notice"
+        )
+    );
     assert_eq!(plan.tallies.resumes, ["BelowMinWorkers"]);
     assert_eq!(
         world.status().start_time.as_ref().unwrap().0,

@@ -483,7 +483,12 @@ impl Run<'_, '_> {
         let name = self.name().to_string();
         let planner = &mut *self.planner;
         let message = format!(
-            "resumed: {ready} workers are ready; launcher {} starts with the resume notice",
+            "resumed: {} ready; launcher {} starts with the resume notice",
+            workers(
+                u32::try_from(ready).unwrap_or(u32::MAX),
+                "worker is",
+                "workers are"
+            ),
             names::launcher(&name)
         );
         let kind = planner.kind;
