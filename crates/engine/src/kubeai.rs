@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::effective_spec::KubeaiStop;
 use crate::notice;
-use crate::plan::Child;
+use crate::pod_metadata::PodMetadata;
 use crate::pods;
 
 /// A stop signal to send.
@@ -43,15 +43,15 @@ fn opted_in(pod: &Pod) -> bool {
         .is_some_and(|value| value == "true")
 }
 
-/// The stop signals that go with the notices `apply` (a plan's children) newly shows the
-/// `pods` of the job (see the module documentation).
-pub fn stops(apply: &[Child], pods: &[&Pod], settings: KubeaiStop) -> Vec<Stop> {
-    apply
-        .iter()
-        .filter_map(|child| match child {
-            Child::PodMetadata(change) => Some(change),
-            _ => None,
-        })
+/// The stop signals that go with the notices that `changes` (a plan's changes of pod
+/// metadata) newly show the `pods` of the job (see the module documentation).
+pub fn stops<'c>(
+    changes: impl IntoIterator<Item = &'c PodMetadata>,
+    pods: &[&Pod],
+    settings: KubeaiStop,
+) -> Vec<Stop> {
+    changes
+        .into_iter()
         .filter_map(|change| {
             let notice: Notice =
                 serde_json::from_str(change.annotation(NOTICE_ANNOTATION)?).ok()?;

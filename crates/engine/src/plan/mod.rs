@@ -377,8 +377,11 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         Ok(spec) => {
             planner.valid(observed, &spec);
             planner.pod_group(observed, &spec);
-            planner.plan.stops =
-                kubeai::stops(&planner.plan.apply, &observed.pods, spec.elastic.kubeai);
+            let changes = planner.plan.apply.iter().filter_map(|child| match child {
+                Child::PodMetadata(change) => Some(change),
+                _ => None,
+            });
+            planner.plan.stops = kubeai::stops(changes, &observed.pods, spec.elastic.kubeai);
         }
     }
     planner.finish()
