@@ -201,12 +201,14 @@ impl SimCluster {
                 name,
                 grace,
                 warning,
+                ..
             } if warning.is_zero() => self.reclaim_node(&name, grace),
             Command::ReclaimNode {
                 name,
                 grace,
                 warning,
-            } => self.announce_reclaim(&name, &Warning::karpenter(), warning, grace),
+                announcement,
+            } => self.announce_reclaim(&name, &announcement, warning, grace),
             Command::WarnNode { name, warning } => self.warn_node(&name, &warning),
             Command::WithdrawNodeWarning { name, warning } => {
                 self.withdraw_node_warning(&name, &warning)

@@ -7,7 +7,7 @@
 //! | `POST /sim/v1/nodes` with a [`NodeSpec`] | add a node |
 //! | `DELETE /sim/v1/nodes/<name>` | remove a node |
 //! | `POST /sim/v1/nodes/<name>/reclaim?graceSeconds=N` | spot-reclaim a node |
-//! | `POST /sim/v1/nodes/<name>/reclaim?warningSeconds=M&graceSeconds=N` | announce a reclaim with Karpenter's taint, reclaim the node `M` s later |
+//! | `POST /sim/v1/nodes/<name>/reclaim?warningSeconds=M&graceSeconds=N`, optionally with a [`Warning`] | announce a reclaim (with that warning, else Karpenter's taint), reclaim the node `M` s later |
 //! | `POST /sim/v1/nodes/<name>/warning` with a [`Warning`] | announce that a node goes away (a taint or a condition) |
 //! | `DELETE /sim/v1/nodes/<name>/warning` with a [`Warning`] | withdraw the announcement |
 //! | `POST /sim/v1/namespaces/<ns>/pods/<name>/terminate` with a [`TerminateRequest`] | end a pod's containers |
@@ -132,8 +132,10 @@ pub enum Command {
         name: String,
         /// The pods' termination grace period.
         grace: Duration,
-        /// How long ahead the reclaim is announced, with Karpenter's taint.
+        /// How long ahead the reclaim is announced.
         warning: Duration,
+        /// What announces it: a request's [`Warning`], else Karpenter's taint.
+        announcement: Warning,
     },
     /// Announce that a node goes away.
     WarnNode {
@@ -242,11 +244,22 @@ pub async fn parse(
             serde_json::from_slice::<NodeSpec>(&body).map_err(bad)?,
         )),
         (&Method::DELETE, ["nodes", name]) => Ok(Command::RemoveNode((*name).to_string())),
-        (&Method::POST, ["nodes", name, "reclaim"]) => Ok(Command::ReclaimNode {
-            name: (*name).to_string(),
-            grace: Duration::from_secs(number("graceSeconds", 30)),
-            warning: Duration::from_secs(number("warningSeconds", 0)),
-        }),
+        (&Method::POST, ["nodes", name, "reclaim"]) => {
+            // A body that names a taint or a condition chooses the announcement.
+            let announcement = if body.is_empty() {
+                Warning::karpenter()
+            } else {
+                Some(serde_json::from_slice::<Warning>(&body).map_err(bad)?)
+                    .filter(Warning::is_valid)
+                    .unwrap_or_else(Warning::karpenter)
+            };
+            Ok(Command::ReclaimNode {
+                name: (*name).to_string(),
+                grace: Duration::from_secs(number("graceSeconds", 30)),
+                warning: Duration::from_secs(number("warningSeconds", 0)),
+                announcement,
+            })
+        }
         (method @ (&Method::POST | &Method::DELETE), ["nodes", name, "warning"]) => {
             let warning = serde_json::from_slice::<Warning>(&body).map_err(bad)?;
             if !warning.is_valid() {

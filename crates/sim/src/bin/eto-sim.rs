@@ -34,8 +34,9 @@ enum Command {
         target: Target,
     },
     /// Spot-reclaim a node: taint it and mark its pods, then after the grace period fail its
-    /// pods (exit 137) and delete it. With --warning-seconds, the cloud announces it first
-    /// (Karpenter's taint karpenter.sh/disrupted), that long ahead.
+    /// pods (exit 137) and delete it. With --warning-seconds, the cloud announces it first,
+    /// that long ahead: with Karpenter's taint karpenter.sh/disrupted, or the --taint or
+    /// --condition given.
     ReclaimNode {
         /// Node name.
         name: String,
@@ -45,6 +46,15 @@ enum Command {
         /// Seconds between the announcement and the reclaim (0: no announcement).
         #[arg(long, default_value_t = 0)]
         warning_seconds: u64,
+        /// The key of the taint that announces it.
+        #[arg(long, conflicts_with = "condition", requires = "warning_seconds")]
+        taint: Option<String>,
+        /// The type of the node condition that announces it (status True).
+        #[arg(long, requires = "warning_seconds")]
+        condition: Option<String>,
+        /// The condition's message, for example when the node goes (RFC 3339).
+        #[arg(long, requires = "condition")]
+        message: Option<String>,
         #[command(flatten)]
         target: Target,
     },
@@ -319,16 +329,32 @@ async fn run(command: Command) -> Result<(), CliError> {
             name,
             grace_seconds,
             warning_seconds,
+            taint,
+            condition,
+            message,
             target,
-        } => control(
-            &target,
-            http::Method::POST,
-            &format!(
-                "nodes/{name}/reclaim?graceSeconds={grace_seconds}&warningSeconds={warning_seconds}"
-            ),
-            Vec::new(),
-        )
-        .await,
+        } => {
+            // No body: the announcement is Karpenter's taint.
+            let body = if taint.is_some() || condition.is_some() {
+                serde_json::to_vec(&Warning {
+                    taint,
+                    condition,
+                    message,
+                })
+                .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            control(
+                &target,
+                http::Method::POST,
+                &format!(
+                    "nodes/{name}/reclaim?graceSeconds={grace_seconds}&warningSeconds={warning_seconds}"
+                ),
+                body,
+            )
+            .await
+        }
         Command::WarnNode(args) => args.send(http::Method::POST).await,
         Command::WithdrawNodeWarning(args) => args.send(http::Method::DELETE).await,
         Command::FailPod(args) => {

@@ -1540,6 +1540,66 @@ async fn the_control_endpoint_drives_nodes_pods_and_faults() {
 }
 
 #[tokio::test]
+async fn an_announced_reclaim_puts_the_warning_it_is_given_or_karpenters_taint() {
+    let (_cluster, client) = cluster_with(SimConfig {
+        nodes: vec![NodeSpec::gpu("spot-a", 1), NodeSpec::gpu("spot-b", 1)],
+        ..SimConfig::default()
+    })
+    .await;
+    let reclaim = |node: &str, body: Option<Value>| {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "/sim/v1/nodes/{node}/reclaim?warningSeconds=600&graceSeconds=1"
+            ))
+            .header("Content-Type", "application/json")
+            .body(
+                body.map(|b| serde_json::to_vec(&b).unwrap())
+                    .unwrap_or_default(),
+            )
+            .unwrap();
+        let client = client.clone();
+        async move { client.request_text(request).await.unwrap() }
+    };
+    reclaim(
+        "spot-a",
+        Some(
+            json!({"condition": "InstanceExpired", "message": "released at 2027-01-15T08:04:00Z"}),
+        ),
+    )
+    .await;
+    reclaim("spot-b", None).await;
+    let nodes: Api<Node> = Api::all(client);
+    let condition_of = |node: &Node| {
+        node.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "InstanceExpired"))
+            .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()))
+    };
+    let taints_of = |node: &Node| -> Vec<String> {
+        node.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .map(|t| t.iter().map(|t| t.key.clone()).collect())
+            .unwrap_or_default()
+    };
+    let a = nodes.get("spot-a").await.unwrap();
+    assert_eq!(
+        condition_of(&a),
+        Some(("True".into(), "released at 2027-01-15T08:04:00Z".into()))
+    );
+    assert!(!taints_of(&a).contains(&"karpenter.sh/disrupted".to_string()));
+    let b = nodes.get("spot-b").await.unwrap();
+    assert_eq!(condition_of(&b), None);
+    assert!(
+        taints_of(&b).contains(&"karpenter.sh/disrupted".to_string()),
+        "{:?}",
+        taints_of(&b)
+    );
+}
+
+#[tokio::test]
 async fn throttled_requests_carry_retry_after_and_kube_clients_retry_them() {
     let (cluster, client) = cluster().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client);
