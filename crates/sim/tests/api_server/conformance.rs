@@ -1490,22 +1490,37 @@ async fn kubectl_get_receives_printer_columns_as_a_table() {
     assert_eq!(cells[6], Value::Null, "an unbounded maximum shows empty");
 }
 
+/// A request to eto-sim's control endpoint `/sim/v1/{path}`, with `body` as JSON (none: an
+/// empty body, as the `eto-sim` commands send where they have nothing to say).
+async fn control(
+    client: &Client,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> kube::Result<String> {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(format!("/sim/v1/{path}"))
+        .header("Content-Type", "application/json")
+        .body(
+            body.map(|body| serde_json::to_vec(&body).unwrap())
+                .unwrap_or_default(),
+        )
+        .unwrap();
+    client.request_text(request).await
+}
+
 #[tokio::test]
 async fn the_control_endpoint_drives_nodes_pods_and_faults() {
     let (_cluster, client) = cluster_with(SimConfig::default()).await;
-    let control = |method: &str, path: &str, body: Value| {
-        let client = client.clone();
-        let request = http::Request::builder()
-            .method(method)
-            .uri(format!("/sim/v1/{path}"))
-            .header("Content-Type", "application/json")
-            .body(serde_json::to_vec(&body).unwrap())
-            .unwrap();
-        async move { client.request_text(request).await }
-    };
-    control("POST", "nodes", json!({"name": "scaled-up", "gpus": 2}))
-        .await
-        .unwrap();
+    control(
+        &client,
+        "POST",
+        "nodes",
+        Some(json!({"name": "scaled-up", "gpus": 2})),
+    )
+    .await
+    .unwrap();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     pods.create(&PostParams::default(), &pod("p", 2))
         .await
@@ -1516,24 +1531,26 @@ async fn the_control_endpoint_drives_nodes_pods_and_faults() {
         Some("scaled-up")
     );
     control(
+        &client,
         "POST",
         "namespaces/default/pods/p/terminate",
-        json!({"exitCode": 0}),
+        Some(json!({"exitCode": 0})),
     )
     .await
     .unwrap();
     wait_for(&pods, "p", phase_is("Succeeded")).await;
     control(
+        &client,
         "POST",
         "faults",
-        json!({"failWith": 500, "count": 1, "method": "GET"}),
+        Some(json!({"failWith": 500, "count": 1, "method": "GET"})),
     )
     .await
     .unwrap();
     let failed = api_error(pods.list(&ListParams::default()).await);
     assert_eq!(failed.code, 500);
     assert!(
-        control("POST", "nodes/missing/reclaim", json!({}))
+        control(&client, "POST", "nodes/missing/reclaim", Some(json!({})))
             .await
             .is_err()
     );
@@ -1546,29 +1563,21 @@ async fn an_announced_reclaim_puts_the_warning_it_is_given_or_karpenters_taint()
         ..SimConfig::default()
     })
     .await;
-    let reclaim = |node: &str, body: Option<Value>| {
-        let request = http::Request::builder()
-            .method("POST")
-            .uri(format!(
-                "/sim/v1/nodes/{node}/reclaim?warningSeconds=600&graceSeconds=1"
-            ))
-            .header("Content-Type", "application/json")
-            .body(
-                body.map(|b| serde_json::to_vec(&b).unwrap())
-                    .unwrap_or_default(),
-            )
-            .unwrap();
-        let client = client.clone();
-        async move { client.request_text(request).await.unwrap() }
-    };
-    reclaim(
-        "spot-a",
+    let reclaim = |node: &str| format!("nodes/{node}/reclaim?warningSeconds=600&graceSeconds=1");
+    control(
+        &client,
+        "POST",
+        &reclaim("spot-a"),
         Some(
             json!({"condition": "InstanceExpired", "message": "released at 2027-01-15T08:04:00Z"}),
         ),
     )
-    .await;
-    reclaim("spot-b", None).await;
+    .await
+    .unwrap();
+    // No body, as `eto-sim reclaim-node` sends without --taint or --condition.
+    control(&client, "POST", &reclaim("spot-b"), None)
+        .await
+        .unwrap();
     let nodes: Api<Node> = Api::all(client);
     let condition_of = |node: &Node| {
         node.status
