@@ -7,7 +7,7 @@
 //! | `POST /sim/v1/nodes` with a [`NodeSpec`] | add a node |
 //! | `DELETE /sim/v1/nodes/<name>` | remove a node |
 //! | `POST /sim/v1/nodes/<name>/reclaim?graceSeconds=N` | spot-reclaim a node |
-//! | `POST /sim/v1/nodes/<name>/reclaim?warningSeconds=M&graceSeconds=N`, optionally with a [`Warning`] | announce a reclaim (with that warning, else Karpenter's taint), reclaim the node `M` s later |
+//! | `POST /sim/v1/nodes/<name>/reclaim?warningSeconds=M&graceSeconds=N`, optionally with a [`Warning`] | announce a reclaim (with that warning; with no body, Karpenter's taint), reclaim the node `M` s later |
 //! | `POST /sim/v1/nodes/<name>/warning` with a [`Warning`] | announce that a node goes away (a taint or a condition) |
 //! | `DELETE /sim/v1/nodes/<name>/warning` with a [`Warning`] | withdraw the announcement |
 //! | `POST /sim/v1/namespaces/<ns>/pods/<name>/terminate` with a [`TerminateRequest`] | end a pod's containers |
@@ -206,6 +206,18 @@ pub fn refused(error: &ApiError) -> Response<Body> {
     reply(code, &error.to_string())
 }
 
+/// The [`Warning`] a request's `body` holds.
+///
+/// # Errors
+/// Why the body is none: it does not parse, or names neither a taint nor a condition.
+fn warning_in(body: &[u8]) -> Result<Warning, String> {
+    let warning = serde_json::from_slice::<Warning>(body).map_err(|error| error.to_string())?;
+    if !warning.is_valid() {
+        return Err("a warning names a taint or a condition".into());
+    }
+    Ok(warning)
+}
+
 /// Reads a `/sim/v1/...` request.
 ///
 /// # Errors
@@ -239,19 +251,18 @@ pub async fn parse(
             .unwrap_or(default)
     };
     let bad = |error: serde_json::Error| reply(StatusCode::BAD_REQUEST, &error.to_string());
+    let bad_warning = |message: String| reply(StatusCode::BAD_REQUEST, &message);
     match (&parts.method, segments.as_slice()) {
         (&Method::POST, ["nodes"]) => Ok(Command::AddNode(
             serde_json::from_slice::<NodeSpec>(&body).map_err(bad)?,
         )),
         (&Method::DELETE, ["nodes", name]) => Ok(Command::RemoveNode((*name).to_string())),
         (&Method::POST, ["nodes", name, "reclaim"]) => {
-            // A body that names a taint or a condition chooses the announcement.
+            // A body chooses the announcement; without one it is Karpenter's taint.
             let announcement = if body.is_empty() {
                 Warning::karpenter()
             } else {
-                Some(serde_json::from_slice::<Warning>(&body).map_err(bad)?)
-                    .filter(Warning::is_valid)
-                    .unwrap_or_else(Warning::karpenter)
+                warning_in(&body).map_err(bad_warning)?
             };
             Ok(Command::ReclaimNode {
                 name: (*name).to_string(),
@@ -261,13 +272,7 @@ pub async fn parse(
             })
         }
         (method @ (&Method::POST | &Method::DELETE), ["nodes", name, "warning"]) => {
-            let warning = serde_json::from_slice::<Warning>(&body).map_err(bad)?;
-            if !warning.is_valid() {
-                return Err(reply(
-                    StatusCode::BAD_REQUEST,
-                    "a warning names a taint or a condition",
-                ));
-            }
+            let warning = warning_in(&body).map_err(bad_warning)?;
             let name = (*name).to_string();
             Ok(if method == Method::POST {
                 Command::WarnNode { name, warning }

@@ -1550,7 +1550,7 @@ async fn the_control_endpoint_drives_nodes_pods_and_faults() {
     let failed = api_error(pods.list(&ListParams::default()).await);
     assert_eq!(failed.code, 500);
     assert!(
-        control(&client, "POST", "nodes/missing/reclaim", Some(json!({})))
+        control(&client, "POST", "nodes/missing/reclaim", None)
             .await
             .is_err()
     );
@@ -1578,6 +1578,17 @@ async fn an_announced_reclaim_puts_the_warning_it_is_given_or_karpenters_taint()
     control(&client, "POST", &reclaim("spot-b"), None)
         .await
         .unwrap();
+    // A body that names neither is refused, as on the warning endpoint.
+    let refused = api_error(
+        control(
+            &client,
+            "POST",
+            &reclaim("spot-b"),
+            Some(json!({"message": "soon"})),
+        )
+        .await,
+    );
+    assert_eq!(refused.message, "a warning names a taint or a condition");
     let nodes: Api<Node> = Api::all(client);
     let condition_of = |node: &Node| {
         node.status
