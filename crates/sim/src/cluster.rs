@@ -430,6 +430,7 @@ impl SimCluster {
             pod_reason: None,
             message: None,
             final_: false,
+            disruption: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -445,11 +446,14 @@ impl SimCluster {
             pod_reason: None,
             message: None,
             final_: false,
+            disruption: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
 
-    /// Evicts a pod as the kubelet does under node pressure: `Failed` with reason `Evicted`.
+    /// Evicts a pod as the kubelet does under node pressure: `Failed` with reason `Evicted`
+    /// and `DisruptionTarget=True` (reason `TerminationByKubelet`), as kubelets do since
+    /// Kubernetes 1.26.
     ///
     /// # Errors
     /// No such pod, or it is not running on a node.
@@ -460,6 +464,7 @@ impl SimCluster {
             pod_reason: Some("Evicted".into()),
             message: Some(message.into()),
             final_: true,
+            disruption: Some("TerminationByKubelet".into()),
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -687,6 +692,8 @@ fn shut_down(state: &mut State, node: &str) {
         pod_reason: Some("Terminated".into()),
         message: Some("Pod was terminated in response to imminent node shutdown.".into()),
         final_: true,
+        // Marked when the reclaim began (see `kubelet::mark_disruption`).
+        disruption: None,
     };
     for (key, _) in kubelet::pods_on(state, node) {
         let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);

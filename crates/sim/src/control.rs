@@ -65,6 +65,9 @@ impl TerminateRequest {
             pod_reason: self.pod_reason.clone(),
             message: self.message.clone(),
             final_: self.final_ || self.pod_reason.is_some(),
+            // A kubelet that evicts a pod marks it as it ends it.
+            disruption: (self.pod_reason.as_deref() == Some("Evicted"))
+                .then(|| "TerminationByKubelet".to_string()),
         }
     }
 }

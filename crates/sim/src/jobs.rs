@@ -9,13 +9,19 @@
 //!   `completions` pods (default 1) succeeded; it fails (`FailureTarget` and `Failed` with
 //!   reason `BackoffLimitExceeded`) when more than `backoffLimit` (default 6) pods failed, and
 //!   its unfinished pods are deleted.
+//! - A `podFailurePolicy` decides what a failed pod counts as, its rules tried in order, the
+//!   first that matches winning: `Ignore` counts nothing (the pod is replaced), `FailJob`
+//!   fails the Job at once (reason `PodFailurePolicy`), `Count` counts it as usual. A rule
+//!   matches on a pod condition (`onPodConditions`: type and status) or on the exit codes of
+//!   its containers that did not succeed (`onExitCodes`: `In` or `NotIn`, optionally for one
+//!   container).
 //! - Otherwise, when fewer than `parallelism` (default 1) pods are active, a pod is created
 //!   from the template with `generateName: <job>-`, the labels the real controller adds
 //!   (`batch.kubernetes.io/job-name`, `job-name`, `batch.kubernetes.io/controller-uid`,
 //!   `controller-uid`) and a controller owner reference to the Job. With `podReplacementPolicy:
 //!   Failed` a replacement waits until the pods being deleted are gone.
 //!
-//! Not simulated: indexed completion, pod failure and success policies, backoff delays between
+//! Not simulated: indexed completion (so no `FailIndex`), success policies, backoff delays between
 //! retries, `activeDeadlineSeconds`, suspension (a suspended Job is left alone), the
 //! job-tracking finalizer (counting is kept in memory instead) and `ttlSecondsAfterFinished`.
 
@@ -102,6 +108,7 @@ impl JobController {
                 .collect();
             let mut status = job["status"].as_object().cloned().unwrap_or_default();
             let counted = self.counted.entry(uid.to_string()).or_default();
+            let mut failed_by_policy = None;
             let mut active = 0;
             let mut ready = 0;
             let mut terminating = 0;
@@ -121,6 +128,23 @@ impl JobController {
                     }
                 };
                 if counted.insert(pod_uid.to_string()) {
+                    let action = if field == "failed" {
+                        failure_action(&job["spec"]["podFailurePolicy"], pod)
+                    } else {
+                        ("Count", None)
+                    };
+                    match action {
+                        ("Ignore", _) => continue,
+                        ("FailJob", index) => {
+                            let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+                            failed_by_policy = Some(format!(
+                                "Pod {}/{name} failed, matching FailJob rule at index {}",
+                                key.namespace,
+                                index.unwrap_or_default()
+                            ));
+                        }
+                        _ => {}
+                    }
                     let count = status.get(field).and_then(Value::as_i64).unwrap_or(0);
                     status.insert(field.into(), json!(count + 1));
                 }
@@ -142,7 +166,7 @@ impl JobController {
                         json!({"type": type_, "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastProbeTime": now, "lastTransitionTime": now}),
                     );
                 }
-            } else if failed > backoff_limit {
+            } else if failed_by_policy.is_some() || failed > backoff_limit {
                 if let Ok(pod_type) = state.resource(&pods()) {
                     let unfinished = owned.iter().filter(|(_, pod)| {
                         !matches!(
@@ -160,10 +184,17 @@ impl JobController {
                     }
                 }
                 active = 0;
+                let (reason, message) = match &failed_by_policy {
+                    Some(message) => ("PodFailurePolicy", message.as_str()),
+                    None => (
+                        "BackoffLimitExceeded",
+                        "Job has reached the specified backoff limit",
+                    ),
+                };
                 for type_ in ["FailureTarget", "Failed"] {
                     set_condition(
                         &mut updated,
-                        json!({"type": type_, "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastProbeTime": now, "lastTransitionTime": now}),
+                        json!({"type": type_, "status": "True", "reason": reason, "message": message, "lastProbeTime": now, "lastTransitionTime": now}),
                     );
                 }
             } else {
@@ -200,6 +231,54 @@ impl JobController {
         }
         wrote
     }
+}
+
+/// What `policy` (a Job's `podFailurePolicy`) does with the failed `pod`: the action of the
+/// first rule that matches, with its index, or `Count` when none does.
+fn failure_action<'a>(policy: &'a Value, pod: &Value) -> (&'a str, Option<usize>) {
+    let rules = policy["rules"].as_array().into_iter().flatten();
+    for (index, rule) in rules.enumerate() {
+        let on_condition = rule["onPodConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|pattern| {
+                pod["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|condition| {
+                        condition["type"] == pattern["type"]
+                            && condition["status"] == pattern["status"].as_str().unwrap_or("True")
+                    })
+            });
+        let exit_codes = &rule["onExitCodes"];
+        let on_exit_code = exit_codes.is_object() && {
+            let values: Vec<i64> = exit_codes["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_i64)
+                .collect();
+            let within = exit_codes["operator"] == "In";
+            pod["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|status| {
+                    exit_codes["containerName"]
+                        .as_str()
+                        .is_none_or(|name| status["name"] == name)
+                })
+                .filter_map(|status| status["state"]["terminated"]["exitCode"].as_i64())
+                .filter(|code| *code != 0)
+                .any(|code| values.contains(&code) == within)
+        };
+        if on_condition || on_exit_code {
+            return (rule["action"].as_str().unwrap_or("Count"), Some(index));
+        }
+    }
+    ("Count", None)
 }
 
 /// Creates one pod of `job` from its template.

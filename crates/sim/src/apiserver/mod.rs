@@ -589,9 +589,32 @@ impl ApiServer {
                 return self.bind(call, resolved, namespace, name);
             }
             Some("eviction") if is_pod && call.method == Method::POST => {
-                let options = DeleteOptions::default();
-                self.store
-                    .write(|state| state.delete(resource, namespace, name, &options))?;
+                let options = eviction_options(call, resource)?;
+                self.store.write(|state| {
+                    // As kube-apiserver does (PodDisruptionConditions, GA in 1.31): a pod that
+                    // has not ended is marked before it is deleted with the eviction's options.
+                    let pod = state.fetch(resource, namespace, name)?;
+                    let ended = matches!(
+                        pod["status"]["phase"].as_str(),
+                        Some("Succeeded" | "Failed")
+                    );
+                    if !ended && !options.dry_run {
+                        let marked = crate::nodes::conditions::disruption_target(
+                            &pod,
+                            "EvictionByEvictionAPI",
+                            "Eviction API: evicting",
+                        );
+                        state.replace(
+                            resource,
+                            namespace,
+                            name,
+                            marked,
+                            Some(Subresource::Status),
+                            &WriteOptions::internal("kube-apiserver"),
+                        )?;
+                    }
+                    state.delete(resource, namespace, name, &options)
+                })?;
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
                 return Ok(json_response(StatusCode::CREATED, &status, &[]));
             }
@@ -794,6 +817,29 @@ fn delete_options(call: &Call, resource: &ResourceType) -> Result<DeleteOptions,
             || body["dryRun"]
                 .as_array()
                 .is_some_and(|d| d.iter().any(|v| v == "All")),
+    })
+}
+
+/// The delete options of an Eviction (`policy/v1`): its `deleteOptions`, with the request's
+/// `dryRun`.
+fn eviction_options(call: &Call, resource: &ResourceType) -> Result<DeleteOptions, ApiError> {
+    let body: Value = if call.body.is_empty() {
+        json!({})
+    } else {
+        call.json_body(resource)?
+    };
+    let delete = &body["deleteOptions"];
+    Ok(DeleteOptions {
+        grace_period_seconds: delete["gracePeriodSeconds"].as_i64(),
+        uid: delete["preconditions"]["uid"].as_str().map(String::from),
+        resource_version: delete["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(String::from),
+        dry_run: call.param("dryRun") == Some("All")
+            || delete["dryRun"]
+                .as_array()
+                .is_some_and(|d| d.iter().any(|v| v == "All")),
+        ..DeleteOptions::default()
     })
 }
 

@@ -244,6 +244,9 @@ pub struct Termination {
     pub message: Option<String>,
     /// End the pod whatever its restart policy says (evictions, node loss).
     pub final_: bool,
+    /// The reason of the `DisruptionTarget=True` condition the kubelet sets on a pod it ends
+    /// for its node's sake (`TerminationByKubelet`: node-pressure eviction, node shutdown).
+    pub disruption: Option<String>,
 }
 
 /// Ends the containers of a running pod. With `restartPolicy: Never` (or a final
@@ -317,6 +320,10 @@ pub fn terminate(
         }
         if let Some(message) = &termination.message {
             ended["status"]["message"] = json!(message);
+        }
+        if let Some(reason) = &termination.disruption {
+            let message = termination.message.clone().unwrap_or_default();
+            ended = crate::nodes::conditions::disruption_target(&ended, reason, &message);
         }
     }
     state.replace(

@@ -1888,3 +1888,145 @@ async fn the_pod_proxy_answers_as_kube_apiserver_does() {
         (400, "address not allowed")
     );
 }
+
+#[tokio::test]
+async fn a_jobs_pod_failure_policy_ignores_counts_or_fails_at_once() {
+    let (cluster, client) = cluster().await;
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut job = batch_job("policy", 0);
+    job.spec.as_mut().unwrap().pod_failure_policy = Some(
+        serde_json::from_value(json!({"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+        ]}))
+        .unwrap(),
+    );
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    // The kubelet evicts the pod (it marks it DisruptionTarget): ignored, and replaced.
+    let first = job_pod(&pods, "policy").await;
+    cluster
+        .evict_pod(
+            "default",
+            &first.name_any(),
+            "The node was low on resource: memory.",
+        )
+        .unwrap();
+    let second = job_pod(&pods, "policy").await;
+    assert_ne!(second.name_any(), first.name_any(), "a replacement");
+    let job = jobs.get("policy").await.unwrap();
+    assert!(
+        !job_condition("Failed")(Some(&job)),
+        "backoffLimit 0 is not used"
+    );
+    assert_eq!(job.status.unwrap().failed, None);
+    // Exit 42 matches the FailJob rule: the Job fails at once.
+    cluster
+        .fail_pod("default", &second.name_any(), 42, "Error")
+        .unwrap();
+    let failed = wait_for(&jobs, "policy", job_condition("Failed"))
+        .await
+        .unwrap();
+    let condition = failed
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Failed")
+        .unwrap();
+    assert_eq!(condition.reason.as_deref(), Some("PodFailurePolicy"));
+    assert!(
+        condition
+            .message
+            .unwrap()
+            .contains("matching FailJob rule at index 1")
+    );
+
+    // A failure no rule matches counts against the backoff limit, as without a policy.
+    let mut counted = batch_job("counted", 0);
+    counted.spec.as_mut().unwrap().pod_failure_policy = Some(
+        serde_json::from_value(json!({"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}))
+        .unwrap(),
+    );
+    jobs.create(&PostParams::default(), &counted).await.unwrap();
+    let pod = job_pod(&pods, "counted").await;
+    cluster
+        .fail_pod("default", &pod.name_any(), 1, "Error")
+        .unwrap();
+    let failed = wait_for(&jobs, "counted", job_condition("Failed"))
+        .await
+        .unwrap();
+    assert_eq!(failed.status.unwrap().failed, Some(1));
+}
+
+fn disruption_target(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")?
+        .reason
+        .clone()
+}
+
+#[tokio::test]
+async fn evictions_mark_the_pod_disrupted_as_kube_apiserver_and_the_kubelet_do() {
+    // Pods being deleted stay a while, as their containers would take to stop.
+    let config = SimConfig {
+        kubelet: KubeletConfig {
+            termination_delay: Duration::from_secs(5),
+            ..KubeletConfig::default()
+        },
+        ..SimConfig::default()
+    }
+    .gpu_nodes(1, 8);
+    let (cluster, client) = cluster_with(config).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    for name in ["drained", "pressed"] {
+        pods.create(&PostParams::default(), &pod(name, 0))
+            .await
+            .unwrap();
+        wait_for(&pods, name, is_running).await.unwrap();
+    }
+    // Through the API, as `kubectl drain` evicts: marked, then deleted with the eviction's
+    // grace. (kube's `Api::evict` writes its options as `delete_options`, which kube-apiserver
+    // ignores; kubectl's body is this one.)
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "drained", "namespace": "default"},
+        "deleteOptions": {"gracePeriodSeconds": 7}});
+    let request = http::Request::post("/api/v1/namespaces/default/pods/drained/eviction")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&eviction).unwrap())
+        .unwrap();
+    let answer: Value = pods.clone().into_client().request(request).await.unwrap();
+    assert_eq!(answer["status"], "Success");
+    let drained = pods.get("drained").await.unwrap();
+    assert_eq!(
+        disruption_target(&drained).as_deref(),
+        Some("EvictionByEvictionAPI")
+    );
+    assert!(drained.metadata.deletion_timestamp.is_some());
+    assert_eq!(drained.metadata.deletion_grace_period_seconds, Some(7));
+
+    // By the kubelet, under node pressure: Failed, Evicted, and marked too.
+    cluster
+        .evict_pod(
+            "default",
+            "pressed",
+            "The node was low on resource: memory.",
+        )
+        .unwrap();
+    let pressed = pods.get("pressed").await.unwrap();
+    let status = pressed.status.as_ref().unwrap();
+    assert_eq!(
+        (status.phase.as_deref(), status.reason.as_deref()),
+        (Some("Failed"), Some("Evicted"))
+    );
+    assert_eq!(
+        disruption_target(&pressed).as_deref(),
+        Some("TerminationByKubelet")
+    );
+}
