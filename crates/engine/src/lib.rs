@@ -16,6 +16,7 @@
 //! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
 //!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; the launcher, its
 //!   restarts and the phase: `plan/run.rs`; a finished job: `plan/mod.rs`.
+//! - Whether the platform, not the training code, took a pod: [`disruption`].
 //! - Which workers a job should have: [`workers`]; why a worker stopped counting: [`loss`];
 //!   the blacklist and the rule that an index is never used again: [`blacklist`]; nodes to
 //!   avoid: [`cooldown`]; draining removed workers: [`drain`].
@@ -32,6 +33,7 @@ pub mod children;
 pub mod conditions;
 pub mod cooldown;
 pub mod discovery;
+pub mod disruption;
 pub mod drain;
 pub mod effective_spec;
 pub mod gang;

@@ -3,6 +3,7 @@
 use eto_api::common::ReplicaRestartPolicy;
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::disruption::{self, Disruption};
 use crate::pods;
 
 /// Exit codes that [`ReplicaRestartPolicy::ExitCode`] retries: the process was killed by a
@@ -24,9 +25,11 @@ pub enum Loss {
         /// Exit code of its containers, when known.
         exit_code: Option<i32>,
     },
-    /// Its node is going away (`DisruptionTarget`: spot reclaim, preemption, drain); it still
-    /// runs but will be killed.
-    Disrupted,
+    /// The platform took it or is taking it (see [`crate::disruption`]): `DisruptionTarget` (a
+    /// spot reclaim, a preemption, an eviction through the API, its node's loss), or the
+    /// kubelet ended or refused it for its node's sake. Whatever its containers' exit code:
+    /// the training code did not fail.
+    Disrupted(Disruption),
     /// It finished successfully.
     Completed,
     /// It was deleted, or disappeared with its node.
@@ -35,15 +38,25 @@ pub enum Loss {
 
 impl Loss {
     /// The loss `pod` shows, or `None` while it still counts (pending, starting, running). A
-    /// missing pod (`None`) is [`Loss::Deleted`], and so is one being deleted.
+    /// missing pod (`None`) is [`Loss::Deleted`], and so is one being deleted that the platform
+    /// did not mark as disrupted. What Kubernetes says of a pod that ended decides before its
+    /// exit code does (see [`crate::disruption`]).
     pub fn of(pod: Option<&Pod>) -> Option<Self> {
         let Some(pod) = pod else {
             return Some(Self::Deleted);
         };
         let exit_code = pods::termination(pod).map(|(code, _)| code);
-        match pods::phase(pod) {
-            "Failed" if pods::reason(pod) == Some("Evicted") => Some(Self::Evicted { exit_code }),
-            "Failed" => Some(Self::Failed {
+        let disruption = disruption::of(pod).filter(|d| d.reason != "Deleted");
+        match (pods::phase(pod), disruption) {
+            ("Failed", _) if pods::reason(pod) == Some("Evicted") => {
+                Some(Self::Evicted { exit_code })
+            }
+            ("Failed", Some(disruption)) => Some(Self::Disrupted(disruption)),
+            ("Succeeded", Some(disruption)) if pods::is_disrupted(pod) => {
+                Some(Self::Disrupted(disruption))
+            }
+            ("Failed", None) if pods::is_terminating(pod) => Some(Self::Deleted),
+            ("Failed", None) => Some(Self::Failed {
                 exit_code,
                 reason: pods::termination(pod)
                     .and_then(|(_, reason)| reason)
@@ -51,9 +64,9 @@ impl Loss {
                     .unwrap_or("Error")
                     .to_string(),
             }),
-            "Succeeded" => Some(Self::Completed),
+            ("Succeeded", _) => Some(Self::Completed),
+            (_, Some(disruption)) => Some(Self::Disrupted(disruption)),
             _ if pods::is_terminating(pod) => Some(Self::Deleted),
-            _ if pods::is_disrupted(pod) => Some(Self::Disrupted),
             _ => None,
         }
     }
@@ -64,7 +77,7 @@ impl Loss {
         match self {
             Self::Failed { .. } => "Failed",
             Self::Evicted { .. } => "Evicted",
-            Self::Disrupted => "Disrupted",
+            Self::Disrupted(_) => "Disrupted",
             Self::Completed => "Completed",
             Self::Deleted => "Deleted",
         }
@@ -75,7 +88,7 @@ impl Loss {
         match self {
             Self::Failed { reason, .. } => reason,
             Self::Evicted { .. } => "Evicted",
-            Self::Disrupted => "Disrupted",
+            Self::Disrupted(_) => "Disrupted",
             Self::Completed => "Completed",
             Self::Deleted => "Deleted",
         }
@@ -100,14 +113,14 @@ impl Loss {
             ReplicaRestartPolicy::OnFailure => {
                 matches!(
                     self,
-                    Self::Failed { .. } | Self::Evicted { .. } | Self::Disrupted
+                    Self::Failed { .. } | Self::Evicted { .. } | Self::Disrupted(_)
                 )
             }
             ReplicaRestartPolicy::ExitCode => match self {
                 Self::Failed { exit_code, .. } => {
                     exit_code.is_some_and(|code| RETRIABLE_EXIT_CODES.contains(&code))
                 }
-                Self::Evicted { .. } | Self::Disrupted => true,
+                Self::Evicted { .. } | Self::Disrupted(_) => true,
                 Self::Completed | Self::Deleted => false,
             },
         }
@@ -125,7 +138,7 @@ impl Loss {
                 reason,
             } => format!("failed ({reason})"),
             Self::Evicted { .. } => "was evicted".into(),
-            Self::Disrupted => "is being disrupted (its node is going away)".into(),
+            Self::Disrupted(disruption) => disruption.describe(),
             Self::Completed => "completed".into(),
             Self::Deleted => "was deleted".into(),
         }
@@ -189,12 +202,74 @@ mod tests {
                     json!({"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}),
                     false,
                 )),
-                Some(Loss::Disrupted),
+                Some(Loss::Disrupted(Disruption {
+                    reason: "DisruptionTarget".into(),
+                    node: None,
+                    ended: false,
+                })),
+            ),
+            // The platform's losses, whatever the exit code says.
+            (
+                Some(pod(
+                    with_target(terminated("Failed", 137, "Error"), "DeletionByPodGC"),
+                    false,
+                )),
+                Some(Loss::Disrupted(Disruption {
+                    reason: "DeletionByPodGC".into(),
+                    node: None,
+                    ended: true,
+                })),
+            ),
+            (
+                // torchrun exits 1 on the SIGTERM of a reclaim, as it does for a crash.
+                Some(pod(
+                    with_target(terminated("Failed", 1, "Error"), "TerminationByKubelet"),
+                    false,
+                )),
+                Some(Loss::Disrupted(Disruption {
+                    reason: "TerminationByKubelet".into(),
+                    node: None,
+                    ended: true,
+                })),
+            ),
+            (
+                Some(pod(
+                    json!({"phase": "Failed", "reason": "Terminated", "message": "Pod was terminated in response to imminent node shutdown."}),
+                    false,
+                )),
+                Some(Loss::Disrupted(Disruption {
+                    reason: "Terminated".into(),
+                    node: None,
+                    ended: true,
+                })),
+            ),
+            (
+                // Evicted through the API: marked, then deleted.
+                Some(pod(
+                    with_target(json!({"phase": "Running"}), "EvictionByEvictionAPI"),
+                    true,
+                )),
+                Some(Loss::Disrupted(Disruption {
+                    reason: "EvictionByEvictionAPI".into(),
+                    node: None,
+                    ended: false,
+                })),
+            ),
+            (
+                // Deleted by someone, killed on the way: a deletion, not a failure.
+                Some(pod(terminated("Failed", 137, "Error"), true)),
+                Some(Loss::Deleted),
             ),
         ];
         for (pod, expected) in cases {
             assert_eq!(Loss::of(pod.as_ref()), expected, "{pod:?}");
         }
+    }
+
+    fn with_target(mut status: serde_json::Value, reason: &str) -> serde_json::Value {
+        status["conditions"] =
+            json!([{"type": "DisruptionTarget", "status": "True", "reason": reason}]);
+        status
     }
 
     #[test]
@@ -230,7 +305,17 @@ mod tests {
                 true,
                 true,
             ),
-            (Loss::Disrupted, false, true, true, true),
+            (
+                Loss::Disrupted(Disruption {
+                    reason: "PreemptionByScheduler".into(),
+                    node: None,
+                    ended: true,
+                }),
+                false,
+                true,
+                true,
+                true,
+            ),
             (Loss::Completed, false, false, false, true),
             (Loss::Deleted, false, false, false, true),
         ];
