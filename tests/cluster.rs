@@ -580,10 +580,7 @@ async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
 #[ignore = "needs cluster (KUBECONFIG) with two or more nodes of nvidia.com/gpu and a kubelet running their pods (a fake one will do); taints one of them for a moment"]
 async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
     let scratch = Scratch::start("warned").await;
-    // The job of FAILING, under a name of its own.
-    let mut job: TrainingJob = serde_saphyr::from_str(FAILING).unwrap();
-    job.metadata.name = Some("warned".into());
-    scratch.apply_job(job).await;
+    scratch.apply_job(failing_named("warned")).await;
     scratch
         .wait_running("warned", Duration::from_secs(120))
         .await;
@@ -669,6 +666,236 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
     println!(
         "after the warning was withdrawn, worker-0 {}",
         if outcome { "returned" } else { "was deleted" }
+    );
+    scratch.end().await;
+}
+
+/// The job of [`FAILING`] under the name `name`.
+fn failing_named(name: &str) -> TrainingJob {
+    let mut job: TrainingJob = serde_saphyr::from_str(FAILING).unwrap();
+    job.metadata.name = Some(name.into());
+    job
+}
+
+/// Waits until the job `name` runs again in a new run after its launcher's loss, and checks
+/// it was suspended for it and never failed nor restarted.
+async fn resumed_after_launcher_loss(scratch: &Scratch, name: &str, lost: Instant) {
+    use eto_api::training_job::JobPhase;
+    let jobs = scratch.jobs();
+    let job = until(
+        "the job runs again in a new run",
+        Duration::from_secs(120),
+        async || {
+            let job = jobs.get(name).await.ok()?;
+            let status = job.status.as_ref()?;
+            (status.phase? == JobPhase::Running && status.run == Some(1)).then_some(job)
+        },
+    )
+    .await;
+    println!(
+        "{name}: running again {:?} after the launcher's loss",
+        lost.elapsed()
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count, 0);
+    assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
+    let suspended = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Suspended")
+        .unwrap();
+    assert_eq!(suspended.reason.as_deref(), Some("Resumed"));
+    let launcher = scratch
+        .pods()
+        .get(&format!("{name}-launcher"))
+        .await
+        .unwrap();
+    let resume = launcher.spec.unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|var| var.name == "ETO_RESUME")
+        .and_then(|var| var.value.clone());
+    assert_eq!(resume.as_deref(), Some("true"));
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with nodes for two workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]
+async fn a_launcher_evicted_through_a_real_api_server_suspends_and_resumes_the_job() {
+    let scratch = Scratch::start("evicted").await;
+    scratch.apply_job(failing_named("evicted")).await;
+    scratch
+        .wait_running("evicted", Duration::from_secs(120))
+        .await;
+    // As `kubectl drain` evicts: kube-apiserver marks the pod DisruptionTarget, then deletes
+    // it with its grace period.
+    let eviction = serde_json::json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "evicted-launcher", "namespace": scratch.namespace}});
+    let request = http::Request::post(format!(
+        "/api/v1/namespaces/{}/pods/evicted-launcher/eviction",
+        scratch.namespace
+    ))
+    .header("Content-Type", "application/json")
+    .body(serde_json::to_vec(&eviction).unwrap())
+    .unwrap();
+    let _: serde_json::Value = scratch.client.request(request).await.unwrap();
+    let evicted = Instant::now();
+    resumed_after_launcher_loss(&scratch, "evicted", evicted).await;
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with nodes for two workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do); taints one node for a moment"]
+async fn a_warning_on_the_launchers_node_tells_every_pod_then_resumes_elsewhere() {
+    let scratch = Scratch::start("warnedlauncher").await;
+    scratch.apply_job(failing_named("wl")).await;
+    scratch.wait_running("wl", Duration::from_secs(120)).await;
+    let pods = scratch.pods();
+    let node = running_on(&pods, "wl-launcher").await;
+    let nodes: Api<Node> = Api::all(scratch.client.clone());
+    set_taint(&nodes, &node, "karpenter.sh/disrupted", true).await;
+    let tainted = Instant::now();
+    let shown = async |pod: &str| {
+        until(
+            &format!("{pod} shows the Suspend notice"),
+            Duration::from_secs(30),
+            async || {
+                let pod = pods.get(pod).await.ok()?;
+                let json = pod.metadata.annotations?.get("eto.dev/notice")?.clone();
+                let notice: eto_api::training_job::Notice = serde_json::from_str(&json).ok()?;
+                (notice.reason == "LauncherDisrupted").then_some(notice)
+            },
+        )
+        .await
+    };
+    let notice = shown("wl-launcher").await;
+    println!(
+        "wl: the launcher's Suspend notice was out {:?} after its node was tainted",
+        tainted.elapsed()
+    );
+    assert!(notice.message.contains(&node), "{}", notice.message);
+    for worker in ["wl-worker-0", "wl-worker-1"] {
+        assert_eq!(shown(worker).await, notice);
+    }
+    // The training saved and exited.
+    end_pod(&pods, "wl-launcher", "launcher", 1, false).await;
+    resumed_after_launcher_loss(&scratch, "wl", tainted).await;
+    let moved = running_on(&pods, "wl-launcher").await;
+    set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
+    assert_ne!(moved, node, "the new launcher runs off the warned node");
+    scratch.end().await;
+}
+
+const MPI_LAUNCHED: &str = r#"
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: mpil
+spec:
+  slotsPerWorker: 1
+  runPolicy:
+    backoffLimit: 0
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: launcher
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: worker
+            image: busybox:1.36
+            command: ["sleep", "3600"]
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+"#;
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) with nodes for two workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]
+async fn an_mpijobs_launcher_lost_with_its_node_fails_neither_its_job_nor_the_mpijob() {
+    use eto_api::MPIJob;
+    use k8s_openapi::api::batch::v1::Job;
+    let scratch = Scratch::start("mpilauncher").await;
+    let mpi_jobs: Api<MPIJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job: MPIJob = serde_saphyr::from_str(MPI_LAUNCHED).unwrap();
+    mpi_jobs
+        .patch(
+            "mpil",
+            &PatchParams::apply("eto-test").force(),
+            &Patch::Apply(&job),
+        )
+        .await
+        .unwrap();
+    let condition = |job: &MPIJob, type_: &str| {
+        job.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.status == eto_api::common::ConditionStatus::True)
+        })
+    };
+    until("the MPIJob runs", Duration::from_secs(120), async || {
+        let job = mpi_jobs.get("mpil").await.ok()?;
+        condition(&job, "Running").then_some(())
+    })
+    .await;
+    let launchers: Api<Job> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let first = launchers.get("mpil-launcher").await.unwrap();
+    assert!(
+        first.spec.unwrap().pod_failure_policy.is_some(),
+        "kube-apiserver kept the launcher Job's pod failure policy"
+    );
+    let pods = scratch.pods();
+    let launcher_pod = until(
+        "the launcher's pod runs",
+        Duration::from_secs(60),
+        async || {
+            let listed = pods
+                .list(
+                    &kube::api::ListParams::default()
+                        .labels("training.kubeflow.org/job-role=launcher"),
+                )
+                .await
+                .ok()?;
+            listed
+                .items
+                .into_iter()
+                .find(|pod| pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                .and_then(|pod| pod.metadata.name)
+        },
+    )
+    .await;
+    // Gone with its node, as the pod garbage collector leaves such a pod.
+    end_pod(&pods, &launcher_pod, "launcher", 137, true).await;
+    let lost = Instant::now();
+    let job = until(
+        "the MPIJob runs again in a new run",
+        Duration::from_secs(120),
+        async || {
+            let job = mpi_jobs.get("mpil").await.ok()?;
+            let status = job.status.as_ref()?;
+            (condition(&job, "Running") && !condition(&job, "Suspended") && status.run == Some(1))
+                .then_some(job)
+        },
+    )
+    .await;
+    println!(
+        "mpil: running again {:?} after the launcher's loss",
+        lost.elapsed()
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.restart_count.unwrap_or(0), 0);
+    assert!(!condition(&mpi_jobs.get("mpil").await.unwrap(), "Failed"));
+    let second = launchers.get("mpil-launcher").await.unwrap();
+    assert_ne!(
+        second.metadata.uid, first.metadata.uid,
+        "a new launcher Job"
     );
     scratch.end().await;
 }

@@ -19,6 +19,7 @@ mod faults;
 mod foreign_objects;
 mod gang;
 mod kubeai;
+mod launcher_loss;
 mod lifecycle;
 mod mpijob;
 mod node_warnings;

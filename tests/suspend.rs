@@ -127,11 +127,10 @@ async fn a_reclaim_storm_below_the_minimum_suspends_the_job_and_new_nodes_resume
     for worker in &healthy {
         assert_eq!(wait_notice(&env, worker, NoticeKind::Suspend).await, notice);
     }
+    // The reclaimed workers hear that the whole job stops too: Horovod's rank 0 may be one of
+    // them, and it is the one that saves.
     for worker in &doomed {
-        assert_eq!(
-            wait_notice(&env, worker, NoticeKind::Reclaim).await.reason,
-            "Disrupted"
-        );
+        assert_eq!(wait_notice(&env, worker, NoticeKind::Suspend).await, notice);
     }
     let launcher = env.pods().get("storm-launcher").await.unwrap();
     assert!(shows_notice_file(&launcher));

@@ -151,7 +151,11 @@ pub struct MpiReplicaSpec {
     pub template: Option<PodTemplateSpec>,
 
     /// For the launcher (default `OnFailure`): `OnFailure` and `Never` both restart the whole
-    /// job after the launcher failed, up to `runPolicy.backoffLimit` times. For the workers
+    /// job after the launcher's training code failed, up to `runPolicy.backoffLimit` times; a
+    /// launcher the platform took (a reclaim, a preemption, an eviction, its node's loss) is
+    /// no failure: the job resumes from its checkpoint in a new run (reason
+    /// `LauncherDisrupted`), counting nothing, and its launcher Job's `podFailurePolicy`
+    /// does not count it against the Job's own backoff limit either. For the workers
     /// (default `Never`): when a stopped worker is replaced, under a new name: `Never` never,
     /// `OnFailure` after a failure, an eviction or a disruption; eto also accepts `ExitCode`
     /// (after a kill by a signal, an eviction or a disruption) and `Always`.

@@ -124,9 +124,13 @@ pub struct TrainingJobSpec {
     #[schemars(range(min = 1))]
     pub slots_per_worker: Option<i32>,
 
-    /// What happens when the launcher fails: `Never` fails the job; `OnFailure` restarts the
-    /// whole job (every pod is recreated and `status.restartCount` grows) until `backoffLimit`
-    /// restarts have been made.
+    /// What happens when the launcher's training code fails: `Never` fails the job;
+    /// `OnFailure` restarts the whole job (every pod is recreated and `status.restartCount`
+    /// grows) until `backoffLimit` restarts have been made. A launcher the platform took (a
+    /// spot reclaim, a preemption, an eviction, its node's loss or shutdown, a deletion, as
+    /// the pod's `DisruptionTarget` condition or status reason says) is no failure, whatever
+    /// its exit code: the job is suspended with reason `LauncherDisrupted` and resumes from
+    /// its checkpoint in a new run, with nothing counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "Never"))]
     pub restart_policy: Option<JobRestartPolicy>,
@@ -191,9 +195,11 @@ pub struct LauncherSpec {
     /// launchers created afterwards (after a restart of the job).
     pub template: PodTemplateSpec,
 
-    /// What eto does when the launcher pod disappears: `Always` recreates it, `Never` fails
-    /// the job, other values leave the job as it is and record an event. A launcher that
-    /// fails is handled by `spec.restartPolicy`.
+    /// Accepted for compatibility with et-operator, and not needed: a launcher pod that
+    /// disappears, or that the platform takes, ends its run whatever this says, and the job
+    /// resumes from its checkpoint in a new run with a new launcher (reason
+    /// `LauncherDisrupted`). A launcher whose training code fails is handled by
+    /// `spec.restartPolicy`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<ReplicaRestartPolicy>,
 }
@@ -244,7 +250,9 @@ pub struct WorkerSpec {
     pub template: PodTemplateSpec,
 
     /// When a stopped worker is replaced. A replacement gets a new index and so a new host
-    /// name, because Horovod blacklists failed hosts by name. Defaults to `Never`.
+    /// name, because Horovod blacklists failed hosts by name. A worker the platform took (its
+    /// pod `DisruptionTarget`, evicted, or ended by its node) counts as disrupted, not failed,
+    /// whatever its exit code. Defaults to `Never`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_policy: Option<ReplicaRestartPolicy>,
 }
@@ -365,6 +373,19 @@ pub struct ElasticPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub blacklist_cooldown_seconds: Option<i32>,
+
+    /// Whether the launcher prefers nodes that are not spot capacity. A launcher asks for no
+    /// GPU, so a scheduler may place it on a spot node, and a run whose launcher is reclaimed
+    /// must resume from its checkpoint. Unless the launcher's template sets a node affinity
+    /// of its own, eto gives it a preferred (never required) node affinity term against the
+    /// spot labels of Karpenter (`karpenter.sh/capacity-type: spot`), EKS
+    /// (`eks.amazonaws.com/capacityType: SPOT`), GKE (`cloud.google.com/gke-spot: "true"`,
+    /// `cloud.google.com/gke-preemptible: "true"`), AKS
+    /// (`kubernetes.azure.com/scalesetpriority: spot`) and ACK
+    /// (`node.alibabacloud.com/spot-strategy: SpotWithPriceLimit` or `SpotAsPriceGo`): where
+    /// only spot nodes fit, the launcher still goes there. Defaults to true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher_avoids_spot: Option<bool>,
 }
 
 /// Observed state of a TrainingJob, written by eto only.
@@ -592,8 +613,9 @@ pub struct DrainingWorker {
 pub struct Notice {
     /// What is happening.
     pub kind: NoticeKind,
-    /// Why: `BelowMinWorkers` or `Suspended` (by `spec.suspend`) for the job, `Disrupted` for
-    /// a pod whose node is going away.
+    /// Why: `BelowMinWorkers`, `LauncherDisrupted` (the platform takes the launcher) or
+    /// `Suspended` (by `spec.suspend`) for the job; `Disrupted` or `NodeWarning` for a pod
+    /// whose node is going away.
     pub reason: String,
     /// When eto posted it.
     pub since: Time,

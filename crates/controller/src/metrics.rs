@@ -55,7 +55,7 @@ pub struct KindLabels {
 pub struct ReasonLabels {
     /// The kind of the job.
     pub kind: String,
-    /// `BelowMinWorkers`, or `Suspended` when asked for.
+    /// `BelowMinWorkers`, `LauncherDisrupted`, or `Suspended` when asked for.
     pub reason: String,
 }
 
@@ -187,7 +187,7 @@ impl Default for Metrics {
         let suspends = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "suspends",
-            "Jobs suspended, by reason (BelowMinWorkers, or Suspended when asked for)",
+            "Jobs suspended, by reason (BelowMinWorkers, LauncherDisrupted, or Suspended when asked for)",
             suspends.clone(),
         );
         let resumes = Family::<ReasonLabels, Counter>::default();

@@ -24,8 +24,6 @@ pub struct EffectiveSpec {
     pub backoff_limit: u32,
     /// When stopped workers are replaced (`Never` when unset).
     pub worker_restart_policy: ReplicaRestartPolicy,
-    /// What a missing launcher pod does to the job; `None` when unset.
-    pub launcher_restart_policy: Option<ReplicaRestartPolicy>,
     /// Whether the job is to be suspended (`spec.suspend`, or the annotation
     /// `job-supervisor.kube-ai.io/job-suspended: "true"`).
     pub suspend: bool,
@@ -98,6 +96,9 @@ pub struct ElasticSettings {
     pub drain: Duration,
     /// The `kubeai` SDK's stop signal (see [`crate::kubeai`]).
     pub kubeai: KubeaiStop,
+    /// Whether the launcher prefers nodes that are not spot capacity (see
+    /// [`crate::spot_capacity`]).
+    pub launcher_avoids_spot: bool,
 }
 
 /// Whether the job's pods get the `kubeai` SDK's stop signal with their notices.

@@ -14,9 +14,11 @@
 //!
 //! # Where each rule lives
 //! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
-//!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; the launcher, its
-//!   restarts and the phase: `plan/run.rs`; a finished job: `plan/mod.rs`.
-//! - Whether the platform, not the training code, took a pod: [`disruption`].
+//!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; a launcher the
+//!   platform takes: `plan/run/launcher_loss.rs`; the launcher, its restarts and the phase:
+//!   `plan/run.rs`; a finished job: `plan/mod.rs`.
+//! - Whether the platform, not the training code, took a pod: [`disruption`]; where a
+//!   launcher would rather not run: [`spot_capacity`].
 //! - Which workers a job should have: [`workers`]; why a worker stopped counting: [`loss`];
 //!   the blacklist and the rule that an index is never used again: [`blacklist`]; nodes to
 //!   avoid: [`cooldown`]; draining removed workers: [`drain`].
@@ -50,6 +52,7 @@ pub mod pod_metadata;
 pub mod pods;
 pub mod quantity;
 pub mod scaling;
+pub mod spot_capacity;
 pub mod time;
 pub mod validation;
 pub mod workers;

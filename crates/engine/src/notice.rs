@@ -9,7 +9,9 @@
 //! The job's notice (`status.notice`: suspending, or resumed) goes to every pod of the run. A
 //! pod that is being disrupted (`DisruptionTarget=True`: its node is reclaimed, preempted or
 //! drained) gets a `Reclaim` notice of its own instead, so that a rank about to die can save
-//! what it must even while the job runs on.
+//! what it must even while the job runs on; but once the whole job is suspending, its
+//! `Suspend` notice goes to that pod too: every rank must hear that the whole job stops (its
+//! deadline already ends no later than the first warned node of the run goes).
 
 use std::collections::BTreeMap;
 
@@ -41,8 +43,8 @@ pub fn shown(pod: &Pod) -> Option<Notice> {
     serde_json::from_str(json).ok()
 }
 
-/// The notice `pod` should show: its own `Reclaim` notice while it is being disrupted, else
-/// the job's. A pod that already shows a `Reclaim` notice keeps it (its time is when eto first
+/// The notice `pod` should show: its own `Reclaim` notice while it is being disrupted and the
+/// job is not suspending, else the job's. A pod that already shows a `Reclaim` notice keeps it (its time is when eto first
 /// saw the disruption). A pod disrupted because its node announced it goes away (one of
 /// `warnings`, see [`crate::node_warnings`]) gets the warning's deadline and says which node
 /// and why.
@@ -52,7 +54,8 @@ pub fn for_pod(
     warnings: &[WarnedNode],
     now: jiff::Timestamp,
 ) -> Option<Notice> {
-    if !pods::is_disrupted(pod) {
+    let suspending = job.is_some_and(|notice| notice.kind == NoticeKind::Suspend);
+    if !pods::is_disrupted(pod) || suspending {
         return job.cloned();
     }
     let shown = shown(pod).filter(|notice| notice.kind == NoticeKind::Reclaim);
@@ -130,7 +133,7 @@ mod tests {
     }
 
     #[test]
-    fn a_disrupted_pod_gets_its_own_reclaim_notice_and_keeps_it() {
+    fn a_disrupted_pod_gets_its_own_reclaim_notice_and_keeps_it_until_the_job_suspends() {
         let running = json!({"phase": "Running"});
         assert_eq!(
             for_pod(&pod(running, json!({})), Some(&suspending()), &[], at(5)),
@@ -143,14 +146,13 @@ mod tests {
             (reclaim.kind, reclaim.since.0),
             (NoticeKind::Reclaim, at(5))
         );
-        let shown = annotations(Some(&reclaim));
-        let again = for_pod(
-            &pod(disrupted, json!(shown)),
-            Some(&suspending()),
-            &[],
-            at(9),
-        )
-        .unwrap();
+        let shown = pod(disrupted, json!(annotations(Some(&reclaim))));
+        let again = for_pod(&shown, None, &[], at(9)).unwrap();
         assert_eq!(again, reclaim, "first seen at 5, still");
+        // Once the whole job suspends, every rank hears it, this one too.
+        assert_eq!(
+            for_pod(&shown, Some(&suspending()), &[], at(9)),
+            Some(suspending())
+        );
     }
 }

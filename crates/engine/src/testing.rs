@@ -425,6 +425,18 @@ pub(crate) mod world {
                     "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}));
         }
 
+        /// Node `node` announces, with Karpenter's taint, that it goes in `seconds`.
+        pub fn warn(&mut self, node: &str, seconds: i64) {
+            let now = self.now;
+            self.node_warnings.push(crate::node_warnings::NodeWarning {
+                node: node.into(),
+                signal: "taint karpenter.sh/disrupted".into(),
+                since: Some(now),
+                deadline: Some(now + jiff::SignedDuration::from_secs(seconds)),
+                lead: crate::node_warnings::DEFAULT_LEAD,
+            });
+        }
+
         pub fn advance(&mut self, seconds: i64) {
             self.now += jiff::SignedDuration::from_secs(seconds);
         }

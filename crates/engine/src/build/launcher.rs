@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::NoticeKind;
+use eto_api::training_job::{NodeCooldown, NoticeKind};
 use eto_api::well_known::{
     DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESUME_ENV,
 };
@@ -31,8 +31,14 @@ const LAUNCHER_ENV: [(&str, &str); 2] = [
 /// It is the launcher template with eto's labels, `restartPolicy: Never`, the service account
 /// `<job>-launcher`, the SSH key pair in every container, and in its first container
 /// `/etc/edl/discover_hosts.sh` and `/etc/edl/hostfile` (see [`crate::discovery`] for how they
-/// stay current) and `/job/hostfile` for DeepSpeed.
-pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Pod {
+/// stay current) and `/job/hostfile` for DeepSpeed; placed as [`super::place_launcher`] says,
+/// away from the nodes `avoided`.
+pub fn launcher_pod(
+    job: Job<'_>,
+    hostfile: &str,
+    deepspeed_hostfile: &str,
+    avoided: &[NodeCooldown],
+) -> Pod {
     let template = job.job.launcher_template().cloned().unwrap_or_default();
     let template_metadata = template.metadata.unwrap_or_default();
     let labels = job.pod_labels(Role::Launcher);
@@ -92,6 +98,7 @@ pub fn launcher_pod(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> P
             }
         }
     }
+    super::place_launcher(&job, &mut spec, avoided);
     job.join_gang(&mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,

@@ -12,7 +12,7 @@ mod worker;
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::Notice;
+use eto_api::training_job::{NodeCooldown, Notice};
 use eto_api::well_known::{
     GROUP_NAME, GROUP_NAME_LABEL, MANAGED_BY_LABEL, MANAGER, MPI_OPERATOR_NAME,
     MPI_OPERATOR_NAME_LABEL, RUN_LABEL,
@@ -67,6 +67,17 @@ pub const RESERVED_VOLUMES: [&str; 5] = [
 /// Command of a worker whose first container has none: an SSH daemon in the foreground, so
 /// that the launcher can start the training processes.
 pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
+
+/// Where a launcher would rather run: off spot capacity, unless its template places it itself
+/// or `elasticPolicy.launcherAvoidsSpot` is false (see [`crate::spot_capacity`]); and off the
+/// nodes `avoided` (those that announced they go away), by the preference workers get against
+/// nodes in cooldown (see [`crate::cooldown::avoiding`]).
+fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
+    if job.spec.elastic.launcher_avoids_spot {
+        crate::spot_capacity::avoid(spec);
+    }
+    crate::cooldown::avoiding(spec, avoided);
+}
 
 /// The role of a pod in its job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,11 +4,15 @@
 use std::collections::BTreeMap;
 
 use eto_api::mpi_job::MpiImplementation;
+use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{
     HOSTFILE_ANNOTATION, LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_OPERATOR_NAME,
     MPI_OPERATOR_NAME_LABEL, MPI_ROLE_ENV, RESUME_ENV,
 };
-use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnPodConditionsPattern,
+    PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapProjection, Container, DownwardAPIProjection, KeyToPath, PodTemplateSpec,
     ProjectedVolumeSource, Service, ServiceSpec, Volume, VolumeMount, VolumeProjection,
@@ -40,9 +44,15 @@ pub const READY_HOSTS_FILE: &str = "ready_hosts";
 ///
 /// The Job runs one pod and never retries it (`backoffLimit: 0`, `restartPolicy: Never`):
 /// eto restarts the whole job after a launcher failure, up to `runPolicy.backoffLimit` times.
+/// A pod the platform took is not a failure of the Job ([`ignore_disruptions`]).
 /// Its pod template is immutable, so eto creates the Job once per run and afterwards updates
 /// only its pod's annotations.
-pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> BatchJob {
+pub fn launcher_job(
+    job: Job<'_>,
+    mpi: &MpiSettings,
+    ready_hosts: &str,
+    avoided: &[NodeCooldown],
+) -> BatchJob {
     let template = job.job.launcher_template().cloned().unwrap_or_default();
     let template_metadata = template.metadata.unwrap_or_default();
     let name = names::launcher(job.name());
@@ -88,6 +98,7 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..ObjectMeta::default()
     };
+    super::place_launcher(&job, &mut spec, avoided);
     job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {
@@ -96,6 +107,7 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
         },
         spec: Some(JobSpec {
             backoff_limit: Some(0),
+            pod_failure_policy: Some(ignore_disruptions()),
             pod_replacement_policy: Some("Failed".into()),
             template: PodTemplateSpec {
                 metadata: Some(pod_metadata),
@@ -104,6 +116,24 @@ pub fn launcher_job(job: Job<'_>, mpi: &MpiSettings, ready_hosts: &str) -> Batch
             ..JobSpec::default()
         }),
         status: None,
+    }
+}
+
+/// The launcher Job's pod failure policy: a pod the platform took (`DisruptionTarget`: a
+/// preemption, an eviction, its node's loss) is not the Job's failure and does not count
+/// against its `backoffLimit`. eto sees the disrupted pod and resumes the MPIJob in a new run
+/// with a new launcher Job (see `plan/run/launcher_loss.rs`); the Job itself never fails
+/// for it.
+fn ignore_disruptions() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![PodFailurePolicyRule {
+            action: "Ignore".into(),
+            on_exit_codes: None,
+            on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                type_: crate::pods::DISRUPTION_TARGET_CONDITION.into(),
+                status: "True".into(),
+            }]),
+        }],
     }
 }
 

@@ -133,7 +133,7 @@ fn a_non_root_ssh_path_is_readable_and_only_the_first_container_gets_the_keys() 
 #[test]
 fn the_launcher_is_a_job_that_runs_one_pod_with_the_mpi_configuration() {
     let job = json_of(&with_spec(&mpi_job(), |job, mpi| {
-        launcher_job(job, mpi, "pi-worker-0.pi.default.svc:1\n")
+        launcher_job(job, mpi, "pi-worker-0.pi.default.svc:1\n", &[])
     }));
     assert_eq!(job["metadata"]["name"], "pi-launcher");
     assert_eq!(
@@ -230,7 +230,7 @@ fn each_mpi_implementation_gets_its_environment() {
         job.spec.mpi_implementation = Some(implementation);
         job.spec.slots_per_worker = Some(4);
         job.spec.run_launcher_as_worker = Some(true);
-        let launcher = json_of(&with_spec(&job, |job, mpi| launcher_job(job, mpi, "")));
+        let launcher = json_of(&with_spec(&job, |job, mpi| launcher_job(job, mpi, "", &[])));
         let template = &launcher["spec"]["template"];
         let mut want = vec![("K_MPI_JOB_ROLE", "launcher")];
         want.extend(expected);
@@ -277,7 +277,7 @@ fn the_template_environment_yields_to_the_operators_and_keeps_the_rest() {
         .unwrap(),
         serde_json::from_value(json!({"name": "TRAIN_STEPS", "value": "100"})).unwrap(),
     ]);
-    let launcher = json_of(&with_spec(&job, |job, mpi| launcher_job(job, mpi, "")));
+    let launcher = json_of(&with_spec(&job, |job, mpi| launcher_job(job, mpi, "", &[])));
     let vars = env(&launcher["spec"]["template"]["spec"]["containers"][0]);
     assert!(vars.contains(&("TRAIN_STEPS".into(), "100".into())));
     assert!(vars.contains(&(

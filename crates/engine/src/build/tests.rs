@@ -85,7 +85,7 @@ fn a_worker_command_from_the_template_is_kept() {
 #[test]
 fn the_launcher_reads_discovery_from_its_annotation_and_the_config_map() {
     let pod = json_of(&with_spec(&training_job(), |job| {
-        launcher_pod(job, "a:1\n", "a slots=1\n")
+        launcher_pod(job, "a:1\n", "a slots=1\n", &[])
     }));
     assert_eq!(pod["metadata"]["name"], "mnist-launcher");
     assert_eq!(pod["metadata"]["labels"]["training-job-role"], "launcher");
@@ -214,7 +214,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
             .contains(&json!({"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}))
     );
 
-    let launcher = json_of(&launcher_pod(resumed, "", ""));
+    let launcher = json_of(&launcher_pod(resumed, "", "", &[]));
     assert!(launcher["metadata"]["annotations"]["eto.dev/notice"].is_string());
     let env = &launcher["spec"]["containers"][0]["env"];
     assert!(
@@ -240,6 +240,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
         },
         "",
         "",
+        &[],
     ));
     let env = &first["spec"]["containers"][0]["env"];
     assert!(

@@ -57,6 +57,13 @@ fn suspended_below_min() -> World {
     launcher_exits(world, 1)
 }
 
+fn suspended_for_its_launcher() -> World {
+    let mut world = running();
+    world.lose_with_node("mnist-launcher");
+    world.reconcile();
+    world
+}
+
 fn suspended_by_spec() -> World {
     let mut world = running();
     world.job.spec.suspend = Some(true);
@@ -140,6 +147,7 @@ fn training_jobs() -> Vec<(&'static str, Option<JobPhase>, TrainingJob)> {
         ("restarting", restarting),
         ("suspending", suspending),
         ("suspended-below-min", suspended_below_min()),
+        ("suspended-launcher-disrupted", suspended_for_its_launcher()),
         ("suspended", suspended_by_spec()),
         ("resuming", resuming),
         ("succeeded", launcher_exits(running(), 0)),
@@ -299,6 +307,7 @@ fn each_state_has_the_phase_its_fixture_is_named_for() {
             ("restarting", Some(Restarting)),
             ("suspending", Some(Running)),
             ("suspended-below-min", Some(Suspended)),
+            ("suspended-launcher-disrupted", Some(Suspended)),
             ("suspended", Some(Suspended)),
             ("resuming", Some(Created)),
             ("succeeded", Some(Succeeded)),

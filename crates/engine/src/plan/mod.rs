@@ -15,12 +15,13 @@
 //!   once). Its host discovery lists exactly the ready workers that are not being deleted,
 //!   disrupted or lost.
 //! - An MPIJob's launcher is a batch Job that runs one pod; its outcome is the Job's.
-//! - The launcher succeeding makes the job `Succeeded`. Its failing makes the job `Failed`,
-//!   unless `restartPolicy: OnFailure` and fewer than `backoffLimit` restarts were made: then
-//!   every pod of the run is deleted, `restartCount` grows, and a new run starts with new
-//!   workers and, once the old launcher is gone, a new launcher.
-//! - A launcher that disappears is recreated under `restartPolicy: Always`, fails the job
-//!   under `Never`, and otherwise only raises a Warning.
+//! - The launcher succeeding makes the job `Succeeded`. Its training code failing makes the
+//!   job `Failed`, unless `restartPolicy: OnFailure` and fewer than `backoffLimit` restarts
+//!   were made: then every pod of the run is deleted, `restartCount` grows, and a new run
+//!   starts with new workers and, once the old launcher is gone, a new launcher.
+//! - A launcher the platform takes (a reclaim, a preemption, an eviction, a deletion, its
+//!   node's loss) or that disappears is no failure: the job is suspended and resumes from its
+//!   checkpoint in a new run (see `run/launcher_loss.rs`).
 //! - `activeDeadlineSeconds` after `startTime`, the job fails with reason `DeadlineExceeded`
 //!   and its unfinished pods are deleted.
 //! - A finished job applies `cleanPodPolicy` (`Running` and `All` delete the workers and their
@@ -267,7 +268,8 @@ pub struct Tallies {
     pub lost: Vec<&'static str>,
     /// Replacement workers decided on.
     pub replacements: u32,
-    /// Suspends carried out, by reason: `BelowMinWorkers` or `Suspended` (asked for).
+    /// Suspends carried out, by reason: `BelowMinWorkers`, `LauncherDisrupted` or `Suspended`
+    /// (asked for).
     pub suspends: Vec<String>,
     /// Resumes, by the reason of the suspend they end.
     pub resumes: Vec<String>,
@@ -837,6 +839,8 @@ use run::Run;
 mod gang_tests;
 #[cfg(test)]
 mod health_fixtures_tests;
+#[cfg(test)]
+mod launcher_loss_tests;
 #[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]

@@ -37,14 +37,7 @@ fn four_needing_three(grace: i32) -> World {
 
 /// A warning that the node of `worker` goes in `seconds`.
 fn warn(world: &mut World, worker: &str, seconds: i64) {
-    let now = world.now;
-    world.node_warnings.push(NodeWarning {
-        node: format!("node-{worker}"),
-        signal: "taint karpenter.sh/disrupted".into(),
-        since: Some(now),
-        deadline: Some(now + jiff::SignedDuration::from_secs(seconds)),
-        lead: crate::node_warnings::DEFAULT_LEAD,
-    });
+    world.warn(&format!("node-{worker}"), seconds);
 }
 
 fn shown(world: &World, pod: &str) -> Option<Notice> {

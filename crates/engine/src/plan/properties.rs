@@ -10,6 +10,8 @@
 //! - a finished job creates nothing;
 //! - a launcher that exits while its run, having had its minimum, is below it never fails nor
 //!   restarts the job: the exit completes a suspend (when `suspendBelowMinWorkers` holds);
+//! - no loss the platform caused, of any pod, ever fails or restarts the job: a job fails or
+//!   restarts only when its launcher's own code failed (see [`crate::disruption`]);
 //!
 //! and, once nothing happens any more, a few reconciles reach a plan that changes nothing.
 //!
@@ -58,6 +60,8 @@ enum Happening {
     Evict(usize),
     Disrupt(usize),
     LoseWithNode(usize),
+    EvictThroughApi(usize),
+    Delete(usize),
     Vanish(usize),
     Advance(i64),
     Scale(i32),
@@ -109,6 +113,8 @@ fn happening() -> impl Strategy<Value = Happening> {
         1 => any::<usize>().prop_map(Happening::Evict),
         1 => any::<usize>().prop_map(Happening::Disrupt),
         1 => any::<usize>().prop_map(Happening::LoseWithNode),
+        1 => any::<usize>().prop_map(Happening::EvictThroughApi),
+        1 => any::<usize>().prop_map(Happening::Delete),
         1 => any::<usize>().prop_map(Happening::Vanish),
         2 => (1..400i64).prop_map(Happening::Advance),
         1 => (1..9i32).prop_map(Happening::Scale),
@@ -175,6 +181,21 @@ fn happen(world: &mut World, happening: &Happening) {
                 world.lose_with_node(&name);
             }
         }
+        Happening::EvictThroughApi(i) => {
+            if let Some(name) = pick(*i).filter(|n| running(world, n)) {
+                world.disrupt(&name);
+                let killed = world.now + jiff::SignedDuration::from_secs(30);
+                world.pod(&name).metadata.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(killed));
+            }
+        }
+        Happening::Delete(i) => {
+            if let Some(name) = pick(*i) {
+                let killed = world.now + jiff::SignedDuration::from_secs(30);
+                world.pod(&name).metadata.deletion_timestamp =
+                    Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(killed));
+            }
+        }
         Happening::Vanish(i) => {
             if let Some(name) = pick(*i) {
                 world.pods.remove(&name);
@@ -225,6 +246,7 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
         }
     }
     check_launcher_exit(before, &status, &planned_status)?;
+    check_platform_losses(before, &status, &planned_status)?;
     if let (Ok(spec), Some(status)) = (
         crate::validation::validate(&before.job),
         plan.status.as_ref(),
@@ -277,6 +299,34 @@ fn check_launcher_exit(
         ));
     }
     Ok(())
+}
+
+/// A job fails or restarts only when its launcher's own code failed: never for a loss the
+/// platform caused (a disruption, an eviction, a deletion, a pod gone), of the launcher or of
+/// any worker.
+fn check_platform_losses(
+    before: &World,
+    status: &eto_api::TrainingJobStatus,
+    planned: &eto_api::TrainingJobStatus,
+) -> Result<(), String> {
+    let failed = planned.phase == Some(JobPhase::Failed) && status.phase != Some(JobPhase::Failed);
+    let restarted = planned.restart_count > status.restart_count;
+    if !(failed || restarted) {
+        return Ok(());
+    }
+    let launcher = names::launcher(before.job.metadata.name.as_deref().unwrap_or_default());
+    let own_failure = before
+        .pods
+        .get(&launcher)
+        .is_some_and(|pod| pods::phase(pod) == "Failed" && crate::disruption::of(pod).is_none());
+    if own_failure {
+        return Ok(());
+    }
+    Err(format!(
+        "the job {} although its launcher's code did not fail: {:?}",
+        if failed { "failed" } else { "restarted" },
+        before.pods.get(&launcher).map(|pod| &pod.status)
+    ))
 }
 
 /// Every host in `hosts` is a worker that was ready, running, not being deleted, of the

@@ -2,6 +2,7 @@
 //! phase. A run lasts from the job's start (or restart) to its end; the workers of a run are
 //! decided in [`workers`].
 
+mod launcher_loss;
 mod state;
 mod suspension;
 mod workers;
@@ -10,7 +11,6 @@ use state::{RunState, Seen};
 
 use std::collections::BTreeMap;
 
-use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::Notice;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
 use eto_api::well_known::{
@@ -27,6 +27,7 @@ use super::{
 use crate::build::{self, Job};
 use crate::conditions as c;
 use crate::discovery::{self, Host};
+use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
 use crate::kind::Kind;
@@ -35,7 +36,7 @@ use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods, scaling};
 
 /// The launcher of the current run, as observed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Launcher<'o> {
     /// Its pod: a TrainingJob's launcher pod, the newest pod of an MPIJob's launcher Job.
     pod: Option<&'o Pod>,
@@ -44,19 +45,16 @@ pub(super) struct Launcher<'o> {
     phase: &'o str,
     /// Why the launcher Job failed, when it says so.
     job_failure: Option<&'o str>,
-    /// Whether it is being deleted.
-    terminating: bool,
+    /// How the platform took the launcher, or is taking it (see [`crate::disruption`]): its
+    /// pod (of an MPIJob, any pod of its launcher Job in this run) is disrupted, was ended by
+    /// its node, or is being deleted, as is an MPIJob's launcher Job.
+    disruption: Option<Disruption>,
 }
 
 impl Launcher<'_> {
-    /// Whether it runs.
+    /// Whether it runs (being deleted or not: until it exits, its training can checkpoint).
     fn is_running(&self) -> bool {
         self.phase == "Running"
-    }
-
-    /// Whether it runs and is not being deleted: something trains, and can checkpoint.
-    fn is_training(&self) -> bool {
-        self.is_running() && !self.terminating
     }
 }
 
@@ -78,8 +76,6 @@ pub(super) struct Run<'p, 'o> {
     run: i32,
     /// The notice the pods of the run show (`status.notice`), as decided by this plan.
     notice: Option<Notice>,
-    /// Whether this plan creates the launcher.
-    creates_launcher: bool,
     /// Whether a ScaleIn or ScaleOut is under way after this plan.
     scaling: bool,
     /// Whether this plan restarts the job (its requests are then abandoned, not carried on).
@@ -99,7 +95,6 @@ impl<'p, 'o> Run<'p, 'o> {
             job,
             run,
             notice,
-            creates_launcher: false,
             scaling: false,
             restarted: false,
             state: RunState::WaitingForMinimum,
@@ -213,7 +208,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     pod: Some(pod),
                     phase: pods::phase(pod),
                     job_failure: None,
-                    terminating: pods::is_terminating(pod),
+                    disruption: disruption::of(pod),
                 })
             }
             Kind::MpiJob => {
@@ -222,19 +217,31 @@ impl<'p, 'o> Run<'p, 'o> {
                     .launcher_job
                     .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
                 let role_label = self.job.kind().role_label();
-                let pod = self
-                    .observed
-                    .pods
-                    .iter()
-                    .copied()
-                    .filter(|p| pods::label(p, role_label) == Some(LAUNCHER_ROLE))
-                    .filter(|p| !self.is_stale(p))
-                    .max_by(|a, b| {
-                        let created = |p: &Pod| p.metadata.creation_timestamp.clone();
-                        created(a)
-                            .cmp(&created(b))
-                            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-                    });
+                let of_run = || {
+                    self.observed
+                        .pods
+                        .iter()
+                        .copied()
+                        .filter(|p| pods::label(p, role_label) == Some(LAUNCHER_ROLE))
+                        .filter(|p| !self.is_stale(p))
+                };
+                // The Job replaces a pod the platform took (its pod failure policy ignores
+                // the loss): the loss still ends the run.
+                let disruption = if job.metadata.deletion_timestamp.is_some() {
+                    Some(Disruption {
+                        reason: "Deleted".into(),
+                        node: None,
+                        ended: false,
+                    })
+                } else {
+                    of_run().find_map(disruption::of)
+                };
+                let pod = of_run().max_by(|a, b| {
+                    let created = |p: &Pod| p.metadata.creation_timestamp.clone();
+                    created(a)
+                        .cmp(&created(b))
+                        .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+                });
                 let failure = job
                     .status
                     .iter()
@@ -251,8 +258,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     pod,
                     phase,
                     job_failure: failure.and_then(|f| f.message.as_deref().or(f.reason.as_deref())),
-                    terminating: job.metadata.deletion_timestamp.is_some()
-                        || pod.is_some_and(pods::is_terminating),
+                    disruption,
                 })
             }
         }
@@ -287,26 +293,23 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let launcher = self.launcher();
-        if launcher.is_some_and(|l| l.phase == "Succeeded") {
+        // Before the launcher's own outcome: the platform taking it ends the run, not the job
+        // (see launcher_loss.rs).
+        if self.launcher_lost(launcher.as_ref()) {
+            return;
+        }
+        if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
             return self.succeed();
         }
-        let goes_on = match launcher {
-            Some(launcher) if launcher.phase == "Failed" => {
-                match self.launcher_left_below_min(launcher) {
-                    Some(cause) => {
-                        self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
-                        return;
-                    }
-                    None => self.restart_after_failure(launcher),
+        if let Some(launcher) = launcher.filter(|l| l.phase == "Failed") {
+            match self.launcher_left_below_min(&launcher) {
+                Some(cause) => {
+                    self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
+                    return;
                 }
+                None if !self.restart_after_failure(&launcher) => return,
+                None => {}
             }
-            None if c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED) => {
-                self.launcher_missing()
-            }
-            _ => true,
-        };
-        if !goes_on {
-            return;
         }
         self.planner.gang_launcher = Some(self.launcher().is_some());
         self.apply_supporting_objects();
@@ -589,12 +592,12 @@ impl<'p, 'o> Run<'p, 'o> {
 
     /// Restarts the job after its launcher failed, if the restart policy and the backoff limit
     /// allow; fails it otherwise. Returns whether the job goes on.
-    fn restart_after_failure(&mut self, launcher: Launcher<'_>) -> bool {
-        let evicted = launcher.pod.and_then(pods::reason) == Some("Evicted");
-        let how = match (launcher.pod.and_then(|pod| Loss::of(Some(pod))), evicted) {
-            (_, true) => "was evicted".to_string(),
-            (Some(loss), false) => loss.describe(),
-            (None, false) => match launcher.job_failure {
+    /// The platform's losses of the launcher never come here (see `launcher_loss.rs`): this
+    /// is the training code's failure.
+    fn restart_after_failure(&mut self, launcher: &Launcher<'_>) -> bool {
+        let how = match launcher.pod.and_then(|pod| Loss::of(Some(pod))) {
+            Some(loss) => loss.describe(),
+            None => match launcher.job_failure {
                 Some(why) => format!("failed ({why})"),
                 None => "failed".to_string(),
             },
@@ -657,7 +660,7 @@ impl<'p, 'o> Run<'p, 'o> {
         } else {
             String::new()
         };
-        let reason = kind.reason(if evicted { "Evicted" } else { "Failed" });
+        let reason = kind.reason("Failed");
         self.planner.fail(
             self.observed,
             self.job,
@@ -666,42 +669,6 @@ impl<'p, 'o> Run<'p, 'o> {
             false,
         );
         false
-    }
-
-    /// The launcher of the current run is gone. Returns whether the job goes on: under
-    /// `Always` it is recreated, under `Never` the job fails, otherwise the job keeps its
-    /// workers and reports the missing launcher (see [`Run::phase`]).
-    fn launcher_missing(&mut self) -> bool {
-        let name = names::launcher(self.name());
-        match self.job.spec.launcher_restart_policy {
-            Some(ReplicaRestartPolicy::Always) => {
-                let message =
-                    format!("launcher {name} disappeared; recreating it (restartPolicy Always)");
-                self.planner
-                    .condition(c::LAUNCHER_CREATED, false, "LauncherMissing", &message);
-                self.planner
-                    .event(true, "LauncherMissing", "Create", message);
-                true
-            }
-            Some(ReplicaRestartPolicy::Never) => {
-                let message = format!("launcher {name} disappeared (restartPolicy Never)");
-                self.planner
-                    .fail(self.observed, self.job, "LauncherMissing", &message, false);
-                false
-            }
-            _ => {
-                let reported = c::find(&self.planner.old.conditions, c::READY)
-                    .is_some_and(|r| r.reason.as_deref() == Some("LauncherMissing"));
-                if !reported {
-                    let message = format!(
-                        "launcher {name} disappeared; set the launcher's restartPolicy to Always to have it recreated"
-                    );
-                    self.planner
-                        .event(true, "LauncherMissing", "Observe", message);
-                }
-                true
-            }
-        }
     }
 
     fn apply_supporting_objects(&mut self) {
@@ -797,7 +764,8 @@ impl<'p, 'o> Run<'p, 'o> {
                 let deepspeed = discovery::deepspeed_hostfile(hosts);
                 let config_map = build::config_map(self.job(), &ready_hosts, &deepspeed);
                 self.apply_config_map(config_map);
-                let pod = build::launcher_pod(self.job(), &ready_hosts, &deepspeed);
+                let avoided = node_warnings::avoided(&self.planner.warned);
+                let pod = build::launcher_pod(self.job(), &ready_hosts, &deepspeed, &avoided);
                 if let Some(launcher) = self.launcher().and_then(|l| l.pod) {
                     if let Some(change) = metadata_change(&pod.metadata, launcher) {
                         self.planner.plan.apply.push(change);
@@ -821,7 +789,8 @@ impl<'p, 'o> Run<'p, 'o> {
                     }
                     return;
                 }
-                let job = build::launcher_job(self.job(), mpi, &ready_hosts);
+                let avoided = node_warnings::avoided(&self.planner.warned);
+                let job = build::launcher_job(self.job(), mpi, &ready_hosts, &avoided);
                 (
                     Child::LauncherJob(Box::new(job)),
                     self.observed.launcher_job.is_some(),
@@ -835,8 +804,7 @@ impl<'p, 'o> Run<'p, 'o> {
         };
         if may_create && workers_allow && !old_launcher_present {
             self.planner.plan.apply.push(desired);
-            self.creates_launcher = true;
-            self.resumed_below_min(hosts.len());
+            self.resumed_after_loss(hosts.len());
             let message = format!(
                 "launcher {name} created with {} in host discovery",
                 suspension::workers(
@@ -976,22 +944,14 @@ impl<'p, 'o> Run<'p, 'o> {
                     "suspended: it resumes from its checkpoint once {} ready ({ready} ready, {pending} pending)",
                     suspension::workers(self.job.spec.workers.min, "worker is", "workers are")
                 );
-                self.planner
-                    .condition(c::READY, false, suspension::BELOW_MIN_WORKERS, &message);
+                let reason = match self.state.current_run() {
+                    RunState::SuspendedAfterLoss { reason } => reason.clone(),
+                    _ => suspension::BELOW_MIN_WORKERS.to_string(),
+                };
+                self.planner.condition(c::READY, false, &reason, &message);
             }
             _ => {
-                let launcher_missing = self.launcher().is_none()
-                    && !self.creates_launcher
-                    && c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED);
-                let (reason, message) = if launcher_missing {
-                    (
-                        "LauncherMissing",
-                        format!(
-                            "launcher {} disappeared; set the launcher's restartPolicy to Always to have it recreated",
-                            names::launcher(&name)
-                        ),
-                    )
-                } else if !workers_ready && !launcher_running {
+                let (reason, message) = if !workers_ready && !launcher_running {
                     let when = match self.job.spec.launcher_start {
                         LauncherStart::WhenMinReady => "the launcher starts",
                         LauncherStart::AtStartup => "training starts",

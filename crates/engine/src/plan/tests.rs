@@ -447,36 +447,6 @@ fn a_restarted_job_is_restarting_until_the_earlier_runs_pods_are_gone() {
 }
 
 #[test]
-fn a_missing_launcher_follows_its_restart_policy() {
-    // Always: recreated.
-    let mut world = running();
-    world.job.spec.et_replica_specs.launcher.restart_policy = Some(ReplicaRestartPolicy::Always);
-    world.pods.remove("mnist-launcher");
-    let plan = world.reconcile();
-    assert_eq!(pod_names(&plan), ["mnist-launcher"]);
-    assert_eq!(reasons(&plan), ["LauncherMissing", "LauncherCreated"]);
-
-    // Never: the job fails.
-    let mut world = running();
-    world.job.spec.et_replica_specs.launcher.restart_policy = Some(ReplicaRestartPolicy::Never);
-    world.pods.remove("mnist-launcher");
-    world.reconcile();
-    assert_eq!(world.status().phase, Some(JobPhase::Failed));
-
-    // Unset: a warning, once; the workers are still looked after.
-    let mut world = running();
-    world.pods.remove("mnist-launcher");
-    let plan = world.reconcile();
-    assert!(pod_names(&plan).is_empty());
-    assert_eq!(reasons(&plan), ["LauncherMissing"]);
-    assert_eq!(
-        condition(&world, c::READY),
-        (false, "LauncherMissing".into())
-    );
-    assert!(world.reconcile().is_empty());
-}
-
-#[test]
 fn the_active_deadline_fails_the_job_and_stops_its_pods() {
     let mut world = started();
     world.job.spec.active_deadline_seconds = Some(600);

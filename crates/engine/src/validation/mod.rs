@@ -222,6 +222,7 @@ fn elastic_settings(
             .map_or(ElasticSettings::DEFAULT_DRAIN, |value| {
                 seconds("drainSeconds", value, errors)
             }),
+        launcher_avoids_spot: policy.launcher_avoids_spot.unwrap_or(true),
         kubeai: KubeaiStop {
             every_pod: policy.kubeai_stop.unwrap_or(false),
             port: match policy.kubeai_port.map(u16::try_from) {

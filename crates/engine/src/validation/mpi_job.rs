@@ -165,7 +165,6 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
                 .and_then(|w| w.restart_policy)
                 .unwrap_or(ReplicaRestartPolicy::Never),
             // A launcher Job that disappears is recreated, as mpi-operator does.
-            launcher_restart_policy: Some(ReplicaRestartPolicy::Always),
             suspend: run_policy.suspend.unwrap_or(false),
             active_deadline: limits.active_deadline,
             ttl_after_finished: limits.ttl_after_finished,

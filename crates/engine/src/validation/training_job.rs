@@ -98,7 +98,6 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
             job_restart_policy: spec.restart_policy.unwrap_or(JobRestartPolicy::Never),
             backoff_limit: limits.backoff_limit,
             worker_restart_policy: worker.restart_policy.unwrap_or(ReplicaRestartPolicy::Never),
-            launcher_restart_policy: launcher.restart_policy,
             suspend,
             active_deadline: limits.active_deadline,
             ttl_after_finished: limits.ttl_after_finished,
@@ -239,7 +238,6 @@ mod tests {
         assert_eq!(spec.job_restart_policy, JobRestartPolicy::Never);
         assert_eq!(spec.backoff_limit, 6);
         assert_eq!(spec.worker_restart_policy, ReplicaRestartPolicy::Never);
-        assert_eq!(spec.launcher_restart_policy, None);
         assert!(!spec.suspend);
         assert_eq!(spec.active_deadline, None);
         assert_eq!(spec.ttl_after_finished, None);
@@ -257,6 +255,7 @@ mod tests {
                     every_pod: false,
                     port: 9009
                 },
+                launcher_avoids_spot: true,
             }
         );
         assert_eq!(spec.ssh_secret, SshSecretSource::Generated);
@@ -408,6 +407,7 @@ mod tests {
             drain_seconds: Some(5),
             kubeai_stop: Some(true),
             kubeai_port: Some(19009),
+            launcher_avoids_spot: Some(false),
         });
         set_annotation(&mut job, SSH_SECRET_ANNOTATION, "team-ssh");
 
@@ -419,11 +419,8 @@ mod tests {
         assert_eq!(spec.active_deadline, Some(Duration::from_secs(3600)));
         assert_eq!(spec.ttl_after_finished, Some(Duration::ZERO));
         assert_eq!(spec.worker_restart_policy, ReplicaRestartPolicy::ExitCode);
-        assert_eq!(
-            spec.launcher_restart_policy,
-            Some(ReplicaRestartPolicy::Always)
-        );
         assert!(!spec.elastic.suspend_below_min_workers);
+        assert!(!spec.elastic.launcher_avoids_spot);
         assert_eq!(spec.elastic.below_min, Duration::from_secs(10));
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(30));
         assert_eq!(spec.elastic.blacklist_cooldown, Duration::ZERO);

@@ -18,8 +18,8 @@
 //!        │      v                          v loss below the minimum        v or spec.suspend
 //!        │  SuspendedBySpec <───── Suspending(notice) <──────────────────────┘
 //!        │      │         ^             │  deadline, or the launcher exited
-//!        │      │unsuspended            v  (below the minimum)
-//!        └──────┘         └──── SuspendedBelowMinimum (a new run waits for its workers)
+//!        │      │unsuspended            v  (below the minimum, or the launcher lost)
+//!        └──────┘         └──── SuspendedAfterLoss (a new run waits for its workers)
 //!                   spec.suspend          │ minimum ready: resume launcher
 //!                                         v
 //!                                     AtMinimum
@@ -31,7 +31,10 @@
 //!
 //! With no launcher running or no grace period, `Suspending` is skipped: the run goes straight
 //! to a suspended state. A launcher that fails while the run is `BelowMinimum` (or below its
-//! minimum at all, having had it) goes to `SuspendedBelowMinimum` too.
+//! minimum at all, having had it) goes to `SuspendedAfterLoss` too, and so does a run whose
+//! launcher the platform took (see `launcher_loss.rs`): from any state but a suspended or
+//! finished one, through `Suspending` when the launcher still runs (its node announced it
+//! goes, or it is being evicted or deleted), straight when it is gone.
 //!
 //! Two states frame the diagram:
 //! - **`Restarting`** wraps `WaitingForMinimum`, `AtMinimum` and `BelowMinimum` while the pods
@@ -45,7 +48,7 @@
 use eto_api::common::ConditionStatus;
 use eto_api::training_job::{JobPhase, Notice, NoticeKind, TrainingJobStatus};
 
-use super::suspension::BELOW_MIN_WORKERS;
+use super::suspension::{BELOW_MIN_WORKERS, resumes_by_itself};
 use crate::conditions as c;
 
 /// Where a job's current run stands (see the module documentation).
@@ -67,9 +70,14 @@ pub(crate) enum RunState {
     /// launcher exits, then the run is suspended. A notice is a promise: this state ends in a
     /// suspend even if capacity returns meanwhile.
     Suspending(Notice),
-    /// Suspended because too few workers were ready: the pods of the old run are gone, and a
-    /// new run waits for its minimum, whose launcher resumes the training from its checkpoint.
-    SuspendedBelowMinimum,
+    /// Suspended because the run lost what it trains with: too few workers stayed ready
+    /// (`BelowMinWorkers`), or the platform took its launcher (`LauncherDisrupted`). The pods
+    /// of the old run are gone, and a new run waits for its minimum, whose launcher resumes the
+    /// training from its checkpoint.
+    SuspendedAfterLoss {
+        /// The reason of the suspend, which the resume notice repeats.
+        reason: String,
+    },
     /// Suspended by the spec (`spec.suspend`, `runPolicy.suspend`, the job supervisor's
     /// annotation): no pod until unsuspended.
     SuspendedBySpec {
@@ -121,8 +129,12 @@ impl RunState {
         if let Some(suspended) = c::find(conditions, c::SUSPENDED)
             .filter(|condition| condition.status == ConditionStatus::True)
         {
-            return if suspended.reason.as_deref() == Some(BELOW_MIN_WORKERS) {
-                Self::SuspendedBelowMinimum
+            return if let Some(reason) =
+                suspended.reason.as_deref().filter(|r| resumes_by_itself(r))
+            {
+                Self::SuspendedAfterLoss {
+                    reason: reason.to_string(),
+                }
             } else {
                 Self::SuspendedBySpec {
                     ran: c::find(conditions, c::LAUNCHER_CREATED).is_some(),
@@ -188,7 +200,7 @@ impl RunState {
     pub(crate) fn is_suspended(&self) -> bool {
         matches!(
             self,
-            Self::SuspendedBelowMinimum | Self::SuspendedBySpec { .. }
+            Self::SuspendedAfterLoss { .. } | Self::SuspendedBySpec { .. }
         )
     }
 }
@@ -290,7 +302,9 @@ mod tests {
             (
                 status(vec![condition(c::SUSPENDED, true, BELOW_MIN_WORKERS)], None),
                 false,
-                RunState::SuspendedBelowMinimum,
+                RunState::SuspendedAfterLoss {
+                    reason: BELOW_MIN_WORKERS.into(),
+                },
             ),
             (
                 status(vec![condition(c::SUSPENDED, true, "Suspended")], None),
@@ -359,7 +373,9 @@ mod tests {
             ),
             (
                 status(vec![condition(c::SUSPENDED, true, BELOW_MIN_WORKERS)], None),
-                RunState::SuspendedBelowMinimum,
+                RunState::SuspendedAfterLoss {
+                    reason: BELOW_MIN_WORKERS.into(),
+                },
             ),
             (
                 status(vec![], Some(JobPhase::Succeeded)),

@@ -13,10 +13,11 @@
 //!   `cleanPodPolicy`.
 //! - **Suspended by spec** ([`RunState::SuspendedBySpec`], condition reason `Suspended`): the
 //!   job has no pod at all.
-//! - **Suspended below the minimum** ([`RunState::SuspendedBelowMinimum`], reason
-//!   `BelowMinWorkers`): the job has started a new run: its workers are created at once
-//!   (pending pods are what a cluster autoscaler adds nodes for), and once `minReplicas` of
-//!   them are ready a new launcher resumes the training.
+//! - **Suspended after a loss** ([`RunState::SuspendedAfterLoss`], reason `BelowMinWorkers`,
+//!   or `LauncherDisrupted` when the platform took the launcher, see `launcher_loss.rs`): the
+//!   job has started a new run: its workers are created at once (pending pods are what a
+//!   cluster autoscaler adds nodes for), and once `minReplicas` of them are ready a new
+//!   launcher resumes the training.
 //!
 //! # Transitions
 //! - Running to suspending: `spec.suspend` is set while the launcher runs; or ready workers
@@ -36,12 +37,13 @@
 //!   rather than failing the job. A launcher that fails with at least `minReplicas` ready
 //!   workers fails the job (or restarts it) as before; one that succeeds before any notice
 //!   finished the training.
-//! - Suspending to suspended: the pods of the run are deleted; below the minimum, a new run
-//!   starts, whose pods show a `Resume` notice and whose launcher gets `ETO_RESUME=true`.
+//! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
+//!   minimum, the launcher taken), a new run starts, whose pods show a `Resume` notice and
+//!   whose launcher gets `ETO_RESUME=true`.
 //! - Suspended by spec to running: `spec.suspend` is cleared: a new run, resumed the same way.
-//! - Suspended below the minimum to running: the new run's launcher is created.
-//! - Suspended below the minimum, then `spec.suspend` set: the waiting workers are deleted and
-//!   the job is suspended by spec.
+//! - Suspended after a loss to running: the new run's launcher is created.
+//! - Suspended after a loss, then `spec.suspend` set: the waiting workers are deleted and the
+//!   job is suspended by spec.
 //!
 //! A suspend asked for by the spec gives the pods `checkpointGraceSeconds`, except for an
 //! MPIJob without `elasticPolicy`: it suspends as mpi-operator does (Kueue preempts by
@@ -70,6 +72,13 @@ pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
 /// Reason of the `Suspended` condition and of the notices when `spec.suspend` asks for it.
 pub const SUSPENDED: &str = "Suspended";
 
+/// Whether a job suspended for `reason` resumes by itself, in a new run, once its minimum of
+/// workers is ready: it lost what it trains with (too few workers, its launcher), rather than
+/// being asked to stop.
+pub fn resumes_by_itself(reason: &str) -> bool {
+    reason == BELOW_MIN_WORKERS || reason == super::launcher_loss::LAUNCHER_DISRUPTED
+}
+
 impl Run<'_, '_> {
     /// Carries the job's suspension one step (see the module documentation). Returns whether
     /// the run goes on in this reconcile: its workers and launcher are planned as usual.
@@ -86,30 +95,38 @@ impl Run<'_, '_> {
                 self.resume_by_spec(ran);
                 true
             }
-            (RunState::SuspendedBelowMinimum, true) => {
+            (RunState::SuspendedAfterLoss { .. }, true) => {
                 self.suspend(SUSPENDED, None);
                 false
             }
-            // Below the minimum: the new run waits for its workers.
-            (RunState::SuspendedBelowMinimum, false) => true,
+            // After a loss: the new run waits for its workers.
+            (RunState::SuspendedAfterLoss { .. }, false) => true,
             (_, true) => self.start_suspending(
                 SUSPENDED,
                 format!("{} asks for it", kind.suspend_field()),
                 self.job.spec.elastic.spec_suspend_grace,
             ),
-            (_, false) => match self.below_min_for_too_long() {
-                Some(why) => {
-                    let grace = self.job.spec.elastic.checkpoint_grace;
-                    self.start_suspending(BELOW_MIN_WORKERS, why, grace)
+            (_, false) => {
+                let grace = self.job.spec.elastic.checkpoint_grace;
+                if let Some(why) = self.launcher_threatened() {
+                    return self.start_suspending(
+                        super::launcher_loss::LAUNCHER_DISRUPTED,
+                        why,
+                        grace,
+                    );
                 }
-                None => true,
-            },
+                match self.below_min_for_too_long() {
+                    Some(why) => self.start_suspending(BELOW_MIN_WORKERS, why, grace),
+                    None => true,
+                }
+            }
         }
     }
 
-    /// Whether the launcher of the run is running (something trains, and can checkpoint).
+    /// Whether the launcher of the run is running (something trains, and can checkpoint),
+    /// even if it is being taken away: until it exits, its training can save a checkpoint.
     fn training(&self) -> bool {
-        self.launcher().is_some_and(|l| l.is_training())
+        self.launcher().is_some_and(|l| l.is_running())
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted
@@ -221,10 +238,18 @@ impl Run<'_, '_> {
             })
             .map(|warning| warning.deadline.0)
             .min();
+        // A launcher being deleted (evicted, drained) goes when its deletion timestamp says:
+        // the kubelet kills it then, whatever the grace period.
+        let launcher_goes = self
+            .launcher()
+            .and_then(|launcher| launcher.pod)
+            .and_then(|pod| pod.metadata.deletion_timestamp.as_ref())
+            .map(|time| time.0);
         // Whole seconds, as the status stores times; rounded up, so that the processes get
         // at least the grace period.
         let full = crate::time::after(now, grace);
-        let capped = node_goes.filter(|goes| *goes < full);
+        let first_goes = node_goes.into_iter().chain(launcher_goes).min();
+        let capped = first_goes.filter(|goes| *goes < full);
         let due = capped.map_or(full, |goes| goes.max(now));
         let deadline = due
             .round(
@@ -234,13 +259,13 @@ impl Run<'_, '_> {
             )
             .unwrap_or(due);
         let message = format!(
-            "{} {} is suspending: {why}. Save a checkpoint and exit: the pods are deleted at {deadline} ({}) or when the launcher exits",
+            "{} {} is suspending: {why}{CHECKPOINT_ASK} at {deadline} ({}) or when the launcher exits",
             self.job.kind().name(),
             self.name(),
-            if capped.is_some() {
-                "when a node of the job goes, as announced"
-            } else {
-                "elasticPolicy.checkpointGraceSeconds"
+            match capped {
+                Some(goes) if Some(goes) == launcher_goes => "when the launcher's pod is killed",
+                Some(_) => "when a node of the job goes, as announced",
+                None => "elasticPolicy.checkpointGraceSeconds",
             }
         );
         let notice = Notice {
@@ -263,12 +288,22 @@ impl Run<'_, '_> {
     fn checkpointing(&mut self, notice: &Notice, requested: bool) -> bool {
         let deadline = notice.deadline.as_ref().map_or(self.planner.now, |d| d.0);
         if self.planner.now >= deadline || !self.training() {
-            let reason = if requested {
-                SUSPENDED
+            if requested {
+                self.suspend(SUSPENDED, None);
+            } else if notice.reason == BELOW_MIN_WORKERS {
+                // The counts now say more than the notice's reason of then.
+                self.suspend(BELOW_MIN_WORKERS, None);
             } else {
-                notice.reason.as_str()
-            };
-            self.suspend(reason, None);
+                let why = why_suspending(notice).map(|why| {
+                    let ended = if self.training() {
+                        "its grace period ended"
+                    } else {
+                        "the launcher exited"
+                    };
+                    format!("{why}; it was told to checkpoint, and {ended}")
+                });
+                self.suspend(&notice.reason, why.as_deref());
+            }
             return false;
         }
         self.planner.requeue_at(deadline);
@@ -279,7 +314,7 @@ impl Run<'_, '_> {
 
     /// Whether the failure of `launcher` completes a suspend below the minimum (see the module
     /// documentation), and if so, what the suspend says of it.
-    pub(super) fn launcher_left_below_min(&self, launcher: Launcher<'_>) -> Option<String> {
+    pub(super) fn launcher_left_below_min(&self, launcher: &Launcher<'_>) -> Option<String> {
         let min = self.job.spec.workers.min;
         let Counts { ready, pending } = self.counts();
         // The failed launcher ran: one that waits for the minimum means the run had it.
@@ -305,8 +340,8 @@ impl Run<'_, '_> {
 
     /// Shows every running pod of the job a `Suspend` notice for `reason` that takes effect
     /// now, so that the pods a suspend deletes at once see it first (the kubelet gives them
-    /// their termination grace period). A pod that is being disrupted keeps its own notice.
-    fn show_before_deleting(&mut self, reason: &str, why: &str) {
+    /// their termination grace period), those being disrupted too (see [`crate::notice`]).
+    pub(super) fn show_before_deleting(&mut self, reason: &str, why: &str) {
         let now = self.planner.now;
         let notice = Notice {
             kind: NoticeKind::Suspend,
@@ -328,14 +363,14 @@ impl Run<'_, '_> {
             .pods
             .iter()
             .filter(|p| pods::phase(p) == "Running" && !pods::is_terminating(p))
-            .filter(|p| !pods::is_disrupted(p))
             .filter_map(|pod| PodMetadata::change(&desired, &pod.metadata, &[NOTICE_ANNOTATION]))
             .map(Child::PodMetadata);
         self.planner.plan.apply.extend(changes);
     }
 
-    /// Suspends the job now: deletes every pod, and below the minimum starts the run that will
-    /// resume it. `cause`, when given, says what ended the run (a launcher that exited).
+    /// Suspends the job now: deletes every pod, and after a loss (see [`resumes_by_itself`])
+    /// starts the run that will resume it. `cause`, when given, says what ended the run (a
+    /// launcher that exited, or that the platform took).
     pub(super) fn suspend(&mut self, reason: &str, cause: Option<&str>) {
         self.planner.plan.tallies.suspends.push(reason.to_string());
         let Counts { ready, pending } = self.counts();
@@ -343,12 +378,14 @@ impl Run<'_, '_> {
         let name = self.name().to_string();
         let kind = self.job.kind();
         self.delete_every_pod();
-        let (message, warning) = if reason == BELOW_MIN_WORKERS {
+        let after_loss = resumes_by_itself(reason);
+        let (message, warning) = if after_loss {
             let state = match cause {
                 Some(cause) => format!("suspended: {cause}"),
-                None => format!(
+                None if reason == BELOW_MIN_WORKERS => format!(
                     "suspended with {ready} of the {min} workers it needs ready ({pending} pending)"
                 ),
+                None => "suspended: the platform took its launcher".to_string(),
             };
             (
                 format!(
@@ -381,8 +418,8 @@ impl Run<'_, '_> {
             self.planner.now,
         );
         self.planner.scaling(abandoned);
-        let reason = if reason == BELOW_MIN_WORKERS {
-            BELOW_MIN_WORKERS
+        let reason = if after_loss {
+            reason
         } else {
             kind.suspended_reason()
         };
@@ -409,9 +446,11 @@ impl Run<'_, '_> {
         }
         let ran = c::find(&planner.status.conditions, c::LAUNCHER_CREATED).is_some();
         self.set_notice(None);
-        if reason == BELOW_MIN_WORKERS {
-            self.new_run(BELOW_MIN_WORKERS);
-            self.enter(RunState::SuspendedBelowMinimum);
+        if after_loss {
+            self.new_run(reason);
+            self.enter(RunState::SuspendedAfterLoss {
+                reason: reason.to_string(),
+            });
         } else {
             self.enter(RunState::SuspendedBySpec { ran });
         }
@@ -473,12 +512,12 @@ impl Run<'_, '_> {
         );
     }
 
-    /// The job was suspended below the minimum and this plan creates the launcher of its new
-    /// run: it resumes.
-    pub(super) fn resumed_below_min(&mut self, ready: usize) {
-        if self.state != RunState::SuspendedBelowMinimum {
+    /// The job was suspended after a loss and this plan creates the launcher of its new run:
+    /// it resumes.
+    pub(super) fn resumed_after_loss(&mut self, ready: usize) {
+        let RunState::SuspendedAfterLoss { reason } = self.state.clone() else {
             return;
-        }
+        };
         self.enter(RunState::WaitingForMinimum);
         let name = self.name().to_string();
         let planner = &mut *self.planner;
@@ -492,11 +531,7 @@ impl Run<'_, '_> {
             names::launcher(&name)
         );
         let kind = planner.kind;
-        planner
-            .plan
-            .tallies
-            .resumes
-            .push(BELOW_MIN_WORKERS.to_string());
+        planner.plan.tallies.resumes.push(reason);
         planner.condition(c::SUSPENDED, false, kind.resumed_reason(), &message);
         planner.status.start_time = Some(Time(planner.now));
         planner.event(
@@ -541,6 +576,16 @@ impl Run<'_, '_> {
         self.planner.status.notice.clone_from(&notice);
         self.notice = notice;
     }
+}
+
+/// What a `Suspend` notice asks of the training code, after why the job suspends.
+const CHECKPOINT_ASK: &str = ". Save a checkpoint and exit: the pods are deleted";
+
+/// Why the job suspends, as the `Suspend` notice eto posted says (see
+/// [`Run::start_suspending`]).
+fn why_suspending(notice: &Notice) -> Option<&str> {
+    let (_, why) = notice.message.split_once(" is suspending: ")?;
+    Some(why.split_once(CHECKPOINT_ASK).map_or(why, |(why, _)| why))
 }
 
 /// `count` and the noun (with its verb) in the right number: "1 new worker is".

@@ -96,7 +96,7 @@ impl<'o> Run<'_, 'o> {
         let mut step = if self.restarted {
             scaling::Step::default()
         } else {
-            let launcher_running = self.launcher().is_some_and(|l| l.is_training());
+            let launcher_running = self.launcher().is_some_and(|l| l.is_running());
             let restarting = self.state.is_restarting();
             scaling::step(
                 &scaling::JobSide {
@@ -369,7 +369,7 @@ impl<'o> Run<'_, 'o> {
             .filter(|r| r.was_in_discovery)
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
-        let launcher_running = self.launcher().is_some_and(|l| l.is_training());
+        let launcher_running = self.launcher().is_some_and(|l| l.is_running());
         let decision = drain::decide(&drain::DrainInput {
             draining: &self.planner.old.draining_workers,
             removed,
