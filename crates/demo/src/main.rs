@@ -1,8 +1,8 @@
 //! `eto-demo`: eto end to end on a simulated GPU cluster, in one command.
 //!
 //! It starts a simulated cluster with spot GPU nodes, installs eto's CRDs, runs the operator,
-//! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, takes a worker
-//! away as a spot preemption would, then announces the reclaim of every GPU node two minutes
+//! submits the TrainingJob `arena submit etjob` renders, follows it to `Running`, has the
+//! kubelet evict a worker, then announces the reclaim of every GPU node two minutes
 //! ahead, as Karpenter taints a node it is about to take: the job gets a checkpoint notice at
 //! once and is suspended while the GPUs still run; the autoscaler adds nodes and the job resumes from its
 //! checkpoint. Its pods opt in to the `kubeai` SDK's stop signal, as ACK users' pods do, and a
@@ -177,8 +177,14 @@ async fn demo(args: Args) -> Result<(), DemoError> {
     .await?;
     show_hostfile(&client).await?;
 
-    println!("• a spot preemption kills worker {JOB}-worker-3 (exit code 137)");
-    cluster.fail_pod("default", &format!("{JOB}-worker-3"), 137, "Error")?;
+    println!(
+        "• the kubelet evicts worker {JOB}-worker-3 (its node runs short of memory; exit code 137)"
+    );
+    cluster.evict_pod(
+        "default",
+        &format!("{JOB}-worker-3"),
+        "The node was low on resource: memory.",
+    )?;
     follow(&jobs, |job| {
         let status = job.status.as_ref();
         ready(job) == 8

@@ -225,6 +225,33 @@ fn once_enough_new_workers_are_ready_a_resume_launcher_starts_the_new_run() {
 }
 
 #[test]
+fn a_worker_lost_while_the_job_suspends_is_not_replaced() {
+    let mut job = training_job();
+    job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::Always);
+    job.spec.elastic_policy = Some(ElasticPolicy::default());
+    let mut world = World::new(job);
+    world.launch();
+    below_min_long_enough(&mut world);
+    world.reconcile();
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.kind),
+        Some(NoticeKind::Suspend)
+    );
+    let pods_before = world.pods.len();
+    world.exit("mnist-worker-0", 1);
+    let plan = world.reconcile();
+    assert!(
+        !plan
+            .apply
+            .iter()
+            .any(|child| matches!(child, Child::Pod(_))),
+        "the suspending run creates no worker: the resumed run creates its own"
+    );
+    assert_eq!(world.pods.len(), pods_before);
+    assert!(reasons(&plan).contains(&"WorkerLost".to_string()));
+}
+
+#[test]
 fn the_launcher_exiting_during_the_grace_period_is_part_of_the_suspend() {
     for (exit_code, case) in [(1, "a failed launcher"), (0, "a launcher that succeeded")] {
         let mut world = running(ElasticPolicy::default());

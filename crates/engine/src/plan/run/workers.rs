@@ -5,13 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use eto_api::common::ReplicaRestartPolicy;
 use eto_api::training_job::{BlacklistEntry, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::{Child, WORKER_LOST, replica_statuses};
-use super::Run;
+use super::{Run, RunState};
 use crate::build;
 use crate::conditions as c;
 use crate::discovery::Host;
@@ -116,8 +117,15 @@ impl<'o> Run<'_, 'o> {
         };
         // Indices a starting ScaleOut took are not used again for replacements or growth.
         let next_index = blacklist::after(next_index, step.add.iter().copied());
+        // A run that is suspending ends for certain (a posted notice is a promise): a worker
+        // it loses now is not replaced, since the run that resumes creates its own.
+        let policy = if matches!(self.state, RunState::Suspending(_)) {
+            ReplicaRestartPolicy::Never
+        } else {
+            spec.worker_restart_policy
+        };
         let decision = workers::decide(&WorkerInput {
-            policy: spec.worker_restart_policy,
+            policy,
             desired: desired.now,
             previous_desired: desired.previous,
             previous_target: &previous_target,
