@@ -836,6 +836,8 @@ mod run;
 use run::Run;
 
 #[cfg(test)]
+mod collateral_tests;
+#[cfg(test)]
 mod gang_tests;
 #[cfg(test)]
 mod health_fixtures_tests;

@@ -2,6 +2,7 @@
 //! phase. A run lasts from the job's start (or restart) to its end; the workers of a run are
 //! decided in [`workers`].
 
+mod collateral;
 mod launcher_loss;
 mod state;
 mod suspension;
@@ -302,13 +303,16 @@ impl<'p, 'o> Run<'p, 'o> {
             return self.succeed();
         }
         if let Some(launcher) = launcher.filter(|l| l.phase == "Failed") {
-            match self.launcher_left_below_min(&launcher) {
-                Some(cause) => {
-                    self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
-                    return;
-                }
-                None if !self.restart_after_failure(&launcher) => return,
-                None => {}
+            if let Some(cause) = self.launcher_left_below_min(&launcher) {
+                self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
+                return;
+            }
+            if let Some(cause) = self.collateral_of(&launcher) {
+                self.suspend(collateral::WORKER_DISRUPTED, Some(&cause));
+                return;
+            }
+            if !self.restart_after_failure(&launcher) {
+                return;
             }
         }
         self.planner.gang_launcher = Some(self.launcher().is_some());

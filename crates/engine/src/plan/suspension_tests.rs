@@ -710,7 +710,8 @@ fn a_launcher_that_fails_soon_after_workers_are_lost_completes_a_suspend() {
 #[test]
 fn a_launcher_that_fails_with_its_minimum_ready_fails_the_job_as_before() {
     let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
-    world.disrupt("mnist-worker-3");
+    // A worker's own failure: no platform's loss the launcher's could be the consequence of.
+    world.exit("mnist-worker-3", 1);
     world.reconcile();
     world.exit("mnist-launcher", 1);
     world.reconcile();
@@ -740,7 +741,7 @@ fn without_suspend_below_min_workers_a_launcher_failure_below_the_minimum_fails_
         suspend_below_min_workers: Some(false),
         ..ElasticPolicy::default()
     });
-    world.disrupt("mnist-worker-1");
+    world.exit("mnist-worker-1", 1);
     world.reconcile();
     world.exit("mnist-launcher", 1);
     world.reconcile();

@@ -71,7 +71,8 @@ pub(crate) enum RunState {
     /// suspend even if capacity returns meanwhile.
     Suspending(Notice),
     /// Suspended because the run lost what it trains with: too few workers stayed ready
-    /// (`BelowMinWorkers`), or the platform took its launcher (`LauncherDisrupted`). The pods
+    /// (`BelowMinWorkers`), the platform took its launcher (`LauncherDisrupted`), or the
+    /// launcher failed as the collateral damage of a worker's loss (`WorkerDisrupted`). The pods
     /// of the old run are gone, and a new run waits for its minimum, whose launcher resumes the
     /// training from its checkpoint.
     SuspendedAfterLoss {

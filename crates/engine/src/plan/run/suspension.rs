@@ -13,8 +13,10 @@
 //!   `cleanPodPolicy`.
 //! - **Suspended by spec** ([`RunState::SuspendedBySpec`], condition reason `Suspended`): the
 //!   job has no pod at all.
-//! - **Suspended after a loss** ([`RunState::SuspendedAfterLoss`], reason `BelowMinWorkers`,
-//!   or `LauncherDisrupted` when the platform took the launcher, see `launcher_loss.rs`): the
+//! - **Suspended after a loss** ([`RunState::SuspendedAfterLoss`], reason `BelowMinWorkers`;
+//!   `LauncherDisrupted` when the platform took the launcher, see `launcher_loss.rs`;
+//!   `WorkerDisrupted` when the launcher failed after the platform took a worker, see
+//!   `collateral.rs`): the
 //!   job has started a new run: its workers are created at once (pending pods are what a
 //!   cluster autoscaler adds nodes for), and once `minReplicas` of them are ready a new
 //!   launcher resumes the training.
@@ -73,10 +75,15 @@ pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
 pub const SUSPENDED: &str = "Suspended";
 
 /// Whether a job suspended for `reason` resumes by itself, in a new run, once its minimum of
-/// workers is ready: it lost what it trains with (too few workers, its launcher), rather than
-/// being asked to stop.
+/// workers is ready: it lost what it trains with (too few workers, its launcher, a run that
+/// did not survive a worker's loss), rather than being asked to stop.
 pub fn resumes_by_itself(reason: &str) -> bool {
-    reason == BELOW_MIN_WORKERS || reason == super::launcher_loss::LAUNCHER_DISRUPTED
+    [
+        BELOW_MIN_WORKERS,
+        super::launcher_loss::LAUNCHER_DISRUPTED,
+        super::collateral::WORKER_DISRUPTED,
+    ]
+    .contains(&reason)
 }
 
 impl Run<'_, '_> {
