@@ -69,7 +69,7 @@ pub fn launcher_pod(
         container
             .volume_mounts
             .get_or_insert_default()
-            .push(job.ssh_mount());
+            .extend(job.ssh_mounts());
     }
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();

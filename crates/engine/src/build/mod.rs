@@ -204,29 +204,20 @@ impl<'a> Job<'a> {
     /// owner only; an MPIJob's too when they are mounted at `/root/.ssh`, and by everyone
     /// otherwise (as mpi-operator mounts them), so that a non-root user can read its key.
     pub fn ssh_volume(&self) -> Volume {
-        let item = |key: &str, path: &str| KeyToPath {
-            key: key.into(),
-            path: path.into(),
-            mode: None,
-        };
-        let (items, default_mode) = match &self.spec.mpi {
-            None => (
-                vec![
-                    item("id_rsa", "id_rsa"),
-                    item("id_rsa.pub", "id_rsa.pub"),
-                    item("id_rsa.pub", "authorized_keys"),
-                    item("config", "config"),
-                ],
-                Some(0o600),
-            ),
-            Some(mpi) => (
-                vec![
-                    item("ssh-privatekey", "id_rsa"),
-                    item("ssh-publickey", "id_rsa.pub"),
-                    item("ssh-publickey", "authorized_keys"),
-                ],
-                (mpi.ssh_auth_mount_path.trim_end_matches('/') == SSH_DIR).then_some(0o600),
-            ),
+        let items = self
+            .ssh_files()
+            .into_iter()
+            .map(|(key, path)| KeyToPath {
+                key: key.into(),
+                path: path.into(),
+                mode: None,
+            })
+            .collect();
+        let default_mode = match &self.spec.mpi {
+            None => Some(0o600),
+            Some(mpi) => {
+                (mpi.ssh_auth_mount_path.trim_end_matches('/') == SSH_DIR).then_some(0o600)
+            }
         };
         Volume {
             name: SSH_VOLUME.into(),
@@ -240,20 +231,46 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// The mount of the SSH volume: at `/root/.ssh` in every container of a TrainingJob's
-    /// pods, at `sshAuthMountPath` in the first container of an MPIJob's.
-    pub fn ssh_mount(&self) -> VolumeMount {
-        VolumeMount {
-            name: SSH_VOLUME.into(),
-            mount_path: self
-                .spec
-                .mpi
-                .as_ref()
-                .map_or(SSH_DIR, |mpi| mpi.ssh_auth_mount_path.as_str())
-                .into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
+    /// The files of the SSH volume: the Secret's key and the file name it gets.
+    fn ssh_files(&self) -> Vec<(&'static str, &'static str)> {
+        match &self.spec.mpi {
+            None => vec![
+                ("id_rsa", "id_rsa"),
+                ("id_rsa.pub", "id_rsa.pub"),
+                ("id_rsa.pub", "authorized_keys"),
+                ("config", "config"),
+            ],
+            Some(_) => vec![
+                ("ssh-privatekey", "id_rsa"),
+                ("ssh-publickey", "id_rsa.pub"),
+                ("ssh-publickey", "authorized_keys"),
+            ],
         }
+    }
+
+    /// The mounts of the SSH volume's files, one by one (`subPath`), into `/root/.ssh` in
+    /// every container of a TrainingJob's pods, into `sshAuthMountPath` in the first
+    /// container of an MPIJob's. The directory stays the image's own (or one the runtime
+    /// makes, mode 0755): a volume mounted as the whole directory would be mode 1777, which
+    /// an OpenSSH server with its default `StrictModes yes` refuses ("bad ownership or
+    /// modes for directory").
+    pub fn ssh_mounts(&self) -> Vec<VolumeMount> {
+        let dir = self
+            .spec
+            .mpi
+            .as_ref()
+            .map_or(SSH_DIR, |mpi| mpi.ssh_auth_mount_path.as_str())
+            .trim_end_matches('/');
+        self.ssh_files()
+            .into_iter()
+            .map(|(_, file)| VolumeMount {
+                name: SSH_VOLUME.into(),
+                mount_path: format!("{dir}/{file}"),
+                sub_path: Some(file.into()),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            })
+            .collect()
     }
 }
 

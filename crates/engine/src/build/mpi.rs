@@ -76,7 +76,7 @@ pub fn launcher_job(
     volumes.push(notice_volume());
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();
-        mounts.push(job.ssh_mount());
+        mounts.extend(job.ssh_mounts());
         mounts.push(VolumeMount {
             name: MPI_CONFIG_VOLUME.into(),
             mount_path: MPI_CONFIG_DIR.into(),

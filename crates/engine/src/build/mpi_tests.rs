@@ -82,7 +82,9 @@ fn workers_are_built_as_mpi_operator_builds_them() {
     assert_eq!(
         container["volumeMounts"],
         json!([
-            {"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa", "subPath": "id_rsa", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa.pub", "subPath": "id_rsa.pub", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/authorized_keys", "subPath": "authorized_keys", "readOnly": true},
             {"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}
         ])
     );
@@ -119,7 +121,7 @@ fn a_non_root_ssh_path_is_readable_and_only_the_first_container_gets_the_keys() 
     assert_eq!(spec["volumes"][0]["secret"].get("defaultMode"), None);
     assert_eq!(
         spec["containers"][0]["volumeMounts"][0]["mountPath"],
-        "/home/mpiuser/.ssh"
+        "/home/mpiuser/.ssh/id_rsa"
     );
     // Arguments without a command run as the image's entry point.
     assert_eq!(spec["containers"][0].get("command"), None);
@@ -179,7 +181,9 @@ fn the_launcher_is_a_job_that_runs_one_pod_with_the_mpi_configuration() {
     assert_eq!(
         container["volumeMounts"],
         json!([
-            {"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa", "subPath": "id_rsa", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa.pub", "subPath": "id_rsa.pub", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/authorized_keys", "subPath": "authorized_keys", "readOnly": true},
             {"name": "eto-mpi-config", "mountPath": "/etc/mpi", "readOnly": true},
             {"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}
         ])

@@ -59,7 +59,10 @@ fn workers_get_identity_ssh_and_sshd() {
     assert_eq!(
         spec["containers"][0]["volumeMounts"],
         json!([
-            {"name": "eto-ssh", "mountPath": "/root/.ssh", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa", "subPath": "id_rsa", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/id_rsa.pub", "subPath": "id_rsa.pub", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/authorized_keys", "subPath": "authorized_keys", "readOnly": true},
+            {"name": "eto-ssh", "mountPath": "/root/.ssh/config", "subPath": "config", "readOnly": true},
             {"name": "eto-notice", "mountPath": "/etc/edl", "readOnly": true}
         ])
     );
@@ -111,7 +114,17 @@ fn the_launcher_reads_discovery_from_its_annotation_and_the_config_map() {
         .iter()
         .map(|m| m["mountPath"].as_str().unwrap())
         .collect();
-    assert_eq!(mounts, ["/root/.ssh", "/etc/edl", "/job"]);
+    assert_eq!(
+        mounts,
+        [
+            "/root/.ssh/id_rsa",
+            "/root/.ssh/id_rsa.pub",
+            "/root/.ssh/authorized_keys",
+            "/root/.ssh/config",
+            "/etc/edl",
+            "/job"
+        ]
+    );
     assert_eq!(
         spec["containers"][0]["env"],
         json!([

@@ -46,7 +46,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
     for (position, container) in spec.containers.iter_mut().enumerate() {
         let mounts = container.volume_mounts.get_or_insert_default();
         if kind == Kind::TrainingJob || position == 0 {
-            mounts.push(job.ssh_mount());
+            mounts.extend(job.ssh_mounts());
         }
         mounts.push(notice_mount());
     }
