@@ -14,8 +14,17 @@ one line of JSON, within about a second of deciding it:
   unknown).
 - kind "Resume": this run resumes a suspended job. Load the latest checkpoint.
 
-An empty file means there is no notice. Copy this file next to your training script; it
-needs nothing beyond the Python standard library.
+An empty file means there is no notice.
+
+A pod can also be told by the platform before eto sees it: an eviction, a drain or a node
+shutdown sends the pod SIGTERM at once. eto's small PID 1 (see eto's README, "Graceful
+termination") then writes a "Reclaim" notice of the same form, reason "Terminating", to
+/run/eto/notice (or /tmp/eto/notice where /run is not writable) and keeps the training
+processes running until they exit or the pod's grace period ends. notice() reads both and
+returns the more urgent: "Suspend", then "Reclaim", then "Resume".
+
+Copy this file next to your training script; it needs nothing beyond the Python standard
+library.
 """
 
 import json
@@ -23,16 +32,30 @@ import os
 from datetime import datetime
 
 NOTICE_FILE = "/etc/edl/notice"
+TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
+URGENCY = {"Suspend": 3, "Reclaim": 2, "Resume": 1}
 
 
 def notice():
     """The current notice as a dict, or None when there is none.
 
-    The file's path can be changed with the environment variable ETO_NOTICE_FILE. A file
-    that cannot be read or does not hold a JSON object counts as no notice: training goes
-    on.
+    The most urgent of eto's notice (the file ETO_NOTICE_FILE names, /etc/edl/notice by
+    default) and of the notice eto's PID 1 writes when the pod is being terminated (the
+    file ETO_TERMINATION_NOTICE_FILE names, else the first of /run/eto/notice and
+    /tmp/eto/notice that exists). A file that cannot be read or does not hold a JSON object
+    counts as no notice: training goes on.
     """
-    path = os.environ.get("ETO_NOTICE_FILE", NOTICE_FILE)
+    paths = [os.environ.get("ETO_NOTICE_FILE", NOTICE_FILE)]
+    termination = os.environ.get("ETO_TERMINATION_NOTICE_FILE")
+    paths += [termination] if termination else list(TERMINATION_NOTICE_FILES)
+    found = [value for value in map(_read, paths) if value is not None]
+    if not found:
+        return None
+    return max(found, key=lambda value: URGENCY.get(value.get("kind"), 0))
+
+
+def _read(path):
+    """The JSON object in file `path`, or None."""
     try:
         with open(path, encoding="utf-8") as file:
             text = file.read().strip()

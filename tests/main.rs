@@ -27,4 +27,5 @@ mod notice_helper;
 mod operator;
 mod scaling;
 mod suspend;
+mod termination;
 mod wide_jobs;

@@ -18,15 +18,24 @@ fn python() -> Command {
     Command::new("python3")
 }
 
-/// What the helper reports with the notice file holding `content` (absent for `None`) and
-/// the launcher environment `resume`.
-fn helper(case: &str, content: Option<&str>, resume: Option<&str>) -> Value {
+/// What the helper reports with eto's notice file holding `content` and the notice eto's PID 1
+/// writes on SIGTERM holding `termination` (each absent for `None`), and the launcher
+/// environment `resume`.
+fn helper(
+    case: &str,
+    content: Option<&str>,
+    termination: Option<&str>,
+    resume: Option<&str>,
+) -> Value {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(case);
-    let _ = std::fs::remove_file(&file);
-    if let Some(content) = content {
-        std::fs::write(&file, content).unwrap();
+    let termination_file = dir.join(format!("{case}.termination"));
+    for (path, content) in [(&file, content), (&termination_file, termination)] {
+        let _ = std::fs::remove_file(path);
+        if let Some(content) = content {
+            std::fs::write(path, content).unwrap();
+        }
     }
     let script = r#"
 import json, sys
@@ -45,6 +54,7 @@ print(json.dumps({
         .args(["-c", script])
         .arg(workspace_root().join("python"))
         .env("ETO_NOTICE_FILE", &file)
+        .env("ETO_TERMINATION_NOTICE_FILE", &termination_file)
         .env_remove("ETO_RESUME");
     if let Some(resume) = resume {
         command.env("ETO_RESUME", resume);
@@ -126,7 +136,7 @@ fn the_helper_reads_every_notice_as_eto_writes_it() {
     ];
     for (case, content, env, expected) in cases {
         let file_name = case.replace([' ', ':', '\''], "-");
-        assert_eq!(helper(&file_name, content, env), expected, "{case}");
+        assert_eq!(helper(&file_name, content, None, env), expected, "{case}");
     }
 }
 

@@ -76,12 +76,13 @@ async fn the_job_arena_renders_runs_with_the_right_hostfile() {
     );
     let worker = env.pods().get("elastic-mnist-worker-3").await.unwrap();
     assert_eq!(worker.labels()["replica-index"], "3");
+    // sshd, run by eto's PID 1: `/bin/sh -c <script> eto-pid1 /usr/sbin/sshd -De`.
     assert_eq!(
         worker.spec.as_ref().unwrap().containers[0]
             .command
             .as_ref()
-            .unwrap()[0],
-        "/usr/sbin/sshd"
+            .unwrap()[3..],
+        ["eto-pid1", "/usr/sbin/sshd", "-De"]
     );
 
     // The SSH key pair was generated into its own Secret, mounted by every pod.

@@ -386,6 +386,19 @@ pub struct ElasticPolicy {
     /// only spot nodes fit, the launcher still goes there. Defaults to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher_avoids_spot: Option<bool>,
+
+    /// Whether the first container of every pod runs its command under eto's PID 1, a small
+    /// POSIX shell that keeps the training processes through a SIGTERM (an eviction, a drain,
+    /// a node shutdown, a deletion) until they have checkpointed and exited: it writes a
+    /// `Reclaim` notice (reason `Terminating`) to `/run/eto/notice` (or `/tmp/eto/notice`),
+    /// which eto's notice helper reads, waits until nothing runs under the command any more
+    /// (or the command exits), at most until 3 seconds before the grace period ends, then
+    /// stops the command. Only a command eto knows is wrapped: the template's `command`, or
+    /// the SSH daemon eto runs in a worker without one; the image needs `/bin/sh`. When the
+    /// template leaves `terminationGracePeriodSeconds` unset, eto sets it to
+    /// `checkpointGraceSeconds`. Defaults to true (for an MPIJob, only with `elasticPolicy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_on_termination: Option<bool>,
 }
 
 /// Observed state of a TrainingJob, written by eto only.

@@ -99,6 +99,9 @@ pub struct ElasticSettings {
     /// Whether the launcher prefers nodes that are not spot capacity (see
     /// [`crate::spot_capacity`]).
     pub launcher_avoids_spot: bool,
+    /// Whether the pods' commands run under eto's PID 1, which keeps the training through a
+    /// SIGTERM until it has checkpointed (see [`crate::build::termination`]).
+    pub checkpoint_on_termination: bool,
 }
 
 /// Whether the job's pods get the `kubeai` SDK's stop signal with their notices.

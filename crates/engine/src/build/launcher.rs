@@ -99,6 +99,7 @@ pub fn launcher_pod(
         }
     }
     super::place_launcher(&job, &mut spec, avoided);
+    super::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,

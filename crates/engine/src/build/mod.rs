@@ -8,6 +8,7 @@
 mod launcher;
 mod mpi;
 mod objects;
+pub mod termination;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -77,6 +78,16 @@ fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
         crate::spot_capacity::avoid(spec);
     }
     crate::cooldown::avoiding(spec, avoided);
+}
+
+/// Runs the pod's first command under eto's PID 1, when the job asks for it (see
+/// [`termination`]).
+fn hold_on_sigterm(job: &Job<'_>, spec: &mut PodSpec) {
+    let elastic = &job.spec.elastic;
+    if elastic.checkpoint_on_termination {
+        let grace = i64::try_from(elastic.checkpoint_grace.as_secs()).unwrap_or(i64::MAX);
+        termination::hold_on_sigterm(spec, grace);
+    }
 }
 
 /// The role of a pod in its job.

@@ -99,6 +99,7 @@ pub fn launcher_job(
         ..ObjectMeta::default()
     };
     super::place_launcher(&job, &mut spec, avoided);
+    super::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {

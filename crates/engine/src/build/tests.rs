@@ -52,10 +52,12 @@ fn workers_get_identity_ssh_and_sshd() {
         (spec["hostname"].as_str(), spec["subdomain"].as_str()),
         (Some("mnist-worker-7"), Some("mnist-workers"))
     );
+    // sshd, under eto's PID 1 (see crate::build::termination), with the grace period.
     assert_eq!(
-        spec["containers"][0]["command"],
+        command_of(&spec["containers"][0]),
         json!(["/usr/sbin/sshd", "-De"])
     );
+    assert_eq!(spec["terminationGracePeriodSeconds"], 300);
     assert_eq!(
         spec["containers"][0]["volumeMounts"],
         json!([
@@ -82,7 +84,22 @@ fn a_worker_command_from_the_template_is_kept() {
     let mut job = training_job();
     worker_container(&mut job).command = Some(vec!["my-sshd".into()]);
     let pod = json_of(&with_spec(&job, |job| worker_pod(job, 0, &[])));
-    assert_eq!(pod["spec"]["containers"][0]["command"], json!(["my-sshd"]));
+    assert_eq!(
+        command_of(&pod["spec"]["containers"][0]),
+        json!(["my-sshd"])
+    );
+}
+
+/// The command of `container` as its template or eto gave it, eto's PID 1 taken away.
+fn command_of(container: &serde_json::Value) -> serde_json::Value {
+    let command = container["command"].as_array().unwrap();
+    assert_eq!(command[..2], [json!("/bin/sh"), json!("-c")]);
+    assert_eq!(
+        command[2].as_str(),
+        Some(crate::build::termination::SCRIPT),
+        "run under eto's PID 1"
+    );
+    json!(command[4..])
 }
 
 #[test]
@@ -130,11 +147,13 @@ fn the_launcher_reads_discovery_from_its_annotation_and_the_config_map() {
         json!([
             {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
             {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/edl/hostfile"},
-            {"name": "ETO_RESUME", "value": "false"}
+            {"name": "ETO_RESUME", "value": "false"},
+            {"name": "ETO_TERMINATION_GRACE_SECONDS", "value": "300"}
         ])
     );
     assert_eq!(
-        spec["containers"][0]["command"][0], "horovodrun",
+        command_of(&spec["containers"][0])[0],
+        "horovodrun",
         "the launcher's command is the user's"
     );
 }

@@ -39,6 +39,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
             first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
         }
     }
+    super::hold_on_sigterm(&job, &mut spec);
     cooldown::avoiding(&mut spec, in_cooldown);
     let volumes = spec.volumes.get_or_insert_default();
     volumes.push(job.ssh_volume());

@@ -223,6 +223,7 @@ fn elastic_settings(
                 seconds("drainSeconds", value, errors)
             }),
         launcher_avoids_spot: policy.launcher_avoids_spot.unwrap_or(true),
+        checkpoint_on_termination: policy.checkpoint_on_termination.unwrap_or(true),
         kubeai: KubeaiStop {
             every_pod: policy.kubeai_stop.unwrap_or(false),
             port: match policy.kubeai_port.map(u16::try_from) {

@@ -130,6 +130,8 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
         // Without eto's protocol, a suspend (Kueue's preemption) deletes the pods at once, as
         // mpi-operator does: Kueue admits the preemptor only once they are gone.
         elastic.spec_suspend_grace = std::time::Duration::ZERO;
+        // Its pods' commands run as mpi-operator runs them.
+        elastic.checkpoint_on_termination = false;
     }
     if let Some(policy) = &run_policy.scheduling_policy {
         if let Some(min_available) = policy.min_available {

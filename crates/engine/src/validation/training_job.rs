@@ -256,6 +256,7 @@ mod tests {
                     port: 9009
                 },
                 launcher_avoids_spot: true,
+                checkpoint_on_termination: true,
             }
         );
         assert_eq!(spec.ssh_secret, SshSecretSource::Generated);
@@ -408,6 +409,7 @@ mod tests {
             kubeai_stop: Some(true),
             kubeai_port: Some(19009),
             launcher_avoids_spot: Some(false),
+            checkpoint_on_termination: Some(false),
         });
         set_annotation(&mut job, SSH_SECRET_ANNOTATION, "team-ssh");
 
@@ -421,6 +423,7 @@ mod tests {
         assert_eq!(spec.worker_restart_policy, ReplicaRestartPolicy::ExitCode);
         assert!(!spec.elastic.suspend_below_min_workers);
         assert!(!spec.elastic.launcher_avoids_spot);
+        assert!(!spec.elastic.checkpoint_on_termination);
         assert_eq!(spec.elastic.below_min, Duration::from_secs(10));
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(30));
         assert_eq!(spec.elastic.blacklist_cooldown, Duration::ZERO);
