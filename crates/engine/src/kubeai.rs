@@ -8,8 +8,9 @@
 //! supervisor.
 //!
 //! # Who gets it
-//! A running pod, not being deleted, that this plan newly shows a `Suspend` or `Reclaim`
-//! notice, and that opted in: with the annotation [`KUBEAI_MANAGED_ANNOTATION`]`: "true"` (from
+//! A running pod (one being deleted too, until its grace period ends: eto's PID 1 keeps its
+//! training running, see [`crate::build::termination`]) that this plan newly shows a
+//! `Suspend` or `Reclaim` notice, and that opted in: with the annotation [`KUBEAI_MANAGED_ANNOTATION`]`: "true"` (from
 //! its template), or through the job's `elasticPolicy.kubeaiStop`. Once per pod and notice: a
 //! pod that shows that notice already is not sent it again. The notice file is written either
 //! way; the stop is a courtesy on top of it, and nothing waits for its answer.
@@ -49,6 +50,7 @@ pub fn stops<'c>(
     changes: impl IntoIterator<Item = &'c PodMetadata>,
     pods: &[&Pod],
     settings: KubeaiStop,
+    now: jiff::Timestamp,
 ) -> Vec<Stop> {
     changes
         .into_iter()
@@ -61,7 +63,7 @@ pub fn stops<'c>(
             let pod = pods
                 .iter()
                 .find(|pod| pod.metadata.name.as_deref() == Some(change.name.as_str()))?;
-            let running = pods::phase(pod) == "Running" && !pods::is_terminating(pod);
+            let running = pods::runs_at(pod, now);
             let before = notice::shown(pod);
             let new = before.is_none_or(|before| {
                 (before.kind, before.since) != (notice.kind, notice.since.clone())

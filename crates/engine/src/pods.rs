@@ -15,6 +15,18 @@ pub fn is_terminating(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
+/// Whether the pod still runs its containers at `now`: it is `Running` and, if it is being
+/// deleted, its grace period has not ended (eto's PID 1 keeps its training running until then,
+/// see [`crate::build::termination`]).
+pub fn runs_at(pod: &Pod, now: jiff::Timestamp) -> bool {
+    phase(pod) == "Running"
+        && pod
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .is_none_or(|deleted| deleted.0 > now)
+}
+
 /// Whether the pod has finished (`Succeeded` or `Failed`).
 pub fn is_finished(pod: &Pod) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")

@@ -383,7 +383,8 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
                 Child::PodMetadata(change) => Some(change),
                 _ => None,
             });
-            planner.plan.stops = kubeai::stops(changes, &observed.pods, spec.elastic.kubeai);
+            planner.plan.stops =
+                kubeai::stops(changes, &observed.pods, spec.elastic.kubeai, planner.now);
         }
     }
     planner.finish()

@@ -499,7 +499,9 @@ impl<'p, 'o> Run<'p, 'o> {
             else {
                 continue;
             };
-            if self.is_stale(pod) || pods::is_terminating(pod) || pods::is_finished(pod) {
+            // A pod being deleted still hears the job's notices while it runs (eto's PID 1
+            // keeps its training running through its grace period).
+            if self.is_stale(pod) || !pods::runs_at(pod, self.planner.now) {
                 continue;
             }
             let wanted = notice::for_pod(

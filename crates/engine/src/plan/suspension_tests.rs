@@ -840,15 +840,36 @@ fn a_pod_opts_in_to_the_kubeai_stop_by_its_annotation_and_no_opt_in_sends_nothin
 }
 
 #[test]
-fn a_pod_being_deleted_or_stopped_gets_no_kubeai_stop() {
+fn a_pod_gets_the_kubeai_stop_while_it_runs_being_deleted_or_not_but_not_once_stopped() {
+    let time = |world: &World, seconds: i64| {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            world.now + jiff::SignedDuration::from_secs(seconds),
+        )
+    };
+    // Being deleted, within its grace period: eto's PID 1 keeps its training running.
     let mut world = running(ElasticPolicy {
         kubeai_stop: Some(true),
         ..ElasticPolicy::default()
     });
     world.exit("mnist-worker-1", 1);
-    world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(world.now),
+    world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(time(&world, 30));
+    world.job.spec.suspend = Some(true);
+    let plan = world.reconcile();
+    assert_eq!(
+        stops_of(&plan),
+        [
+            ("mnist-launcher".to_string(), NoticeKind::Suspend, 9009),
+            ("mnist-worker-0".to_string(), NoticeKind::Suspend, 9009)
+        ]
     );
+
+    // Its grace period over: it is being killed, nothing listens any more.
+    let mut world = running(ElasticPolicy {
+        kubeai_stop: Some(true),
+        ..ElasticPolicy::default()
+    });
+    world.exit("mnist-worker-1", 1);
+    world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(time(&world, 0));
     world.job.spec.suspend = Some(true);
     let plan = world.reconcile();
     assert_eq!(
