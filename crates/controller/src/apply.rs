@@ -407,13 +407,23 @@ async fn apply_child(
     }
 }
 
-/// Deletes one child in the background and counts the write; one already gone is not an error.
-async fn delete_one<K>(ctx: &Context, namespace: &str, name: &str) -> Result<(), Error>
+/// Deletes one child in the background (a pod with `grace_seconds`, when given) and counts the
+/// write; one already gone is not an error.
+async fn delete_one<K>(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    grace_seconds: Option<i64>,
+) -> Result<(), Error>
 where
     K: NamespacedObject,
 {
     let api: Api<K> = Api::namespaced(ctx.client.clone(), namespace);
-    match api.delete(name, &DeleteParams::background()).await {
+    let params = DeleteParams {
+        grace_period_seconds: grace_seconds.and_then(|grace| u32::try_from(grace).ok()),
+        ..DeleteParams::background()
+    };
+    match api.delete(name, &params).await {
         Ok(_) => {
             ctx.metrics.count_write(K::KIND, "delete");
             Ok(())
@@ -594,9 +604,13 @@ pub async fn execute(
     }
     for deletion in &plan.delete {
         match deletion.kind {
-            ChildKind::Pod => delete_one::<Pod>(ctx, namespace, &deletion.name).await?,
-            ChildKind::Service => delete_one::<Service>(ctx, namespace, &deletion.name).await?,
-            ChildKind::Job => delete_one::<BatchJob>(ctx, namespace, &deletion.name).await?,
+            ChildKind::Pod => {
+                delete_one::<Pod>(ctx, namespace, &deletion.name, deletion.grace_seconds).await?;
+            }
+            ChildKind::Service => {
+                delete_one::<Service>(ctx, namespace, &deletion.name, None).await?;
+            }
+            ChildKind::Job => delete_one::<BatchJob>(ctx, namespace, &deletion.name, None).await?,
             ChildKind::PodGroup => pod_groups::delete(ctx, namespace, &deletion.name).await?,
         }
     }

@@ -479,6 +479,11 @@ async fn a_finished_job_deletes_its_workers_and_service() {
         )
         .await;
         assert_eq!(options["propagationPolicy"], "Background");
+        assert_eq!(
+            options.get("gracePeriodSeconds"),
+            None,
+            "their own grace period"
+        );
     }
     let status = expect_status_apply(&mut handle, &job).await;
     assert_eq!(condition(&status, "Ready")["status"], "True");
@@ -1213,4 +1218,39 @@ async fn without_the_pod_group_api_no_pod_is_created_and_the_job_says_why() {
         .find(|(line, _)| line.ends_with("/mpijobs/pi/status?&force=true&fieldManager=eto"))
         .expect("the status is written");
     assert_eq!(condition(status, "Ready")["reason"], "GangSchedulerMissing");
+}
+
+#[tokio::test]
+async fn pods_whose_checkpoint_window_ended_are_deleted_with_a_short_grace_period() {
+    let (mut job, cached) = running_job();
+    // A Suspend notice whose deadline has passed, with the launcher still running.
+    let since = now() - jiff::SignedDuration::from_secs(301);
+    let status = job.status.as_mut().expect("a status");
+    status.notice = Some(eto_api::training_job::Notice {
+        kind: eto_api::training_job::NoticeKind::Suspend,
+        reason: "Suspended".into(),
+        since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(since),
+        deadline: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            since + jiff::SignedDuration::from_secs(300),
+        )),
+        message: "suspending".into(),
+    });
+    job.spec.suspend = Some(true);
+    let (client, handle) = mock();
+    let ctx = cached.context(client);
+    let served = tokio::spawn(serve_all(handle, Vec::new()));
+    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+        .await
+        .expect("the reconcile succeeds");
+    let requests = served.await.expect("the mock server");
+    let deletions: Vec<(&str, &Value)> = requests
+        .iter()
+        .filter(|(line, _)| line.starts_with("DELETE /api/v1/namespaces/default/pods/"))
+        .map(|(line, body)| (line.as_str(), body))
+        .collect();
+    assert_eq!(deletions.len(), 3, "{requests:?}");
+    for (line, options) in deletions {
+        assert_eq!(options["gracePeriodSeconds"], 5, "{line}");
+        assert_eq!(options["propagationPolicy"], "Background", "{line}");
+    }
 }

@@ -236,6 +236,9 @@ pub struct Deletion {
     pub kind: ChildKind,
     /// Its name, in the job's namespace.
     pub name: String,
+    /// The grace period of a pod's deletion, when not its own: a pod whose training had its
+    /// whole checkpoint window already is not given another.
+    pub grace_seconds: Option<i64>,
 }
 
 /// The reason of the Warning event recorded for each worker that left host discovery because
@@ -580,6 +583,7 @@ impl Planner {
                 self.plan.delete.push(Deletion {
                     kind: ChildKind::PodGroup,
                     name: existing.metadata.name.clone().unwrap_or_default(),
+                    grace_seconds: None,
                 });
             }
             return;
@@ -696,6 +700,7 @@ impl Planner {
             self.plan.delete.push(Deletion {
                 kind: ChildKind::Job,
                 name,
+                grace_seconds: None,
             });
         }
     }
@@ -711,6 +716,7 @@ impl Planner {
             self.plan.delete.push(Deletion {
                 kind: ChildKind::Pod,
                 name,
+                grace_seconds: None,
             });
         }
     }
@@ -772,6 +778,7 @@ impl Planner {
                 self.plan.delete.push(Deletion {
                     kind: ChildKind::Service,
                     name: names::job_service(self.kind, job.name()),
+                    grace_seconds: None,
                 });
             }
         }

@@ -65,7 +65,7 @@ use super::{Counts, Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions as c;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
-use crate::plan::Child;
+use crate::plan::{Child, ChildKind};
 use crate::pod_metadata::PodMetadata;
 use crate::{names, notice, pods, scaling};
 
@@ -294,7 +294,8 @@ impl Run<'_, '_> {
     /// exited. Returns whether the run goes on.
     fn checkpointing(&mut self, notice: &Notice, requested: bool) -> bool {
         let deadline = notice.deadline.as_ref().map_or(self.planner.now, |d| d.0);
-        if self.planner.now >= deadline || !self.training() {
+        let window_over = self.planner.now >= deadline;
+        if window_over || !self.training() {
             if requested {
                 self.suspend(SUSPENDED, None);
             } else if notice.reason == BELOW_MIN_WORKERS {
@@ -310,6 +311,15 @@ impl Run<'_, '_> {
                     format!("{why}; it was told to checkpoint, and {ended}")
                 });
                 self.suspend(&notice.reason, why.as_deref());
+            }
+            if window_over && self.training() {
+                // The training had its whole window: its pods stop now, without another grace
+                // period for eto's PID 1 to wait out (see crate::build::termination).
+                for deletion in &mut self.planner.plan.delete {
+                    if deletion.kind == ChildKind::Pod {
+                        deletion.grace_seconds = Some(WINDOW_OVER_GRACE_SECONDS);
+                    }
+                }
             }
             return false;
         }
@@ -584,6 +594,9 @@ impl Run<'_, '_> {
         self.notice = notice;
     }
 }
+
+/// The grace period of the pods a suspend deletes once the checkpoint window is over.
+pub const WINDOW_OVER_GRACE_SECONDS: i64 = 5;
 
 /// What a `Suspend` notice asks of the training code, after why the job suspends.
 const CHECKPOINT_ASK: &str = ". Save a checkpoint and exit: the pods are deleted";
