@@ -1,7 +1,7 @@
 //! `python/eto_notice.py`, the helper training code uses to read eto's notices, against notice
 //! files written exactly as eto writes them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use eto_api::training_job::{Notice, NoticeKind};
@@ -141,18 +141,61 @@ fn the_helper_reads_every_notice_as_eto_writes_it() {
 }
 
 #[test]
-fn the_example_training_loop_is_valid_python() {
-    let example: &Path = &workspace_root().join("examples/train_elastic.py");
-    let output = python()
-        .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
-        .arg(example)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = std::fs::read_to_string(example).unwrap();
-    assert!(text.contains("eto_notice.check_alive()") && text.contains("eto_notice.is_resume()"));
+fn a_pods_own_termination_notice_counts_unless_the_jobs_is_more_urgent() {
+    let suspend = notice(NoticeKind::Suspend, Some(1_800_000_300));
+    let resume = notice(NoticeKind::Resume, None);
+    // What eto's PID 1 writes on SIGTERM (crates/engine/src/build/termination.rs).
+    let terminating = r#"{"kind":"Reclaim","reason":"Terminating","since":"2027-01-15T08:00:00Z","deadline":"2027-01-15T08:00:30Z","message":"this pod is being terminated (SIGTERM): save what it must and exit"}"#;
+    let cases = [
+        (
+            "terminating alone",
+            None,
+            json!({"alive": false, "resume": false, "deadline": "2027-01-15T08:00:30+00:00", "kind": "Reclaim"}),
+        ),
+        (
+            "terminating in a resumed run",
+            Some(resume.as_str()),
+            json!({"alive": false, "resume": false, "deadline": "2027-01-15T08:00:30+00:00", "kind": "Reclaim"}),
+        ),
+        (
+            "terminating while the job suspends",
+            Some(suspend.as_str()),
+            json!({"alive": false, "resume": false, "deadline": "2027-01-15T08:05:00+00:00", "kind": "Suspend"}),
+        ),
+    ];
+    for (case, eto, expected) in cases {
+        let file_name = case.replace(' ', "-");
+        assert_eq!(
+            helper(&file_name, eto, Some(terminating), None),
+            expected,
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn the_example_training_loops_are_valid_python() {
+    for (script, reads) in [
+        (
+            "train_elastic.py",
+            ["eto_notice.notice()", "eto_notice.is_resume()"],
+        ),
+        ("train_kubeai.py", ["kubeai.init()", "kubeai.check_alive()"]),
+    ] {
+        let example = workspace_root().join("examples/horovod").join(script);
+        let output = python()
+            .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+            .arg(&example)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = std::fs::read_to_string(example).unwrap();
+        for call in reads {
+            assert!(text.contains(call), "{script} calls {call}");
+        }
+    }
 }
