@@ -15,16 +15,13 @@
 //! "tolerations": [{"key": "harness/real-kubelet", "operator": "Exists"}]}` and
 //! `harness.local/busybox:v1` (pulled `Never`).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
-use eto_controller::{Metrics, Settings};
 use eto_tests::poll::until;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::Client;
-use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams, PostParams};
-use tokio_util::sync::CancellationToken;
+use eto_tests::scratch::{Scratch, phase_of};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams};
 
 const JOB: &str = r#"
 apiVersion: kai.alibabacloud.com/v1alpha1
@@ -69,6 +66,14 @@ async fn discovered(pods: &Api<Pod>) -> Option<Vec<String>> {
     Some(last_complete.lines().map(String::from).collect())
 }
 
+/// Applies the job `yaml` in `scratch` with its pods made to run on a real kubelet (see
+/// [`for_this_cluster`]).
+async fn apply_on_real_kubelet(scratch: &Scratch, yaml: &str) {
+    scratch
+        .apply_job(for_this_cluster(serde_saphyr::from_str(yaml).unwrap()))
+        .await;
+}
+
 /// `job` with `ETO_TEST_POD_PATCH` merged into its pod templates' specs and `ETO_TEST_IMAGE`
 /// as its containers' image (see the module documentation).
 fn for_this_cluster(job: TrainingJob) -> TrainingJob {
@@ -92,115 +97,11 @@ fn for_this_cluster(job: TrainingJob) -> TrainingJob {
     serde_json::from_value(value).unwrap()
 }
 
-/// A scratch namespace on the cluster KUBECONFIG names, with eto's CRDs installed and the
-/// operator running in-process for that namespace only.
-struct Scratch {
-    client: Client,
-    namespace: String,
-    stop: CancellationToken,
-    operator: tokio::task::JoinHandle<Result<(), eto_controller::RunError>>,
-}
-
-impl Scratch {
-    async fn start(name: &str) -> Self {
-        let client = Client::try_default().await.unwrap();
-        let namespace = format!("eto-test-{name}-{}", std::process::id());
-        let scratch: Namespace =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &scratch)
-            .await
-            .unwrap();
-        eto_controller::install_crds(&client).await.unwrap();
-        let stop = CancellationToken::new();
-        let operator = tokio::spawn(eto_controller::run(
-            client.clone(),
-            Settings {
-                scope: eto_controller::Scope::of(vec![namespace.clone()]),
-                pod_proxy: Some(kube::Config::infer().await.unwrap()),
-                ..Settings::default()
-            },
-            Arc::new(Metrics::default()),
-            Arc::new(jiff::Timestamp::now),
-            stop.clone().cancelled_owned(),
-        ));
-        Self {
-            client,
-            namespace,
-            stop,
-            operator,
-        }
-    }
-
-    fn jobs(&self) -> Api<TrainingJob> {
-        Api::namespaced(self.client.clone(), &self.namespace)
-    }
-
-    fn pods(&self) -> Api<Pod> {
-        Api::namespaced(self.client.clone(), &self.namespace)
-    }
-
-    /// Applies the job `yaml` as it is.
-    async fn apply(&self, yaml: &str) {
-        self.apply_job(serde_saphyr::from_str(yaml).unwrap()).await;
-    }
-
-    /// Applies the job `yaml` with its pods made to run on a real kubelet (see
-    /// [`for_this_cluster`]).
-    async fn apply_on_real_kubelet(&self, yaml: &str) {
-        self.apply_job(for_this_cluster(serde_saphyr::from_str(yaml).unwrap()))
-            .await;
-    }
-
-    async fn apply_job(&self, job: TrainingJob) {
-        let name = job.metadata.name.clone().unwrap();
-        self.jobs()
-            .patch(
-                &name,
-                &PatchParams::apply("eto-test").force(),
-                &Patch::Apply(&job),
-            )
-            .await
-            .unwrap();
-    }
-
-    /// Waits until the job `name` is `Running`.
-    async fn wait_running(&self, name: &str, within: Duration) {
-        let jobs = self.jobs();
-        until("the job runs", within, async || {
-            let job = jobs.get(name).await.ok()?;
-            (phase_of(&job)? == eto_api::training_job::JobPhase::Running).then_some(())
-        })
-        .await;
-    }
-
-    /// Sets `spec.suspend` of the job `name`.
-    async fn suspend(&self, name: &str) {
-        self.jobs()
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"spec": {"suspend": true}})),
-            )
-            .await
-            .unwrap();
-    }
-
-    async fn end(self) {
-        self.stop.cancel();
-        let _ = self.operator.await;
-        Api::<Namespace>::all(self.client.clone())
-            .delete(&self.namespace, &DeleteParams::default())
-            .await
-            .unwrap();
-    }
-}
-
 #[tokio::test]
 #[ignore = "needs cluster (KUBECONFIG): installs eto's CRDs and runs pods in a scratch namespace"]
 async fn the_launchers_discovery_script_follows_the_workers_on_a_real_kubelet() {
     let scratch = Scratch::start("discovery").await;
-    scratch.apply_on_real_kubelet(JOB).await;
+    apply_on_real_kubelet(&scratch, JOB).await;
     let pods = scratch.pods();
     let both = [
         "discovery-worker-0.discovery-workers:1".to_string(),
@@ -265,7 +166,7 @@ spec:
 #[ignore = "needs cluster (KUBECONFIG): installs eto's CRDs and runs pods in a scratch namespace"]
 async fn a_suspend_notice_reaches_the_workers_file_on_a_real_kubelet() {
     let scratch = Scratch::start("notice").await;
-    scratch.apply_on_real_kubelet(NOTICED).await;
+    apply_on_real_kubelet(&scratch, NOTICED).await;
     scratch
         .wait_running("noticed", Duration::from_secs(300))
         .await;
@@ -496,10 +397,6 @@ spec:
               limits:
                 nvidia.com/gpu: "1"
 "#;
-
-fn phase_of(job: &TrainingJob) -> Option<eto_api::training_job::JobPhase> {
-    job.status.as_ref()?.phase
-}
 
 #[tokio::test]
 #[ignore = "needs cluster (KUBECONFIG) with nodes for four workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]

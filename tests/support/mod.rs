@@ -40,4 +40,5 @@ pub mod history;
 pub mod metrics;
 pub mod pod_groups;
 pub mod poll;
+pub mod scratch;
 pub mod tools;
