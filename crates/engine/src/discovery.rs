@@ -20,25 +20,62 @@ use std::fmt::Write;
 
 use eto_api::mpi_job::MpiImplementation;
 
-/// The discovery script Horovod runs (`--host-discovery-script /etc/edl/discover_hosts.sh`).
-/// Horovod runs it every second and stops the job if its first run fails, so it only prints
-/// the current hostfile and always succeeds.
-pub const DISCOVER_HOSTS_SCRIPT: &str = "#!/bin/sh
-# Prints the workers that are ready for training, one host:slots line each. eto keeps
-# /etc/edl/hostfile current; this script stays cheap and always succeeds.
-cat /etc/edl/hostfile 2>/dev/null
+/// A discovery script that prints the `host:slots` lines of `$hostfile` whose host name
+/// resolves (see [`DISCOVER_HOSTS_SCRIPT`]).
+macro_rules! discovery_script {
+    ($hostfile:literal) => {
+        concat!(
+            "#!/bin/sh
+# Prints the workers that are ready for training, one host:slots line each, from the hostfile
+# eto keeps current. A worker's DNS name is published a moment after its pod starts: a host
+# whose name does not resolve yet is left out until it does, so that Horovod never starts a
+# process on a host it cannot reach. Names that resolved once are remembered (eto never reuses
+# a worker's name). Without getent every host is printed. Stays cheap and always succeeds.
+hostfile=",
+            $hostfile,
+            "
+[ -r \"$hostfile\" ] || exit 0
+resolved=${TMPDIR:-/tmp}/eto-resolved-hosts
+known=$(cat \"$resolved\" 2>/dev/null)
+check=
+command -v getent >/dev/null 2>&1 && check=1
+while IFS= read -r line || [ -n \"$line\" ]; do
+  host=${line%%:*}
+  [ -n \"$host\" ] || continue
+  case \"
+$known
+\" in
+    *\"
+$host
+\"*) ;;
+    *)
+      if [ -n \"$check\" ]; then
+        getent hosts \"$host\" >/dev/null 2>&1 || continue
+        echo \"$host\" >>\"$resolved\" 2>/dev/null
+      fi
+      ;;
+  esac
+  echo \"$line\"
+done <\"$hostfile\"
 exit 0
-";
+"
+        )
+    };
+}
+
+/// The discovery script Horovod runs (`--host-discovery-script /etc/edl/discover_hosts.sh`).
+/// Horovod runs it every second and stops the job if its first run fails, so it stays cheap
+/// and always succeeds. It prints the hostfile's lines whose host name resolves: a worker is
+/// ready before its DNS record is published (the EndpointSlice controller and the cluster's
+/// DNS follow the pod by a moment, longer on a busy control plane), and a host Horovod cannot
+/// resolve makes its SSH fail, which real Horovod can take for a failure of every rank.
+pub const DISCOVER_HOSTS_SCRIPT: &str = discovery_script!("/etc/edl/hostfile");
 
 /// The discovery script of an MPIJob's launcher (`/etc/mpi/discover_hosts.sh`, where
 /// mpi-operator's is). Unlike mpi-operator's it prints `host:slots`, which Horovod prefers to
-/// `--slots-per-host`, and it follows the workers within seconds.
-pub const MPI_DISCOVER_HOSTS_SCRIPT: &str = "#!/bin/sh
-# Prints the workers that are ready for training, one host:slots line each. eto keeps
-# /etc/mpi/ready_hosts current; this script stays cheap and always succeeds.
-cat /etc/mpi/ready_hosts 2>/dev/null
-exit 0
-";
+/// `--slots-per-host`, and it follows the workers within seconds; like
+/// [`DISCOVER_HOSTS_SCRIPT`] it leaves out hosts whose name does not resolve yet.
+pub const MPI_DISCOVER_HOSTS_SCRIPT: &str = discovery_script!("/etc/mpi/ready_hosts");
 
 /// A host of the discovery data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,20 +148,17 @@ mod tests {
                 "pi-worker-0.pi.default.svc:2\n"
             );
         }
-        let lines: Vec<&str> = MPI_DISCOVER_HOSTS_SCRIPT
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .collect();
-        assert_eq!(lines, ["cat /etc/mpi/ready_hosts 2>/dev/null", "exit 0"]);
+        assert_eq!(
+            MPI_DISCOVER_HOSTS_SCRIPT.replace("/etc/mpi/ready_hosts", "/etc/edl/hostfile"),
+            DISCOVER_HOSTS_SCRIPT
+        );
     }
 
     #[test]
-    fn the_script_prints_the_hostfile_and_always_succeeds() {
-        let lines: Vec<&str> = DISCOVER_HOSTS_SCRIPT
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .collect();
-        assert_eq!(lines, ["cat /etc/edl/hostfile 2>/dev/null", "exit 0"]);
+    fn the_script_reads_the_hostfile_and_always_succeeds() {
+        // What it prints is run by a real shell in tests/discovery_script.rs.
         assert!(DISCOVER_HOSTS_SCRIPT.starts_with("#!/bin/sh\n"));
+        assert!(DISCOVER_HOSTS_SCRIPT.contains("\nhostfile=/etc/edl/hostfile\n"));
+        assert!(DISCOVER_HOSTS_SCRIPT.ends_with("\nexit 0\n"));
     }
 }

@@ -319,7 +319,7 @@ fn the_service_selects_every_pod_and_the_config_map_holds_the_hostfile() {
         config["data"]["discover_hosts.sh"]
             .as_str()
             .unwrap()
-            .contains("cat /etc/mpi/ready_hosts")
+            .contains("hostfile=/etc/mpi/ready_hosts\n")
     );
     let secret = json_of(&with_spec(&mpi_job(), |job, _| ssh_secret(job)));
     assert_eq!(secret["metadata"]["name"], "pi-ssh");
