@@ -120,11 +120,16 @@ impl Training {
         let Ok(stream) = pods.log_stream(&name, &params).await else {
             return;
         };
-        // Every line, kept for a look after the test, whatever it shows.
+        // Every line, kept for a look after the test, whatever it shows; the launchers of
+        // successive runs share a name, so each appends to the file of the one before.
         let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs");
         let _ = std::fs::create_dir_all(&dir);
         let namespace = pods.namespace().unwrap_or_default().to_string();
-        let mut kept = std::fs::File::create(dir.join(format!("{namespace}-{name}.log"))).ok();
+        let mut kept = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("{namespace}-{name}.log")))
+            .ok();
         let mut lines = stream.lines();
         while let Some(Ok(line)) = lines.next().await {
             if let Some(file) = kept.as_mut() {
