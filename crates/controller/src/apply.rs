@@ -30,7 +30,6 @@
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
-use eto_api::{MPIJob, TrainingJob};
 use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan};
 use eto_engine::pod_metadata::PodMetadata;
@@ -529,14 +528,6 @@ fn cached_request(
         ScalerKind::ScaleOut => &ctx.stores.scale_outs,
     };
     store.get(&ObjectRef::new_with(name, request_resource(kind)).within(namespace))
-}
-
-/// The resource of jobs of `kind`.
-pub fn job_resource(kind: Kind) -> ApiResource {
-    match kind {
-        Kind::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
-        Kind::MpiJob => ApiResource::erase::<MPIJob>(&()),
-    }
 }
 
 /// Carries out `plan` for `job`, of `kind`, writing only children that `owner` controls (see

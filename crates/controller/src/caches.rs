@@ -25,7 +25,6 @@ use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tokio::sync::watch;
 
-use crate::apply;
 use crate::context::Stores;
 use crate::listed::Listed;
 use crate::metrics::Metrics;
@@ -225,8 +224,7 @@ pub(crate) async fn wire(
         ));
     }
 
-    let job_writers = [Kind::TrainingJob, Kind::MpiJob]
-        .map(|kind| reflector::store::Writer::new(apply::job_resource(kind)));
+    let job_writers = Kind::ALL.map(|kind| reflector::store::Writer::new(kind.api_resource()));
     let [training_writer, mpi_writer] = job_writers;
     let stores = Stores {
         training_jobs: training_writer.as_reader(),
@@ -312,17 +310,15 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
         .find(|owner| owner.controller == Some(true))?;
     let group = owner.api_version.split('/').next().unwrap_or_default();
     let (kind, name) = match (group, owner.kind.as_str()) {
-        ("kai.alibabacloud.com", "TrainingJob") => (Kind::TrainingJob, owner.name.as_str()),
-        ("kubeflow.org", "MPIJob") => (Kind::MpiJob, owner.name.as_str()),
         ("batch", "Job") => (
             Kind::MpiJob,
             metadata.labels.as_ref()?.get(MPI_JOB_NAME_LABEL)?.as_str(),
         ),
-        _ => return None,
+        (group, kind) => (Kind::of_api(group, kind)?, owner.name.as_str()),
     };
     Some((
         kind,
-        ObjectRef::new_with(name, apply::job_resource(kind)).within(namespace),
+        ObjectRef::new_with(name, kind.api_resource()).within(namespace),
     ))
 }
 
@@ -337,10 +333,10 @@ fn every_job_once_listed(
     futures::stream::once(async move {
         listed.all(&[cache]).await;
         tracing::info!(cache, "now served; every job is planned again");
-        let jobs: Vec<Trigger> = [Kind::TrainingJob, Kind::MpiJob]
+        let jobs: Vec<Trigger> = Kind::ALL
             .into_iter()
             .flat_map(|kind| {
-                let resource = apply::job_resource(kind);
+                let resource = kind.api_resource();
                 stores.jobs(kind).state().into_iter().map(move |job| {
                     (
                         kind,

@@ -3,11 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eto_api::mpi_job::{ETO_MANAGED_BY, MPIJobStatus};
-use eto_api::training_job::TrainingJobStatus;
-use eto_api::{MPIJob, TrainingJob};
-use eto_engine::kind::{JobRef, Kind};
-use eto_engine::mpi_status;
+use eto_engine::kind::{Kind, OwnedJob};
 use eto_engine::plan::{plan, plan_undecodable};
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -109,16 +105,6 @@ pub async fn reconcile(
     result
 }
 
-/// Whether eto runs the job `object` of `kind` (see [`ETO_MANAGED_BY`]).
-pub fn managed_by_eto(kind: Kind, object: &DynamicObject) -> bool {
-    match kind {
-        Kind::TrainingJob => true,
-        Kind::MpiJob => object.data["spec"]["runPolicy"]["managedBy"]
-            .as_str()
-            .is_none_or(|manager| manager == ETO_MANAGED_BY),
-    }
-}
-
 async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
     if object.metadata.name.is_none() || object.metadata.namespace.is_none() {
         return Err(Error::MissingIdentity);
@@ -127,7 +113,7 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         // The garbage collector removes the children with the job.
         return Ok(Action::await_change());
     }
-    if !managed_by_eto(kind, object) {
+    if !kind.managed_by_eto(&object.data) {
         tracing::debug!(
             namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
             job = object.metadata.name.as_deref().unwrap_or_default(),
@@ -140,16 +126,10 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         what: "the job",
         source,
     })?;
-    let decoded = match kind {
-        Kind::TrainingJob => eto_engine::parse::parse::<TrainingJob>(value.clone())
-            .map(|job| Job::Training(Box::new(job))),
-        Kind::MpiJob => {
-            eto_engine::parse::parse::<MPIJob>(value.clone()).map(|job| Job::Mpi(Box::new(job)))
-        }
-    };
+    let decoded = OwnedJob::parse(kind, value.clone());
     let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
     let name = object.metadata.name.as_deref().unwrap_or_default();
-    let resource = apply::job_resource(kind);
+    let resource = kind.api_resource();
     let target = Target {
         object,
         resource: &resource,
@@ -210,15 +190,10 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             }
         }
         Err(error) => {
-            let status = value.get("status").cloned();
-            let status = match kind {
-                Kind::TrainingJob => {
-                    status.and_then(|s| serde_json::from_value::<TrainingJobStatus>(s).ok())
-                }
-                Kind::MpiJob => status
-                    .and_then(|s| serde_json::from_value::<MPIJobStatus>(s).ok())
-                    .map(|s| mpi_status::to_engine(&s)),
-            };
+            let status = value
+                .get("status")
+                .cloned()
+                .and_then(|status| kind.stored_status(status));
             // Nothing of the job's host discovery is written: a pod change waits for no one.
             ctx.metrics.pod_changes.take(kind.name(), namespace, name);
             let plan = plan_undecodable(kind, &object.metadata, status, error, now);
@@ -242,21 +217,6 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
     Ok(Action::requeue(
         requeue.map_or(resync, |after| after.min(resync)),
     ))
-}
-
-/// A decoded job of either kind (boxed: a TrainingJob is several times larger than an MPIJob).
-enum Job {
-    Training(Box<TrainingJob>),
-    Mpi(Box<MPIJob>),
-}
-
-impl Job {
-    fn as_ref(&self) -> JobRef<'_> {
-        match self {
-            Self::Training(job) => JobRef::Training(job),
-            Self::Mpi(job) => JobRef::Mpi(job),
-        }
-    }
 }
 
 /// What to do after a failed reconcile of a job of `kind`: log it and try again, sooner after

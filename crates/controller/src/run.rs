@@ -23,7 +23,6 @@ use kube::runtime::scheduler::{ScheduleRequest, debounced_scheduler};
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
-use crate::apply;
 use crate::caches::{self, Caches, served};
 use crate::context::GangSettings;
 use crate::context::{Clock, Context};
@@ -76,7 +75,7 @@ impl Default for Settings {
             debounce: Duration::from_millis(20),
             instance: None,
             reconcile_timeout: RECONCILE_TIMEOUT,
-            kinds: vec![Kind::TrainingJob, Kind::MpiJob],
+            kinds: Kind::ALL.to_vec(),
             gang: None,
             pod_proxy: None,
             node_warnings: Some(eto_engine::node_warnings::Rules::default()),
@@ -189,7 +188,7 @@ pub async fn run(
 
 /// Checks that the jobs of `kind` can be listed in every namespace of `scope`.
 async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), RunError> {
-    let resource = apply::job_resource(kind);
+    let resource = kind.api_resource();
     match served(client, scope, &resource).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(RunError::CrdMissing {
@@ -373,7 +372,7 @@ fn start_controllers(
         if !kinds.contains(&kind) {
             continue;
         }
-        let resource = apply::job_resource(kind);
+        let resource = kind.api_resource();
         let watch = watches.reflect_custom(
             writer,
             &resource,
@@ -416,7 +415,7 @@ fn start_controllers(
         let requests = Arc::new(Requests {
             kind,
             resource: resource.clone(),
-            job_resource: apply::job_resource(Kind::TrainingJob),
+            job_resource: Kind::TrainingJob.api_resource(),
             shared: Arc::clone(ctx),
             poke: poke.clone(),
             listed: listed.clone(),

@@ -55,7 +55,7 @@ pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, E
         .map_err(|error| {
             Request {
                 verb: "patch",
-                resource: &format!("{}/scale", jobs::resource(kind)),
+                resource: &format!("{}/scale", kind.resource()),
                 namespace: Some(namespace),
             }
             .failed(error)
@@ -105,7 +105,7 @@ pub async fn set_suspended(client: &Client, job: &Job, suspend: bool) -> Result<
         .map_err(|error| {
             Request {
                 verb: "patch",
-                resource: jobs::resource(kind),
+                resource: kind.resource(),
                 namespace: Some(namespace),
             }
             .failed(error)

@@ -36,6 +36,15 @@ pub enum Error {
         /// The API server's message.
         message: String,
     },
+    /// The API server returned a job eto's types do not fit (a CRD installed without
+    /// validation, or by another version of eto).
+    #[error("cannot read a {resource} object: {message}")]
+    Undecodable {
+        /// The resource.
+        resource: String,
+        /// What does not fit, naming the field.
+        message: String,
+    },
     /// The request is not allowed by the job's own rules.
     #[error("{0}")]
     Refused(String),

@@ -1,66 +1,34 @@
-//! Finding eto's jobs of either kind, and reading what a person wants to know about them.
+//! Finding eto's jobs of every kind, and reading what a person wants to know about them.
 
-use eto_api::{MPIJob, TrainingJob};
-use eto_engine::kind::{JobRef, Kind};
+use eto_engine::kind::{JobRef, Kind, OwnedJob};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;
 
 use crate::error::{Error, Request, is_not_found};
 
-/// A job of either kind, owned.
-#[derive(Clone, Debug)]
-pub enum Job {
-    /// A TrainingJob.
-    Training(Box<TrainingJob>),
-    /// An MPIJob.
-    Mpi(Box<MPIJob>),
-}
+/// A job of any kind, owned.
+pub type Job = OwnedJob;
 
-impl Job {
-    /// The job, borrowed as the engine takes it.
-    pub fn as_ref(&self) -> JobRef<'_> {
-        match self {
-            Self::Training(job) => JobRef::Training(job),
-            Self::Mpi(job) => JobRef::Mpi(job),
-        }
-    }
-
-    /// The job as its API has it, for `-o json` and `-o yaml`.
-    pub fn to_value(&self) -> serde_json::Value {
-        let value = match self {
-            Self::Training(job) => serde_json::to_value(job),
-            Self::Mpi(job) => serde_json::to_value(job),
-        };
-        value.unwrap_or_default()
-    }
-}
-
-/// The resource name of `kind` as RBAC and error messages name it.
-pub fn resource(kind: Kind) -> &'static str {
-    match kind {
-        Kind::TrainingJob => "trainingjobs.kai.alibabacloud.com",
-        Kind::MpiJob => "mpijobs.kubeflow.org",
-    }
-}
-
-/// Which kind a `JOB` argument asks for: `NAME` (either), `trainingjob/NAME` or `tj/NAME`,
-/// `mpijob/NAME` or `mpij/NAME`.
+/// Which kind a `JOB` argument asks for: `NAME` (any), or `KIND/NAME` where `KIND` is one of
+/// the kind's aliases (`trainingjob/NAME` or `tj/NAME`, `mpijob/NAME` or `mpij/NAME`).
 pub fn parse_job_argument(argument: &str) -> (Option<Kind>, &str) {
     match argument.split_once('/') {
-        Some((prefix, name)) => {
-            let kind = match prefix.to_ascii_lowercase().as_str() {
-                "trainingjob" | "trainingjobs" | "tj" => Some(Kind::TrainingJob),
-                "mpijob" | "mpijobs" | "mpij" => Some(Kind::MpiJob),
-                _ => None,
-            };
-            match kind {
-                Some(kind) => (Some(kind), name),
-                None => (None, argument),
-            }
-        }
+        Some((prefix, name)) => match Kind::of_alias(prefix) {
+            Some(kind) => (Some(kind), name),
+            None => (None, argument),
+        },
         None => (None, argument),
     }
+}
+
+/// Decodes `object`, a job of `kind` the API server returned for `request`.
+fn decode(kind: Kind, object: DynamicObject, request: &Request<'_>) -> Result<Job, Error> {
+    let value = serde_json::to_value(object).unwrap_or_default();
+    OwnedJob::parse(kind, value).map_err(|error| Error::Undecodable {
+        resource: request.resource.to_string(),
+        message: error.to_string(),
+    })
 }
 
 /// Lists the jobs of `kind` in `namespace` (all namespaces when `None`). A kind whose CRD is
@@ -72,32 +40,20 @@ async fn list_kind(
 ) -> Result<Option<Vec<Job>>, Error> {
     let request = Request {
         verb: "list",
-        resource: resource(kind),
+        resource: kind.resource(),
         namespace,
     };
-    let params = ListParams::default();
-    let listed = match kind {
-        Kind::TrainingJob => api::<TrainingJob>(client, namespace)
-            .list(&params)
-            .await
-            .map(|list| {
-                list.items
-                    .into_iter()
-                    .map(|job| Job::Training(Box::new(job)))
-                    .collect()
-            }),
-        Kind::MpiJob => api::<MPIJob>(client, namespace)
-            .list(&params)
-            .await
-            .map(|list| {
-                list.items
-                    .into_iter()
-                    .map(|job| Job::Mpi(Box::new(job)))
-                    .collect()
-            }),
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &kind.api_resource()),
+        None => Api::all_with(client.clone(), &kind.api_resource()),
     };
-    match listed {
-        Ok(jobs) => Ok(Some(jobs)),
+    match api.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .map(|object| decode(kind, object, &request))
+            .collect::<Result<_, _>>()
+            .map(Some),
         Err(error) if is_not_found(&error) => Ok(None),
         Err(error) => Err(request.failed(error)),
     }
@@ -105,39 +61,26 @@ async fn list_kind(
 
 /// The jobs of `kind` in `namespace`, untyped: for writes that need no decoding.
 pub fn api_of(client: &Client, kind: Kind, namespace: &str) -> Api<DynamicObject> {
-    let resource = match kind {
-        Kind::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
-        Kind::MpiJob => ApiResource::erase::<MPIJob>(&()),
-    };
-    Api::namespaced_with(client.clone(), namespace, &resource)
+    Api::namespaced_with(client.clone(), namespace, &kind.api_resource())
 }
 
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    }
-}
-
-/// Every job of both kinds in `namespace` (all namespaces when `None`), sorted by namespace,
-/// name and kind. Fails when neither kind's CRD is installed.
+/// Every job of every kind in `namespace` (all namespaces when `None`), sorted by namespace,
+/// name and kind. Fails when no kind's CRD is installed.
 pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Job>, Error> {
-    let training = list_kind(client, Kind::TrainingJob, namespace).await?;
-    let mpi = list_kind(client, Kind::MpiJob, namespace).await?;
-    if training.is_none() && mpi.is_none() {
+    let mut jobs = Vec::new();
+    let mut installed = false;
+    for kind in Kind::ALL {
+        if let Some(listed) = list_kind(client, kind, namespace).await? {
+            installed = true;
+            jobs.extend(listed);
+        }
+    }
+    if !installed {
         return Err(Error::CrdMissing {
             kind: Kind::TrainingJob.name(),
-            crd: resource(Kind::TrainingJob),
+            crd: Kind::TrainingJob.resource(),
         });
     }
-    let mut jobs: Vec<Job> = training
-        .into_iter()
-        .flatten()
-        .chain(mpi.into_iter().flatten())
-        .collect();
     jobs.sort_by(|a, b| {
         let key = |job: &Job| {
             let job = job.as_ref();
@@ -153,32 +96,22 @@ pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Job>, 
 }
 
 /// The job `argument` names in `namespace` (see [`parse_job_argument`]). A bare name is looked
-/// up as a TrainingJob first, then as an MPIJob.
+/// up as each kind in turn, a TrainingJob first.
 pub async fn find(client: &Client, namespace: &str, argument: &str) -> Result<Job, Error> {
     let (kind, name) = parse_job_argument(argument);
     let kinds = match kind {
         Some(kind) => vec![kind],
-        None => vec![Kind::TrainingJob, Kind::MpiJob],
+        None => Kind::ALL.to_vec(),
     };
     let mut installed = false;
     for kind in kinds.iter().copied() {
         let request = Request {
             verb: "get",
-            resource: resource(kind),
+            resource: kind.resource(),
             namespace: Some(namespace),
         };
-        let found = match kind {
-            Kind::TrainingJob => api::<TrainingJob>(client, Some(namespace))
-                .get_opt(name)
-                .await
-                .map(|job| job.map(|job| Job::Training(Box::new(job)))),
-            Kind::MpiJob => api::<MPIJob>(client, Some(namespace))
-                .get_opt(name)
-                .await
-                .map(|job| job.map(|job| Job::Mpi(Box::new(job)))),
-        };
-        match found {
-            Ok(Some(job)) => return Ok(job),
+        match api_of(client, kind, namespace).get_opt(name).await {
+            Ok(Some(object)) => return decode(kind, object, &request),
             // A missing object and a missing API both answer 404: a list tells them apart.
             Ok(None) => installed |= list_kind(client, kind, Some(namespace)).await?.is_some(),
             Err(error) if is_not_found(&error) => {}
@@ -194,7 +127,7 @@ pub async fn find(client: &Client, namespace: &str, argument: &str) -> Result<Jo
         let kind = kinds[0];
         Err(Error::CrdMissing {
             kind: kind.name(),
-            crd: resource(kind),
+            crd: kind.resource(),
         })
     }
 }

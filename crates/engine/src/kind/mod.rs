@@ -1,0 +1,388 @@
+//! The kinds of job eto serves, and what differs between them.
+//!
+//! One engine plans every kind: workers, discovery, losses, restarts, suspension and deadlines
+//! are decided once, in [`crate::plan()`]. A kind contributes its vocabulary (condition reasons,
+//! field names, labels, see [`Vocabulary`]), its objects (see [`crate::build`]) and its status
+//! document: the engine plans a status in TrainingJob's shape, the richest, and [`ApiStatus`]
+//! converts it for the kind's API (see [`crate::mpi_status`]). What a kind contributes lives in
+//! its own module: [`training_job`], [`mpi_job`].
+
+pub mod mpi_job;
+pub mod training_job;
+
+use eto_api::training_job::TrainingJobStatus;
+use eto_api::well_known::WORKER_ROLE;
+use eto_api::{MPIJob, MPIJobStatus, TrainingJob};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::core::ApiResource;
+use serde::Serialize;
+
+use crate::mpi_status;
+use crate::parse::parse;
+use crate::validation::FieldError;
+
+/// A kind of job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `TrainingJob` (`kai.alibabacloud.com/v1alpha1`).
+    TrainingJob,
+    /// `MPIJob` (`kubeflow.org/v2beta1`).
+    MpiJob,
+}
+
+/// The names, fields and labels of a kind, as its users and their tools know them.
+#[derive(Debug)]
+pub struct Vocabulary {
+    /// The kind's name, as in `kind:`.
+    pub name: &'static str,
+    /// `<plural>.<group>`, as RBAC and the API server's errors name the resource.
+    pub resource: &'static str,
+    /// What a person may write before `/NAME` to name the kind (`kubectl eto`), lower case.
+    pub aliases: &'static [&'static str],
+    /// The field holding the job's minimum number of workers, for messages.
+    pub min_field: &'static str,
+    /// The field (or fields) that suspend a job, for messages.
+    pub suspend_field: &'static str,
+    /// Reason of the `Suspended` condition of a job suspended by its spec.
+    pub suspended_reason: &'static str,
+    /// Reason of the `Suspended` condition of a job that resumed.
+    pub resumed_reason: &'static str,
+    /// The label holding the job's name on its pods.
+    pub job_name_label: &'static str,
+    /// The label holding a pod's role (`launcher` or `worker`).
+    pub role_label: &'static str,
+    /// The label holding a worker's index.
+    pub index_label: &'static str,
+}
+
+impl Kind {
+    /// Every kind eto serves.
+    pub const ALL: [Self; 2] = [Self::TrainingJob, Self::MpiJob];
+
+    /// Its names, fields and labels.
+    pub fn vocabulary(self) -> &'static Vocabulary {
+        match self {
+            Self::TrainingJob => &training_job::VOCABULARY,
+            Self::MpiJob => &mpi_job::VOCABULARY,
+        }
+    }
+
+    /// The kind of the API group `group` whose objects are of kind `kind`, if eto serves it.
+    pub fn of_api(group: &str, kind: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|served| served.api_resource().group == group && served.name() == kind)
+    }
+
+    /// The kind a person names with `alias` (`tj`, `mpijobs`, ...; any case).
+    pub fn of_alias(alias: &str) -> Option<Self> {
+        let alias = alias.to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.vocabulary().aliases.contains(&alias.as_str()))
+    }
+
+    /// Its API resource, for untyped requests.
+    pub fn api_resource(self) -> ApiResource {
+        match self {
+            Self::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
+            Self::MpiJob => ApiResource::erase::<MPIJob>(&()),
+        }
+    }
+
+    /// The kind's name, as in `kind:`.
+    pub fn name(self) -> &'static str {
+        self.vocabulary().name
+    }
+
+    /// `<plural>.<group>`, as RBAC and the API server's errors name the resource.
+    pub fn resource(self) -> &'static str {
+        self.vocabulary().resource
+    }
+
+    /// A condition or event reason: the kind's name followed by `what`, as both et-operator
+    /// (`TrainingJobSucceeded`) and mpi-operator (`MPIJobSucceeded`) spell them.
+    pub fn reason(self, what: &str) -> String {
+        format!("{}{what}", self.name())
+    }
+
+    /// The field holding the job's minimum number of workers, for messages.
+    pub fn min_field(self) -> &'static str {
+        self.vocabulary().min_field
+    }
+
+    /// The field (or fields) that suspend a job, for messages.
+    pub fn suspend_field(self) -> &'static str {
+        self.vocabulary().suspend_field
+    }
+
+    /// Reason of the `Suspended` condition of a job suspended by its spec: `Suspended`, or
+    /// mpi-operator's `MPIJobSuspended`.
+    pub fn suspended_reason(self) -> &'static str {
+        self.vocabulary().suspended_reason
+    }
+
+    /// Reason of the `Suspended` condition of a job that resumed: `Resumed`, or mpi-operator's
+    /// `MPIJobResumed`.
+    pub fn resumed_reason(self) -> &'static str {
+        self.vocabulary().resumed_reason
+    }
+
+    /// The label holding the job's name on its pods.
+    pub fn job_name_label(self) -> &'static str {
+        self.vocabulary().job_name_label
+    }
+
+    /// The label holding a pod's role (`launcher` or `worker`).
+    pub fn role_label(self) -> &'static str {
+        self.vocabulary().role_label
+    }
+
+    /// The label holding a worker's index.
+    pub fn index_label(self) -> &'static str {
+        self.vocabulary().index_label
+    }
+
+    /// The label selector of the workers of job `name`, as the scale subresource reads it.
+    pub fn worker_selector(self, name: &str) -> String {
+        format!(
+            "{}={name},{}={WORKER_ROLE}",
+            self.job_name_label(),
+            self.role_label()
+        )
+    }
+
+    /// Whether eto runs `job`, an object of this kind as JSON, or leaves it to the controller
+    /// its spec names (an MPIJob's `spec.runPolicy.managedBy`).
+    pub fn managed_by_eto(self, job: &serde_json::Value) -> bool {
+        match self {
+            Self::TrainingJob => true,
+            Self::MpiJob => mpi_job::managed_by_eto(job),
+        }
+    }
+
+    /// The stored `status` of a job of this kind that does not decode, in the engine's shape,
+    /// when the status itself does.
+    pub fn stored_status(self, status: serde_json::Value) -> Option<TrainingJobStatus> {
+        match self {
+            Self::TrainingJob => training_job::stored_status(status),
+            Self::MpiJob => mpi_job::stored_status(status),
+        }
+    }
+}
+
+/// A job of any kind, owned (boxed: a TrainingJob is several times larger than an MPIJob).
+#[derive(Clone, Debug)]
+pub enum OwnedJob {
+    /// A TrainingJob.
+    Training(Box<TrainingJob>),
+    /// An MPIJob.
+    Mpi(Box<MPIJob>),
+}
+
+impl OwnedJob {
+    /// Decodes `value`, an object of `kind`.
+    ///
+    /// # Errors
+    /// A [`FieldError`] naming the first field that does not fit (see [`crate::parse`]).
+    pub fn parse(kind: Kind, value: serde_json::Value) -> Result<Self, FieldError> {
+        Ok(match kind {
+            Kind::TrainingJob => Self::Training(Box::new(parse(value)?)),
+            Kind::MpiJob => Self::Mpi(Box::new(parse(value)?)),
+        })
+    }
+
+    /// The job, borrowed as the engine takes it.
+    pub fn as_ref(&self) -> JobRef<'_> {
+        match self {
+            Self::Training(job) => JobRef::Training(job),
+            Self::Mpi(job) => JobRef::Mpi(job),
+        }
+    }
+
+    /// The job as its API has it.
+    pub fn to_value(&self) -> serde_json::Value {
+        let value = match self {
+            Self::Training(job) => serde_json::to_value(job),
+            Self::Mpi(job) => serde_json::to_value(job),
+        };
+        value.unwrap_or_default()
+    }
+}
+
+/// A job of any kind, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub enum JobRef<'a> {
+    /// A TrainingJob.
+    Training(&'a TrainingJob),
+    /// An MPIJob.
+    Mpi(&'a MPIJob),
+}
+
+impl<'a> JobRef<'a> {
+    /// Its kind.
+    pub fn kind(self) -> Kind {
+        match self {
+            Self::Training(_) => Kind::TrainingJob,
+            Self::Mpi(_) => Kind::MpiJob,
+        }
+    }
+
+    /// Its metadata.
+    pub fn metadata(self) -> &'a ObjectMeta {
+        match self {
+            Self::Training(job) => &job.metadata,
+            Self::Mpi(job) => &job.metadata,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'a str {
+        self.metadata().name.as_deref().unwrap_or_default()
+    }
+
+    /// Its namespace.
+    pub fn namespace(self) -> &'a str {
+        self.metadata().namespace.as_deref().unwrap_or("default")
+    }
+
+    /// Its uid.
+    pub fn uid(self) -> &'a str {
+        self.metadata().uid.as_deref().unwrap_or_default()
+    }
+
+    /// The pod template of its launcher, if the spec has one.
+    pub fn launcher_template(self) -> Option<&'a PodTemplateSpec> {
+        match self {
+            Self::Training(job) => training_job::launcher_template(job),
+            Self::Mpi(job) => mpi_job::launcher_template(job),
+        }
+    }
+
+    /// The pod template of its workers, if the spec has one.
+    pub fn worker_template(self) -> Option<&'a PodTemplateSpec> {
+        match self {
+            Self::Training(job) => training_job::worker_template(job),
+            Self::Mpi(job) => mpi_job::worker_template(job),
+        }
+    }
+
+    /// Its status in the engine's shape (see the module documentation).
+    pub fn status(self) -> TrainingJobStatus {
+        match self {
+            Self::Training(job) => training_job::status(job),
+            Self::Mpi(job) => mpi_job::status(job),
+        }
+    }
+
+    /// The owner reference its children carry: controller, blocking owner deletion.
+    pub fn owner_reference(self) -> OwnerReference {
+        let resource = self.kind().api_resource();
+        OwnerReference {
+            api_version: resource.api_version,
+            kind: resource.kind,
+            name: self.name().to_string(),
+            uid: self.uid().to_string(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+}
+
+/// Whether the object with `metadata` is controlled by the object whose uid is `uid`: it has a
+/// controller owner reference to it. eto's children are controlled by their job, the pods of
+/// an MPIJob's launcher by the launcher Job.
+pub fn controlled_by(metadata: &ObjectMeta, uid: &str) -> bool {
+    metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == uid && owner.controller == Some(true))
+}
+
+/// A status as the job's API has it, ready to be written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ApiStatus {
+    /// A TrainingJob's.
+    TrainingJob(TrainingJobStatus),
+    /// An MPIJob's.
+    MpiJob(MPIJobStatus),
+}
+
+impl ApiStatus {
+    /// `status`, planned in the engine's shape, as `kind`'s API has it.
+    pub fn of(kind: Kind, status: TrainingJobStatus) -> Self {
+        match kind {
+            Kind::TrainingJob => Self::TrainingJob(status),
+            Kind::MpiJob => Self::MpiJob(mpi_status::from_engine(status)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_kind_is_found_by_its_api_and_by_its_aliases() {
+        for kind in Kind::ALL {
+            let resource = kind.api_resource();
+            assert_eq!(Kind::of_api(&resource.group, &resource.kind), Some(kind));
+            assert_eq!(
+                kind.resource(),
+                format!("{}.{}", resource.plural, resource.group)
+            );
+            for alias in kind.vocabulary().aliases {
+                assert_eq!(Kind::of_alias(alias), Some(kind));
+                assert_eq!(Kind::of_alias(&alias.to_ascii_uppercase()), Some(kind));
+            }
+        }
+        assert_eq!(Kind::of_api("batch", "Job"), None);
+        assert_eq!(Kind::of_api("kubeflow.org", "TrainingJob"), None);
+        assert_eq!(Kind::of_alias("pytorchjob"), None);
+    }
+
+    #[test]
+    fn only_an_mpi_job_may_be_left_to_another_controller() {
+        let managed_by = |manager: &str| json!({"spec": {"runPolicy": {"managedBy": manager}}});
+        assert!(Kind::TrainingJob.managed_by_eto(&managed_by("kubeflow.org/mpi-operator")));
+        assert!(Kind::MpiJob.managed_by_eto(&json!({"spec": {}})));
+        assert!(Kind::MpiJob.managed_by_eto(&managed_by("eto.dev/operator")));
+        assert!(!Kind::MpiJob.managed_by_eto(&managed_by("kubeflow.org/mpi-operator")));
+        assert!(!Kind::MpiJob.managed_by_eto(&managed_by("kueue.x-k8s.io/multikueue")));
+    }
+
+    #[test]
+    fn a_stored_status_is_read_in_the_engines_shape() {
+        let status = Kind::TrainingJob
+            .stored_status(json!({"phase": "Running", "restartCount": 2}))
+            .unwrap();
+        assert_eq!(status.restart_count, 2);
+        let status = Kind::MpiJob
+            .stored_status(json!({"restartCount": 3}))
+            .unwrap();
+        assert_eq!(status.restart_count, 3);
+        assert_eq!(Kind::TrainingJob.stored_status(json!("no status")), None);
+    }
+
+    #[test]
+    fn an_owned_job_is_parsed_by_its_kind_and_names_a_field_that_does_not_fit() {
+        let job = json!({
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": {"name": "pi", "namespace": "team"},
+            "spec": {"mpiReplicaSpecs": {}}
+        });
+        let parsed = OwnedJob::parse(Kind::MpiJob, job.clone()).unwrap();
+        assert_eq!(parsed.as_ref().kind(), Kind::MpiJob);
+        assert_eq!(parsed.as_ref().name(), "pi");
+        assert_eq!(parsed.to_value()["metadata"]["namespace"], "team");
+        let error = OwnedJob::parse(Kind::TrainingJob, job).unwrap_err();
+        assert!(error.field.starts_with("spec"), "{error}");
+    }
+}

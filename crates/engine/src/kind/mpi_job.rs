@@ -1,0 +1,59 @@
+//! `MPIJob` (`kubeflow.org/v2beta1`), Kubeflow mpi-operator's kind: what it contributes to the
+//! engine. Its status converts to and from the engine's shape in [`crate::mpi_status`].
+
+use eto_api::mpi_job::{ETO_MANAGED_BY, LAUNCHER, WORKER};
+use eto_api::training_job::TrainingJobStatus;
+use eto_api::well_known::{MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_REPLICA_INDEX_LABEL};
+use eto_api::{MPIJob, MPIJobStatus};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+
+use super::Vocabulary;
+use crate::mpi_status;
+
+/// Its names, fields and labels.
+pub const VOCABULARY: Vocabulary = Vocabulary {
+    name: "MPIJob",
+    resource: "mpijobs.kubeflow.org",
+    aliases: &["mpijob", "mpijobs", "mpij"],
+    min_field: "elasticPolicy.minReplicas",
+    suspend_field: "spec.runPolicy.suspend",
+    suspended_reason: "MPIJobSuspended",
+    resumed_reason: "MPIJobResumed",
+    job_name_label: MPI_JOB_NAME_LABEL,
+    role_label: MPI_JOB_ROLE_LABEL,
+    index_label: MPI_REPLICA_INDEX_LABEL,
+};
+
+/// The launcher's pod template, if the spec has one.
+pub fn launcher_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
+    job.spec.mpi_replica_specs.get(LAUNCHER)?.template.as_ref()
+}
+
+/// The workers' pod template, if the spec has one.
+pub fn worker_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
+    job.spec.mpi_replica_specs.get(WORKER)?.template.as_ref()
+}
+
+/// Its status in the engine's shape.
+pub fn status(job: &MPIJob) -> TrainingJobStatus {
+    job.status
+        .as_ref()
+        .map(mpi_status::to_engine)
+        .unwrap_or_default()
+}
+
+/// A stored status read without the rest of the job (a job that does not decode), in the
+/// engine's shape.
+pub fn stored_status(status: serde_json::Value) -> Option<TrainingJobStatus> {
+    serde_json::from_value::<MPIJobStatus>(status)
+        .ok()
+        .map(|status| mpi_status::to_engine(&status))
+}
+
+/// Whether eto runs the job: `spec.runPolicy.managedBy` unset or eto's; a job another
+/// controller manages (MultiKueue, mpi-operator) is left alone.
+pub fn managed_by_eto(job: &serde_json::Value) -> bool {
+    job["spec"]["runPolicy"]["managedBy"]
+        .as_str()
+        .is_none_or(|manager| manager == ETO_MANAGED_BY)
+}

@@ -1,0 +1,43 @@
+//! `TrainingJob` (`kai.alibabacloud.com/v1alpha1`), Alibaba et-operator's kind: what it
+//! contributes to the engine.
+
+use eto_api::TrainingJob;
+use eto_api::training_job::TrainingJobStatus;
+use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+
+use super::Vocabulary;
+
+/// Its names, fields and labels.
+pub const VOCABULARY: Vocabulary = Vocabulary {
+    name: "TrainingJob",
+    resource: "trainingjobs.kai.alibabacloud.com",
+    aliases: &["trainingjob", "trainingjobs", "tj"],
+    min_field: "worker.minReplicas",
+    suspend_field: "spec.suspend (or the job supervisor's annotation)",
+    suspended_reason: "Suspended",
+    resumed_reason: "Resumed",
+    job_name_label: JOB_NAME_LABEL,
+    role_label: JOB_ROLE_LABEL,
+    index_label: REPLICA_INDEX_LABEL,
+};
+
+/// The launcher's pod template.
+pub fn launcher_template(job: &TrainingJob) -> Option<&PodTemplateSpec> {
+    Some(&job.spec.et_replica_specs.launcher.template)
+}
+
+/// The workers' pod template.
+pub fn worker_template(job: &TrainingJob) -> Option<&PodTemplateSpec> {
+    Some(&job.spec.et_replica_specs.worker.template)
+}
+
+/// Its status in the engine's shape, which is a TrainingJob's own.
+pub fn status(job: &TrainingJob) -> TrainingJobStatus {
+    job.status.clone().unwrap_or_default()
+}
+
+/// A stored status read without the rest of the job (a job that does not decode).
+pub fn stored_status(status: serde_json::Value) -> Option<TrainingJobStatus> {
+    serde_json::from_value(status).ok()
+}
