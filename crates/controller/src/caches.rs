@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
 use eto_engine::gang::GangScheduler;
-use eto_engine::kind::Kind;
+use eto_engine::kind::{Kind, LauncherObject};
 use eto_engine::node_warnings::Rules as NodeWarningRules;
 use eto_engine::scaling::ScalerKind;
 use futures::{Stream, StreamExt};
@@ -55,8 +55,8 @@ pub(crate) struct Caches {
     pub child_triggers: Vec<Pin<Box<dyn Stream<Item = Trigger> + Send>>>,
     /// The watches of ScaleIn and ScaleOut requests, for their controllers.
     pub request_streams: Vec<RequestStream>,
-    /// The writers of the TrainingJob and MPIJob caches, which the job controllers fill.
-    pub job_writers: [reflector::store::Writer<DynamicObject>; 2],
+    /// The writers of the job caches, at [`Kind::index`], which the job controllers fill.
+    pub job_writers: [reflector::store::Writer<DynamicObject>; Kind::COUNT],
 }
 
 /// What the caches are wired for.
@@ -90,8 +90,8 @@ pub(crate) async fn wire(
         changes,
         listed,
     } = watches;
-    let training_jobs = kinds.contains(&Kind::TrainingJob);
-    let mpi_jobs = kinds.contains(&Kind::MpiJob);
+    let launchers = |object| kinds.iter().any(|kind| kind.launcher() == object);
+    let scale_requests = kinds.iter().any(|kind| kind.scaled_by_requests());
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
     let mut child_triggers = Vec::new();
@@ -115,9 +115,9 @@ pub(crate) async fn wire(
     child_triggers.push(triggers(events));
     let (secrets, events) = watches.reflected::<Secret>();
     child_triggers.push(triggers(events));
-    // The caches of one kind only; a kind not served gets an empty cache and no watch (and
-    // needs no RBAC for it).
-    let (service_accounts, roles, role_bindings) = if training_jobs {
+    // The caches of some kinds only; a cache no served kind needs stays empty and has no
+    // watch (and needs no RBAC for it).
+    let (service_accounts, roles, role_bindings) = if launchers(LauncherObject::Pod) {
         inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
         let (accounts, events) = watches.reflected::<ServiceAccount>();
         child_triggers.push(triggers(events));
@@ -133,7 +133,7 @@ pub(crate) async fn wire(
             reflector::store().0,
         )
     };
-    let launcher_jobs = if mpi_jobs {
+    let launcher_jobs = if launchers(LauncherObject::Job) {
         inputs.push(BatchJob::KIND);
         let (jobs, events) = watches.reflected::<BatchJob>();
         child_triggers.push(triggers(events));
@@ -146,7 +146,7 @@ pub(crate) async fn wire(
     let mut request_streams = Vec::new();
     let (scale_ins_by_job, scale_in_index) = name_index(observe::selected_job);
     let (scale_outs_by_job, scale_out_index) = name_index(observe::selected_job);
-    let (scale_ins, scale_outs) = if training_jobs {
+    let (scale_ins, scale_outs) = if scale_requests {
         inputs.extend([ScalerKind::ScaleIn.as_str(), ScalerKind::ScaleOut.as_str()]);
         let (scale_ins, scale_in_events) = watches.reflected_custom(
             &scale_in_resource,
@@ -225,10 +225,10 @@ pub(crate) async fn wire(
     }
 
     let job_writers = Kind::ALL.map(|kind| reflector::store::Writer::new(kind.api_resource()));
-    let [training_writer, mpi_writer] = job_writers;
     let stores = Stores {
-        training_jobs: training_writer.as_reader(),
-        mpi_jobs: mpi_writer.as_reader(),
+        jobs: job_writers
+            .each_ref()
+            .map(reflector::store::Writer::as_reader),
         launcher_jobs,
         pods,
         services,
@@ -254,7 +254,7 @@ pub(crate) async fn wire(
         inputs,
         child_triggers,
         request_streams,
-        job_writers: [training_writer, mpi_writer],
+        job_writers,
     })
 }
 

@@ -51,10 +51,9 @@ pub type Clock = Arc<dyn Fn() -> jiff::Timestamp + Send + Sync>;
 /// not serve stays empty.
 #[derive(Clone)]
 pub struct Stores {
-    /// TrainingJobs, as the controller watches them.
-    pub training_jobs: Store<DynamicObject>,
-    /// MPIJobs, as the controller watches them.
-    pub mpi_jobs: Store<DynamicObject>,
+    /// The jobs of each kind, as the controller watches them, at [`Kind::index`] (see
+    /// [`Stores::jobs`]).
+    pub jobs: [Store<DynamicObject>; Kind::COUNT],
     /// The launcher Jobs of MPIJobs.
     pub launcher_jobs: Store<BatchJob>,
     /// Launchers and workers, indexed by controller.
@@ -92,10 +91,7 @@ pub struct Stores {
 impl Stores {
     /// The cache of the jobs of `kind`.
     pub fn jobs(&self, kind: Kind) -> &Store<DynamicObject> {
-        match kind {
-            Kind::TrainingJob => &self.training_jobs,
-            Kind::MpiJob => &self.mpi_jobs,
-        }
+        &self.jobs[kind.index()]
     }
 }
 

@@ -118,12 +118,10 @@ mod tests {
         let (pods, pod_writer) = listed_pods(Vec::new());
         let job_writer = listed(Writer::new(resource()), Vec::new());
         let stores = Stores {
-            training_jobs: job_writer.as_reader(),
-            mpi_jobs: listed(
-                Writer::new(ApiResource::erase::<eto_api::MPIJob>(&())),
-                Vec::new(),
-            )
-            .as_reader(),
+            jobs: [
+                job_writer.as_reader(),
+                listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
+            ],
             launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
             pods,
             services: listed(Writer::<Service>::default(), Vec::new()).as_reader(),

@@ -171,20 +171,18 @@ impl Cached {
         let scale_ins_by_job = listed_index(crate::observe::selected_job, &self.scale_ins);
         let scale_outs_by_job = listed_index(crate::observe::selected_job, &self.scale_outs);
         let stores = Stores {
-            mpi_jobs: listed(
-                Writer::new(ApiResource::erase::<eto_api::MPIJob>(&())),
-                Vec::new(),
-            )
-            .as_reader(),
+            jobs: [
+                listed(
+                    Writer::new(Kind::TrainingJob.api_resource()),
+                    self.jobs
+                        .iter()
+                        .map(|job| (*dynamic(job)).clone())
+                        .collect(),
+                )
+                .as_reader(),
+                listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
+            ],
             launcher_jobs: listed(Writer::default(), self.launcher_jobs).as_reader(),
-            training_jobs: listed(
-                Writer::new(ApiResource::erase::<TrainingJob>(&())),
-                self.jobs
-                    .iter()
-                    .map(|job| (*dynamic(job)).clone())
-                    .collect(),
-            )
-            .as_reader(),
             pods: writers.0.0,
             services: writers.1.as_reader(),
             config_maps: writers.2.as_reader(),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use eto_engine::children::Children;
-use eto_engine::kind::{JobRef, Kind};
+use eto_engine::kind::JobRef;
 use eto_engine::scaling::{Scaler, ScalerKind};
 use kube::Resource;
 use kube::api::DynamicObject;
@@ -47,9 +47,10 @@ pub fn children(stores: &Stores, job: JobRef<'_>) -> Children {
         service_account: rbac.and_then(|name| named(&stores.service_accounts, namespace, name)),
         role: rbac.and_then(|name| named(&stores.roles, namespace, name)),
         role_binding: rbac.and_then(|name| named(&stores.role_bindings, namespace, name)),
-        scalers: match job.kind() {
-            Kind::TrainingJob => scalers(stores, namespace, job.name()),
-            Kind::MpiJob => Vec::new(),
+        scalers: if job.kind().scaled_by_requests() {
+            scalers(stores, namespace, job.name())
+        } else {
+            Vec::new()
         },
         pod_group: pod_groups::cached(stores, namespace, &wanted.pod_group, job.uid()),
     };

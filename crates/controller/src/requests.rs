@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use eto_engine::kind::Kind;
 use eto_engine::scaling::{self, Scaler, ScalerKind};
 use futures::channel::mpsc::UnboundedSender;
 use kube::api::{ApiResource, DynamicObject};
@@ -71,7 +72,13 @@ async fn handle(object: Arc<DynamicObject>, requests: &Requests) -> Result<Actio
     let ctx = &requests.shared;
     let job =
         ObjectRef::new_with(&scaler.job, requests.job_resource.clone()).within(&scaler.namespace);
-    if !scaler.job.is_empty() && ctx.stores.training_jobs.get(&job).is_some() {
+    if !scaler.job.is_empty()
+        && ctx
+            .stores
+            .jobs(Kind::SCALED_BY_REQUESTS)
+            .get(&job)
+            .is_some()
+    {
         // The job's reconcile carries the request out. The channel closes only when the job
         // controller stops, and then nothing is to be carried out.
         let _ = requests.poke.unbounded_send(job);

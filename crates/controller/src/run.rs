@@ -221,9 +221,6 @@ async fn run_until(
     for kind in &kinds {
         check_served(&client, &scope, *kind).await?;
     }
-    let training_jobs = kinds.contains(&Kind::TrainingJob);
-    let mpi_jobs = kinds.contains(&Kind::MpiJob);
-
     let changes = watch::channel(()).0;
     let listed = Listed::default();
     let Caches {
@@ -231,7 +228,7 @@ async fn run_until(
         inputs,
         child_triggers,
         request_streams,
-        job_writers: [training_writer, mpi_writer],
+        job_writers,
     } = caches::wire(
         Watches {
             client: &client,
@@ -251,13 +248,10 @@ async fn run_until(
         kind: "PodGroup",
         source,
     })?;
-    let mut shown = Vec::new();
-    if training_jobs {
-        shown.push((Kind::TrainingJob.name(), stores.training_jobs.clone()));
-    }
-    if mpi_jobs {
-        shown.push((Kind::MpiJob.name(), stores.mpi_jobs.clone()));
-    }
+    let shown = kinds
+        .iter()
+        .map(|kind| (kind.name(), stores.jobs(*kind).clone()))
+        .collect();
     metrics.job_gauges.show(shown);
     let pod_proxy = match settings.pod_proxy.clone() {
         Some(mut config) => {
@@ -298,7 +292,7 @@ async fn run_until(
             inputs,
             child_triggers,
             request_streams,
-            job_writers: [training_writer, mpi_writer],
+            job_writers,
         },
         &watches,
         &kinds,
@@ -317,7 +311,7 @@ struct Wired {
     inputs: Vec<&'static str>,
     child_triggers: Vec<Pin<Box<dyn Stream<Item = caches::Trigger> + Send>>>,
     request_streams: Vec<caches::RequestStream>,
-    job_writers: [reflector::store::Writer<DynamicObject>; 2],
+    job_writers: [reflector::store::Writer<DynamicObject>; Kind::COUNT],
 }
 
 /// Starts a controller for each kind of job in `kinds` (its jobs' watch held back until the
@@ -336,7 +330,7 @@ fn start_controllers(
         inputs,
         child_triggers,
         request_streams,
-        job_writers: [training_writer, mpi_writer],
+        job_writers,
     } = wired;
     let listed = watches.listed;
     // Requests are not delayed here: a child's change is debounced on its way to the
@@ -345,18 +339,14 @@ fn start_controllers(
 
     let mut tasks: Vec<Task> = Vec::new();
     // Changes of children go to the controller of their job's kind.
-    let (training_triggers, training_triggered) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
-    let (mpi_triggers, mpi_triggered) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
+    let channels = Kind::ALL.map(|_| mpsc::unbounded::<ObjectRef<DynamicObject>>());
+    let (triggers, triggered): (Vec<_>, Vec<_>) = channels.into_iter().unzip();
     tasks.push(
         futures::stream::select_all(child_triggers)
             .take_until(shutdown.clone())
             .for_each(move |(kind, job)| {
-                let sent = match kind {
-                    Kind::TrainingJob => training_triggers.unbounded_send(job),
-                    Kind::MpiJob => mpi_triggers.unbounded_send(job),
-                };
                 // A kind not served has no controller listening.
-                drop(sent);
+                drop(triggers[kind.index()].unbounded_send(job));
                 futures::future::ready(())
             })
             .boxed(),
@@ -365,10 +355,7 @@ fn start_controllers(
     // reconcile of the job, which carries the request out.
     let (poke, poked) = mpsc::unbounded();
     let mut poked = Some(poked);
-    for (kind, writer, triggered) in [
-        (Kind::TrainingJob, training_writer, training_triggered),
-        (Kind::MpiJob, mpi_writer, mpi_triggered),
-    ] {
+    for ((kind, writer), triggered) in Kind::ALL.into_iter().zip(job_writers).zip(triggered) {
         if !kinds.contains(&kind) {
             continue;
         }
@@ -392,7 +379,7 @@ fn start_controllers(
         let mut controller =
             Controller::for_stream_with(events, ctx.stores.jobs(kind).clone(), resource)
                 .reconcile_on(triggered);
-        if kind == Kind::TrainingJob
+        if kind.scaled_by_requests()
             && let Some(poked) = poked.take()
         {
             controller = controller.reconcile_on(poked);
@@ -415,7 +402,7 @@ fn start_controllers(
         let requests = Arc::new(Requests {
             kind,
             resource: resource.clone(),
-            job_resource: Kind::TrainingJob.api_resource(),
+            job_resource: Kind::SCALED_BY_REQUESTS.api_resource(),
             shared: Arc::clone(ctx),
             poke: poke.clone(),
             listed: listed.clone(),

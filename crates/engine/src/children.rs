@@ -15,7 +15,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::{JobRef, Kind, controlled_by};
+use crate::kind::{JobRef, LauncherObject, controlled_by};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use crate::scaling::Scaler;
 use crate::{names, pods};
@@ -68,22 +68,24 @@ impl Children {
         let name = job.name();
         let kind = job.kind();
         Wanted {
-            launcher_job: (kind == Kind::MpiJob).then(|| names::launcher(name)),
+            launcher_job: (kind.launcher() == LauncherObject::Job).then(|| names::launcher(name)),
             service: names::job_service(kind, name),
             config_map: names::config_map(name),
-            launcher_rbac: (kind == Kind::TrainingJob).then(|| names::launcher_rbac(name)),
+            launcher_rbac: (kind.launcher() == LauncherObject::Pod)
+                .then(|| names::launcher_rbac(name)),
             pod_group: gang::pod_group_name(job).to_string(),
         }
     }
 
     /// Of `found` (objects found under the [`Wanted`] names, and pods that may be the job's),
-    /// what belongs to `job`: what it controls, the pods its launcher Job controls, and for a
-    /// TrainingJob only, its launcher's RBAC objects and its requests.
+    /// what belongs to `job`: what it controls, the pods its launcher Job controls, the RBAC
+    /// objects of a launcher pod, and the requests of a kind they scale.
     pub fn controlled(job: JobRef<'_>, found: Self) -> Self {
         let uid = job.uid();
-        let training = job.kind() == Kind::TrainingJob;
+        let launcher = job.kind().launcher();
+        let rbac = launcher == LauncherObject::Pod;
         let launcher_job = kept(found.launcher_job, uid, |job| &job.metadata)
-            .filter(|_| job.kind() == Kind::MpiJob);
+            .filter(|_| launcher == LauncherObject::Job);
         let launcher_uid = launcher_job
             .as_ref()
             .and_then(|launcher| launcher.metadata.uid.clone());
@@ -102,10 +104,14 @@ impl Children {
             launcher_job,
             worker_service: kept(found.worker_service, uid, |s| &s.metadata),
             config_map: kept(found.config_map, uid, |c| &c.metadata),
-            service_account: kept(found.service_account, uid, |a| &a.metadata).filter(|_| training),
-            role: kept(found.role, uid, |r| &r.metadata).filter(|_| training),
-            role_binding: kept(found.role_binding, uid, |b| &b.metadata).filter(|_| training),
-            scalers: if training { found.scalers } else { Vec::new() },
+            service_account: kept(found.service_account, uid, |a| &a.metadata).filter(|_| rbac),
+            role: kept(found.role, uid, |r| &r.metadata).filter(|_| rbac),
+            role_binding: kept(found.role_binding, uid, |b| &b.metadata).filter(|_| rbac),
+            scalers: if job.kind().scaled_by_requests() {
+                found.scalers
+            } else {
+                Vec::new()
+            },
             pod_group: found
                 .pod_group
                 .filter(|group| controlled_by(&group.metadata, uid)),

@@ -31,7 +31,18 @@ pub enum Kind {
     MpiJob,
 }
 
-/// The names, fields and labels of a kind, as its users and their tools know them.
+/// What runs a kind's launcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LauncherObject {
+    /// A pod the job controls, with a ServiceAccount, Role and RoleBinding of its own
+    /// (`<job>-launcher`) that let it read its ConfigMap (et-operator's launcher).
+    Pod,
+    /// A batch Job the job controls, whose pod is the launcher (mpi-operator's launcher).
+    Job,
+}
+
+/// The names, fields and labels of a kind, as its users and their tools know them, and the
+/// parts its jobs have.
 #[derive(Debug)]
 pub struct Vocabulary {
     /// The kind's name, as in `kind:`.
@@ -54,11 +65,28 @@ pub struct Vocabulary {
     pub role_label: &'static str,
     /// The label holding a worker's index.
     pub index_label: &'static str,
+    /// What runs its launcher.
+    pub launcher: LauncherObject,
 }
 
 impl Kind {
-    /// Every kind eto serves.
-    pub const ALL: [Self; 2] = [Self::TrainingJob, Self::MpiJob];
+    /// How many kinds eto serves.
+    pub const COUNT: usize = 2;
+
+    /// The kind whose jobs `ScaleIn` and `ScaleOut` requests (et-operator's, which name a
+    /// job of their namespace) scale.
+    pub const SCALED_BY_REQUESTS: Self = Self::TrainingJob;
+
+    /// Every kind eto serves, in the order of [`Kind::index`].
+    pub const ALL: [Self; Self::COUNT] = [Self::TrainingJob, Self::MpiJob];
+
+    /// Its position in [`Kind::ALL`], for tables with an entry per kind.
+    pub const fn index(self) -> usize {
+        match self {
+            Self::TrainingJob => 0,
+            Self::MpiJob => 1,
+        }
+    }
 
     /// Its names, fields and labels.
     pub fn vocabulary(self) -> &'static Vocabulary {
@@ -89,6 +117,16 @@ impl Kind {
             Self::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
             Self::MpiJob => ApiResource::erase::<MPIJob>(&()),
         }
+    }
+
+    /// Whether `ScaleIn` and `ScaleOut` requests scale its jobs.
+    pub fn scaled_by_requests(self) -> bool {
+        self == Self::SCALED_BY_REQUESTS
+    }
+
+    /// What runs its launcher.
+    pub fn launcher(self) -> LauncherObject {
+        self.vocabulary().launcher
     }
 
     /// The kind's name, as in `kind:`.
@@ -330,7 +368,8 @@ mod tests {
 
     #[test]
     fn every_kind_is_found_by_its_api_and_by_its_aliases() {
-        for kind in Kind::ALL {
+        for (index, kind) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(kind.index(), index);
             let resource = kind.api_resource();
             assert_eq!(Kind::of_api(&resource.group, &resource.kind), Some(kind));
             assert_eq!(
@@ -345,6 +384,17 @@ mod tests {
         assert_eq!(Kind::of_api("batch", "Job"), None);
         assert_eq!(Kind::of_api("kubeflow.org", "TrainingJob"), None);
         assert_eq!(Kind::of_alias("pytorchjob"), None);
+    }
+
+    #[test]
+    fn each_kind_has_its_launcher_and_only_training_jobs_take_scale_requests() {
+        assert_eq!(Kind::TrainingJob.launcher(), LauncherObject::Pod);
+        assert_eq!(Kind::MpiJob.launcher(), LauncherObject::Job);
+        let scaled: Vec<Kind> = Kind::ALL
+            .into_iter()
+            .filter(|kind| kind.scaled_by_requests())
+            .collect();
+        assert_eq!(scaled, [Kind::TrainingJob]);
     }
 
     #[test]

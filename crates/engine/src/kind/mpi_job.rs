@@ -7,7 +7,7 @@ use eto_api::well_known::{MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_REPLICA_IN
 use eto_api::{MPIJob, MPIJobStatus};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::Vocabulary;
+use super::{LauncherObject, Vocabulary};
 use crate::mpi_status;
 
 /// Its names, fields and labels.
@@ -22,6 +22,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     job_name_label: MPI_JOB_NAME_LABEL,
     role_label: MPI_JOB_ROLE_LABEL,
     index_label: MPI_REPLICA_INDEX_LABEL,
+    launcher: LauncherObject::Job,
 };
 
 /// The launcher's pod template, if the spec has one.

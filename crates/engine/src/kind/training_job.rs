@@ -6,7 +6,7 @@ use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::Vocabulary;
+use super::{LauncherObject, Vocabulary};
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -20,6 +20,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     job_name_label: JOB_NAME_LABEL,
     role_label: JOB_ROLE_LABEL,
     index_label: REPLICA_INDEX_LABEL,
+    launcher: LauncherObject::Pod,
 };
 
 /// The launcher's pod template.
