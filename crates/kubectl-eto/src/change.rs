@@ -1,9 +1,8 @@
 //! `kubectl eto scale`, `suspend` and `resume`: the writes a person makes to a job.
 
-use eto_engine::kind::Kind;
 use kube::Client;
 use kube::api::{Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::error::{Error, Request};
 use crate::jobs::{self, Job, qualified_name};
@@ -25,7 +24,7 @@ pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, E
     })?;
     let bounds = spec.workers;
     let max = bounds.max.map_or("unbounded".into(), |max| max.to_string());
-    let fields = bound_fields(kind);
+    let fields = kind.vocabulary().bound_paths;
     if workers < bounds.min {
         return Err(Error::Refused(format!(
             "cannot scale {} to {workers} workers: its minimum ({}) is {}; it accepts {}..{max}. Lower the minimum first to run with fewer workers",
@@ -67,34 +66,12 @@ pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, E
     ))
 }
 
-/// The fields holding a kind's minimum and maximum, for messages.
-fn bound_fields(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::TrainingJob => (
-            "spec.etReplicaSpecs.worker.minReplicas",
-            "spec.etReplicaSpecs.worker.maxReplicas",
-        ),
-        Kind::MpiJob => (
-            "spec.elasticPolicy.minReplicas",
-            "spec.elasticPolicy.maxReplicas",
-        ),
-    }
-}
-
-/// The merge patch that sets a job's suspend field.
-fn suspend_patch(kind: Kind, suspend: bool) -> Value {
-    match kind {
-        Kind::TrainingJob => json!({"spec": {"suspend": suspend}}),
-        Kind::MpiJob => json!({"spec": {"runPolicy": {"suspend": suspend}}}),
-    }
-}
-
 /// Suspends (`true`) or resumes `job`. Returns the message to print.
 pub async fn set_suspended(client: &Client, job: &Job, suspend: bool) -> Result<String, Error> {
     let job_ref = job.as_ref();
     let kind = job_ref.kind();
     let namespace = job_ref.namespace();
-    let patch = Patch::Merge(suspend_patch(kind, suspend));
+    let patch = Patch::Merge(kind.suspend_patch(suspend));
     let params = PatchParams {
         field_manager: Some(MANAGER.into()),
         ..PatchParams::default()

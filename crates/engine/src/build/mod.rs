@@ -14,10 +14,7 @@ mod worker;
 use std::collections::BTreeMap;
 
 use eto_api::training_job::{NodeCooldown, Notice};
-use eto_api::well_known::{
-    GROUP_NAME, GROUP_NAME_LABEL, MANAGED_BY_LABEL, MANAGER, MPI_OPERATOR_NAME,
-    MPI_OPERATOR_NAME_LABEL, RUN_LABEL,
-};
+use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, RUN_LABEL};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,
     SecretVolumeSource, Volume, VolumeMount,
@@ -158,10 +155,7 @@ impl<'a> Job<'a> {
     /// [`MANAGED_BY_LABEL`].
     pub fn labels(&self) -> BTreeMap<String, String> {
         let kind = self.kind();
-        let operator = match kind {
-            Kind::TrainingJob => (GROUP_NAME_LABEL, GROUP_NAME),
-            Kind::MpiJob => (MPI_OPERATOR_NAME_LABEL, MPI_OPERATOR_NAME),
-        };
+        let operator = kind.vocabulary().operator_label;
         BTreeMap::from([
             (operator.0.to_string(), operator.1.to_string()),
             (kind.job_name_label().to_string(), self.name().to_string()),

@@ -9,7 +9,6 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 
 use super::Job;
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
-use crate::kind::Kind;
 use crate::names;
 
 /// The headless Service `<job>-workers`: it gives every worker the DNS name
@@ -55,10 +54,7 @@ pub fn config_map(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Con
 /// (`id_rsa`, `id_rsa.pub`, `config`); an MPIJob's is `kubernetes.io/ssh-auth` with
 /// mpi-operator's (`ssh-privatekey`, `ssh-publickey`).
 pub fn ssh_secret(job: Job<'_>) -> Secret {
-    let type_ = match job.kind() {
-        Kind::TrainingJob => "Opaque",
-        Kind::MpiJob => SSH_AUTH_SECRET_TYPE,
-    };
+    let type_ = job.kind().vocabulary().ssh_secret_type;
     Secret {
         metadata: job.metadata(names::generated_ssh_secret(job.name())),
         type_: Some(type_.into()),

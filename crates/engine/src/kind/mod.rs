@@ -53,12 +53,19 @@ pub struct Vocabulary {
     pub aliases: &'static [&'static str],
     /// The field holding the job's minimum number of workers, for messages.
     pub min_field: &'static str,
+    /// The paths of the fields holding the job's minimum and maximum number of workers, for
+    /// messages that tell a person what to change.
+    pub bound_paths: (&'static str, &'static str),
+    /// The keys leading to the job's suspend field, from the object's top.
+    pub suspend_keys: &'static [&'static str],
     /// The field (or fields) that suspend a job, for messages.
     pub suspend_field: &'static str,
     /// Reason of the `Suspended` condition of a job suspended by its spec.
     pub suspended_reason: &'static str,
     /// Reason of the `Suspended` condition of a job that resumed.
     pub resumed_reason: &'static str,
+    /// The label, and its value, naming the original operator on every object of a job.
+    pub operator_label: (&'static str, &'static str),
     /// The label holding the job's name on its pods.
     pub job_name_label: &'static str,
     /// The label holding a pod's role (`launcher` or `worker`).
@@ -67,6 +74,8 @@ pub struct Vocabulary {
     pub index_label: &'static str,
     /// What runs its launcher.
     pub launcher: LauncherObject,
+    /// The type of the SSH Secret eto generates for its jobs.
+    pub ssh_secret_type: &'static str,
 }
 
 impl Kind {
@@ -148,6 +157,14 @@ impl Kind {
     /// The field holding the job's minimum number of workers, for messages.
     pub fn min_field(self) -> &'static str {
         self.vocabulary().min_field
+    }
+
+    /// The merge patch that sets a job's suspend field to `suspend`.
+    pub fn suspend_patch(self, suspend: bool) -> serde_json::Value {
+        self.vocabulary().suspend_keys.iter().rev().fold(
+            serde_json::Value::Bool(suspend),
+            |inner, key| serde_json::json!({ *key: inner }),
+        )
     }
 
     /// The field (or fields) that suspend a job, for messages.
@@ -395,6 +412,18 @@ mod tests {
             .filter(|kind| kind.scaled_by_requests())
             .collect();
         assert_eq!(scaled, [Kind::TrainingJob]);
+    }
+
+    #[test]
+    fn the_suspend_patch_sets_the_kinds_own_field() {
+        assert_eq!(
+            Kind::TrainingJob.suspend_patch(true),
+            json!({"spec": {"suspend": true}})
+        );
+        assert_eq!(
+            Kind::MpiJob.suspend_patch(false),
+            json!({"spec": {"runPolicy": {"suspend": false}}})
+        );
     }
 
     #[test]

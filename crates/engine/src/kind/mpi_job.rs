@@ -3,11 +3,15 @@
 
 use eto_api::mpi_job::{ETO_MANAGED_BY, LAUNCHER, WORKER};
 use eto_api::training_job::TrainingJobStatus;
-use eto_api::well_known::{MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_REPLICA_INDEX_LABEL};
+use eto_api::well_known::{
+    MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_OPERATOR_NAME, MPI_OPERATOR_NAME_LABEL,
+    MPI_REPLICA_INDEX_LABEL,
+};
 use eto_api::{MPIJob, MPIJobStatus};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::{LauncherObject, Vocabulary};
+use crate::build::SSH_AUTH_SECRET_TYPE;
 use crate::mpi_status;
 
 /// Its names, fields and labels.
@@ -16,13 +20,20 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     resource: "mpijobs.kubeflow.org",
     aliases: &["mpijob", "mpijobs", "mpij"],
     min_field: "elasticPolicy.minReplicas",
+    bound_paths: (
+        "spec.elasticPolicy.minReplicas",
+        "spec.elasticPolicy.maxReplicas",
+    ),
+    suspend_keys: &["spec", "runPolicy", "suspend"],
     suspend_field: "spec.runPolicy.suspend",
     suspended_reason: "MPIJobSuspended",
     resumed_reason: "MPIJobResumed",
+    operator_label: (MPI_OPERATOR_NAME_LABEL, MPI_OPERATOR_NAME),
     job_name_label: MPI_JOB_NAME_LABEL,
     role_label: MPI_JOB_ROLE_LABEL,
     index_label: MPI_REPLICA_INDEX_LABEL,
     launcher: LauncherObject::Job,
+    ssh_secret_type: SSH_AUTH_SECRET_TYPE,
 };
 
 /// The launcher's pod template, if the spec has one.

@@ -3,7 +3,9 @@
 
 use eto_api::TrainingJob;
 use eto_api::training_job::TrainingJobStatus;
-use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL};
+use eto_api::well_known::{
+    GROUP_NAME, GROUP_NAME_LABEL, JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL,
+};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::{LauncherObject, Vocabulary};
@@ -14,13 +16,20 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     resource: "trainingjobs.kai.alibabacloud.com",
     aliases: &["trainingjob", "trainingjobs", "tj"],
     min_field: "worker.minReplicas",
+    bound_paths: (
+        "spec.etReplicaSpecs.worker.minReplicas",
+        "spec.etReplicaSpecs.worker.maxReplicas",
+    ),
+    suspend_keys: &["spec", "suspend"],
     suspend_field: "spec.suspend (or the job supervisor's annotation)",
     suspended_reason: "Suspended",
     resumed_reason: "Resumed",
+    operator_label: (GROUP_NAME_LABEL, GROUP_NAME),
     job_name_label: JOB_NAME_LABEL,
     role_label: JOB_ROLE_LABEL,
     index_label: REPLICA_INDEX_LABEL,
     launcher: LauncherObject::Pod,
+    ssh_secret_type: "Opaque",
 };
 
 /// The launcher's pod template.
