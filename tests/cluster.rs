@@ -477,7 +477,23 @@ async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
 #[ignore = "needs cluster (KUBECONFIG) with two or more nodes of nvidia.com/gpu and a kubelet running their pods (a fake one will do); taints one of them for a moment"]
 async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
     let scratch = Scratch::start("warned").await;
-    scratch.apply_job(failing_named("warned")).await;
+    let mut job = failing_named("warned");
+    // A warning on the launcher's node suspends the whole job (see the launcher tests); this
+    // test is about a worker's own notice, so the launcher keeps off the workers' nodes.
+    let launcher = job.spec.et_replica_specs.launcher.template.spec.as_mut();
+    launcher.expect("the launcher has a pod spec").affinity = Some(
+        serde_json::from_value(serde_json::json!({"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {
+                    "training-job-name": "warned",
+                    "training-job-role": "worker"
+                }},
+                "topologyKey": "kubernetes.io/hostname"
+            }]
+        }}))
+        .unwrap(),
+    );
+    scratch.apply_job(job).await;
     scratch
         .wait_running("warned", Duration::from_secs(120))
         .await;
