@@ -94,7 +94,7 @@ pub enum RunError {
         /// The kind.
         kind: &'static str,
         /// The name of its CRD.
-        crd: String,
+        crd: &'static str,
     },
     /// The jobs of a kind to serve cannot be listed for another reason.
     #[error("cannot list {kind}s: {source}")]
@@ -193,7 +193,7 @@ async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), 
         Ok(true) => Ok(()),
         Ok(false) => Err(RunError::CrdMissing {
             kind: kind.name(),
-            crd: format!("{}.{}", resource.plural, resource.group),
+            crd: kind.resource(),
         }),
         Err(source) => Err(RunError::Unreachable {
             kind: kind.name(),

@@ -106,10 +106,18 @@ impl Kind {
     }
 
     /// The kind of the API group `group` whose objects are of kind `kind`, if eto serves it.
+    /// Cheap: every change of a job's child asks it.
     pub fn of_api(group: &str, kind: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
-            .find(|served| served.api_resource().group == group && served.name() == kind)
+            .find(|served| served.name() == kind && served.group() == group)
+    }
+
+    /// Its API group, the part of [`Kind::resource`] after the plural.
+    pub fn group(self) -> &'static str {
+        self.resource()
+            .split_once('.')
+            .map_or("", |(_, group)| group)
     }
 
     /// The kind a person names with `alias` (`tj`, `mpijobs`, ...; any case).
@@ -389,6 +397,7 @@ mod tests {
             assert_eq!(kind.index(), index);
             let resource = kind.api_resource();
             assert_eq!(Kind::of_api(&resource.group, &resource.kind), Some(kind));
+            assert_eq!(kind.group(), resource.group);
             assert_eq!(
                 kind.resource(),
                 format!("{}.{}", resource.plural, resource.group)
