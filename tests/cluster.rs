@@ -793,8 +793,10 @@ async fn an_mpijobs_launcher_lost_with_its_node_fails_neither_its_job_nor_the_mp
         async || {
             let job = mpi_jobs.get("mpil").await.ok()?;
             let status = job.status.as_ref()?;
-            (condition(&job, "Running") && !condition(&job, "Suspended") && status.run == Some(1))
-                .then_some(job)
+            (condition(&job, "Running")
+                && !condition(&job, "Suspended")
+                && status.eto.run == Some(1))
+            .then_some(job)
         },
     )
     .await;
@@ -803,7 +805,7 @@ async fn an_mpijobs_launcher_lost_with_its_node_fails_neither_its_job_nor_the_mp
         lost.elapsed()
     );
     let status = job.status.unwrap();
-    assert_eq!(status.restart_count.unwrap_or(0), 0);
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
     assert!(!condition(&mpi_jobs.get("mpil").await.unwrap(), "Failed"));
     let second = launchers.get("mpil-launcher").await.unwrap();
     assert_ne!(

@@ -343,7 +343,11 @@ async fn resumes_mpi_job(env: &Env, name: &str, lost: Instant) {
         .await;
     println!("{name}: running again {:?} after the loss", lost.elapsed());
     let status = running.status.unwrap();
-    assert_eq!(status.restart_count.unwrap_or(0), 0, "no restart counted");
+    assert_eq!(
+        status.eto.restart_count.unwrap_or(0),
+        0,
+        "no restart counted"
+    );
     assert!(condition(&mpi_jobs(env).get(name).await.unwrap(), "Failed").is_none());
     let launchers = pods_of(env, name, "launcher").await;
     let running_launcher = launchers
@@ -396,12 +400,12 @@ async fn an_mpijob_whose_launcher_node_is_announced_checkpoints_every_pod_first(
         .wait::<MPIJob>("warned-mpi", "posts the Suspend notice", |job| {
             job.status
                 .as_ref()
-                .and_then(|s| s.notice.as_ref())
+                .and_then(|s| s.eto.notice.as_ref())
                 .is_some_and(|n| n.kind == NoticeKind::Suspend)
         })
         .await;
     assert_eq!(
-        job.status.unwrap().notice.unwrap().reason,
+        job.status.unwrap().eto.notice.unwrap().reason,
         "LauncherDisrupted"
     );
     for worker in pods_of(&env, "warned-mpi", "worker").await {

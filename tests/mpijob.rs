@@ -222,6 +222,7 @@ async fn a_failed_worker_is_replaced_and_an_evicted_one_fails_nothing() {
     let blacklisted: Vec<String> = job
         .status
         .unwrap()
+        .eto
         .blacklist
         .into_iter()
         .map(|entry| entry.pod)

@@ -1,13 +1,13 @@
 //! The CEL rules of the CRDs, evaluated as the API server evaluates them at admission.
 
-use kube::Resource;
+use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use crate::testing::{crd, schema};
-use crate::{MPIJob, ScaleIn, TrainingJob};
+use crate::{MPIJob, PyTorchJob, ScaleIn, TrainingJob};
 
 /// The messages of the CEL rules that reject `object`.
-fn cel_rejections<K: Resource<DynamicType = ()>>(object: &Value) -> Vec<String> {
+fn cel_rejections<K: CustomResourceExt>(object: &Value) -> Vec<String> {
     match kube_cel::Validator::new().validate(&schema(&crd::<K>()), object, None) {
         Ok(()) => Vec::new(),
         Err(errors) => errors.iter().map(|error| error.message.clone()).collect(),
@@ -106,10 +106,7 @@ fn a_scale_in_names_either_a_count_or_pods() {
     );
 }
 
-fn cel_rejections_of_update<K: Resource<DynamicType = ()>>(
-    object: &Value,
-    old: &Value,
-) -> Vec<String> {
+fn cel_rejections_of_update<K: CustomResourceExt>(object: &Value, old: &Value) -> Vec<String> {
     match kube_cel::Validator::new().validate(&schema(&crd::<K>()), object, Some(old)) {
         Ok(()) => Vec::new(),
         Err(errors) => errors.iter().map(|error| error.message.clone()).collect(),
@@ -155,6 +152,96 @@ fn mpi_job_managed_by_cannot_change() {
     assert!(cel_rejections_of_update::<MPIJob>(&ours, &ours).is_empty());
     assert_eq!(
         cel_rejections_of_update::<MPIJob>(&theirs, &ours),
+        vec!["spec.runPolicy.managedBy cannot be changed".to_string()]
+    );
+}
+
+fn pytorch_job(extra: Value) -> Value {
+    let pod = json!({"spec": {"containers": [{"name": "pytorch", "image": "torch"}]}});
+    let mut job = json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp"},
+        "spec": {"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": pod},
+            "Worker": {"replicas": 2, "template": pod}
+        }}
+    });
+    json_patch::merge(&mut job, &extra);
+    job
+}
+
+#[test]
+fn pytorch_job_rules_are_training_operator_v1s_webhook_rules() {
+    let accepted = [
+        json!({}),
+        json!({"spec": {"pytorchReplicaSpecs": {"Master": null}}}),
+        json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": null}}}}),
+        json!({"spec": {"nprocPerNode": "4"}}),
+        json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 4, "nProcPerNode": 2}}}),
+        json!({"spec": {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}}),
+        json!({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}}),
+    ];
+    for extra in accepted {
+        assert_eq!(
+            cel_rejections::<PyTorchJob>(&pytorch_job(extra.clone())),
+            Vec::<String>::new(),
+            "{extra}"
+        );
+    }
+    let rejected = [
+        (
+            json!({"spec": {"pytorchReplicaSpecs": {"worker": {"replicas": 1}}}}),
+            "spec.pytorchReplicaSpecs: the replica types are Master and Worker",
+        ),
+        (
+            json!({"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": null}}}}),
+            "spec.pytorchReplicaSpecs.Master.replicas must be set to 1",
+        ),
+        (
+            json!({"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 2}}}}),
+            "spec.pytorchReplicaSpecs.Master.replicas must be set to 1",
+        ),
+        (
+            json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 0}}}}),
+            "spec.pytorchReplicaSpecs.Worker.replicas must be at least 1",
+        ),
+        (
+            json!({"spec": {"pytorchReplicaSpecs": {"Worker": null}, "elasticPolicy": {}}}),
+            "spec.elasticPolicy needs a Worker in spec.pytorchReplicaSpecs",
+        ),
+        (
+            json!({"spec": {"nprocPerNode": "2", "elasticPolicy": {"nProcPerNode": 2}}}),
+            "spec.elasticPolicy.nProcPerNode (deprecated) and spec.nprocPerNode cannot both be set; keep spec.nprocPerNode",
+        ),
+        (
+            json!({"spec": {"elasticPolicy": {"minReplicas": 3, "maxReplicas": 2}}}),
+            "spec.elasticPolicy.minReplicas must not be greater than maxReplicas",
+        ),
+        (
+            json!({"spec": {"runPolicy": {"managedBy": "kubeflow.org/mpi-operator"}}}),
+            "spec.runPolicy.managedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue",
+        ),
+    ];
+    for (extra, message) in rejected {
+        assert_eq!(
+            cel_rejections::<PyTorchJob>(&pytorch_job(extra.clone())),
+            vec![message.to_string()],
+            "{extra}"
+        );
+    }
+}
+
+#[test]
+fn pytorch_job_managed_by_cannot_change() {
+    let ours = pytorch_job(
+        json!({"spec": {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}}),
+    );
+    let theirs =
+        pytorch_job(json!({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}}));
+    assert!(cel_rejections_of_update::<PyTorchJob>(&ours, &ours).is_empty());
+    assert_eq!(
+        cel_rejections_of_update::<PyTorchJob>(&theirs, &ours),
         vec!["spec.runPolicy.managedBy cannot be changed".to_string()]
     );
 }

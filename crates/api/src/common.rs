@@ -93,6 +93,12 @@ pub(crate) fn without_description(schema: &mut schemars::Schema) {
     schema.remove("description");
 }
 
+// A string schema without an enum, for the fields the original operators' CRDs leave open;
+// the field's description lists the values eto accepts.
+pub(crate) fn open_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string"})
+}
+
 // Conditions are a list keyed by `type`, so server-side apply merges them per type and a
 // duplicate type is rejected by the API server.
 pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

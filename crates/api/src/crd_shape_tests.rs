@@ -1,17 +1,33 @@
 //! The CRD features users and tools rely on: names, columns, subresources and schema shape.
 
-use kube::Resource;
+use kube::CustomResourceExt;
 
 use crate::testing::{crd, schema};
-use crate::{MPIJob, ScaleIn, ScaleOut, TrainingJob, crds};
+use crate::{MPIJob, PyTorchJob, ScaleIn, ScaleOut, TrainingJob, crds};
 
-fn column_names<K: Resource<DynamicType = ()>>() -> Vec<String> {
+fn column_names<K: CustomResourceExt>() -> Vec<String> {
     let crd = crd::<K>();
     let columns = crd.spec.versions[0]
         .additional_printer_columns
         .clone()
         .unwrap_or_default();
     columns.into_iter().map(|column| column.name).collect()
+}
+
+/// The spec, status and selector paths of `K`'s scale subresource.
+fn scale_paths<K: CustomResourceExt>() -> [String; 3] {
+    let crd = crd::<K>();
+    let scale = crd.spec.versions[0]
+        .subresources
+        .clone()
+        .unwrap()
+        .scale
+        .unwrap();
+    [
+        scale.spec_replicas_path,
+        scale.status_replicas_path,
+        scale.label_selector_path.unwrap_or_default(),
+    ]
 }
 
 #[test]
@@ -125,23 +141,13 @@ fn mpi_jobs_answer_to_mpi_operators_names_with_columns_and_a_scale_subresource()
         column_names::<MPIJob>(),
         ["State", "Ready", "Pending", "Desired", "Age"]
     );
-    let scale = crd.spec.versions[0]
-        .subresources
-        .clone()
-        .unwrap()
-        .scale
-        .unwrap();
     assert_eq!(
-        scale.spec_replicas_path,
-        ".spec.mpiReplicaSpecs.Worker.replicas"
-    );
-    assert_eq!(
-        scale.status_replicas_path,
-        ".status.replicaStatuses.Worker.active"
-    );
-    assert_eq!(
-        scale.label_selector_path.as_deref(),
-        Some(".status.replicaStatuses.Worker.selector")
+        scale_paths::<MPIJob>(),
+        [
+            ".spec.mpiReplicaSpecs.Worker.replicas",
+            ".status.replicaStatuses.Worker.active",
+            ".status.replicaStatuses.Worker.selector"
+        ]
     );
 }
 
@@ -179,4 +185,84 @@ fn mpi_job_fields_have_mpi_operators_defaults_and_open_strings() {
             .unwrap()
             .contains("ExitCode")
     );
+}
+
+#[test]
+fn pytorch_jobs_answer_to_training_operators_names_columns_and_scale_subresource() {
+    let crd = crd::<PyTorchJob>();
+    assert_eq!(
+        crd.metadata.name.as_deref(),
+        Some("pytorchjobs.kubeflow.org")
+    );
+    assert_eq!(crd.spec.versions[0].name, "v1");
+    assert_eq!(crd.spec.names.singular.as_deref(), Some("pytorchjob"));
+    assert_eq!(crd.spec.names.short_names, None);
+    let columns = crd.spec.versions[0]
+        .additional_printer_columns
+        .clone()
+        .unwrap();
+    let state = &columns[0];
+    assert_eq!(
+        (state.name.as_str(), state.json_path.as_str()),
+        ("State", ".status.conditions[-1:].type")
+    );
+    assert_eq!(
+        column_names::<PyTorchJob>(),
+        ["State", "Ready", "Pending", "Desired", "Age"]
+    );
+    assert_eq!(
+        scale_paths::<PyTorchJob>(),
+        [
+            ".spec.pytorchReplicaSpecs.Worker.replicas",
+            ".status.replicaStatuses.Worker.active",
+            ".status.replicaStatuses.Worker.selector"
+        ]
+    );
+}
+
+#[test]
+fn pytorch_job_fields_keep_v1s_open_strings_and_write_no_defaults_but_suspend() {
+    let schema = schema(&crd::<PyTorchJob>());
+    let spec = &schema["properties"]["spec"]["properties"];
+    assert_eq!(
+        schema["properties"]["spec"]["required"],
+        serde_json::json!(["pytorchReplicaSpecs"])
+    );
+    let replica = &spec["pytorchReplicaSpecs"]["additionalProperties"]["properties"];
+    assert!(replica["restartPolicy"].get("enum").is_none());
+    assert!(replica["replicas"].get("default").is_none());
+    assert!(spec["nprocPerNode"].get("default").is_none());
+    let run_policy = &spec["runPolicy"]["properties"];
+    assert!(run_policy["cleanPodPolicy"].get("enum").is_none());
+    assert!(run_policy["cleanPodPolicy"].get("default").is_none());
+    assert_eq!(run_policy["suspend"]["default"], false);
+    let elastic = &spec["elasticPolicy"]["properties"];
+    for field in [
+        "minReplicas",
+        "maxReplicas",
+        "rdzvBackend",
+        "rdzvHost",
+        "rdzvPort",
+        "rdzvId",
+        "rdzvConf",
+        "standalone",
+        "nProcPerNode",
+        "maxRestarts",
+        "metrics",
+    ] {
+        assert!(elastic.get(field).is_some(), "elasticPolicy.{field}");
+    }
+    let status = &schema["properties"]["status"]["properties"];
+    for field in [
+        "conditions",
+        "replicaStatuses",
+        "startTime",
+        "completionTime",
+        "lastReconcileTime",
+        "phase",
+        "run",
+        "targetWorkers",
+    ] {
+        assert!(status.get(field).is_some(), "status.{field}");
+    }
 }

@@ -15,7 +15,9 @@
 
 pub mod common;
 mod descriptions;
+pub mod kubeflow;
 pub mod mpi_job;
+pub mod pytorch_job;
 pub mod scale_in;
 pub mod scale_out;
 pub mod training_job;
@@ -32,6 +34,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 pub use mpi_job::{MPIJob, MPIJobSpec, MPIJobStatus};
+pub use pytorch_job::{PyTorchJob, PyTorchJobSpec, PyTorchJobStatus};
 pub use scale_in::{ScaleIn, ScaleInSpec, ScaleInStatus};
 pub use scale_out::{ScaleOut, ScaleOutSpec, ScaleOutStatus};
 pub use training_job::{TrainingJob, TrainingJobSpec, TrainingJobStatus};

@@ -17,17 +17,16 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{JobCondition, ReplicaRestartPolicy, conditions_schema, without_description};
-use crate::training_job::{
-    BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, CleanPodPolicy, DrainingWorker, ElasticPolicy,
-    JobPhase, NODE_WARNINGS_LIMIT, NodeCooldown, Notice, ReplicaType, WarnedNode, WorkerSummary,
+use crate::common::{
+    JobCondition, ReplicaRestartPolicy, conditions_schema, open_string, without_description,
 };
+use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
+use crate::training_job::{CleanPodPolicy, ElasticPolicy, ReplicaType};
 
 /// The value of `runPolicy.managedBy` that names eto. An MPIJob without `managedBy`, or with
 /// this value, is eto's; one with any other value (mpi-operator's `kubeflow.org/mpi-operator`,
@@ -217,31 +216,6 @@ pub struct RunPolicy {
     pub managed_by: Option<String>,
 }
 
-/// Gang-scheduling settings of an MPIJob.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct SchedulingPolicy {
-    /// Pods, the launcher included, that must be placed together (the PodGroup's minMember).
-    /// Defaults to the minimum of workers plus the launcher; a launcher created only when
-    /// the workers are ready joins the count once it exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_available: Option<i32>,
-    /// Volcano queue (else the job's annotation `scheduling.volcano.sh/queue-name`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue: Option<String>,
-    /// Resources that must be free together. Defaults to what the launcher and the minimum of
-    /// workers request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_resources: Option<BTreeMap<String, Quantity>>,
-    /// Priority class of the pod group, for Volcano (else the launcher template's, else the
-    /// workers').
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority_class: Option<String>,
-    /// Seconds the scheduler-plugins coscheduling plugin waits for the group to form.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_timeout_seconds: Option<i32>,
-}
-
 /// When the launcher of an MPIJob is created.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[schemars(transform = without_description)]
@@ -308,7 +282,7 @@ pub struct MPIJobStatus {
 
     /// Pod counts of the `Launcher` and of the `Worker` replicas.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub replica_statuses: BTreeMap<ReplicaType, MpiReplicaStatus>,
+    pub replica_statuses: BTreeMap<ReplicaType, KubeflowReplicaStatus>,
 
     /// When the job started (set again when a suspended job resumes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,87 +296,7 @@ pub struct MPIJobStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reconcile_time: Option<Time>,
 
-    /// eto: the `metadata.generation` of the spec this status describes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-
-    /// eto: where the job is in its life: `Created`, `Running`, `Restarting`, `Suspended`,
-    /// `Succeeded` or `Failed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<JobPhase>,
-
-    /// eto: how many times the whole job has been restarted after its launcher failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restart_count: Option<i32>,
-
-    /// eto: the current run: 0 at first, one more after each restart and each resume. The
-    /// job's pods carry it in the label `eto.dev/run`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<i32>,
-
-    /// eto: worker counts at a glance, as `kubectl get mpijobs` shows them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workers: Option<WorkerSummary>,
-
-    /// eto: names of the worker pods the job should have now.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub target_workers: Vec<String>,
-
-    /// eto: names of the worker pods that are running and listed by host discovery.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub current_workers: Vec<String>,
-
-    /// eto: the index the job's next new worker gets; indices are never used twice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_worker_index: Option<i32>,
-
-    /// eto: what the job's pods show their training processes in `/etc/edl/notice`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<Notice>,
-
-    /// eto: workers lost so far, newest last, at most 64.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = BLACKLIST_LIMIT))]
-    pub blacklist: Vec<BlacklistEntry>,
-
-    /// eto: workers removed from the job whose pods are deleted once their drain ends.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub draining_workers: Vec<DrainingWorker>,
-
-    /// eto: nodes the job's new workers avoid because a worker failed there recently.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = COOLDOWN_LIMIT))]
-    pub nodes_in_cooldown: Vec<NodeCooldown>,
-
-    /// eto: nodes running the job's workers that announced they go away.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = NODE_WARNINGS_LIMIT))]
-    pub node_warnings: Vec<WarnedNode>,
-}
-
-/// Pod counts of one replica type of an MPIJob.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct MpiReplicaStatus {
-    /// Pods that are running.
-    #[serde(default)]
-    pub active: i32,
-    /// Pods that finished successfully.
-    #[serde(default)]
-    pub succeeded: i32,
-    /// Pods that failed.
-    #[serde(default)]
-    pub failed: i32,
-    /// Deprecated: the selector of the replicas' pods as a structure; see `selector`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<LabelSelector>,
-    /// Label selector of the replicas' pods, as the scale subresource reads it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<String>,
-}
-
-// A string schema without an enum, for the fields mpi-operator's CRD leaves open; the
-// field's description lists the values eto accepts.
-fn open_string(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string"})
+    /// eto's additions.
+    #[serde(flatten)]
+    pub eto: EtoJobStatus,
 }

@@ -1,17 +1,14 @@
 //! Helpers for the crate's unit tests.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Resource;
+use kube::CustomResourceExt;
 use serde_json::Value;
 
-use crate::crds;
+use crate::descriptions;
 
 /// The CRD of `K` exactly as eto publishes it.
-pub(crate) fn crd<K: Resource<DynamicType = ()>>() -> CustomResourceDefinition {
-    crds()
-        .into_iter()
-        .find(|crd| crd.spec.names.kind == K::kind(&()))
-        .unwrap()
+pub(crate) fn crd<K: CustomResourceExt>() -> CustomResourceDefinition {
+    descriptions::reflow(K::crd())
 }
 
 /// The OpenAPI schema of the single version of `crd`.

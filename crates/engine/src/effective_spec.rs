@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::mpi_job::{MpiImplementation, SchedulingPolicy};
+use eto_api::kubeflow::SchedulingPolicy;
+use eto_api::mpi_job::MpiImplementation;
 use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
 
 /// What a job asks for, validated and with every default applied.

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::common::{ConditionStatus, ReplicaStatus};
-use eto_api::mpi_job::{MPIJobStatus, MpiReplicaStatus};
+use eto_api::common::{ConditionStatus, JobCondition, ReplicaStatus};
+use eto_api::kubeflow::{EtoJobStatus, KubeflowReplicaStatus};
+use eto_api::mpi_job::MPIJobStatus;
 use eto_api::training_job::{JobPhase, ReplicaType, TrainingJobStatus};
 
 use crate::conditions as c;
@@ -17,61 +18,35 @@ pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
     let replica_statuses = status
         .replica_statuses
         .iter()
-        .map(|(replica, counts)| {
-            (
-                *replica,
-                ReplicaStatus {
-                    active: counts.active,
-                    succeeded: counts.succeeded,
-                    failed: counts.failed,
-                },
-            )
-        })
+        .map(|(replica, counts)| (*replica, counts_to_engine(counts)))
         .collect();
+    let mut engine = eto_to_engine(&status.eto);
+    engine.phase = engine
+        .phase
+        .or_else(|| phase_from_conditions(&status.conditions));
     TrainingJobStatus {
-        phase: status.phase.or_else(|| phase_from_conditions(status)),
         conditions: status.conditions.clone(),
         replica_statuses,
         start_time: status.start_time.clone(),
         completion_time: status.completion_time.clone(),
-        current_scaler: None,
-        restart_count: status.restart_count.unwrap_or_default(),
-        target_workers: status.target_workers.clone(),
-        current_workers: status.current_workers.clone(),
-        next_worker_index: status.next_worker_index,
-        run: status.run,
-        notice: status.notice.clone(),
-        observed_generation: status.observed_generation,
-        workers: status.workers.clone(),
-        blacklist: status.blacklist.clone(),
-        draining_workers: status.draining_workers.clone(),
-        nodes_in_cooldown: status.nodes_in_cooldown.clone(),
-        node_warnings: status.node_warnings.clone(),
         selector: status
             .replica_statuses
             .get(&ReplicaType::Worker)
             .and_then(|worker| worker.selector.clone()),
+        ..engine
     }
 }
 
 /// `status`, planned in the engine's shape, as an MPIJob's status.
 pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
+    let eto = eto_from_engine(&status);
     let selector = status.selector;
-    let replica_statuses: BTreeMap<ReplicaType, MpiReplicaStatus> = status
+    let replica_statuses: BTreeMap<ReplicaType, KubeflowReplicaStatus> = status
         .replica_statuses
         .into_iter()
         .map(|(replica, counts)| {
             let selector = selector.clone().filter(|_| replica == ReplicaType::Worker);
-            (
-                replica,
-                MpiReplicaStatus {
-                    active: counts.active,
-                    succeeded: counts.succeeded,
-                    failed: counts.failed,
-                    label_selector: None,
-                    selector,
-                },
-            )
+            (replica, counts_from_engine(&counts, selector))
         })
         .collect();
     MPIJobStatus {
@@ -80,19 +55,69 @@ pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
         start_time: status.start_time,
         completion_time: status.completion_time,
         last_reconcile_time: None,
+        eto,
+    }
+}
+
+/// A Kubeflow job's replica counts in the engine's shape.
+pub(crate) fn counts_to_engine(counts: &KubeflowReplicaStatus) -> ReplicaStatus {
+    ReplicaStatus {
+        active: counts.active,
+        succeeded: counts.succeeded,
+        failed: counts.failed,
+    }
+}
+
+/// The engine's replica counts as a Kubeflow job has them, with the replicas' `selector`.
+pub(crate) fn counts_from_engine(
+    counts: &ReplicaStatus,
+    selector: Option<String>,
+) -> KubeflowReplicaStatus {
+    KubeflowReplicaStatus {
+        active: counts.active,
+        succeeded: counts.succeeded,
+        failed: counts.failed,
+        label_selector: None,
+        selector,
+    }
+}
+
+/// eto's part of a Kubeflow job's status in the engine's shape; the rest is left default.
+pub(crate) fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
+    TrainingJobStatus {
+        phase: eto.phase,
+        restart_count: eto.restart_count.unwrap_or_default(),
+        target_workers: eto.target_workers.clone(),
+        current_workers: eto.current_workers.clone(),
+        next_worker_index: eto.next_worker_index,
+        run: eto.run,
+        notice: eto.notice.clone(),
+        observed_generation: eto.observed_generation,
+        workers: eto.workers.clone(),
+        blacklist: eto.blacklist.clone(),
+        draining_workers: eto.draining_workers.clone(),
+        nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
+        node_warnings: eto.node_warnings.clone(),
+        ..TrainingJobStatus::default()
+    }
+}
+
+/// eto's part of `status`, as a Kubeflow job's status has it.
+pub(crate) fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
+    EtoJobStatus {
         observed_generation: status.observed_generation,
         phase: status.phase,
         restart_count: Some(status.restart_count),
         run: status.run,
-        workers: status.workers,
-        target_workers: status.target_workers,
-        current_workers: status.current_workers,
+        workers: status.workers.clone(),
+        target_workers: status.target_workers.clone(),
+        current_workers: status.current_workers.clone(),
         next_worker_index: status.next_worker_index,
-        notice: status.notice,
-        blacklist: status.blacklist,
-        draining_workers: status.draining_workers,
-        nodes_in_cooldown: status.nodes_in_cooldown,
-        node_warnings: status.node_warnings,
+        notice: status.notice.clone(),
+        blacklist: status.blacklist.clone(),
+        draining_workers: status.draining_workers.clone(),
+        nodes_in_cooldown: status.nodes_in_cooldown.clone(),
+        node_warnings: status.node_warnings.clone(),
     }
 }
 
@@ -100,14 +125,14 @@ pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
 /// nothing eto writes.
 pub fn started_elsewhere(status: &MPIJobStatus) -> bool {
     !status.conditions.is_empty()
-        && status.phase.is_none()
-        && status.run.is_none()
-        && status.observed_generation.is_none()
+        && status.eto.phase.is_none()
+        && status.eto.run.is_none()
+        && status.eto.observed_generation.is_none()
 }
 
-/// The phase the conditions of a status written by mpi-operator describe.
-fn phase_from_conditions(status: &MPIJobStatus) -> Option<JobPhase> {
-    let holds = |type_| c::is_true(&status.conditions, type_);
+/// The phase the conditions of a status written by a Kubeflow operator describe.
+pub(crate) fn phase_from_conditions(conditions: &[JobCondition]) -> Option<JobPhase> {
+    let holds = |type_| c::is_true(conditions, type_);
     [
         (c::FAILED, JobPhase::Failed),
         (c::SUCCEEDED, JobPhase::Succeeded),
@@ -119,7 +144,7 @@ fn phase_from_conditions(status: &MPIJobStatus) -> Option<JobPhase> {
     .find(|(type_, _)| holds(type_))
     .map(|(_, phase)| phase)
     .or_else(|| {
-        c::find(&status.conditions, c::CREATED)
+        c::find(conditions, c::CREATED)
             .filter(|created| created.status == ConditionStatus::True)
             .map(|_| JobPhase::Created)
     })

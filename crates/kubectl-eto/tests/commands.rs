@@ -53,8 +53,8 @@ impl Scripted {
         .await;
         env.wait::<MPIJob>("tensorflow-benchmarks", "runs 2 workers", |job| {
             job.status.as_ref().is_some_and(|s| {
-                s.workers.as_ref().is_some_and(|w| w.ready == 2)
-                    && format!("{:?}", s.phase) == "Some(Running)"
+                s.eto.workers.as_ref().is_some_and(|w| w.ready == 2)
+                    && format!("{:?}", s.eto.phase) == "Some(Running)"
             })
         })
         .await;

@@ -84,8 +84,8 @@ fn a_new_job_gets_its_service_workers_config_and_launcher_job_at_startup() {
         condition(&world, c::CREATED),
         (true, "MPIJobCreated".into())
     );
-    assert_eq!(status.phase, Some(JobPhase::Created));
-    assert_eq!(status.restart_count, Some(0));
+    assert_eq!(status.eto.phase, Some(JobPhase::Created));
+    assert_eq!(status.eto.restart_count, Some(0));
 }
 
 #[test]
