@@ -1,4 +1,6 @@
-//! An MPIJob's status, converted to and from the engine's shape.
+//! An MPIJob's status, converted to and from the engine's shape, and the conversions of the
+//! parts every Kubeflow job's status shares (eto's fields, replica counts), which a
+//! PyTorchJob's uses too.
 //!
 //! The conversion is lossless for everything eto writes, so a status eto wrote reads back as
 //! it was planned. A status mpi-operator wrote has no `phase`; it is read from the conditions
@@ -15,26 +17,44 @@ use crate::conditions as c;
 
 /// `status` in the engine's shape.
 pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
-    let replica_statuses = status
-        .replica_statuses
-        .iter()
-        .map(|(replica, counts)| (*replica, counts_to_engine(counts)))
-        .collect();
-    let mut engine = eto_to_engine(&status.eto);
-    engine.phase = engine
-        .phase
-        .or_else(|| phase_from_conditions(&status.conditions));
-    TrainingJobStatus {
-        conditions: status.conditions.clone(),
-        replica_statuses,
-        start_time: status.start_time.clone(),
-        completion_time: status.completion_time.clone(),
-        selector: status
+    kubeflow_to_engine(
+        &status.conditions,
+        status
             .replica_statuses
-            .get(&ReplicaType::Worker)
-            .and_then(|worker| worker.selector.clone()),
-        ..engine
+            .iter()
+            .map(|(replica, counts)| (*replica, counts)),
+        &status.eto,
+        TrainingJobStatus {
+            start_time: status.start_time.clone(),
+            completion_time: status.completion_time.clone(),
+            ..TrainingJobStatus::default()
+        },
+    )
+}
+
+/// A Kubeflow job's status in the engine's shape: its `conditions`, its replica counts by
+/// the engine's replica type (the Worker's carry the scale selector), eto's part, and the
+/// times in `times`. A status without eto's phase reads it from the conditions.
+pub(crate) fn kubeflow_to_engine<'a>(
+    conditions: &[JobCondition],
+    replica_statuses: impl Iterator<Item = (ReplicaType, &'a KubeflowReplicaStatus)>,
+    eto: &EtoJobStatus,
+    times: TrainingJobStatus,
+) -> TrainingJobStatus {
+    let mut engine = eto_to_engine(eto);
+    engine.phase = engine.phase.or_else(|| phase_from_conditions(conditions));
+    engine.conditions = conditions.to_vec();
+    engine.start_time = times.start_time;
+    engine.completion_time = times.completion_time;
+    for (replica, counts) in replica_statuses {
+        if replica == ReplicaType::Worker {
+            engine.selector.clone_from(&counts.selector);
+        }
+        engine
+            .replica_statuses
+            .insert(replica, counts_to_engine(counts));
     }
+    engine
 }
 
 /// `status`, planned in the engine's shape, as an MPIJob's status.
@@ -60,7 +80,7 @@ pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
 }
 
 /// A Kubeflow job's replica counts in the engine's shape.
-pub(crate) fn counts_to_engine(counts: &KubeflowReplicaStatus) -> ReplicaStatus {
+fn counts_to_engine(counts: &KubeflowReplicaStatus) -> ReplicaStatus {
     ReplicaStatus {
         active: counts.active,
         succeeded: counts.succeeded,
@@ -83,7 +103,7 @@ pub(crate) fn counts_from_engine(
 }
 
 /// eto's part of a Kubeflow job's status in the engine's shape; the rest is left default.
-pub(crate) fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
+fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
     TrainingJobStatus {
         phase: eto.phase,
         restart_count: eto.restart_count.unwrap_or_default(),
@@ -131,7 +151,7 @@ pub fn started_elsewhere(status: &MPIJobStatus) -> bool {
 }
 
 /// The phase the conditions of a status written by a Kubeflow operator describe.
-pub(crate) fn phase_from_conditions(conditions: &[JobCondition]) -> Option<JobPhase> {
+fn phase_from_conditions(conditions: &[JobCondition]) -> Option<JobPhase> {
     let holds = |type_| c::is_true(conditions, type_);
     [
         (c::FAILED, JobPhase::Failed),

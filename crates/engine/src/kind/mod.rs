@@ -8,6 +8,7 @@
 //! its own module: [`training_job`], [`mpi_job`].
 
 pub mod mpi_job;
+pub mod pytorch_job;
 pub mod training_job;
 
 use eto_api::training_job::TrainingJobStatus;

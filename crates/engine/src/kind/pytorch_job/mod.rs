@@ -1,0 +1,296 @@
+//! `PyTorchJob` (`kubeflow.org/v1`), Kubeflow training-operator v1's kind: what it contributes
+//! to the engine. v1's defaults ([`Defaulted`]), the environment its pods get ([`env`]), the
+//! headless Service of each pod ([`service`]) and its status as v1's users read it
+//! ([`status`]).
+//!
+//! The engine does not plan PyTorchJobs yet: the kind is not among [`super::Kind::ALL`] and
+//! the operator does not serve it. These are its parts, each checked against v1's behaviour.
+
+pub mod env;
+pub mod service;
+pub mod status;
+
+use eto_api::PyTorchJob;
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::pytorch_job::{
+    DEFAULT_PORT, MASTER, PORT_NAME, PYTORCH_CONTAINER, PyTorchElasticPolicy, PyTorchReplicaSpec,
+    PyTorchReplicaType, TRAINING_OPERATOR, WORKER,
+};
+use eto_api::training_job::CleanPodPolicy;
+use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+
+/// The label naming the operator on every pod and Service of a PyTorchJob, as Arena and Kueue
+/// select them.
+pub const OPERATOR_NAME_LABEL: &str = "training.kubeflow.org/operator-name";
+/// Its value: v1's controller's name.
+pub const OPERATOR_NAME: &str = "pytorchjob-controller";
+/// The label holding the job's name.
+pub const JOB_NAME_LABEL: &str = "training.kubeflow.org/job-name";
+/// The label holding a pod's replica type, lower case (`master`, `worker`).
+pub const REPLICA_TYPE_LABEL: &str = "training.kubeflow.org/replica-type";
+/// The label holding a pod's index within its replica type.
+pub const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
+/// The label marking the pod of rank 0 (`master`): the Master, or worker 0 of a job without
+/// one.
+pub const JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
+
+/// Processes per pod when the spec names none, as v1 defaults it.
+pub const DEFAULT_NPROC_PER_NODE: &str = "auto";
+
+/// A PyTorchJob's spec as training-operator v1 reads it after its defaulting, which v1
+/// applies in memory and never writes back (nor does eto: Kueue and Arena read the spec as
+/// written).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Defaulted<'a> {
+    /// The Master, if the spec has one.
+    pub master: Option<Replica<'a>>,
+    /// The Workers, if the spec has them.
+    pub worker: Option<Replica<'a>>,
+    /// `spec.nprocPerNode`: `auto` when unset, unless the deprecated
+    /// `elasticPolicy.nProcPerNode` is set; then `None`.
+    pub nproc_per_node: Option<String>,
+    /// `runPolicy.cleanPodPolicy`: `None` when unset.
+    pub clean_pod_policy: CleanPodPolicy,
+    /// The Worker bounds of an elastic job.
+    pub elastic: Option<ElasticBounds<'a>>,
+}
+
+/// One replica type after v1's defaulting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replica<'a> {
+    /// Its pods: `replicas`, 1 when unset.
+    pub replicas: u32,
+    /// `restartPolicy`, `OnFailure` when unset.
+    pub restart_policy: ReplicaRestartPolicy,
+    /// Its pod template, if the spec has one.
+    pub template: Option<&'a PodTemplateSpec>,
+    /// The port of its `pytorch` container named `pytorchjob-port`, 23456 when none is.
+    pub port: i32,
+}
+
+/// An elastic job's Worker bounds after v1's defaulting: one bound set gives the other; none
+/// gives the Worker replicas to both.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ElasticBounds<'a> {
+    /// Fewest Workers.
+    pub min: u32,
+    /// Most Workers.
+    pub max: u32,
+    /// The policy as written, for torchrun's other settings.
+    pub policy: &'a PyTorchElasticPolicy,
+}
+
+impl<'a> Defaulted<'a> {
+    /// `job`'s spec as v1 reads it. Counts below zero read as zero; validation reports them.
+    pub fn of(job: &'a PyTorchJob) -> Self {
+        let replica = |key: &str| job.spec.pytorch_replica_specs.get(key).map(Replica::of);
+        let master = replica(MASTER);
+        let worker = replica(WORKER);
+        let elastic = job.spec.elastic_policy.as_ref().map(|policy| {
+            let bound = |value: Option<i32>| value.map(|v| u32::try_from(v).unwrap_or(0));
+            let workers = worker.as_ref().map_or(0, |w| w.replicas);
+            let (min, max) = match (bound(policy.min_replicas), bound(policy.max_replicas)) {
+                (Some(min), Some(max)) => (min, max),
+                (None, Some(max)) => (max, max),
+                (Some(min), None) => (min, min),
+                (None, None) => (workers, workers),
+            };
+            ElasticBounds { min, max, policy }
+        });
+        let deprecated_nproc = elastic
+            .as_ref()
+            .is_some_and(|e| e.policy.n_proc_per_node.is_some());
+        let nproc_per_node = job
+            .spec
+            .nproc_per_node
+            .clone()
+            .or_else(|| (!deprecated_nproc).then(|| DEFAULT_NPROC_PER_NODE.to_string()));
+        let clean_pod_policy = job
+            .spec
+            .run_policy
+            .as_ref()
+            .and_then(|policy| policy.clean_pod_policy)
+            .unwrap_or(CleanPodPolicy::None);
+        Self {
+            master,
+            worker,
+            nproc_per_node,
+            clean_pod_policy,
+            elastic,
+        }
+    }
+
+    /// Pods of every type: the world of a static job, in pods.
+    pub fn total_replicas(&self) -> u32 {
+        [&self.master, &self.worker]
+            .into_iter()
+            .flatten()
+            .map(|replica| replica.replicas)
+            .sum()
+    }
+
+    /// The replica of `type_`, if the spec has it.
+    pub fn replica(&self, type_: PyTorchReplicaType) -> Option<&Replica<'a>> {
+        match type_ {
+            PyTorchReplicaType::Master => self.master.as_ref(),
+            PyTorchReplicaType::Worker => self.worker.as_ref(),
+        }
+    }
+}
+
+impl<'a> Replica<'a> {
+    fn of(spec: &'a PyTorchReplicaSpec) -> Self {
+        let template = spec.template.as_ref();
+        let port = template
+            .and_then(|t| pytorch_container(t))
+            .and_then(|container| {
+                container
+                    .ports
+                    .iter()
+                    .flatten()
+                    .find(|port| port.name.as_deref() == Some(PORT_NAME))
+            })
+            .map_or(DEFAULT_PORT, |port| port.container_port);
+        Self {
+            replicas: spec
+                .replicas
+                .map_or(1, |replicas| u32::try_from(replicas).unwrap_or(0)),
+            restart_policy: spec
+                .restart_policy
+                .unwrap_or(ReplicaRestartPolicy::OnFailure),
+            template,
+            port,
+        }
+    }
+}
+
+/// The container v1 configures in `template`: the one named `pytorch`, else the first.
+pub fn pytorch_container(template: &PodTemplateSpec) -> Option<&Container> {
+    let containers = &template.spec.as_ref()?.containers;
+    containers
+        .iter()
+        .find(|c| c.name == PYTORCH_CONTAINER)
+        .or_else(|| containers.first())
+}
+
+/// The lower-case name of `type_`, as pod names and labels have it.
+pub fn type_label(type_: PyTorchReplicaType) -> &'static str {
+    match type_ {
+        PyTorchReplicaType::Master => "master",
+        PyTorchReplicaType::Worker => "worker",
+    }
+}
+
+/// Pod `index` of `type_`, and its Service: `<job>-master-0`, `<job>-worker-<index>`.
+pub fn pod_name(job: &str, type_: PyTorchReplicaType, index: u32) -> String {
+    format!("{job}-{}-{index}", type_label(type_))
+}
+
+/// Whether eto runs `job`, a PyTorchJob as JSON: `spec.runPolicy.managedBy` unset or
+/// training-operator v1's (eto runs in its place); MultiKueue's is left alone.
+pub fn managed_by_eto(job: &serde_json::Value) -> bool {
+    job["spec"]["runPolicy"]["managedBy"]
+        .as_str()
+        .is_none_or(|manager| manager == TRAINING_OPERATOR)
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    pub(super) fn job(spec: serde_json::Value) -> PyTorchJob {
+        serde_json::from_value(json!({
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "ddp", "namespace": "team", "uid": "u-1"},
+            "spec": spec
+        }))
+        .unwrap()
+    }
+
+    fn pod(ports: serde_json::Value) -> serde_json::Value {
+        json!({"spec": {"containers": [
+            {"name": "sidecar", "image": "proxy", "ports": [{"name": "pytorchjob-port", "containerPort": 1}]},
+            {"name": "pytorch", "image": "torch", "ports": ports}
+        ]}})
+    }
+
+    #[test]
+    fn v1s_defaults_fill_what_the_spec_leaves_out() {
+        let job = job(json!({"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": pod(json!([]))},
+            "Worker": {"template": pod(json!([{"name": "pytorchjob-port", "containerPort": 29500}])), "restartPolicy": "ExitCode"}
+        }}));
+        let defaulted = Defaulted::of(&job);
+        let master = defaulted.master.clone().unwrap();
+        assert_eq!(
+            (master.replicas, master.restart_policy, master.port),
+            (1, ReplicaRestartPolicy::OnFailure, DEFAULT_PORT)
+        );
+        let worker = defaulted.worker.clone().unwrap();
+        assert_eq!(
+            (worker.replicas, worker.restart_policy, worker.port),
+            (1, ReplicaRestartPolicy::ExitCode, 29500)
+        );
+        assert_eq!(defaulted.nproc_per_node.as_deref(), Some("auto"));
+        assert_eq!(defaulted.clean_pod_policy, CleanPodPolicy::None);
+        assert_eq!(defaulted.elastic, None);
+        assert_eq!(defaulted.total_replicas(), 2);
+    }
+
+    #[test]
+    fn elastic_bounds_default_from_each_other_then_from_the_workers() {
+        let cases = [
+            (json!({"minReplicas": 2, "maxReplicas": 5}), (2, 5)),
+            (json!({"maxReplicas": 5}), (5, 5)),
+            (json!({"minReplicas": 2}), (2, 2)),
+            (json!({}), (3, 3)),
+        ];
+        for (policy, bounds) in cases {
+            let job = job(json!({
+                "elasticPolicy": policy,
+                "pytorchReplicaSpecs": {"Worker": {"replicas": 3}}
+            }));
+            let elastic = Defaulted::of(&job).elastic.unwrap();
+            assert_eq!((elastic.min, elastic.max), bounds, "{policy}");
+        }
+    }
+
+    #[test]
+    fn the_deprecated_nproc_field_leaves_nproc_per_node_unset() {
+        let deprecated = job(json!({
+            "elasticPolicy": {"nProcPerNode": 2},
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 3}}
+        }));
+        assert_eq!(Defaulted::of(&deprecated).nproc_per_node, None);
+        let explicit = job(json!({"nprocPerNode": "4", "pytorchReplicaSpecs": {}}));
+        assert_eq!(
+            Defaulted::of(&explicit).nproc_per_node.as_deref(),
+            Some("4")
+        );
+    }
+
+    #[test]
+    fn pods_are_named_by_type_and_index_and_managed_by_says_who_runs_the_job() {
+        assert_eq!(
+            pod_name("ddp", PyTorchReplicaType::Master, 0),
+            "ddp-master-0"
+        );
+        assert_eq!(
+            pod_name("ddp", PyTorchReplicaType::Worker, 3),
+            "ddp-worker-3"
+        );
+        let managed_by =
+            |value: serde_json::Value| json!({"spec": {"runPolicy": {"managedBy": value}}});
+        assert!(managed_by_eto(&json!({"spec": {}})));
+        assert!(managed_by_eto(&managed_by(json!(
+            "kubeflow.org/training-operator"
+        ))));
+        assert!(!managed_by_eto(&managed_by(json!(
+            "kueue.x-k8s.io/multikueue"
+        ))));
+    }
+}

@@ -1,0 +1,277 @@
+//! The rules of a PyTorchJob: training-operator v1's webhook rules, checked again in case the
+//! CRD that admitted the job lacks them (v1's own CRD has none: its webhook checked them), and
+//! eto's.
+//!
+//! v1's rules: a DNS-1035 name; replica types `Master` and `Worker` only; a Master with
+//! `replicas: 1` written out; Workers at least 1; every replica type with a template whose
+//! containers have images, one of them named `pytorch`; `elasticPolicy` only with Workers, and
+//! not both `nprocPerNode` fields; `managedBy` v1's or MultiKueue's. eto's: at least one
+//! replica type, `nprocPerNode` that torchrun reads (`auto`, `cpu`, `gpu` or a positive
+//! number), non-negative run limits, elastic bounds from 1 with `minReplicas <= maxReplicas`,
+//! no volume or mount where eto puts its own files, and a name short enough for
+//! `<name>-worker-<index>`.
+
+use eto_api::PyTorchJob;
+use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
+
+use super::{Errors, FieldError, ReservedPaths, RunLimitFields, check_job_name, check_template};
+use crate::build::DISCOVERY_DIR;
+
+/// Every rule `job` breaks, each naming its field; empty when it breaks none.
+pub fn check_pytorch_job(job: &PyTorchJob) -> Vec<FieldError> {
+    let mut errors = Errors::default();
+    let spec = &job.spec;
+    check_job_name(
+        job.metadata.name.as_deref().unwrap_or_default(),
+        &mut errors,
+    );
+    if spec.pytorch_replica_specs.is_empty() {
+        errors.push(
+            "spec.pytorchReplicaSpecs",
+            format!("needs a {MASTER} or {WORKER}"),
+        );
+    }
+    let reserved = ReservedPaths {
+        first: &[DISCOVERY_DIR],
+        others: &[DISCOVERY_DIR],
+    };
+    for (key, replica) in &spec.pytorch_replica_specs {
+        let path = format!("spec.pytorchReplicaSpecs.{key}");
+        match key.as_str() {
+            MASTER => match replica.replicas {
+                Some(1) => {}
+                Some(other) => errors.push(
+                    format!("{path}.replicas"),
+                    format!("must be 1, not {other}"),
+                ),
+                None => errors.push(format!("{path}.replicas"), "must be set to 1"),
+            },
+            WORKER => {
+                if let Some(replicas) = replica.replicas.filter(|replicas| *replicas < 1) {
+                    errors.push(
+                        format!("{path}.replicas"),
+                        format!("must be at least 1, not {replicas}"),
+                    );
+                }
+            }
+            _ => errors.push(
+                format!("spec.pytorchReplicaSpecs[{key}]"),
+                format!("unknown replica type {key:?}; the types are {MASTER} and {WORKER}"),
+            ),
+        }
+        let Some(template) = &replica.template else {
+            errors.push(format!("{path}.template"), "is required");
+            continue;
+        };
+        check_template(
+            &format!("{path}.template"),
+            template,
+            &reserved,
+            &mut errors,
+        );
+        let containers = template.spec.iter().flat_map(|pod| &pod.containers);
+        if !containers.clone().any(|c| c.name == PYTORCH_CONTAINER)
+            && template
+                .spec
+                .as_ref()
+                .is_some_and(|pod| !pod.containers.is_empty())
+        {
+            errors.push(
+                format!("{path}.template.spec.containers"),
+                format!(
+                    "needs a container named {PYTORCH_CONTAINER:?}: it is the one eto configures"
+                ),
+            );
+        }
+    }
+    if let Some(nproc) = &spec.nproc_per_node
+        && !matches!(nproc.as_str(), "auto" | "cpu" | "gpu")
+        && nproc.parse::<u32>().map_or(true, |n| n == 0)
+    {
+        errors.push(
+            "spec.nprocPerNode",
+            format!("must be auto, cpu, gpu or a positive number, not {nproc:?}"),
+        );
+    }
+    if let Some(policy) = &spec.elastic_policy {
+        if !spec.pytorch_replica_specs.contains_key(WORKER) {
+            errors.push(
+                "spec.elasticPolicy",
+                format!("needs Workers: add pytorchReplicaSpecs.{WORKER}"),
+            );
+        }
+        if policy.n_proc_per_node.is_some() && spec.nproc_per_node.is_some() {
+            errors.push(
+                "spec.elasticPolicy.nProcPerNode",
+                "is deprecated and cannot be set with spec.nprocPerNode; keep spec.nprocPerNode",
+            );
+        }
+        for (field, value) in [
+            ("minReplicas", policy.min_replicas),
+            ("maxReplicas", policy.max_replicas),
+        ] {
+            if let Some(value) = value.filter(|value| *value < 1) {
+                errors.push(
+                    format!("spec.elasticPolicy.{field}"),
+                    format!("must be at least 1, not {value}"),
+                );
+            }
+        }
+        if let (Some(min), Some(max)) = (policy.min_replicas, policy.max_replicas)
+            && min > max
+        {
+            errors.push(
+                "spec.elasticPolicy.minReplicas",
+                format!("must not be greater than maxReplicas ({min} > {max})"),
+            );
+        }
+    }
+    let run_policy = spec.run_policy.clone().unwrap_or_default();
+    if let Some(manager) = run_policy
+        .managed_by
+        .as_deref()
+        .filter(|manager| ![TRAINING_OPERATOR, MULTIKUEUE].contains(manager))
+    {
+        errors.push(
+            "spec.runPolicy.managedBy",
+            format!("must be {TRAINING_OPERATOR} or {MULTIKUEUE}, not {manager:?}"),
+        );
+    }
+    RunLimitFields {
+        parent: "spec.runPolicy",
+        backoff_limit: run_policy.backoff_limit,
+        active_deadline_seconds: run_policy.active_deadline_seconds,
+        ttl_seconds_after_finished: run_policy.ttl_seconds_after_finished,
+    }
+    .check(&mut errors);
+    errors.0
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn pod(container: &str) -> Value {
+        json!({"spec": {"containers": [{"name": container, "image": "torch"}]}})
+    }
+
+    fn job(spec: Value) -> PyTorchJob {
+        let mut value = json!({
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "ddp"},
+            "spec": {"pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod("pytorch")},
+                "Worker": {"replicas": 2, "template": pod("pytorch")}
+            }}
+        });
+        json_patch::merge(&mut value, &spec);
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn errors(spec: Value) -> Vec<String> {
+        check_pytorch_job(&job(spec))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn jobs_v1_accepted_are_accepted() {
+        let accepted = [
+            json!({}),
+            json!({"spec": {"pytorchReplicaSpecs": {"Master": null}}}),
+            json!({"spec": {"pytorchReplicaSpecs": {"Worker": null}}}),
+            json!({"spec": {"nprocPerNode": "8"}}),
+            json!({"spec": {"nprocPerNode": "gpu", "runPolicy": {"managedBy": "kubeflow.org/training-operator", "backoffLimit": 0}}}),
+            json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 4, "nProcPerNode": 2}}}),
+        ];
+        for spec in accepted {
+            assert_eq!(errors(spec.clone()), Vec::<String>::new(), "{spec}");
+        }
+    }
+
+    #[test]
+    fn each_rule_names_its_field() {
+        let cases = [
+            (
+                json!({"metadata": {"name": "DDP"}}),
+                "metadata.name: must consist of lowercase letters",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null, "Worker": null}}}),
+                "spec.pytorchReplicaSpecs: needs a Master or Worker",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"worker": {"template": pod("pytorch")}}}}),
+                "spec.pytorchReplicaSpecs[worker]: unknown replica type \"worker\"",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": null}}}}),
+                "spec.pytorchReplicaSpecs.Master.replicas: must be set to 1",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 2}}}}),
+                "spec.pytorchReplicaSpecs.Master.replicas: must be 1, not 2",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 0}}}}),
+                "spec.pytorchReplicaSpecs.Worker.replicas: must be at least 1, not 0",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"template": null}}}}),
+                "spec.pytorchReplicaSpecs.Worker.template: is required",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"template": pod("trainer")}}}}),
+                "spec.pytorchReplicaSpecs.Worker.template.spec.containers: needs a container named \"pytorch\"",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"spec": {"containers": [{"name": "pytorch"}]}}}}}}),
+                "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image: is required",
+            ),
+            (
+                json!({"spec": {"nprocPerNode": "0"}}),
+                "spec.nprocPerNode: must be auto, cpu, gpu or a positive number, not \"0\"",
+            ),
+            (
+                json!({"spec": {"nprocPerNode": "all"}}),
+                "spec.nprocPerNode: must be auto, cpu, gpu or a positive number, not \"all\"",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Worker": null}, "elasticPolicy": {}}}),
+                "spec.elasticPolicy: needs Workers",
+            ),
+            (
+                json!({"spec": {"nprocPerNode": "2", "elasticPolicy": {"nProcPerNode": 2}}}),
+                "spec.elasticPolicy.nProcPerNode: is deprecated",
+            ),
+            (
+                json!({"spec": {"elasticPolicy": {"minReplicas": 3, "maxReplicas": 2}}}),
+                "spec.elasticPolicy.minReplicas: must not be greater than maxReplicas (3 > 2)",
+            ),
+            (
+                json!({"spec": {"elasticPolicy": {"minReplicas": 0}}}),
+                "spec.elasticPolicy.minReplicas: must be at least 1, not 0",
+            ),
+            (
+                json!({"spec": {"runPolicy": {"managedBy": ""}}}),
+                "spec.runPolicy.managedBy: must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue, not \"\"",
+            ),
+            (
+                json!({"spec": {"runPolicy": {"backoffLimit": -1}}}),
+                "spec.runPolicy.backoffLimit",
+            ),
+        ];
+        for (spec, expected) in cases {
+            let found = errors(spec.clone());
+            assert!(
+                found.len() == 1 && found[0].starts_with(expected),
+                "{spec}: expected one error starting with {expected:?}, got {found:?}"
+            );
+        }
+    }
+}
