@@ -26,6 +26,7 @@ mod mpijob;
 mod node_warnings;
 mod notice_helper;
 mod operator;
+mod pytorch_contract;
 mod scaling;
 mod suspend;
 mod termination;

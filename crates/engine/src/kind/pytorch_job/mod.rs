@@ -1,12 +1,13 @@
 //! `PyTorchJob` (`kubeflow.org/v1`), Kubeflow training-operator v1's kind: what it contributes
-//! to the engine. v1's defaults ([`Defaulted`]), the environment its pods get ([`env`]), the
-//! headless Service of each pod ([`service`]) and its status as v1's users read it
-//! ([`status`]).
+//! to the engine. v1's defaults ([`Defaulted`]), its pods ([`pod`]) and the environment they
+//! get ([`env`]), the headless Service of each pod ([`service`]) and its status as v1's users
+//! read it ([`status`]).
 //!
 //! The engine does not plan PyTorchJobs yet: the kind is not among [`super::Kind::ALL`] and
 //! the operator does not serve it. These are its parts, each checked against v1's behaviour.
 
 pub mod env;
+pub mod pod;
 pub mod service;
 pub mod status;
 
