@@ -17,7 +17,7 @@ one line of JSON, within about a second of deciding it:
 An empty file means there is no notice.
 
 A pod can also be told by the platform before eto sees it: an eviction, a drain or a node
-shutdown sends the pod SIGTERM at once. eto's small PID 1 (see eto's README, "Graceful
+shutdown sends the pod SIGTERM at once. eto's small PID 1 (see eto's docs/how-a-job-runs.md, "Graceful
 termination") then writes a "Reclaim" notice of the same form, reason "Terminating", to
 /run/eto/notice (or /tmp/eto/notice where /run is not writable) and keeps the training
 processes running until they exit or the pod's grace period ends. notice() reads both and

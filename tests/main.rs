@@ -13,6 +13,7 @@ mod chart;
 mod cluster;
 mod crds_fresh;
 mod discovery_script;
+mod docs_links;
 mod e2e;
 mod elastic;
 mod examples;

@@ -11,7 +11,7 @@
 // template fields at `kubectl apply` time (instead of eto silently dropping them when it builds
 // the pods), prunes unknown fields, and `kubectl explain` documents the template. The cost is
 // size: the CRD exceeds the 262,144-byte limit of the `last-applied-configuration` annotation,
-// so it must be installed with `kubectl apply --server-side` (README says so, as mpi-operator's
+// so it must be installed with `kubectl apply --server-side` (docs/running-eto.md says so, as mpi-operator's
 // does for the same reason).
 
 use std::collections::BTreeMap;

@@ -54,7 +54,7 @@ pub const KUBEAI_MANAGED_ANNOTATION: &str = "job-supervisor.kube-ai.io/managed-b
 /// The port the `kubeai` SDK listens on for its stop signal.
 pub const KUBEAI_PORT: u16 = 9009;
 /// Annotation on the launcher holding the current hostfile, which the launcher reads as
-/// `/etc/edl/hostfile` (see the README on host discovery).
+/// `/etc/edl/hostfile` (see docs/how-a-job-runs.md on host discovery).
 pub const HOSTFILE_ANNOTATION: &str = "eto.dev/hostfile";
 /// Annotation on the launcher holding the current DeepSpeed hostfile, read as `/job/hostfile`.
 pub const DEEPSPEED_HOSTFILE_ANNOTATION: &str = "eto.dev/deepspeed-hostfile";

@@ -3,7 +3,7 @@
 //!
 //! Outputs are compared with the golden files under `tests/golden/`, after the volatile parts
 //! (ages, times, the random suffix of an MPIJob's launcher pod, column padding) are
-//! normalised. `UPDATE_GOLDEN=1` rewrites them from a run. README shows the same outputs: a
+//! normalised. `UPDATE_GOLDEN=1` rewrites them from a run. docs/kubectl-eto.md shows the same outputs: a
 //! test checks that it holds each golden file.
 
 // Test code: a panic is a test failure with its message.
@@ -146,7 +146,7 @@ fn assert_golden(name: &str, actual: &str) {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &normalized).unwrap();
-        // The output as printed, for README.
+        // The output as printed, for docs/kubectl-eto.md.
         let raw = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kubectl-eto-outputs");
         std::fs::create_dir_all(&raw).unwrap();
         std::fs::write(raw.join(format!("{name}.txt")), actual).unwrap();
@@ -461,8 +461,9 @@ async fn errors_name_what_is_wrong_and_exit_non_zero() {
 }
 
 #[test]
-fn the_readme_shows_the_golden_outputs() {
-    let readme = normalize(&std::fs::read_to_string(workspace_root().join("README.md")).unwrap());
+fn the_documentation_shows_the_golden_outputs() {
+    let page =
+        normalize(&std::fs::read_to_string(workspace_root().join("docs/kubectl-eto.md")).unwrap());
     for name in [
         "get",
         "get-trainingjob",
@@ -474,8 +475,8 @@ fn the_readme_shows_the_golden_outputs() {
     ] {
         let golden = std::fs::read_to_string(golden_path(name)).unwrap();
         assert!(
-            readme.contains(&golden),
-            "README.md does not show the output of {name}:\n{golden}"
+            page.contains(&golden),
+            "docs/kubectl-eto.md does not show the output of {name}:\n{golden}"
         );
     }
 }

@@ -37,8 +37,8 @@ const NAME: &str = "eto-pid1";
 /// eto's PID 1, for `sh -c`; the command follows as its arguments (see the module
 /// documentation).
 pub const SCRIPT: &str = r#"# eto's PID 1: runs the command and keeps its training processes through a SIGTERM until
-# they have checkpointed and exited, or the grace period ends (eto's README, "Graceful
-# termination").
+# they have checkpointed and exited, or the grace period ends (eto's documentation: "How a job
+# runs", "Graceful termination").
 stopping=
 trap 'stopping=1' TERM INT HUP
 "$@" &
