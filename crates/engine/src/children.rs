@@ -68,7 +68,8 @@ impl Children {
         let name = job.name();
         let kind = job.kind();
         Wanted {
-            launcher_job: (kind.launcher() == LauncherObject::Job).then(|| names::launcher(name)),
+            launcher_job: (kind.launcher() == LauncherObject::Job)
+                .then(|| kind.launcher_name(name)),
             service: names::job_service(kind, name),
             config_map: names::config_map(name),
             launcher_rbac: (kind.launcher() == LauncherObject::Pod)
@@ -155,7 +156,7 @@ impl Children {
         self.pods
             .iter()
             .map(AsRef::as_ref)
-            .filter(|pod| pods::label(pod, role_label) == Some(eto_api::well_known::LAUNCHER_ROLE))
+            .filter(|pod| pods::label(pod, role_label) == Some(job.kind().launcher_role()))
             .max_by_key(|pod| pod.metadata.creation_timestamp.clone())
     }
 

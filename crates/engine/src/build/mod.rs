@@ -97,10 +97,10 @@ pub enum Role {
 }
 
 impl Role {
-    /// The value of the kind's role label.
-    pub fn label_value(self) -> &'static str {
+    /// The value of `kind`'s role label.
+    pub fn label_value(self, kind: Kind) -> &'static str {
         match self {
-            Self::Launcher => eto_api::well_known::LAUNCHER_ROLE,
+            Self::Launcher => kind.launcher_role(),
             Self::Worker => eto_api::well_known::WORKER_ROLE,
         }
     }
@@ -168,7 +168,7 @@ impl<'a> Job<'a> {
         let mut labels = self.labels();
         labels.insert(
             self.kind().role_label().to_string(),
-            role.label_value().to_string(),
+            role.label_value(self.kind()).to_string(),
         );
         labels.insert(RUN_LABEL.to_string(), self.run.to_string());
         labels

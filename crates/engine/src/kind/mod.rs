@@ -69,8 +69,12 @@ pub struct Vocabulary {
     pub operator_label: (&'static str, &'static str),
     /// The label holding the job's name on its pods.
     pub job_name_label: &'static str,
-    /// The label holding a pod's role (`launcher` or `worker`).
+    /// The label holding a pod's role: [`Vocabulary::launcher_role`] or `worker`.
     pub role_label: &'static str,
+    /// The value of the role label on the launcher's pod.
+    pub launcher_role: &'static str,
+    /// The name of the launcher (its pod, or the object that runs its pod) of job `job`.
+    pub launcher_name: fn(job: &str) -> String,
     /// The label holding a worker's index.
     pub index_label: &'static str,
     /// What runs its launcher.
@@ -198,9 +202,19 @@ impl Kind {
         self.vocabulary().job_name_label
     }
 
-    /// The label holding a pod's role (`launcher` or `worker`).
+    /// The label holding a pod's role: [`Kind::launcher_role`] or `worker`.
     pub fn role_label(self) -> &'static str {
         self.vocabulary().role_label
+    }
+
+    /// The value of the role label on the launcher's pod.
+    pub fn launcher_role(self) -> &'static str {
+        self.vocabulary().launcher_role
+    }
+
+    /// The name of the launcher (its pod, or the object that runs its pod) of job `job`.
+    pub fn launcher_name(self, job: &str) -> String {
+        (self.vocabulary().launcher_name)(job)
     }
 
     /// The label holding a worker's index.

@@ -4,15 +4,15 @@
 use eto_api::mpi_job::{ETO_MANAGED_BY, LAUNCHER, WORKER};
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{
-    MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_OPERATOR_NAME, MPI_OPERATOR_NAME_LABEL,
-    MPI_REPLICA_INDEX_LABEL,
+    LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_OPERATOR_NAME,
+    MPI_OPERATOR_NAME_LABEL, MPI_REPLICA_INDEX_LABEL,
 };
 use eto_api::{MPIJob, MPIJobStatus};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::{LauncherObject, Vocabulary};
 use crate::build::SSH_AUTH_SECRET_TYPE;
-use crate::mpi_status;
+use crate::{mpi_status, names};
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -31,6 +31,8 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     operator_label: (MPI_OPERATOR_NAME_LABEL, MPI_OPERATOR_NAME),
     job_name_label: MPI_JOB_NAME_LABEL,
     role_label: MPI_JOB_ROLE_LABEL,
+    launcher_role: LAUNCHER_ROLE,
+    launcher_name: names::launcher,
     index_label: MPI_REPLICA_INDEX_LABEL,
     launcher: LauncherObject::Job,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,

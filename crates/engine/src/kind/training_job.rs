@@ -4,11 +4,13 @@
 use eto_api::TrainingJob;
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{
-    GROUP_NAME, GROUP_NAME_LABEL, JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL,
+    GROUP_NAME, GROUP_NAME_LABEL, JOB_NAME_LABEL, JOB_ROLE_LABEL, LAUNCHER_ROLE,
+    REPLICA_INDEX_LABEL,
 };
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::{LauncherObject, Vocabulary};
+use crate::names;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -27,6 +29,8 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     operator_label: (GROUP_NAME_LABEL, GROUP_NAME),
     job_name_label: JOB_NAME_LABEL,
     role_label: JOB_ROLE_LABEL,
+    launcher_role: LAUNCHER_ROLE,
+    launcher_name: names::launcher,
     index_label: REPLICA_INDEX_LABEL,
     launcher: LauncherObject::Pod,
     ssh_secret_type: "Opaque",

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus, WarnedNode};
-use eto_api::well_known::{LAUNCHER_ROLE, WORKER_ROLE};
+use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -819,7 +819,7 @@ fn replica_statuses(
 ) -> BTreeMap<ReplicaType, eto_api::common::ReplicaStatus> {
     let mut statuses = BTreeMap::new();
     for (replica, role) in [
-        (ReplicaType::Launcher, LAUNCHER_ROLE),
+        (ReplicaType::Launcher, kind.launcher_role()),
         (ReplicaType::Worker, WORKER_ROLE),
     ] {
         let of_role = pods

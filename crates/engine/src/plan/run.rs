@@ -14,9 +14,7 @@ use std::collections::BTreeMap;
 
 use eto_api::training_job::Notice;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
-use eto_api::well_known::{
-    HOSTFILE_ANNOTATION, LAUNCHER_ROLE, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL,
-};
+use eto_api::well_known::{HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -198,7 +196,7 @@ impl<'p, 'o> Run<'p, 'o> {
     fn launcher(&self) -> Option<Launcher<'o>> {
         match self.job.kind() {
             Kind::TrainingJob => {
-                let name = names::launcher(self.name());
+                let name = self.job.kind().launcher_name(self.name());
                 let pod = self
                     .observed
                     .pods
@@ -223,7 +221,9 @@ impl<'p, 'o> Run<'p, 'o> {
                         .pods
                         .iter()
                         .copied()
-                        .filter(|p| pods::label(p, role_label) == Some(LAUNCHER_ROLE))
+                        .filter(|p| {
+                            pods::label(p, role_label) == Some(self.job.kind().launcher_role())
+                        })
                         .filter(|p| !self.is_stale(p))
                 };
                 // The Job replaces a pod the platform took (its pod failure policy ignores
@@ -566,7 +566,7 @@ impl<'p, 'o> Run<'p, 'o> {
             "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers ({}) before starting launcher {}: {ready} ready, {pending} pending",
             max_wait.as_secs(),
             self.job.kind().min_field(),
-            names::launcher(&name),
+            self.job.kind().launcher_name(&name),
         );
         self.planner.fail(
             self.observed,
@@ -579,7 +579,10 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     fn succeed(self) {
-        let message = format!("launcher {} succeeded", names::launcher(self.name()));
+        let message = format!(
+            "launcher {} succeeded",
+            self.job.kind().launcher_name(self.name())
+        );
         let planner = self.planner;
         let kind = planner.kind;
         let reason = kind.reason("Succeeded");
@@ -726,7 +729,7 @@ impl<'p, 'o> Run<'p, 'o> {
             name: names::mpi_host(
                 self.name(),
                 self.job.namespace(),
-                &names::launcher(self.name()),
+                &self.job.kind().launcher_name(self.name()),
             ),
             slots: self.job.spec.slots_per_worker,
         }
@@ -754,7 +757,7 @@ impl<'p, 'o> Run<'p, 'o> {
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {
         let ready_hosts = discovery::hostfile(hosts);
         let min = self.job.spec.workers.min as usize;
-        let name = names::launcher(self.name());
+        let name = self.job.kind().launcher_name(self.name());
         if self.launcher().is_some()
             && !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED)
         {
@@ -969,7 +972,10 @@ impl<'p, 'o> Run<'p, 'o> {
                 } else {
                     (
                         "LauncherPending",
-                        format!("launcher {} is starting", names::launcher(&name)),
+                        format!(
+                            "launcher {} is starting",
+                            self.job.kind().launcher_name(&name)
+                        ),
                     )
                 };
                 if c::find(&self.planner.status.conditions, c::RUNNING)

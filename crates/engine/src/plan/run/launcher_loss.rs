@@ -32,7 +32,7 @@
 
 use super::{Launcher, Run};
 use crate::conditions as c;
-use crate::{names, node_warnings, pods};
+use crate::{node_warnings, pods};
 
 /// Reason of the `Suspended` condition, the notices and the Warning event when the platform
 /// took (or is taking) the launcher.
@@ -81,7 +81,7 @@ impl Run<'_, '_> {
     /// every running pod the `Suspend` notice, deletes them, and suspends the job to resume in
     /// a new run. Returns whether it did.
     pub(super) fn launcher_lost(&mut self, launcher: Option<&Launcher<'_>>) -> bool {
-        let name = names::launcher(self.name());
+        let name = self.job.kind().launcher_name(self.name());
         let cause = match launcher {
             Some(launcher) => match &launcher.disruption {
                 Some(disruption) if disruption.ended => {

@@ -67,7 +67,7 @@ use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
 use crate::plan::{Child, ChildKind};
 use crate::pod_metadata::PodMetadata;
-use crate::{names, notice, pods, scaling};
+use crate::{notice, pods, scaling};
 
 /// Reason of the `Suspended` condition and of the notices when too few workers stayed ready.
 pub const BELOW_MIN_WORKERS: &str = "BelowMinWorkers";
@@ -545,7 +545,7 @@ impl Run<'_, '_> {
                 "worker is",
                 "workers are"
             ),
-            names::launcher(&name)
+            self.job.kind().launcher_name(&name)
         );
         let kind = planner.kind;
         planner.plan.tallies.resumes.push(reason);
