@@ -122,3 +122,103 @@ async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
     );
     scratch.end().await;
 }
+
+/// The PyTorchJob CRD installs on a real API server, whose CEL cost estimate accepts its
+/// rules, and the server judges jobs as the schema's unit tests say.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_pytorchjob_crd_installs_and_its_rules_judge_on_a_real_api_server() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::CustomResourceExt;
+    use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+    use kube::core::ApiResource;
+
+    let client = kube::Client::try_default()
+        .await
+        .expect("KUBECONFIG names a cluster");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = PyTorchJob::crd();
+    let name = crd.metadata.name.clone().unwrap();
+    crds.patch(
+        &name,
+        &PatchParams::apply("eto-test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("the API server accepts the CRD and its CEL rules");
+    until(
+        "the CRD is established",
+        Duration::from_secs(30),
+        async || {
+            let crd = crds.get(&name).await.ok()?;
+            crd.status?
+                .conditions?
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+        },
+    )
+    .await;
+    let jobs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::erase::<PyTorchJob>(&()),
+    );
+    let pod = serde_json::json!({"spec": {"containers": [{"name": "pytorch", "image": "torch"}]}});
+    let job = |specs: serde_json::Value, run_policy: serde_json::Value| {
+        serde_json::from_value::<DynamicObject>(serde_json::json!({
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "ddp"},
+            "spec": {"pytorchReplicaSpecs": specs, "runPolicy": run_policy}
+        }))
+        .unwrap()
+    };
+    let dry_run = PatchParams::apply("eto-test").dry_run();
+    let judged = async |object: DynamicObject| {
+        jobs.patch("ddp", &dry_run, &Patch::Apply(&object))
+            .await
+            .err()
+            .map(|error| error.to_string())
+    };
+    let accepted = job(
+        serde_json::json!({"Master": {"replicas": 1, "template": pod}, "Worker": {"replicas": 2, "template": pod}}),
+        serde_json::json!({"managedBy": "kubeflow.org/training-operator"}),
+    );
+    assert_eq!(judged(accepted).await, None);
+    let rejected = [
+        (
+            job(
+                serde_json::json!({"worker": {"template": pod}}),
+                serde_json::json!({}),
+            ),
+            "the replica types are Master and Worker",
+        ),
+        (
+            job(
+                serde_json::json!({"Master": {"replicas": 2, "template": pod}}),
+                serde_json::json!({}),
+            ),
+            "Master.replicas must be set to 1",
+        ),
+        (
+            job(
+                serde_json::json!({"Worker": {"replicas": 0, "template": pod}}),
+                serde_json::json!({}),
+            ),
+            "Worker.replicas must be at least 1",
+        ),
+        (
+            job(
+                serde_json::json!({"Worker": {"template": pod}}),
+                serde_json::json!({"managedBy": "kubeflow.org/mpi-operator"}),
+            ),
+            "managedBy must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue",
+        ),
+    ];
+    for (object, message) in rejected {
+        let error = judged(object).await.expect("the API server rejects it");
+        assert!(error.contains(message), "{message}: {error}");
+    }
+    crds.delete(&name, &DeleteParams::default()).await.unwrap();
+}
