@@ -70,7 +70,7 @@ impl Children {
         Wanted {
             launcher_job: (kind.launcher() == LauncherObject::Job)
                 .then(|| kind.launcher_name(name)),
-            service: names::job_service(kind, name),
+            service: kind.service_name(name),
             config_map: names::config_map(name),
             launcher_rbac: (kind.launcher() == LauncherObject::Pod)
                 .then(|| names::launcher_rbac(name)),

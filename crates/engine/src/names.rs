@@ -1,8 +1,6 @@
 //! The names of the objects eto creates for a job, and the Kubernetes name rules they must
 //! satisfy.
 
-use crate::kind::Kind;
-
 /// The launcher: the pod `<job>-launcher` of a TrainingJob (et-operator's name), the batch
 /// Job `<job>-launcher` of an MPIJob (mpi-operator's), whose pod has it as host name.
 pub fn launcher(job: &str) -> String {
@@ -35,28 +33,21 @@ pub fn worker_host(job: &str, index: u32) -> String {
     format!("{}.{}", worker(job, index), worker_service(job))
 }
 
-/// The headless Service of a job of `kind`: [`worker_service`] for a TrainingJob, the job's
-/// own name for an MPIJob (as mpi-operator names it).
-pub fn job_service(kind: Kind, job: &str) -> String {
-    match kind {
-        Kind::TrainingJob => worker_service(job),
-        Kind::MpiJob => job.to_string(),
-    }
-}
-
 /// The host name of a pod of an MPIJob as its hostfile lists it, as mpi-operator writes it:
 /// `<pod>.<job>.<namespace>.svc`.
 pub fn mpi_host(job: &str, namespace: &str, pod: &str) -> String {
     format!("{pod}.{job}.{namespace}.svc")
 }
 
-/// The host name of worker `index` of a job of `kind`: [`worker_host`] for a TrainingJob,
-/// [`mpi_host`] for an MPIJob.
-pub fn worker_host_of(kind: Kind, job: &str, namespace: &str, index: u32) -> String {
-    match kind {
-        Kind::TrainingJob => worker_host(job, index),
-        Kind::MpiJob => mpi_host(job, namespace, &worker(job, index)),
-    }
+/// The host name of worker `index` of MPIJob `job` in `namespace`, as its hostfile lists it
+/// (see [`mpi_host`]).
+pub fn mpi_worker_host(job: &str, namespace: &str, index: u32) -> String {
+    mpi_host(job, namespace, &worker(job, index))
+}
+
+/// The headless Service of MPIJob `job`: the job's own name, as mpi-operator names it.
+pub fn mpi_service(job: &str) -> String {
+    job.to_string()
 }
 
 /// The ConfigMap with the hostfile and the discovery script: `<job>-config`.
@@ -167,12 +158,9 @@ mod tests {
             assert_eq!(worker_index("mnist", not_a_worker), None, "{not_a_worker}");
         }
         assert_eq!(worker_host("mnist", 3), "mnist-worker-3.mnist-workers");
-        assert_eq!(
-            worker_host_of(Kind::MpiJob, "pi", "team", 3),
-            "pi-worker-3.pi.team.svc"
-        );
-        assert_eq!(job_service(Kind::MpiJob, "pi"), "pi");
-        assert_eq!(job_service(Kind::TrainingJob, "pi"), "pi-workers");
+        assert_eq!(mpi_worker_host("pi", "team", 3), "pi-worker-3.pi.team.svc");
+        assert_eq!(mpi_service("pi"), "pi");
+        assert_eq!(worker_service("pi"), "pi-workers");
     }
 
     #[test]

@@ -177,12 +177,13 @@ impl<'a> Job<'a> {
     /// The headless Service that gives the pods their DNS names: `<job>-workers` for a
     /// TrainingJob, `<job>` for an MPIJob (as mpi-operator names it).
     pub fn service_name(&self) -> String {
-        names::job_service(self.kind(), self.name())
+        self.kind().service_name(self.name())
     }
 
     /// The host name of worker `index` as host discovery and the hostfile list it.
     pub fn worker_host(&self, index: u32) -> String {
-        names::worker_host_of(self.kind(), self.name(), self.namespace(), index)
+        self.kind()
+            .worker_host(self.name(), self.namespace(), index)
     }
 
     /// Metadata of a child named `name`, with the job's labels and owner.

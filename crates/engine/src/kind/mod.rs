@@ -77,6 +77,11 @@ pub struct Vocabulary {
     pub launcher_name: fn(job: &str) -> String,
     /// The label holding a worker's index.
     pub index_label: &'static str,
+    /// The headless Service of job `job` that gives its pods their DNS names.
+    pub service_name: fn(job: &str) -> String,
+    /// The host name of worker `index` of job `job` in `namespace`, as its training reaches
+    /// it.
+    pub worker_host: fn(job: &str, namespace: &str, index: u32) -> String,
     /// What runs its launcher.
     pub launcher: LauncherObject,
     /// The type of the SSH Secret eto generates for its jobs.
@@ -220,6 +225,17 @@ impl Kind {
     /// The label holding a worker's index.
     pub fn index_label(self) -> &'static str {
         self.vocabulary().index_label
+    }
+
+    /// The headless Service of job `job` that gives its pods their DNS names.
+    pub fn service_name(self, job: &str) -> String {
+        (self.vocabulary().service_name)(job)
+    }
+
+    /// The host name of worker `index` of job `job` in `namespace`, as its training reaches
+    /// it.
+    pub fn worker_host(self, job: &str, namespace: &str, index: u32) -> String {
+        (self.vocabulary().worker_host)(job, namespace, index)
     }
 
     /// The label selector of the workers of job `name`, as the scale subresource reads it.

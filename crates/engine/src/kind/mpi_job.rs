@@ -34,6 +34,8 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher_role: LAUNCHER_ROLE,
     launcher_name: names::launcher,
     index_label: MPI_REPLICA_INDEX_LABEL,
+    service_name: names::mpi_service,
+    worker_host: names::mpi_worker_host,
     launcher: LauncherObject::Job,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
 };

@@ -32,6 +32,8 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher_role: LAUNCHER_ROLE,
     launcher_name: names::launcher,
     index_label: REPLICA_INDEX_LABEL,
+    service_name: names::worker_service,
+    worker_host: |job, _, index| names::worker_host(job, index),
     launcher: LauncherObject::Pod,
     ssh_secret_type: "Opaque",
 };

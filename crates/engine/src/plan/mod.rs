@@ -48,7 +48,7 @@ use crate::node_warnings::{self, NodeWarning};
 use crate::pod_metadata::PodMetadata;
 use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::{FieldError, validate_job};
-use crate::{mpi_status, names, pods};
+use crate::{mpi_status, pods};
 
 /// Whether the job's SSH Secret exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -777,7 +777,7 @@ impl Planner {
             if observed.worker_service.is_some() {
                 self.plan.delete.push(Deletion {
                     kind: ChildKind::Service,
-                    name: names::job_service(self.kind, job.name()),
+                    name: self.kind.service_name(job.name()),
                     grace_seconds: None,
                 });
             }

@@ -29,7 +29,7 @@ use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
-use crate::kind::Kind;
+use crate::kind::LauncherObject;
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods, scaling};
@@ -194,8 +194,8 @@ impl<'p, 'o> Run<'p, 'o> {
 
     /// The launcher of the current run, if it exists.
     fn launcher(&self) -> Option<Launcher<'o>> {
-        match self.job.kind() {
-            Kind::TrainingJob => {
+        match self.job.kind().launcher() {
+            LauncherObject::Pod => {
                 let name = self.job.kind().launcher_name(self.name());
                 let pod = self
                     .observed
@@ -210,7 +210,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     disruption: disruption::of(pod),
                 })
             }
-            Kind::MpiJob => {
+            LauncherObject::Job => {
                 let job = self
                     .observed
                     .launcher_job
@@ -684,8 +684,8 @@ impl<'p, 'o> Run<'p, 'o> {
         let job = self.job;
         let observed = self.observed;
         let plan = &mut self.planner.plan;
-        let service = match job.kind() {
-            Kind::TrainingJob => {
+        let service = match job.kind().launcher() {
+            LauncherObject::Pod => {
                 let account = build::launcher_service_account(job);
                 if needs_apply(&account, observed.service_account) {
                     plan.apply.push(Child::ServiceAccount(Box::new(account)));
@@ -700,7 +700,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 }
                 build::worker_service(job)
             }
-            Kind::MpiJob => build::mpi_service(job),
+            LauncherObject::Job => build::mpi_service(job),
         };
         if needs_apply(&service, observed.worker_service) {
             plan.apply.push(Child::Service(Box::new(service)));
