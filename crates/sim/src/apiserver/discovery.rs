@@ -40,33 +40,67 @@ pub fn core_versions() -> Value {
     json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
 }
 
-fn group_versions(registry: &Registry) -> BTreeMap<String, String> {
-    registry
-        .all()
-        .filter(|resource| !resource.id.group.is_empty())
-        .map(|resource| (resource.id.group.clone(), resource.version.clone()))
-        .collect()
+/// The versions each group serves, the preferred first: as kube-apiserver orders them, GA
+/// before beta before alpha, higher numbers first (`v1` before `v2beta1`).
+fn group_versions(registry: &Registry) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for resource in registry.all().filter(|r| !r.id.group.is_empty()) {
+        let versions = groups.entry(resource.id.group.clone()).or_default();
+        if !versions.contains(&resource.version) {
+            versions.push(resource.version.clone());
+        }
+    }
+    for versions in groups.values_mut() {
+        versions.sort_by_key(|version| std::cmp::Reverse(priority(version)));
+    }
+    groups
 }
 
-fn group_entry(group: &str, version: &str) -> Value {
-    let group_version = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-    json!({"name": group, "versions": [group_version], "preferredVersion": group_version})
+/// How kube-apiserver ranks version `version`: stability (GA, beta, alpha, then any other
+/// name), then major, then minor number.
+fn priority(version: &str) -> (u8, u32, u32) {
+    let number = |text: &str| text.parse::<u32>().ok();
+    let Some(rest) = version.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let Some(major) = number(&rest[..digits]) else {
+        return (0, 0, 0);
+    };
+    match &rest[digits..] {
+        "" => (3, major, 0),
+        tail => match (tail.strip_prefix("beta"), tail.strip_prefix("alpha")) {
+            (Some(minor), _) => (2, major, number(minor).unwrap_or(0)),
+            (_, Some(minor)) => (1, major, number(minor).unwrap_or(0)),
+            _ => (0, 0, 0),
+        },
+    }
+}
+
+fn group_entry(group: &str, versions: &[String]) -> Value {
+    let entries: Vec<Value> = versions
+        .iter()
+        .map(|version| json!({"groupVersion": format!("{group}/{version}"), "version": version}))
+        .collect();
+    json!({"name": group, "versions": entries, "preferredVersion": entries.first()})
 }
 
 /// `/apis`.
 pub fn groups(registry: &Registry) -> Value {
     let groups: Vec<Value> = group_versions(registry)
         .iter()
-        .map(|(group, version)| group_entry(group, version))
+        .map(|(group, versions)| group_entry(group, versions))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`, if the group is served.
 pub fn group(registry: &Registry, group: &str) -> Option<Value> {
-    let versions = group_versions(registry);
-    let version = versions.get(group)?;
-    let mut entry = group_entry(group, version);
+    let groups = group_versions(registry);
+    let versions = groups.get(group)?;
+    let mut entry = group_entry(group, versions);
     entry["kind"] = json!("APIGroup");
     entry["apiVersion"] = json!("v1");
     Some(entry)
@@ -136,12 +170,14 @@ pub fn openapi_index(registry: &Registry) -> Value {
         "api/v1".into(),
         json!({"serverRelativeURL": "/openapi/v3/api/v1"}),
     );
-    for (group, version) in group_versions(registry) {
-        let path = format!("apis/{group}/{version}");
-        paths.insert(
-            path.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{path}")}),
-        );
+    for (group, versions) in group_versions(registry) {
+        for version in versions {
+            let path = format!("apis/{group}/{version}");
+            paths.insert(
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}")}),
+            );
+        }
     }
     json!({"paths": paths})
 }
@@ -185,4 +221,19 @@ pub fn openapi_document(registry: &Registry, group: &str, version: &str) -> Opti
     Some(
         json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.33.0-eto-sim"}, "paths": paths}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::priority;
+
+    #[test]
+    fn versions_rank_as_kube_apiserver_ranks_them() {
+        let mut versions = vec!["v1alpha1", "v2beta1", "v1", "v1beta2", "v2", "foo", "v10"];
+        versions.sort_by_key(|version| std::cmp::Reverse(priority(version)));
+        assert_eq!(
+            versions,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]
+        );
+    }
 }
