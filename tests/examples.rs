@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use eto_api::{MPIJob, ScaleIn, ScaleOut, TrainingJob};
+use eto_api::{MPIJob, PyTorchJob, ScaleIn, ScaleOut, TrainingJob};
 use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
 
@@ -19,7 +19,7 @@ struct Admission(BTreeMap<String, CompiledCrdSchema>);
 
 impl Admission {
     fn new() -> Self {
-        let kinds = ["TrainingJob", "MPIJob", "ScaleIn", "ScaleOut"];
+        let kinds = ["TrainingJob", "MPIJob", "PyTorchJob", "ScaleIn", "ScaleOut"];
         Self(
             kinds
                 .iter()
@@ -56,6 +56,11 @@ fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> 
         }),
         "MPIJob" => eto_engine::parse::parse::<MPIJob>(admitted).map(|job| {
             if let Err(invalid) = eto_engine::validate_mpi_job(&job) {
+                errors.extend(invalid.errors.iter().map(ToString::to_string));
+            }
+        }),
+        "PyTorchJob" => eto_engine::parse::parse::<PyTorchJob>(admitted).map(|job| {
+            if let Err(invalid) = eto_engine::validation::validate_pytorch_job(&job) {
                 errors.extend(invalid.errors.iter().map(ToString::to_string));
             }
         }),

@@ -1,13 +1,14 @@
-//! training-operator v1's contract with a PyTorchJob's pods, as eto builds it, under a real
-//! `torchrun`: the Master's and the Workers' pods and headless Services that
-//! `eto_engine::kind::pytorch_job` builds, applied as they are, run a real DDP script with
-//! torchrun's static rendezvous, configured by nothing but the environment eto gives them.
+//! PyTorchJobs under a real `torchrun` on a real cluster: the pods and Services eto builds for
+//! a Master and two Workers, applied by hand, train with torchrun's static rendezvous
+//! configured by nothing but the environment eto gives them; the PyTorchJob CRD installs on
+//! a real API server, which judges jobs by its rules; and eto runs a PyTorchJob to
+//! `Succeeded`, through the loss of a Worker.
 //!
 //! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d), and an image with
 //! torch's `torchrun` (`examples/horovod/Dockerfile` has Debian's) named by `ETO_E2E_IMAGE`,
 //! placed as the e2e tests place theirs (`ETO_E2E_PULL_POLICY`, `ETO_E2E_POD_PATCH`, see
 //! `e2e.rs`):
-//! `cargo test -p eto-tests --test integration pytorch_contract:: -- --ignored --nocapture`.
+//! `cargo test -p eto-tests --test integration pytorch_real:: -- --ignored --nocapture`.
 
 use std::time::Duration;
 
@@ -31,10 +32,9 @@ print(f"eto-ddp: rank={rank} world={world} env_world={os.environ['WORLD_SIZE']} 
 dist.destroy_process_group()
 "#;
 
-#[tokio::test]
-#[ignore = "needs cluster"]
-async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
-    let scratch = Scratch::start("pytorch-contract").await;
+/// A pod template whose container `pytorch` runs `script` under torchrun, in the image
+/// `ETO_E2E_IMAGE` names, placed as `ETO_E2E_POD_PATCH` says.
+fn torchrun_template(script: &str) -> serde_json::Value {
     let image = std::env::var("ETO_E2E_IMAGE").expect("ETO_E2E_IMAGE names an image with torchrun");
     let pull = std::env::var("ETO_E2E_PULL_POLICY").unwrap_or("IfNotPresent".into());
     let patch: serde_json::Value = std::env::var("ETO_E2E_POD_PATCH")
@@ -44,7 +44,7 @@ async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
     // `--redirects` and `--tee` ("0": Python 3.11 no longer lists a flag's zero member), so
     // the command names a local rank the pod does not have; nothing else is passed.
     let command = format!(
-        "cat > /tmp/ddp.py <<'EOF'\n{DDP_CHECK}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
+        "cat > /tmp/ddp.py <<'EOF'\n{script}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
     );
     let mut template = serde_json::json!({"spec": {
         "containers": [{
@@ -55,6 +55,14 @@ async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
         }]
     }});
     json_patch::merge(&mut template["spec"], &patch);
+    template
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
+    let scratch = Scratch::start("pytorch-contract").await;
+    let template = torchrun_template(DDP_CHECK);
     let job: PyTorchJob = serde_json::from_value(serde_json::json!({
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
@@ -221,4 +229,152 @@ async fn the_pytorchjob_crd_installs_and_its_rules_judge_on_a_real_api_server() 
         assert!(error.contains(message), "{message}: {error}");
     }
     crds.delete(&name, &DeleteParams::default()).await.unwrap();
+}
+
+/// Trains `STEPS` steps of half a second, each an all-reduce of `rank + 1`, printing each
+/// step on rank 0, then what every rank saw.
+const DDP_STEPS: &str = r#"
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+for step in range(int(os.environ.get("STEPS", "20"))):
+    value = torch.tensor([float(rank + 1)])
+    dist.all_reduce(value)
+    if rank == 0:
+        print(f"eto-ddp-step: {step}", flush=True)
+    time.sleep(0.5)
+print(f"eto-ddp: rank={rank} world={world} env_world={os.environ['WORLD_SIZE']} sum={int(value.item())}", flush=True)
+dist.destroy_process_group()
+"#;
+
+/// A PyTorchJob `ddp` of a Master and two Workers running [`DDP_STEPS`] under torchrun, as
+/// training-operator v1's users write it, placed as `ETO_E2E_POD_PATCH` says.
+fn ddp_job(namespace: &str) -> serde_json::Value {
+    let template = torchrun_template(DDP_STEPS);
+    serde_json::json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": namespace},
+        "spec": {
+            "nprocPerNode": "1",
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template},
+                "Worker": {"replicas": 2, "restartPolicy": "OnFailure", "template": template}
+            }
+        }
+    })
+}
+
+/// Applies `job` and waits until it ends; returns it.
+async fn run_to_the_end(
+    scratch: &Scratch,
+    job: serde_json::Value,
+    meanwhile: impl AsyncFnOnce(&Api<Pod>),
+) -> PyTorchJob {
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job: PyTorchJob = serde_json::from_value(job).unwrap();
+    jobs.patch(
+        "ddp",
+        &kube::api::PatchParams::apply("eto-test").force(),
+        &kube::api::Patch::Apply(&job),
+    )
+    .await
+    .unwrap();
+    meanwhile(&scratch.pods()).await;
+    until("the job ends", Duration::from_secs(600), async || {
+        let job = jobs.get("ddp").await.ok()?;
+        let ended = job.status.as_ref()?.conditions.iter().any(|c| {
+            matches!(c.type_.as_str(), "Succeeded" | "Failed")
+                && c.status == eto_api::common::ConditionStatus::True
+        });
+        ended.then_some(job)
+    })
+    .await
+}
+
+/// What each rank printed last, read from its pod's log.
+async fn results(pods: &Api<Pod>) -> Vec<String> {
+    let mut results = Vec::new();
+    for name in ["ddp-master-0", "ddp-worker-0", "ddp-worker-1"] {
+        let log = pods.logs(name, &LogParams::default()).await.unwrap();
+        println!("{name}:\n{log}");
+        let line = log
+            .lines()
+            .find(|line| line.starts_with("eto-ddp:"))
+            .unwrap_or_else(|| panic!("{name} printed no result: {log}"));
+        results.push(line.to_string());
+    }
+    results
+}
+
+fn condition_types(job: &PyTorchJob) -> Vec<String> {
+    job.status
+        .iter()
+        .flat_map(|status| &status.conditions)
+        .map(|c| c.type_.clone())
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn eto_runs_a_pytorchjob_of_a_master_and_two_workers_to_succeeded() {
+    let scratch = Scratch::start("pytorchjob").await;
+    let job = run_to_the_end(&scratch, ddp_job(&scratch.namespace), async |_| {}).await;
+    let types = condition_types(&job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    assert_eq!(
+        results(&scratch.pods()).await,
+        [
+            "eto-ddp: rank=0 world=3 env_world=3 sum=6",
+            "eto-ddp: rank=1 world=3 env_world=3 sum=6",
+            "eto-ddp: rank=2 world=3 env_world=3 sum=6",
+        ]
+    );
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_worker_deleted_mid_training_comes_back_under_its_name_and_the_job_succeeds() {
+    let scratch = Scratch::start("pytorchjob-loss").await;
+    let job = run_to_the_end(&scratch, ddp_job(&scratch.namespace), async |pods| {
+        until("the master trains", Duration::from_secs(300), async || {
+            let log = pods
+                .logs("ddp-master-0", &LogParams::default())
+                .await
+                .ok()?;
+            log.contains("eto-ddp-step: 5").then_some(())
+        })
+        .await;
+        pods.delete("ddp-worker-1", &Default::default())
+            .await
+            .unwrap();
+    })
+    .await;
+    let types = condition_types(&job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(
+        status.eto.restart_count.unwrap_or(0),
+        0,
+        "a deletion counts nothing"
+    );
+    assert_eq!(status.eto.run, Some(1), "one new run");
+    assert_eq!(
+        results(&scratch.pods()).await,
+        [
+            "eto-ddp: rank=0 world=3 env_world=3 sum=6",
+            "eto-ddp: rank=1 world=3 env_world=3 sum=6",
+            "eto-ddp: rank=2 world=3 env_world=3 sum=6",
+        ]
+    );
+    scratch.end().await;
 }

@@ -7,7 +7,11 @@
 //!
 //! and Kubeflow mpi-operator's `kubeflow.org/v2beta1`:
 //!
-//! - [`MPIJob`]: a launcher Job plus a set of workers, with eto's optional elastic bounds.
+//! - [`MPIJob`]: a launcher Job plus a set of workers, with eto's optional elastic bounds;
+//!
+//! and Kubeflow training-operator v1's `kubeflow.org/v1`:
+//!
+//! - [`PyTorchJob`]: an optional Master and a set of Workers, each running torchrun.
 //!
 //! Field names, enums and defaults are those of the original projects, so that existing YAML and tools keep
 //! working; eto's extensions are optional fields. This crate holds types only: it pulls in no
@@ -46,6 +50,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ScaleIn::crd(),
         ScaleOut::crd(),
         MPIJob::crd(),
+        PyTorchJob::crd(),
     ]
     .into_iter()
     .map(descriptions::reflow)

@@ -621,7 +621,7 @@ pub async fn execute(
     }
     let jobs = job.api(client);
     if let Some(status) = plan.status {
-        let status = ApiStatus::of(kind, status);
+        let status = ApiStatus::of(kind, job.name(), status);
         let patch = json!({"apiVersion": job.resource.api_version, "kind": job.resource.kind, "status": status});
         let after = jobs
             .patch_status(job.name(), &params(), &Patch::Apply(&patch))

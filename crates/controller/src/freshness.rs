@@ -121,6 +121,7 @@ mod tests {
             jobs: [
                 job_writer.as_reader(),
                 listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::PyTorchJob.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
             pods,

@@ -94,8 +94,9 @@ pub async fn ssh_secret(ctx: &Context, job: JobRef<'_>) -> Result<SecretPresence
                 SecretPresence::Missing
             });
         }
-        // An invalid job gets no pods: the answer does not matter.
-        Err(_) => return Ok(SecretPresence::Present),
+        // An invalid job gets no pods, and a job without SSH mounts none: the answer does
+        // not matter.
+        Ok(SshSecretSource::Unused) | Err(_) => return Ok(SecretPresence::Present),
     };
     if finished {
         return Ok(SecretPresence::Present);

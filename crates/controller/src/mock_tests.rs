@@ -142,6 +142,7 @@ impl Cached {
             launcher_job: None,
             pods: self.pods.iter().collect(),
             worker_service: self.services.first(),
+            pod_services: Vec::new(),
             config_map: self.config_maps.first(),
             service_account: self.service_accounts.first(),
             role: self.roles.first(),
@@ -181,6 +182,7 @@ impl Cached {
                 )
                 .as_reader(),
                 listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::PyTorchJob.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), self.launcher_jobs).as_reader(),
             pods: writers.0.0,
@@ -896,7 +898,7 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() 
     let mut cached = Cached::after(&first);
     job.status = first.status.map(|status| {
         serde_json::from_value(
-            serde_json::to_value(eto_engine::kind::ApiStatus::of(Kind::MpiJob, status))
+            serde_json::to_value(eto_engine::kind::ApiStatus::of(Kind::MpiJob, "pi", status))
                 .expect("statuses serialize"),
         )
         .expect("an MPIJob status")

@@ -43,6 +43,11 @@ pub fn children(stores: &Stores, job: JobRef<'_>) -> Children {
         pods,
         launcher_job,
         worker_service: named(&stores.services, namespace, &wanted.service),
+        pod_services: wanted
+            .pod_services
+            .iter()
+            .filter_map(|name| named(&stores.services, namespace, name))
+            .collect(),
         config_map: named(&stores.config_maps, namespace, &wanted.config_map),
         service_account: rbac.and_then(|name| named(&stores.service_accounts, namespace, name)),
         role: rbac.and_then(|name| named(&stores.roles, namespace, name)),

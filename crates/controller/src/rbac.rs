@@ -40,12 +40,12 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
     },
     Grant {
         group: "kubeflow.org",
-        resources: &["mpijobs"],
+        resources: &["mpijobs", "pytorchjobs"],
         verbs: &["list", "watch", "delete"],
     },
     Grant {
         group: "kubeflow.org",
-        resources: &["mpijobs/status"],
+        resources: &["mpijobs/status", "pytorchjobs/status"],
         verbs: &["patch"],
     },
     // An MPIJob's launcher Job: created once per run, deleted when the run ends; `get` (by
@@ -56,7 +56,8 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["jobs"],
         verbs: &["get", "list", "watch", "create", "delete"],
     },
-    // Workers, launchers and the workers' Service: applied, and deleted when lost or done.
+    // Workers, launchers (a PyTorchJob's Master) and the Services of the workers (of each of a
+    // PyTorchJob's pods): applied, and deleted when lost or done.
     Grant {
         group: "",
         resources: &["pods", "services"],

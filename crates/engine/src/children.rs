@@ -15,6 +15,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::gang::{self, Gang, PodGroup};
+use crate::kind::pytorch_job::Defaulted;
 use crate::kind::{JobRef, LauncherObject, controlled_by};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use crate::scaling::Scaler;
@@ -27,6 +28,8 @@ pub struct Wanted {
     pub launcher_job: Option<String>,
     /// The headless Service of the workers.
     pub service: String,
+    /// The headless Services of a PyTorchJob's pods, named like them.
+    pub pod_services: Vec<String>,
     /// The discovery ConfigMap.
     pub config_map: String,
     /// A TrainingJob launcher's ServiceAccount, Role and RoleBinding.
@@ -44,6 +47,8 @@ pub struct Children {
     pub launcher_job: Option<Arc<BatchJob>>,
     /// The headless Service of its workers.
     pub worker_service: Option<Arc<Service>>,
+    /// The headless Services of a PyTorchJob's pods.
+    pub pod_services: Vec<Arc<Service>>,
     /// Its ConfigMap.
     pub config_map: Option<Arc<ConfigMap>>,
     /// A TrainingJob launcher's ServiceAccount.
@@ -62,6 +67,22 @@ fn kept<T>(object: Option<Arc<T>>, uid: &str, meta: impl Fn(&T) -> &ObjectMeta) 
     object.filter(|object| controlled_by(meta(object), uid))
 }
 
+/// The Services of a PyTorchJob's pods: its Master's and its Workers', as many as the spec
+/// or the recorded target has. Empty for other kinds.
+fn pod_service_names(job: JobRef<'_>) -> Vec<String> {
+    let JobRef::PyTorch(pytorch) = job else {
+        return Vec::new();
+    };
+    let name = job.name();
+    let workers = Defaulted::of(pytorch)
+        .worker
+        .map_or(0, |worker| worker.replicas)
+        .max(u32::try_from(job.status().target_workers.len()).unwrap_or(u32::MAX));
+    std::iter::once(job.kind().launcher_name(name))
+        .chain((0..workers).map(|index| names::worker(name, index)))
+        .collect()
+}
+
 impl Children {
     /// The names to look up for `job`'s children.
     pub fn wanted(job: JobRef<'_>) -> Wanted {
@@ -71,6 +92,7 @@ impl Children {
             launcher_job: (kind.launcher() == LauncherObject::Job)
                 .then(|| kind.launcher_name(name)),
             service: kind.service_name(name),
+            pod_services: pod_service_names(job),
             config_map: names::config_map(name),
             launcher_rbac: (kind.launcher() == LauncherObject::Pod)
                 .then(|| names::launcher_rbac(name)),
@@ -104,6 +126,11 @@ impl Children {
             pods,
             launcher_job,
             worker_service: kept(found.worker_service, uid, |s| &s.metadata),
+            pod_services: found
+                .pod_services
+                .into_iter()
+                .filter(|service| controlled_by(&service.metadata, uid))
+                .collect(),
             config_map: kept(found.config_map, uid, |c| &c.metadata),
             service_account: kept(found.service_account, uid, |a| &a.metadata).filter(|_| rbac),
             role: kept(found.role, uid, |r| &r.metadata).filter(|_| rbac),
@@ -135,6 +162,7 @@ impl Children {
             launcher_job: self.launcher_job.as_deref(),
             pods: self.pods.iter().map(AsRef::as_ref).collect(),
             worker_service: self.worker_service.as_deref(),
+            pod_services: self.pod_services.iter().map(AsRef::as_ref).collect(),
             config_map: self.config_map.as_deref(),
             service_account: self.service_account.as_deref(),
             role: self.role.as_deref(),

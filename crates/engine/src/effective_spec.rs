@@ -122,6 +122,8 @@ pub enum SshSecretSource {
     Generated,
     /// The user provides the Secret named here (annotation `arena.kubeflow.org/ssh-secret`).
     Provided(String),
+    /// The job's pods need no SSH (a PyTorchJob's: torchrun starts the training on each).
+    Unused,
 }
 
 impl ElasticSettings {

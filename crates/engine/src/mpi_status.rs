@@ -144,10 +144,16 @@ pub(crate) fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
 /// Whether another operator (mpi-operator) started the job: its status has conditions but
 /// nothing eto writes.
 pub fn started_elsewhere(status: &MPIJobStatus) -> bool {
-    !status.conditions.is_empty()
-        && status.eto.phase.is_none()
-        && status.eto.run.is_none()
-        && status.eto.observed_generation.is_none()
+    started_elsewhere_by(&status.conditions, &status.eto)
+}
+
+/// Whether a Kubeflow job's status with `conditions` and eto's part `eto` was written by
+/// another operator: it has conditions but nothing eto writes.
+pub fn started_elsewhere_by(conditions: &[JobCondition], eto: &EtoJobStatus) -> bool {
+    !conditions.is_empty()
+        && eto.phase.is_none()
+        && eto.run.is_none()
+        && eto.observed_generation.is_none()
 }
 
 /// The phase the conditions of a status written by a Kubeflow operator describe.

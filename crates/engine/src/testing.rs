@@ -1,6 +1,6 @@
 //! Fixtures for the engine's unit tests.
 
-use eto_api::{MPIJob, TrainingJob};
+use eto_api::{MPIJob, PyTorchJob, TrainingJob};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 /// A small valid TrainingJob: two workers without GPUs, a launcher running horovodrun.
@@ -33,6 +33,42 @@ spec:
 "#,
     )
     .expect("the fixture is a valid TrainingJob")
+}
+
+/// A small valid PyTorchJob, as training-operator v1's examples run it: a Master and two
+/// Workers without GPUs, each running torchrun, nothing defaulted.
+pub(crate) fn pytorch_job() -> PyTorchJob {
+    serde_saphyr::from_str(
+        r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: ddp
+  namespace: default
+  uid: 6f1d7c1e-0000-4000-8000-000000000003
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.5.1
+            command: ["torchrun", "train.py"]
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.5.1
+            command: ["torchrun", "train.py"]
+"#,
+    )
+    .expect("the fixture is a valid PyTorchJob")
 }
 
 /// A small valid MPIJob, as mpi-operator's README runs it: two workers without GPUs, a
@@ -91,7 +127,7 @@ pub(crate) mod world {
     use std::collections::BTreeMap;
 
     use eto_api::training_job::TrainingJobStatus;
-    use eto_api::{MPIJob, TrainingJob};
+    use eto_api::{MPIJob, PyTorchJob, TrainingJob};
     use k8s_openapi::api::batch::v1::Job as BatchJob;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -137,9 +173,12 @@ pub(crate) mod world {
     pub(crate) struct World {
         pub job: TrainingJob,
         pub mpi_job: Option<MPIJob>,
+        pub pytorch_job: Option<PyTorchJob>,
         pub launcher_job: Option<BatchJob>,
         pub pods: BTreeMap<String, Pod>,
         pub service: Option<Service>,
+        /// A PyTorchJob's Services, by name.
+        pub pod_services: BTreeMap<String, Service>,
         pub config_map: Option<ConfigMap>,
         pub service_account: Option<ServiceAccount>,
         pub role: Option<Role>,
@@ -164,9 +203,11 @@ pub(crate) mod world {
             Self {
                 job,
                 mpi_job: None,
+                pytorch_job: None,
                 launcher_job: None,
                 pods: BTreeMap::new(),
                 service: None,
+                pod_services: BTreeMap::new(),
                 config_map: None,
                 service_account: None,
                 role: None,
@@ -191,15 +232,25 @@ pub(crate) mod world {
             }
         }
 
+        /// A world of PyTorchJob `job`.
+        pub fn pytorch(job: PyTorchJob) -> Self {
+            Self {
+                pytorch_job: Some(job),
+                ..Self::new(crate::testing::training_job())
+            }
+        }
+
         pub fn observed(&self) -> Observed<'_> {
             Observed {
-                job: match &self.mpi_job {
-                    Some(job) => JobRef::Mpi(job),
-                    None => JobRef::Training(&self.job),
+                job: match (&self.mpi_job, &self.pytorch_job) {
+                    (Some(job), _) => JobRef::Mpi(job),
+                    (None, Some(job)) => JobRef::PyTorch(job),
+                    (None, None) => JobRef::Training(&self.job),
                 },
                 launcher_job: self.launcher_job.as_ref(),
                 pods: self.pods.values().collect(),
                 worker_service: self.service.as_ref(),
+                pod_services: self.pod_services.values().collect(),
                 config_map: self.config_map.as_ref(),
                 service_account: self.service_account.as_ref(),
                 role: self.role.as_ref(),
@@ -244,6 +295,10 @@ pub(crate) mod world {
                         let existing = self.pod(&change.name);
                         change.apply_to(&mut existing.metadata);
                     }
+                    Child::Service(service) if self.pytorch_job.is_some() => {
+                        let name = service.metadata.name.clone().unwrap_or_default();
+                        self.pod_services.insert(name, *service);
+                    }
                     Child::Service(service) => self.service = Some(*service),
                     Child::ConfigMap(config_map) => self.config_map = Some(*config_map),
                     Child::ServiceAccount(account) => self.service_account = Some(*account),
@@ -276,13 +331,21 @@ pub(crate) mod world {
                 }
             }
             if let Some(status) = &plan.status {
-                match &mut self.mpi_job {
-                    // Written as the API has it, and read back from there.
-                    Some(job) => match ApiStatus::of(crate::kind::Kind::MpiJob, status.clone()) {
-                        ApiStatus::MpiJob(status) => job.status = Some(status),
-                        ApiStatus::TrainingJob(_) => unreachable!("an MPIJob's status"),
-                    },
-                    None => self.job.status = Some(status.clone()),
+                // Written as the API has it, and read back from there.
+                let name = self.observed().job.name().to_string();
+                let kind = self.observed().job.kind();
+                match ApiStatus::of(kind, &name, status.clone()) {
+                    ApiStatus::MpiJob(status) => {
+                        if let Some(job) = &mut self.mpi_job {
+                            job.status = Some(status);
+                        }
+                    }
+                    ApiStatus::PyTorchJob(status) => {
+                        if let Some(job) = &mut self.pytorch_job {
+                            job.status = Some(status);
+                        }
+                    }
+                    ApiStatus::TrainingJob(status) => self.job.status = Some(status),
                 }
             }
             let uid = self.job.metadata.uid.clone().unwrap_or_default();

@@ -43,8 +43,9 @@ struct RunArgs {
     /// Jobs reconciled at the same time.
     #[arg(long, default_value_t = 16)]
     concurrency: u16,
-    /// The kinds of job to serve, comma-separated. Serve only TrainingJob to run beside an
-    /// mpi-operator that keeps MPIJob; every kind served needs its CRD installed.
+    /// The kinds of job to serve, comma-separated: TrainingJob, MPIJob, PyTorchJob. Serve only
+    /// TrainingJob to run beside an mpi-operator that keeps MPIJob; add PyTorchJob to run
+    /// PyTorchJobs in training-operator v1's place. Every kind served needs its CRD installed.
     #[arg(
         long,
         value_delimiter = ',',
@@ -149,6 +150,8 @@ enum LogFormat {
 }
 
 /// A kind of job `--kinds` names.
+// The variants are the kinds' own names, which all end in `Job`.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ServedKind {
     /// `TrainingJob` (kai.alibabacloud.com/v1alpha1) with its ScaleIn and ScaleOut requests.
@@ -157,6 +160,9 @@ enum ServedKind {
     /// `MPIJob` (kubeflow.org/v2beta1).
     #[value(name = "MPIJob")]
     MpiJob,
+    /// `PyTorchJob` (kubeflow.org/v1), in training-operator v1's place.
+    #[value(name = "PyTorchJob")]
+    PyTorchJob,
 }
 
 impl From<ServedKind> for Kind {
@@ -164,6 +170,7 @@ impl From<ServedKind> for Kind {
         match kind {
             ServedKind::TrainingJob => Self::TrainingJob,
             ServedKind::MpiJob => Self::MpiJob,
+            ServedKind::PyTorchJob => Self::PyTorchJob,
         }
     }
 }

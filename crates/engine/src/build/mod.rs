@@ -8,6 +8,7 @@
 mod launcher;
 mod mpi;
 mod objects;
+mod pytorch;
 pub mod termination;
 mod worker;
 
@@ -27,6 +28,7 @@ pub use objects::{
     SSH_AUTH_SECRET_TYPE, config_map, launcher_role, launcher_role_binding,
     launcher_service_account, ssh_secret, worker_service,
 };
+pub use pytorch::{master_metadata, master_pod, pod_services, pytorch_worker_pod};
 pub use worker::{worker_metadata, worker_pod};
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
@@ -200,7 +202,10 @@ impl<'a> Job<'a> {
     /// The Secret holding the job's SSH key pair.
     pub fn ssh_secret_name(&self) -> String {
         match &self.spec.ssh_secret {
-            SshSecretSource::Generated => names::generated_ssh_secret(self.name()),
+            // A job whose pods need no SSH mounts none; the name it would have is given.
+            SshSecretSource::Generated | SshSecretSource::Unused => {
+                names::generated_ssh_secret(self.name())
+            }
             SshSecretSource::Provided(name) => name.clone(),
         }
     }

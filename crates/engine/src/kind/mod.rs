@@ -5,7 +5,7 @@
 //! field names, labels, see [`Vocabulary`]), its objects (see [`crate::build`]) and its status
 //! document: the engine plans a status in TrainingJob's shape, the richest, and [`ApiStatus`]
 //! converts it for the kind's API (see [`crate::mpi_status`]). What a kind contributes lives in
-//! its own module: [`training_job`], [`mpi_job`].
+//! its own module: [`training_job`], [`mpi_job`], [`pytorch_job`].
 
 pub mod mpi_job;
 pub mod pytorch_job;
@@ -13,7 +13,7 @@ pub mod training_job;
 
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::WORKER_ROLE;
-use eto_api::{MPIJob, MPIJobStatus, TrainingJob};
+use eto_api::{MPIJob, MPIJobStatus, PyTorchJob, PyTorchJobStatus, TrainingJob};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::ApiResource;
@@ -24,15 +24,32 @@ use crate::parse::parse;
 use crate::validation::FieldError;
 
 /// A kind of job.
+// The variants are the kinds' own names, which all end in `Job`.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// `TrainingJob` (`kai.alibabacloud.com/v1alpha1`).
     TrainingJob,
     /// `MPIJob` (`kubeflow.org/v2beta1`).
     MpiJob,
+    /// `PyTorchJob` (`kubeflow.org/v1`).
+    PyTorchJob,
 }
 
-/// What runs a kind's launcher.
+/// How a kind names the workers of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerNames {
+    /// A name is never used twice in a job's life: Horovod and MPI blacklist hosts by name,
+    /// so a replacement, and every worker of a new run, takes a new index.
+    NeverReused,
+    /// Each run numbers its workers from 0, once the earlier run's pods are gone: a worker's
+    /// index is its rank (a static torchrun job's `RANK` is `index + 1`). A worker lost in a
+    /// run is not replaced within it.
+    PerRun,
+}
+
+/// What runs a kind's launcher: the pod whose end is the run's, and which the run cannot
+/// lose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LauncherObject {
     /// A pod the job controls, with a ServiceAccount, Role and RoleBinding of its own
@@ -40,6 +57,9 @@ pub enum LauncherObject {
     Pod,
     /// A batch Job the job controls, whose pod is the launcher (mpi-operator's launcher).
     Job,
+    /// The job's Master pod, which trains as rank 0 beside the workers (training-operator
+    /// v1's Master): no RBAC, no SSH, no discovery ConfigMap.
+    Master,
 }
 
 /// The names, fields and labels of a kind, as its users and their tools know them, and the
@@ -48,6 +68,8 @@ pub enum LauncherObject {
 pub struct Vocabulary {
     /// The kind's name, as in `kind:`.
     pub name: &'static str,
+    /// The operator whose API it is, as its users call it.
+    pub original_operator: &'static str,
     /// `<plural>.<group>`, as RBAC and the API server's errors name the resource.
     pub resource: &'static str,
     /// What a person may write before `/NAME` to name the kind (`kubectl eto`), lower case.
@@ -84,26 +106,29 @@ pub struct Vocabulary {
     pub worker_host: fn(job: &str, namespace: &str, index: u32) -> String,
     /// What runs its launcher.
     pub launcher: LauncherObject,
+    /// How it names the workers of a run.
+    pub worker_names: WorkerNames,
     /// The type of the SSH Secret eto generates for its jobs.
     pub ssh_secret_type: &'static str,
 }
 
 impl Kind {
     /// How many kinds eto serves.
-    pub const COUNT: usize = 2;
+    pub const COUNT: usize = 3;
 
     /// The kind whose jobs `ScaleIn` and `ScaleOut` requests (et-operator's, which name a
     /// job of their namespace) scale.
     pub const SCALED_BY_REQUESTS: Self = Self::TrainingJob;
 
     /// Every kind eto serves, in the order of [`Kind::index`].
-    pub const ALL: [Self; Self::COUNT] = [Self::TrainingJob, Self::MpiJob];
+    pub const ALL: [Self; Self::COUNT] = [Self::TrainingJob, Self::MpiJob, Self::PyTorchJob];
 
     /// Its position in [`Kind::ALL`], for tables with an entry per kind.
     pub const fn index(self) -> usize {
         match self {
             Self::TrainingJob => 0,
             Self::MpiJob => 1,
+            Self::PyTorchJob => 2,
         }
     }
 
@@ -112,6 +137,7 @@ impl Kind {
         match self {
             Self::TrainingJob => &training_job::VOCABULARY,
             Self::MpiJob => &mpi_job::VOCABULARY,
+            Self::PyTorchJob => &pytorch_job::VOCABULARY,
         }
     }
 
@@ -143,6 +169,7 @@ impl Kind {
         match self {
             Self::TrainingJob => ApiResource::erase::<TrainingJob>(&()),
             Self::MpiJob => ApiResource::erase::<MPIJob>(&()),
+            Self::PyTorchJob => ApiResource::erase::<PyTorchJob>(&()),
         }
     }
 
@@ -248,12 +275,18 @@ impl Kind {
     }
 
     /// Whether eto runs `job`, an object of this kind as JSON, or leaves it to the controller
-    /// its spec names (an MPIJob's `spec.runPolicy.managedBy`).
+    /// its spec names (a Kubeflow job's `spec.runPolicy.managedBy`).
     pub fn managed_by_eto(self, job: &serde_json::Value) -> bool {
         match self {
             Self::TrainingJob => true,
             Self::MpiJob => mpi_job::managed_by_eto(job),
+            Self::PyTorchJob => pytorch_job::managed_by_eto(job),
         }
+    }
+
+    /// How it names the workers of a run.
+    pub fn worker_names(self) -> WorkerNames {
+        self.vocabulary().worker_names
     }
 
     /// The stored `status` of a job of this kind that does not decode, in the engine's shape,
@@ -262,6 +295,7 @@ impl Kind {
         match self {
             Self::TrainingJob => training_job::stored_status(status),
             Self::MpiJob => mpi_job::stored_status(status),
+            Self::PyTorchJob => pytorch_job::stored_status(status),
         }
     }
 }
@@ -273,6 +307,8 @@ pub enum OwnedJob {
     Training(Box<TrainingJob>),
     /// An MPIJob.
     Mpi(Box<MPIJob>),
+    /// A PyTorchJob.
+    PyTorch(Box<PyTorchJob>),
 }
 
 impl OwnedJob {
@@ -284,6 +320,7 @@ impl OwnedJob {
         Ok(match kind {
             Kind::TrainingJob => Self::Training(Box::new(parse(value)?)),
             Kind::MpiJob => Self::Mpi(Box::new(parse(value)?)),
+            Kind::PyTorchJob => Self::PyTorch(Box::new(parse(value)?)),
         })
     }
 
@@ -292,6 +329,7 @@ impl OwnedJob {
         match self {
             Self::Training(job) => JobRef::Training(job),
             Self::Mpi(job) => JobRef::Mpi(job),
+            Self::PyTorch(job) => JobRef::PyTorch(job),
         }
     }
 
@@ -300,6 +338,7 @@ impl OwnedJob {
         let value = match self {
             Self::Training(job) => serde_json::to_value(job),
             Self::Mpi(job) => serde_json::to_value(job),
+            Self::PyTorch(job) => serde_json::to_value(job),
         };
         value.unwrap_or_default()
     }
@@ -312,6 +351,8 @@ pub enum JobRef<'a> {
     Training(&'a TrainingJob),
     /// An MPIJob.
     Mpi(&'a MPIJob),
+    /// A PyTorchJob.
+    PyTorch(&'a PyTorchJob),
 }
 
 impl<'a> JobRef<'a> {
@@ -320,6 +361,7 @@ impl<'a> JobRef<'a> {
         match self {
             Self::Training(_) => Kind::TrainingJob,
             Self::Mpi(_) => Kind::MpiJob,
+            Self::PyTorch(_) => Kind::PyTorchJob,
         }
     }
 
@@ -328,6 +370,7 @@ impl<'a> JobRef<'a> {
         match self {
             Self::Training(job) => &job.metadata,
             Self::Mpi(job) => &job.metadata,
+            Self::PyTorch(job) => &job.metadata,
         }
     }
 
@@ -351,6 +394,7 @@ impl<'a> JobRef<'a> {
         match self {
             Self::Training(job) => training_job::launcher_template(job),
             Self::Mpi(job) => mpi_job::launcher_template(job),
+            Self::PyTorch(job) => pytorch_job::master_template(job),
         }
     }
 
@@ -359,6 +403,7 @@ impl<'a> JobRef<'a> {
         match self {
             Self::Training(job) => training_job::worker_template(job),
             Self::Mpi(job) => mpi_job::worker_template(job),
+            Self::PyTorch(job) => pytorch_job::worker_template(job),
         }
     }
 
@@ -367,6 +412,7 @@ impl<'a> JobRef<'a> {
         match self {
             Self::Training(job) => training_job::status(job),
             Self::Mpi(job) => mpi_job::status(job),
+            Self::PyTorch(job) => pytorch_job::engine_status(job),
         }
     }
 
@@ -403,14 +449,17 @@ pub enum ApiStatus {
     TrainingJob(TrainingJobStatus),
     /// An MPIJob's.
     MpiJob(MPIJobStatus),
+    /// A PyTorchJob's.
+    PyTorchJob(PyTorchJobStatus),
 }
 
 impl ApiStatus {
-    /// `status`, planned in the engine's shape, as `kind`'s API has it.
-    pub fn of(kind: Kind, status: TrainingJobStatus) -> Self {
+    /// `status` of job `job`, planned in the engine's shape, as `kind`'s API has it.
+    pub fn of(kind: Kind, job: &str, status: TrainingJobStatus) -> Self {
         match kind {
             Kind::TrainingJob => Self::TrainingJob(status),
             Kind::MpiJob => Self::MpiJob(mpi_status::from_engine(status)),
+            Kind::PyTorchJob => Self::PyTorchJob(pytorch_job::status::from_engine(job, status)),
         }
     }
 }
@@ -440,7 +489,7 @@ mod tests {
         }
         assert_eq!(Kind::of_api("batch", "Job"), None);
         assert_eq!(Kind::of_api("kubeflow.org", "TrainingJob"), None);
-        assert_eq!(Kind::of_alias("pytorchjob"), None);
+        assert_eq!(Kind::of_alias("tfjob"), None);
     }
 
     #[test]

@@ -10,13 +10,14 @@ use eto_api::well_known::{
 use eto_api::{MPIJob, MPIJobStatus};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::{LauncherObject, Vocabulary};
+use super::{LauncherObject, Vocabulary, WorkerNames};
 use crate::build::SSH_AUTH_SECRET_TYPE;
 use crate::{mpi_status, names};
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "MPIJob",
+    original_operator: "mpi-operator",
     resource: "mpijobs.kubeflow.org",
     aliases: &["mpijob", "mpijobs", "mpij"],
     min_field: "elasticPolicy.minReplicas",
@@ -37,6 +38,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     service_name: names::mpi_service,
     worker_host: names::mpi_worker_host,
     launcher: LauncherObject::Job,
+    worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
 };
 

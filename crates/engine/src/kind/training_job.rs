@@ -9,12 +9,13 @@ use eto_api::well_known::{
 };
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::{LauncherObject, Vocabulary};
+use super::{LauncherObject, Vocabulary, WorkerNames};
 use crate::names;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "TrainingJob",
+    original_operator: "et-operator",
     resource: "trainingjobs.kai.alibabacloud.com",
     aliases: &["trainingjob", "trainingjobs", "tj"],
     min_field: "worker.minReplicas",
@@ -35,6 +36,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     service_name: names::worker_service,
     worker_host: |job, _, index| names::worker_host(job, index),
     launcher: LauncherObject::Pod,
+    worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
 };
 

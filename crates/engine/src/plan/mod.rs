@@ -107,6 +107,8 @@ pub struct Observed<'a> {
     pub pods: Vec<&'a Pod>,
     /// The headless Service: `<job>-workers` of a TrainingJob, `<job>` of an MPIJob.
     pub worker_service: Option<&'a Service>,
+    /// The headless Services of a PyTorchJob's pods, each named like its pod.
+    pub pod_services: Vec<&'a Service>,
     /// `<job>-config`.
     pub config_map: Option<&'a ConfigMap>,
     /// `<job>-launcher`.
@@ -142,6 +144,7 @@ impl<'a> Observed<'a> {
             job,
             pods: Vec::new(),
             worker_service: None,
+            pod_services: Vec::new(),
             config_map: None,
             service_account: None,
             role: None,
@@ -363,6 +366,9 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
             .status
             .as_ref()
             .is_some_and(mpi_status::started_elsewhere),
+        JobRef::PyTorch(pytorch) => pytorch.status.as_ref().is_some_and(|status| {
+            mpi_status::started_elsewhere_by(&status.conditions, &status.eto)
+        }),
         JobRef::Training(_) => false,
     };
     let finished = matches!(
@@ -537,9 +543,10 @@ impl Planner {
     fn started_elsewhere(&mut self, job: JobRef<'_>) {
         const REASON: &str = "StartedByAnotherOperator";
         let message = format!(
-            "{} {} was started by another operator (mpi-operator), whose launcher and workers eto does not take over; delete and re-create it to run it under eto",
+            "{} {} was started by another operator ({}), whose pods eto does not take over; delete and re-create it to run it under eto",
             self.kind.name(),
-            job.name()
+            job.name(),
+            self.kind.vocabulary().original_operator
         );
         self.stall(
             REASON,
@@ -857,6 +864,8 @@ mod mpi_tests;
 mod node_warning_tests;
 #[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod pytorch_tests;
 #[cfg(test)]
 mod rejection_tests;
 #[cfg(test)]

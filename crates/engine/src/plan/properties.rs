@@ -523,6 +523,7 @@ fn plan_mutated(
     let mut value = match kind {
         Kind::TrainingJob => serde_json::to_value(training_job()),
         Kind::MpiJob => serde_json::to_value(crate::testing::mpi_job()),
+        Kind::PyTorchJob => serde_json::to_value(crate::testing::pytorch_job()),
     }
     .map_err(|error| TestCaseError::fail(error.to_string()))?;
     for (path, mutation) in mutations {
@@ -562,6 +563,14 @@ fn plan_mutated(
             }
             Err(error) => undecodable(error)?,
         },
+        Kind::PyTorchJob => match crate::parse::parse::<eto_api::PyTorchJob>(value) {
+            Ok(job) => {
+                let mut world = World::pytorch(job);
+                world.reconcile();
+                world.reconcile();
+            }
+            Err(error) => undecodable(error)?,
+        },
     }
     Ok(())
 }
@@ -569,14 +578,9 @@ fn plan_mutated(
 #[test]
 fn jobs_with_random_fields_plan_or_are_reported_without_a_panic() {
     let mut runner = runner();
-    let strategy = (any::<bool>(), mutations());
-    let result = runner.run(&strategy, |(mpi, mutations)| {
-        let kind = if mpi {
-            crate::kind::Kind::MpiJob
-        } else {
-            crate::kind::Kind::TrainingJob
-        };
-        plan_mutated(kind, &mutations)
+    let strategy = (0..crate::kind::Kind::COUNT, mutations());
+    let result = runner.run(&strategy, |(kind, mutations)| {
+        plan_mutated(crate::kind::Kind::ALL[kind], &mutations)
     });
     if let Err(failure) = result {
         panic!("{failure}");

@@ -4,6 +4,7 @@
 
 mod collateral;
 mod launcher_loss;
+mod rank_loss;
 mod state;
 mod suspension;
 mod workers;
@@ -195,7 +196,7 @@ impl<'p, 'o> Run<'p, 'o> {
     /// The launcher of the current run, if it exists.
     fn launcher(&self) -> Option<Launcher<'o>> {
         match self.job.kind().launcher() {
-            LauncherObject::Pod => {
+            LauncherObject::Pod | LauncherObject::Master => {
                 let name = self.job.kind().launcher_name(self.name());
                 let pod = self
                     .observed
@@ -302,6 +303,12 @@ impl<'p, 'o> Run<'p, 'o> {
         if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
             return self.succeed();
         }
+        // Before the launcher's failure: a lost rank makes every other rank fail too, and
+        // a new run leaves the old launcher behind.
+        if !self.ranks_kept() {
+            return;
+        }
+        let launcher = launcher.filter(|_| !self.restarted);
         if let Some(launcher) = launcher.filter(|l| l.phase == "Failed") {
             if let Some(cause) = self.launcher_left_below_min(&launcher) {
                 self.suspend(suspension::BELOW_MIN_WORKERS, Some(&cause));
@@ -350,6 +357,48 @@ impl<'p, 'o> Run<'p, 'o> {
         if let Some(rejected) = self.observed.rejected_pod {
             self.pod_rejected(rejected);
         }
+    }
+
+    /// Ends the run, deleting every pod of it, and starts a new one with new workers and,
+    /// once the old launcher is gone, a new launcher; `message` says why. A
+    /// [`Restart::Counted`] restart adds to `restartCount`, which `backoffLimit` bounds.
+    fn start_new_run(&mut self, message: &str, restart: Restart) {
+        let kind = self.job.kind();
+        self.delete_every_pod();
+        // A new run, which resumes nothing: the notice of the last one goes.
+        self.run += 1;
+        self.notice = None;
+        self.enter(RunState::WaitingForMinimum);
+        let planner = &mut *self.planner;
+        if restart == Restart::Counted {
+            planner.status.restart_count = planner.old.restart_count + 1;
+        }
+        planner.status.run = Some(self.run);
+        planner.status.notice = None;
+        planner.status.target_workers.clear();
+        planner.status.draining_workers.clear();
+        planner.status.workers = None;
+        let reason = kind.reason("Restarting");
+        planner.condition(c::RESTARTING, true, &reason, message);
+        planner.condition(c::LAUNCHER_CREATED, false, &reason, message);
+        planner.condition(c::RUNNING, false, &reason, message);
+        planner.condition(
+            c::WORKERS_READY,
+            false,
+            WAITING_FOR_WORKERS,
+            "a new run starts with new workers",
+        );
+        planner.event(true, &reason, "Restart", message.to_string());
+        let ended = format!("{} {} restarted: {message}", kind.name(), self.job.name());
+        let abandoned = scaling::abandon(
+            self.job.name(),
+            self.job.job.uid(),
+            self.observed.scalers,
+            &ended,
+            planner.now,
+        );
+        planner.scaling(abandoned);
+        self.restarted = true;
     }
 
     /// Applies `activeDeadlineSeconds`, which does not run while the job is suspended: the
@@ -617,48 +666,12 @@ impl<'p, 'o> Run<'p, 'o> {
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {
-            let restart = restarts + 1;
             let message = format!(
-                "the launcher {how}; restarting the job (restart {restart} of {})",
+                "the launcher {how}; restarting the job (restart {} of {})",
+                restarts + 1,
                 spec.backoff_limit
             );
-            self.delete_every_pod();
-            // A new run, which resumes nothing: the notice of the last one goes.
-            self.run += 1;
-            self.notice = None;
-            self.enter(RunState::WaitingForMinimum);
-            let planner = &mut *self.planner;
-            planner.status.restart_count = restart;
-            planner.status.run = Some(self.run);
-            planner.status.notice = None;
-            planner.status.target_workers.clear();
-            planner.status.draining_workers.clear();
-            planner.status.workers = None;
-            let reason = kind.reason("Restarting");
-            planner.condition(c::RESTARTING, true, &reason, &message);
-            planner.condition(c::LAUNCHER_CREATED, false, &reason, &message);
-            planner.condition(c::RUNNING, false, &reason, &message);
-            planner.condition(
-                c::WORKERS_READY,
-                false,
-                WAITING_FOR_WORKERS,
-                "a new run starts with new workers",
-            );
-            planner.event(true, &reason, "Restart", message);
-            let ended = format!(
-                "{} {} restarted after its launcher failed",
-                kind.name(),
-                self.job.name()
-            );
-            let abandoned = scaling::abandon(
-                self.job.name(),
-                self.job.job.uid(),
-                self.observed.scalers,
-                &ended,
-                planner.now,
-            );
-            planner.scaling(abandoned);
-            self.restarted = true;
+            self.start_new_run(&message, Restart::Counted);
             return true;
         }
         let limit = if spec.job_restart_policy == JobRestartPolicy::OnFailure {
@@ -701,6 +714,21 @@ impl<'p, 'o> Run<'p, 'o> {
                 build::worker_service(job)
             }
             LauncherObject::Job => build::mpi_service(job),
+            LauncherObject::Master => {
+                // A Service per pod, named like it, for the run's workers as the spec has them.
+                let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
+                for service in build::pod_services(job, &workers) {
+                    let observed = observed
+                        .pod_services
+                        .iter()
+                        .copied()
+                        .find(|existing| existing.metadata.name == service.metadata.name);
+                    if needs_apply(&service, observed) {
+                        plan.apply.push(Child::Service(Box::new(service)));
+                    }
+                }
+                return;
+            }
         };
         if needs_apply(&service, observed.worker_service) {
             plan.apply.push(Child::Service(Box::new(service)));
@@ -768,8 +796,30 @@ impl<'p, 'o> Run<'p, 'o> {
         }
         // What the launcher would be if created now, and whether an earlier one (of any run)
         // still holds its name.
-        let (desired, old_launcher_present) = match &self.job.spec.mpi {
-            None => {
+        let (desired, old_launcher_present) = match self.job.kind().launcher() {
+            LauncherObject::Master => {
+                let avoided = node_warnings::avoided(&self.planner.warned);
+                let Some(pod) = build::master_pod(self.job(), &avoided) else {
+                    return;
+                };
+                if let Some(master) = self.launcher().and_then(|l| l.pod) {
+                    // The Master trains: it shows the job's notice as the workers do.
+                    let desired = build::master_metadata(self.job());
+                    if !pods::is_finished(master)
+                        && let Some(change) = metadata_change(&desired, master)
+                    {
+                        self.planner.plan.apply.push(change);
+                    }
+                    return;
+                }
+                let present = self
+                    .observed
+                    .pods
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(&name));
+                (Child::Pod(Box::new(pod)), present)
+            }
+            LauncherObject::Pod => {
                 let deepspeed = discovery::deepspeed_hostfile(hosts);
                 let config_map = build::config_map(self.job(), &ready_hosts, &deepspeed);
                 self.apply_config_map(config_map);
@@ -788,7 +838,10 @@ impl<'p, 'o> Run<'p, 'o> {
                     .any(|p| p.metadata.name.as_deref() == Some(&name));
                 (Child::Pod(Box::new(pod)), present)
             }
-            Some(mpi) => {
+            LauncherObject::Job => {
+                let Some(mpi) = &self.job.spec.mpi else {
+                    return;
+                };
                 let hostfile = self.mpi_hostfile(mpi.implementation);
                 let config_map = build::mpi_config_map(self.job(), &hostfile);
                 self.apply_config_map(config_map);
@@ -994,6 +1047,15 @@ impl<'p, 'o> Run<'p, 'o> {
             .condition(c::STALLED, false, "Progressing", "the job makes progress");
         self.planner.status.phase = Some(phase);
     }
+}
+
+/// Whether a new run counts as a restart of the job (see [`Run::start_new_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Restart {
+    /// The training code failed: `restartCount` grows.
+    Counted,
+    /// The platform took a pod the run cannot lose: nothing is counted.
+    Uncounted,
 }
 
 /// Ready and pending workers of the run's target, as observed.

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use mpi_job::validate_mpi_job;
-pub use pytorch_job::check_pytorch_job;
+pub use pytorch_job::{check_pytorch_job, validate_pytorch_job};
 pub use training_job::validate;
 
 use crate::build::RESERVED_VOLUMES;
@@ -72,6 +72,7 @@ pub fn validate_job(job: JobRef<'_>) -> Result<EffectiveSpec, InvalidSpec> {
     match job {
         JobRef::Training(job) => validate(job),
         JobRef::Mpi(job) => validate_mpi_job(job),
+        JobRef::PyTorch(job) => validate_pytorch_job(job),
     }
 }
 

@@ -12,10 +12,93 @@
 //! `<name>-worker-<index>`.
 
 use eto_api::PyTorchJob;
+use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
+use eto_api::training_job::JobRestartPolicy;
 
-use super::{Errors, FieldError, ReservedPaths, RunLimitFields, check_job_name, check_template};
+use super::{
+    Errors, FieldError, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name, check_template,
+    elastic_settings,
+};
 use crate::build::DISCOVERY_DIR;
+use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
+use crate::kind::Kind;
+use crate::kind::pytorch_job::Defaulted;
+
+/// Validates PyTorchJob `job` and applies every default, v1's and eto's.
+///
+/// The Master is the run's launcher (see [`crate::kind::LauncherObject::Master`]): its
+/// `restartPolicy` decides what its failure does (`Never` fails the job; `OnFailure`,
+/// `Always` and `ExitCode` restart it, up to `backoffLimit` times), the Workers are not
+/// replaced within a run (a lost Worker ends the run, whose successor numbers its Workers
+/// from 0 again), and a suspend deletes the pods at once, as v1 does.
+///
+/// # Errors
+/// [`InvalidSpec`] listing every rule the job breaks, each naming its field. A job without a
+/// Master, and an elastic job, are refused for now: eto does not run them yet.
+pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
+    let mut errors = Errors(check_pytorch_job(job));
+    let spec = &job.spec;
+    if !spec.pytorch_replica_specs.is_empty() && !spec.pytorch_replica_specs.contains_key(MASTER) {
+        errors.push(
+            format!("spec.pytorchReplicaSpecs.{MASTER}"),
+            "eto runs a PyTorchJob with a Master for now: add one (replicas: 1), the pod of rank 0",
+        );
+    }
+    if spec.elastic_policy.is_some() {
+        errors.push(
+            "spec.elasticPolicy",
+            "eto does not run elastic PyTorchJobs yet: remove it to run the job with a fixed number of Workers",
+        );
+    }
+    let defaulted = Defaulted::of(job);
+    let workers = defaulted
+        .worker
+        .as_ref()
+        .map_or(0, |worker| worker.replicas);
+    let run_policy = spec.run_policy.clone().unwrap_or_default();
+    let limits = RunLimitFields {
+        parent: "spec.runPolicy",
+        backoff_limit: run_policy.backoff_limit,
+        active_deadline_seconds: run_policy.active_deadline_seconds,
+        ttl_seconds_after_finished: run_policy.ttl_seconds_after_finished,
+    }
+    .check(&mut Errors::default());
+    let mut elastic = elastic_settings(&job.metadata, None, &mut errors);
+    // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the pods'
+    // commands run as they are.
+    elastic.spec_suspend_grace = std::time::Duration::ZERO;
+    elastic.checkpoint_on_termination = false;
+    // A static job's minimum is all its ranks: a lost one ends the run at once (see
+    // plan/run/rank_loss.rs), it does not wait below the minimum.
+    elastic.suspend_below_min_workers = false;
+    let job_restart_policy = match defaulted.master.as_ref().map(|m| m.restart_policy) {
+        Some(ReplicaRestartPolicy::Never) => JobRestartPolicy::Never,
+        _ => JobRestartPolicy::OnFailure,
+    };
+    errors.into_result(
+        Kind::PyTorchJob,
+        EffectiveSpec {
+            workers: WorkerCounts {
+                desired: workers,
+                min: workers,
+                max: Some(workers),
+            },
+            slots_per_worker: 1,
+            clean_pod_policy: defaulted.clean_pod_policy,
+            job_restart_policy,
+            backoff_limit: limits.backoff_limit,
+            worker_restart_policy: ReplicaRestartPolicy::Never,
+            suspend: run_policy.suspend.unwrap_or(false),
+            active_deadline: limits.active_deadline,
+            ttl_after_finished: limits.ttl_after_finished,
+            elastic,
+            ssh_secret: SshSecretSource::Unused,
+            launcher_start: LauncherStart::AtStartup,
+            mpi: None,
+        },
+    )
+}
 
 /// Every rule `job` breaks, each naming its field; empty when it breaks none.
 pub fn check_pytorch_job(job: &PyTorchJob) -> Vec<FieldError> {

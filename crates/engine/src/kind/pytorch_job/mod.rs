@@ -3,22 +3,27 @@
 //! get ([`env`]), the headless Service of each pod ([`service`]) and its status as v1's users
 //! read it ([`status`]).
 //!
-//! The engine does not plan PyTorchJobs yet: the kind is not among [`super::Kind::ALL`] and
-//! the operator does not serve it. These are its parts, each checked against v1's behaviour.
+//! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
+//! launcher's place (see [`super::LauncherObject::Master`]): its end is the run's, and its
+//! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
+//! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
 pub mod env;
 pub mod pod;
 pub mod service;
 pub mod status;
 
-use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{
     DEFAULT_PORT, MASTER, PORT_NAME, PYTORCH_CONTAINER, PyTorchElasticPolicy, PyTorchReplicaSpec,
     PyTorchReplicaType, TRAINING_OPERATOR, WORKER,
 };
-use eto_api::training_job::CleanPodPolicy;
+use eto_api::training_job::{CleanPodPolicy, TrainingJobStatus};
+use eto_api::{PyTorchJob, PyTorchJobStatus};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+
+use super::{LauncherObject, Vocabulary, WorkerNames};
+use crate::names;
 
 /// The label naming the operator on every pod and Service of a PyTorchJob, as Arena and Kueue
 /// select them.
@@ -34,6 +39,68 @@ pub const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
 /// The label marking the pod of rank 0 (`master`): the Master, or worker 0 of a job without
 /// one.
 pub const JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
+
+/// Its names, fields and labels.
+pub const VOCABULARY: Vocabulary = Vocabulary {
+    name: "PyTorchJob",
+    original_operator: "training-operator v1",
+    resource: "pytorchjobs.kubeflow.org",
+    aliases: &["pytorchjob", "pytorchjobs"],
+    min_field: "elasticPolicy.minReplicas",
+    bound_paths: (
+        "spec.elasticPolicy.minReplicas",
+        "spec.elasticPolicy.maxReplicas",
+    ),
+    suspend_keys: &["spec", "runPolicy", "suspend"],
+    suspend_field: "spec.runPolicy.suspend",
+    suspended_reason: "PyTorchJobSuspended",
+    resumed_reason: "PyTorchJobResumed",
+    operator_label: (OPERATOR_NAME_LABEL, OPERATOR_NAME),
+    job_name_label: JOB_NAME_LABEL,
+    role_label: REPLICA_TYPE_LABEL,
+    launcher_role: "master",
+    launcher_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
+    index_label: REPLICA_INDEX_LABEL,
+    service_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
+    worker_host: |job, _, index| names::worker(job, index),
+    launcher: LauncherObject::Master,
+    worker_names: WorkerNames::PerRun,
+    ssh_secret_type: "Opaque",
+};
+
+/// The Master's pod template, if the spec has one.
+pub fn master_template(job: &PyTorchJob) -> Option<&PodTemplateSpec> {
+    job.spec
+        .pytorch_replica_specs
+        .get(MASTER)?
+        .template
+        .as_ref()
+}
+
+/// The Workers' pod template, if the spec has one.
+pub fn worker_template(job: &PyTorchJob) -> Option<&PodTemplateSpec> {
+    job.spec
+        .pytorch_replica_specs
+        .get(WORKER)?
+        .template
+        .as_ref()
+}
+
+/// Its status in the engine's shape.
+pub fn engine_status(job: &PyTorchJob) -> TrainingJobStatus {
+    job.status
+        .as_ref()
+        .map(status::to_engine)
+        .unwrap_or_default()
+}
+
+/// A stored status read without the rest of the job (a job that does not decode), in the
+/// engine's shape.
+pub fn stored_status(value: serde_json::Value) -> Option<TrainingJobStatus> {
+    serde_json::from_value::<PyTorchJobStatus>(value)
+        .ok()
+        .map(|status| status::to_engine(&status))
+}
 
 /// Processes per pod when the spec names none, as v1 defaults it.
 pub const DEFAULT_NPROC_PER_NODE: &str = "auto";

@@ -5,7 +5,7 @@
 //! condition types (`Created`, `Running`, `Restarting`, `Suspended`, `Succeeded`, `Failed`)
 //! come last, the most recently changed at the end, after eto's own (`WorkersCreated`,
 //! `WorkersReady`, `Ready`, `Stalled`, ...); each replica type's counts carry its pods'
-//! label selector. The engine's launcher, the pod whose outcome is the run's, is the Master.
+//! label selector (the Workers' is the engine's, which selects the same pods as v1's). The engine's launcher, the pod whose outcome is the run's, is the Master.
 
 use std::collections::BTreeMap;
 
@@ -53,14 +53,16 @@ pub fn from_engine(job: &str, status: TrainingJobStatus) -> PyTorchJobStatus {
         .replica_statuses
         .iter()
         .map(|(type_, counts)| {
-            let type_ = match type_ {
-                ReplicaType::Launcher => PyTorchReplicaType::Master,
-                ReplicaType::Worker => PyTorchReplicaType::Worker,
+            // The Workers' selector is the engine's, which the scale subresource reads and
+            // the next reconcile reads back; the Master's is v1's.
+            let (type_, selector) = match type_ {
+                ReplicaType::Launcher => (
+                    PyTorchReplicaType::Master,
+                    Some(selector(job, PyTorchReplicaType::Master)),
+                ),
+                ReplicaType::Worker => (PyTorchReplicaType::Worker, status.selector.clone()),
             };
-            (
-                type_,
-                counts_from_engine(counts, Some(selector(job, type_))),
-            )
+            (type_, counts_from_engine(counts, selector))
         })
         .collect::<BTreeMap<_, _>>();
     PyTorchJobStatus {

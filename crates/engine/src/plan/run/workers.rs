@@ -16,6 +16,7 @@ use super::{Run, RunState};
 use crate::build;
 use crate::conditions as c;
 use crate::discovery::Host;
+use crate::kind::{LauncherObject, WorkerNames};
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
@@ -38,6 +39,11 @@ impl<'o> Run<'_, 'o> {
     /// of host discovery.
     pub(super) fn workers(&mut self) -> Vec<Host> {
         let name = self.name().to_string();
+        let per_run = self.job.kind().worker_names() == WorkerNames::PerRun;
+        if per_run && self.earlier_run_remains() {
+            // The earlier run's pods still hold the names this run's workers take.
+            return Vec::new();
+        }
         let worker_pods: Vec<&'o Pod> = self
             .observed
             .pods
@@ -69,7 +75,12 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|p| index_of(p))
             .chain(blacklisted.iter().copied())
             .chain(previous_target.iter().copied());
-        let next_index = blacklist::next_index(used, self.planner.old.next_worker_index);
+        let next_index = if per_run {
+            // Indices are ranks: the run's own workers decide the next one.
+            blacklist::after(0, current.keys().copied().chain(previous_target.clone()))
+        } else {
+            blacklist::next_index(used, self.planner.old.next_worker_index)
+        };
         let spec = self.job.spec;
         let draining: BTreeSet<u32> = self
             .planner
@@ -275,8 +286,18 @@ impl<'o> Run<'_, 'o> {
             let mut avoided = self.planner.status.nodes_in_cooldown.clone();
             avoided.extend(node_warnings::avoided(&self.planner.warned));
             for index in &decision.create {
-                let pod = build::worker_pod(self.job(), *index, &avoided);
-                self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
+                let pod = match self.job.kind().launcher() {
+                    LauncherObject::Master => {
+                        build::pytorch_worker_pod(self.job(), *index, &avoided)
+                    }
+                    LauncherObject::Pod | LauncherObject::Job => {
+                        Some(build::worker_pod(self.job(), *index, &avoided))
+                    }
+                };
+                self.planner
+                    .plan
+                    .apply
+                    .extend(pod.map(|pod| Child::Pod(Box::new(pod))));
             }
             self.planner.event(
                 false,

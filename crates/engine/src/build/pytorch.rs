@@ -1,0 +1,115 @@
+//! A PyTorchJob's pods and Services: training-operator v1's (see [`crate::kind::pytorch_job`]),
+//! with eto's labels, the job's notice in `/etc/edl/notice` of every container, and eto's
+//! placement (the Master away from spot capacity and warned nodes, Workers away from nodes in
+//! cooldown).
+
+use eto_api::PyTorchJob;
+use eto_api::pytorch_job::PyTorchReplicaType;
+use eto_api::training_job::NodeCooldown;
+use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata};
+use crate::kind::JobRef;
+use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, pod, service};
+use crate::{cooldown, notice};
+
+/// The Master of `job`, if it is a PyTorchJob with one (see [`pod::pod`]), placed away from
+/// the nodes `avoided`.
+pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
+    let pytorch = pytorch_job(&job)?;
+    let defaulted = Defaulted::of(pytorch);
+    let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Master, 0)?;
+    let mut spec = with_notice(built.spec.unwrap_or_default());
+    place_launcher(&job, &mut spec, avoided);
+    let mut metadata = master_metadata(job);
+    job.join_gang(&mut metadata, &mut spec, Role::Launcher);
+    Some(Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// The labels and annotations of the Master of `job`: its template's, with eto's labels,
+/// v1's, and the job's notice over them.
+pub fn master_metadata(job: Job<'_>) -> ObjectMeta {
+    let template_metadata = job
+        .job
+        .launcher_template()
+        .and_then(|template| template.metadata.as_ref());
+    let mut labels = job.pod_labels(Role::Launcher);
+    labels.insert(job.kind().index_label().into(), "0".into());
+    labels.insert(JOB_ROLE_LABEL.into(), "master".into());
+    let annotations = merged(
+        template_metadata.and_then(|m| m.annotations.as_ref()),
+        notice::annotations(job.notice),
+    );
+    ObjectMeta {
+        labels: Some(merged(
+            template_metadata.and_then(|m| m.labels.as_ref()),
+            labels,
+        )),
+        annotations: Some(annotations).filter(|a| !a.is_empty()),
+        ..job.metadata(job.kind().launcher_name(job.name()))
+    }
+}
+
+/// Worker `index` of `job`, if it is a PyTorchJob with Workers (see [`pod::pod`]), with the
+/// metadata [`worker_metadata`] gives every kind's workers, preferring nodes not
+/// `in_cooldown`.
+pub fn pytorch_worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+    let pytorch = pytorch_job(&job)?;
+    let defaulted = Defaulted::of(pytorch);
+    let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Worker, index)?;
+    let mut spec = with_notice(built.spec.unwrap_or_default());
+    cooldown::avoiding(&mut spec, in_cooldown);
+    let mut metadata = worker_metadata(job, index);
+    job.join_gang(&mut metadata, &mut spec, Role::Worker);
+    Some(Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// The headless Services of the Master and of the Workers `workers` of `job`, if it is a
+/// PyTorchJob (see [`service::service`]), with eto's labels.
+pub fn pod_services(job: Job<'_>, workers: &[u32]) -> Vec<Service> {
+    let Some(pytorch) = pytorch_job(&job) else {
+        return Vec::new();
+    };
+    let defaulted = Defaulted::of(pytorch);
+    let master = std::iter::once((PyTorchReplicaType::Master, 0));
+    let workers = workers
+        .iter()
+        .map(|index| (PyTorchReplicaType::Worker, *index));
+    master
+        .chain(workers)
+        .filter_map(|(type_, index)| service::service(pytorch, &defaulted, type_, index))
+        .map(|mut service| {
+            let labels = service.metadata.labels.take();
+            service.metadata.labels = Some(merged(labels.as_ref(), job.labels()));
+            service
+        })
+        .collect()
+}
+
+fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {
+    match job.job {
+        JobRef::PyTorch(pytorch) => Some(pytorch),
+        _ => None,
+    }
+}
+
+/// `spec` with the notice volume mounted in every container.
+fn with_notice(mut spec: PodSpec) -> PodSpec {
+    spec.volumes.get_or_insert_default().push(notice_volume());
+    for container in &mut spec.containers {
+        container
+            .volume_mounts
+            .get_or_insert_default()
+            .push(notice_mount());
+    }
+    spec
+}

@@ -1,0 +1,234 @@
+//! PyTorchJobs against the simulated cluster: a training-operator v1 job (a Master and two
+//! Workers) to Succeeded with v1's objects and status, Kueue's suspend, admission and
+//! preemption, and a Worker the platform takes.
+
+use eto_api::PyTorchJob;
+use eto_api::common::ConditionStatus;
+use eto_api::pytorch_job::PyTorchReplicaType;
+use eto_tests::env::{Env, pod_ready, sim_config};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+const JOB: &str = "mnist";
+
+/// A PyTorchJob as training-operator v1's examples write it: a Master and two Workers, each
+/// running torchrun in a container named `pytorch`, nothing defaulted.
+const V1_JOB: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: mnist
+  namespace: default
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: kubeflow/pytorch-dist-mnist:latest
+            command: ["torchrun", "/opt/mnist/src/mnist.py", "--epochs=1"]
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: kubeflow/pytorch-dist-mnist:latest
+            command: ["torchrun", "/opt/mnist/src/mnist.py", "--epochs=1"]
+"#;
+
+const PODS: [&str; 3] = ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"];
+
+fn last_condition(job: &PyTorchJob) -> Option<String> {
+    Some(job.status.as_ref()?.conditions.last()?.type_.clone())
+}
+
+fn has(job: &PyTorchJob, type_: &str) -> bool {
+    job.status.as_ref().is_some_and(|status| {
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == ConditionStatus::True)
+    })
+}
+
+fn env_of(pod: &Pod, name: &str) -> Option<String> {
+    pod.spec.as_ref()?.containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|var| var.name == name)?
+        .value
+        .clone()
+}
+
+async fn all_ready(env: &Env) -> Vec<Pod> {
+    let mut pods = Vec::new();
+    for name in PODS {
+        pods.push(env.wait_pod(name, "is ready", pod_ready).await.unwrap());
+    }
+    pods
+}
+
+#[tokio::test]
+async fn a_v1_job_runs_with_v1s_objects_and_succeeds_with_its_master() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(V1_JOB).await;
+    let pods = all_ready(&env).await;
+    for (pod, rank) in pods.iter().zip(["0", "1", "2"]) {
+        assert_eq!(env_of(pod, "RANK").as_deref(), Some(rank));
+        assert_eq!(env_of(pod, "WORLD_SIZE").as_deref(), Some("3"));
+        assert_eq!(
+            env_of(pod, "MASTER_ADDR").as_deref(),
+            Some("mnist-master-0")
+        );
+        assert_eq!(env_of(pod, "PET_NNODES").as_deref(), Some("3"));
+        assert_eq!(
+            pod.metadata.labels.as_ref().unwrap()["training.kubeflow.org/operator-name"],
+            "pytorchjob-controller"
+        );
+    }
+    let services: Api<Service> = Api::default_namespaced(env.client.clone());
+    for name in PODS {
+        let service = services.get(name).await.unwrap();
+        assert_eq!(
+            service.spec.unwrap().cluster_ip.as_deref(),
+            Some("None"),
+            "{name}: a headless Service named like its pod"
+        );
+    }
+    let running = env
+        .wait::<PyTorchJob>(JOB, "runs", |job| has(job, "Running"))
+        .await;
+    assert_eq!(last_condition(&running).as_deref(), Some("Running"));
+    let status = running.status.unwrap();
+    assert_eq!(
+        status.replica_statuses[&PyTorchReplicaType::Worker].active,
+        2
+    );
+    assert!(status.start_time.is_some());
+
+    env.cluster
+        .succeed_pod("default", "mnist-master-0")
+        .unwrap();
+    let done = env
+        .wait::<PyTorchJob>(JOB, "succeeds", |job| has(job, "Succeeded"))
+        .await;
+    assert_eq!(last_condition(&done).as_deref(), Some("Succeeded"));
+    let status = done.status.unwrap();
+    assert!(status.completion_time.is_some());
+    assert_eq!(
+        status.conditions.last().unwrap().reason.as_deref(),
+        Some("PyTorchJobSucceeded")
+    );
+}
+
+#[tokio::test]
+async fn kueue_creates_it_suspended_admits_it_with_its_node_selector_and_preempts_it() {
+    let env = Env::start(sim_config(2, 8)).await;
+    // Kueue's webhook suspends the job as it is created.
+    let mut job: serde_json::Value = serde_saphyr::from_str(V1_JOB).unwrap();
+    job["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "team"});
+    job["spec"]["runPolicy"] = json!({"suspend": true});
+    env.apply::<PyTorchJob>(&serde_json::to_string(&job).unwrap())
+        .await;
+    let suspended = env
+        .wait::<PyTorchJob>(JOB, "is suspended", |job| has(job, "Suspended"))
+        .await;
+    assert_eq!(last_condition(&suspended).as_deref(), Some("Suspended"));
+    assert!(
+        env.pods()
+            .get_opt("mnist-master-0")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Admission: Kueue merges its node selector into each template and unsuspends.
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let selector =
+        json!({"template": {"spec": {"nodeSelector": {"cloud.example/flavor": "on-demand"}}}});
+    jobs.patch(
+        JOB,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {
+            "runPolicy": {"suspend": false},
+            "pytorchReplicaSpecs": {"Master": selector, "Worker": selector}
+        }})),
+    )
+    .await
+    .unwrap();
+    for name in PODS {
+        let pod = env
+            .wait_pod(name, "is created", |pod| pod.is_some())
+            .await
+            .unwrap();
+        assert_eq!(
+            pod.spec.unwrap().node_selector.unwrap()["cloud.example/flavor"],
+            "on-demand"
+        );
+    }
+    env.wait::<PyTorchJob>(JOB, "resumes", |job| {
+        job.status.as_ref().is_some_and(|status| {
+            status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Suspended" && c.status == ConditionStatus::False)
+        })
+    })
+    .await;
+
+    // Preemption: suspended again, every pod goes at once.
+    jobs.patch(
+        JOB,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"runPolicy": {"suspend": true}}})),
+    )
+    .await
+    .unwrap();
+    for name in PODS {
+        env.wait_pod(name, "is deleted", |pod| pod.is_none()).await;
+    }
+    let preempted = env
+        .wait::<PyTorchJob>(JOB, "is suspended", |job| has(job, "Suspended"))
+        .await;
+    assert!(!has(&preempted, "Failed"));
+}
+
+#[tokio::test]
+async fn a_worker_the_platform_takes_fails_nothing_and_the_next_run_keeps_the_ranks() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(V1_JOB).await;
+    let before = all_ready(&env).await;
+    let old_uid = before[2].metadata.uid.clone();
+    env.cluster
+        .evict_pod(
+            "default",
+            "mnist-worker-1",
+            "The node was low on resource: memory.",
+        )
+        .unwrap();
+    // Its rank lost, the Master's training fails.
+    env.cluster
+        .fail_pod("default", "mnist-master-0", 1, "Error")
+        .unwrap();
+    let job = env
+        .wait::<PyTorchJob>(JOB, "runs again", |job| {
+            has(job, "Running") && job.status.as_ref().and_then(|s| s.eto.run).unwrap_or(0) >= 1
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+    assert_eq!(job.status.unwrap().eto.restart_count.unwrap_or(0), 0);
+    let worker = env
+        .wait_pod("mnist-worker-1", "is back, a new pod", |pod| {
+            pod.is_some_and(|pod| pod.metadata.uid != old_uid && pod_ready(Some(pod)))
+        })
+        .await
+        .unwrap();
+    assert_eq!(env_of(&worker, "RANK").as_deref(), Some("2"));
+}
