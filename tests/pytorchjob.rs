@@ -1,6 +1,7 @@
 //! PyTorchJobs against the simulated cluster: a training-operator v1 job (a Master and two
-//! Workers) to Succeeded with v1's objects and status, Kueue's suspend, admission and
-//! preemption, and a Worker the platform takes.
+//! Workers) to Succeeded with v1's objects and status, what `arena submit pytorchjob`
+//! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, and one
+//! whose training fails under `ExitCode`.
 
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
@@ -231,4 +232,143 @@ async fn a_worker_the_platform_takes_fails_nothing_and_the_next_run_keeps_the_ra
         .await
         .unwrap();
     assert_eq!(env_of(&worker, "RANK").as_deref(), Some("2"));
+}
+
+/// What `arena submit pytorchjob --name=arena-ddp --workers=3 --gpus=1
+/// --nproc-per-node=2 --clean-task-policy=Running --retry=2 --image=... "python train.py"`
+/// renders with Arena's chart 0.5.2, against a CRD that has `spec.runPolicy`.
+const ARENA_JOB: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: arena-ddp
+  namespace: default
+  labels:
+    app: pytorchjob
+    chart: pytorchjob-0.5.2
+    release: arena-ddp
+    heritage: Helm
+    createdBy: PyTorchJob
+  annotations:
+    arena.kubeflow.org/username: alice
+    requestGPUsOfJobOwner: "3"
+spec:
+  runPolicy:
+    cleanPodPolicy: Running
+    backoffLimit: 2
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: Never
+      template:
+        metadata:
+          labels:
+            app: pytorchjob
+            release: arena-ddp
+            createdBy: PyTorchJob
+            master-pod-name: arena-ddp-master-0
+        spec:
+          volumes:
+          - name: dshm
+            emptyDir: {medium: Memory, sizeLimit: 2Gi}
+          containers:
+          - name: pytorch
+            image: registry.example/ddp:latest
+            imagePullPolicy: Always
+            command: ["sh", "-c", "python train.py"]
+            resources:
+              limits: {nvidia.com/gpu: "1"}
+            env:
+            - {name: workers, value: "3"}
+            - {name: gpus, value: "1"}
+            - {name: PET_NPROC_PER_NODE, value: "2"}
+            volumeMounts:
+            - {mountPath: /dev/shm, name: dshm}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          labels:
+            app: pytorchjob
+            release: arena-ddp
+            createdBy: PyTorchJob
+        spec:
+          volumes:
+          - name: dshm
+            emptyDir: {medium: Memory, sizeLimit: 2Gi}
+          containers:
+          - name: pytorch
+            image: registry.example/ddp:latest
+            imagePullPolicy: Always
+            command: ["sh", "-c", "python train.py"]
+            resources:
+              limits: {nvidia.com/gpu: "1"}
+            env:
+            - {name: workers, value: "3"}
+            - {name: gpus, value: "1"}
+            - {name: PET_NPROC_PER_NODE, value: "2"}
+            volumeMounts:
+            - {mountPath: /dev/shm, name: dshm}
+"#;
+
+#[tokio::test]
+async fn arenas_rendered_job_runs_as_arena_finds_it_and_cleans_up_as_it_asked() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(ARENA_JOB).await;
+    for name in [
+        "arena-ddp-master-0",
+        "arena-ddp-worker-0",
+        "arena-ddp-worker-1",
+    ] {
+        let pod = env.wait_pod(name, "is ready", pod_ready).await.unwrap();
+        let labels = pod.metadata.labels.clone().unwrap();
+        // Arena finds a job's pods by release and app, and takes a pod with v1's operator
+        // label; the chief is the pod of replica type master.
+        assert_eq!(labels["release"], "arena-ddp");
+        assert_eq!(labels["app"], "pytorchjob");
+        assert_eq!(
+            labels["training.kubeflow.org/operator-name"],
+            "pytorchjob-controller"
+        );
+        assert_eq!(
+            env_of(&pod, "PET_NPROC_PER_NODE").as_deref(),
+            Some("2"),
+            "{name}: Arena's --nproc-per-node is kept"
+        );
+    }
+    let master = env.pods().get("arena-ddp-master-0").await.unwrap();
+    assert_eq!(
+        master.metadata.labels.unwrap()["training.kubeflow.org/replica-type"],
+        "master"
+    );
+    env.wait::<PyTorchJob>("arena-ddp", "runs", |job| has(job, "Running"))
+        .await;
+    env.cluster
+        .succeed_pod("default", "arena-ddp-master-0")
+        .unwrap();
+    env.wait::<PyTorchJob>("arena-ddp", "succeeds", |job| has(job, "Succeeded"))
+        .await;
+    // cleanPodPolicy: Running deletes the Workers still running.
+    for name in ["arena-ddp-worker-0", "arena-ddp-worker-1"] {
+        env.wait_pod(name, "is deleted", |pod| pod.is_none()).await;
+    }
+}
+
+#[tokio::test]
+async fn a_worker_whose_training_exits_with_its_own_code_under_exit_code_fails_the_job() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let mut job: serde_json::Value = serde_saphyr::from_str(V1_JOB).unwrap();
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = json!("ExitCode");
+    env.apply::<PyTorchJob>(&serde_json::to_string(&job).unwrap())
+        .await;
+    all_ready(&env).await;
+    env.cluster
+        .fail_pod("default", "mnist-worker-0", 1, "Error")
+        .unwrap();
+    let failed = env
+        .wait::<PyTorchJob>(JOB, "fails", |job| has(job, "Failed"))
+        .await;
+    assert_eq!(last_condition(&failed).as_deref(), Some("Failed"));
+    assert!(failed.status.unwrap().completion_time.is_some());
 }
