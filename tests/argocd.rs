@@ -13,7 +13,11 @@ use serde::Deserialize;
 
 use eto_tests::workspace_root;
 
-const KINDS: [&str; 2] = ["kai.alibabacloud.com/TrainingJob", "kubeflow.org/MPIJob"];
+const KINDS: [&str; 3] = [
+    "kai.alibabacloud.com/TrainingJob",
+    "kubeflow.org/MPIJob",
+    "kubeflow.org/PyTorchJob",
+];
 
 /// `health_test.yaml`.
 #[derive(Deserialize)]
@@ -134,11 +138,12 @@ fn every_fixture_is_tested_and_every_health_status_is_reached() {
 }
 
 #[test]
-fn both_kinds_have_the_same_script() {
-    let [training_job, mpi_job] = KINDS.map(|kind| read(&kind_dir(kind).join("health.lua")));
+fn every_kind_has_the_same_script() {
+    let [training_job, mpi_job, pytorch_job] =
+        KINDS.map(|kind| read(&kind_dir(kind).join("health.lua")));
     assert!(
-        training_job == mpi_job,
-        "integrations/argocd/*/*/health.lua differ: one script serves both kinds (MPIJob's is a \
-         link to TrainingJob's, where Argo CD's layout wants one per kind)"
+        training_job == mpi_job && mpi_job == pytorch_job,
+        "integrations/argocd/*/*/health.lua differ: one script serves every kind (MPIJob's and \
+         PyTorchJob's are links to TrainingJob's, where Argo CD's layout wants one per kind)"
     );
 }

@@ -95,6 +95,8 @@ pub struct Vocabulary {
     pub role_label: &'static str,
     /// The value of the role label on the launcher's pod.
     pub launcher_role: &'static str,
+    /// What its users call the launcher, in messages: `launcher`, or a PyTorchJob's `Master`.
+    pub launcher_called: &'static str,
     /// The name of the launcher (its pod, or the object that runs its pod) of job `job`.
     pub launcher_name: fn(job: &str) -> String,
     /// The label holding a worker's index.
@@ -242,6 +244,20 @@ impl Kind {
     /// The value of the role label on the launcher's pod.
     pub fn launcher_role(self) -> &'static str {
         self.vocabulary().launcher_role
+    }
+
+    /// What its users call the launcher, in messages.
+    pub fn launcher_called(self) -> &'static str {
+        self.vocabulary().launcher_called
+    }
+
+    /// Where the training's hosts are listed, in messages: ` in host discovery` for the
+    /// kinds whose launcher finds its workers there, nothing for a PyTorchJob's.
+    pub fn in_discovery(self) -> &'static str {
+        match self.launcher() {
+            LauncherObject::Pod | LauncherObject::Job => " in host discovery",
+            LauncherObject::Master => "",
+        }
     }
 
     /// The name of the launcher (its pod, or the object that runs its pod) of job `job`.

@@ -33,6 +33,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     job_name_label: MPI_JOB_NAME_LABEL,
     role_label: MPI_JOB_ROLE_LABEL,
     launcher_role: LAUNCHER_ROLE,
+    launcher_called: "launcher",
     launcher_name: names::launcher,
     index_label: MPI_REPLICA_INDEX_LABEL,
     service_name: names::mpi_service,

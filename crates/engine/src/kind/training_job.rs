@@ -31,6 +31,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     job_name_label: JOB_NAME_LABEL,
     role_label: JOB_ROLE_LABEL,
     launcher_role: LAUNCHER_ROLE,
+    launcher_called: "launcher",
     launcher_name: names::launcher,
     index_label: REPLICA_INDEX_LABEL,
     service_name: names::worker_service,

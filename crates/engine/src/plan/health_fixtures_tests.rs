@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 
 use eto_api::mpi_job::{MpiElasticPolicy, RunPolicy};
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
-use eto_api::{MPIJob, TrainingJob};
+use eto_api::{MPIJob, PyTorchJob, TrainingJob};
 use serde_json::json;
 
 use crate::mpi_status;
 use crate::plan::{RejectedPod, TakenName};
 use crate::testing::world::World;
-use crate::testing::{mpi_job, training_job};
+use crate::testing::{mpi_job, pytorch_job, training_job};
 
 /// A TrainingJob of 2 workers, at least 2, at generation 1, in a world that planned it once.
 fn new_job() -> World {
@@ -260,6 +260,74 @@ fn mpi_jobs() -> Vec<(&'static str, Option<JobPhase>, MPIJob)> {
     .collect()
 }
 
+/// A PyTorchJob at generation 1, adjusted by `adjust`, in a world that planned it once.
+fn new_pytorch_job(adjust: impl FnOnce(&mut PyTorchJob)) -> World {
+    let mut job = pytorch_job();
+    job.metadata.generation = Some(1);
+    adjust(&mut job);
+    let mut world = World::pytorch(job);
+    world.reconcile();
+    world
+}
+
+/// A PyTorchJob whose Master and Workers run.
+fn pytorch_running(adjust: impl FnOnce(&mut PyTorchJob)) -> World {
+    let mut world = new_pytorch_job(adjust);
+    workers_ready(
+        &mut world,
+        &["ddp-master-0", "ddp-worker-0", "ddp-worker-1"],
+    );
+    world
+}
+
+/// Each PyTorchJob state eto writes: the fixture's name, the phase, and the job.
+fn pytorch_jobs() -> Vec<(&'static str, Option<JobPhase>, PyTorchJob)> {
+    let mut suspended = pytorch_running(|_| {});
+    suspended
+        .pytorch_job
+        .as_mut()
+        .expect("a PyTorchJob world")
+        .spec
+        .run_policy
+        .get_or_insert_default()
+        .suspend = Some(true);
+    suspended.reconcile();
+    suspended.reconcile();
+    let mut restarting = pytorch_running(|_| {});
+    restarting.evict("ddp-worker-1");
+    restarting.reconcile();
+    let mut succeeded = pytorch_running(|_| {});
+    succeeded.exit("ddp-master-0", 0);
+    succeeded.reconcile();
+    let mut failed = pytorch_running(|job| {
+        let master = job.spec.pytorch_replica_specs.get_mut("Master");
+        if let Some(master) = master {
+            master.restart_policy = Some(eto_api::common::ReplicaRestartPolicy::Never);
+        }
+    });
+    failed.exit("ddp-master-0", 1);
+    failed.reconcile();
+    let invalid = new_pytorch_job(|job| {
+        job.spec.pytorch_replica_specs.remove("Master");
+    });
+    [
+        ("eto-waiting-for-workers", new_pytorch_job(|_| {})),
+        ("eto-running", pytorch_running(|_| {})),
+        ("eto-suspended", suspended),
+        ("eto-restarting", restarting),
+        ("eto-succeeded", succeeded),
+        ("eto-failed", failed),
+        ("eto-invalid-spec", invalid),
+    ]
+    .into_iter()
+    .map(|(name, world)| {
+        let phase = world.observed().job.status().phase;
+        let job = world.pytorch_job.expect("a PyTorchJob world");
+        (name, phase, job)
+    })
+    .collect()
+}
+
 fn testdata(kind_dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../integrations/argocd")
@@ -331,6 +399,18 @@ fn each_state_has_the_phase_its_fixture_is_named_for() {
             ("eto-invalid-spec", None),
         ]
     );
+    pretty_assertions::assert_eq!(
+        phases(pytorch_jobs()),
+        [
+            ("eto-waiting-for-workers", Some(Created)),
+            ("eto-running", Some(Running)),
+            ("eto-suspended", Some(Suspended)),
+            ("eto-restarting", Some(Restarting)),
+            ("eto-succeeded", Some(Succeeded)),
+            ("eto-failed", Some(Failed)),
+            ("eto-invalid-spec", None),
+        ]
+    );
 }
 
 #[test]
@@ -342,6 +422,10 @@ fn the_health_checks_test_data_is_what_eto_writes() {
     }
     let dir = testdata("kubeflow.org/MPIJob");
     for (name, _, job) in mpi_jobs() {
+        stale.extend(check(&dir, name, &job));
+    }
+    let dir = testdata("kubeflow.org/PyTorchJob");
+    for (name, _, job) in pytorch_jobs() {
         stale.extend(check(&dir, name, &job));
     }
     assert!(

@@ -628,9 +628,11 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     fn succeed(self) {
+        let kind = self.job.kind();
         let message = format!(
-            "launcher {} succeeded",
-            self.job.kind().launcher_name(self.name())
+            "{} {} succeeded",
+            kind.launcher_called(),
+            kind.launcher_name(self.name())
         );
         let planner = self.planner;
         let kind = planner.kind;
@@ -667,7 +669,8 @@ impl<'p, 'o> Run<'p, 'o> {
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {
             let message = format!(
-                "the launcher {how}; restarting the job (restart {} of {})",
+                "the {} {how}; restarting the job (restart {} of {})",
+                kind.launcher_called(),
                 restarts + 1,
                 spec.backoff_limit
             );
@@ -687,7 +690,7 @@ impl<'p, 'o> Run<'p, 'o> {
             self.observed,
             self.job,
             &reason,
-            &format!("the launcher {how}{limit}"),
+            &format!("the {} {how}{limit}", kind.launcher_called()),
             false,
         );
         false
@@ -790,7 +793,7 @@ impl<'p, 'o> Run<'p, 'o> {
             && !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED)
         {
             // Created by an operator that stopped before recording it.
-            let message = format!("launcher {name} exists");
+            let message = format!("{} {name} exists", self.job.kind().launcher_called());
             self.planner
                 .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
         }
@@ -868,12 +871,14 @@ impl<'p, 'o> Run<'p, 'o> {
             self.planner.plan.apply.push(desired);
             self.resumed_after_loss(hosts.len());
             let message = format!(
-                "launcher {name} created with {} in host discovery",
+                "{} {name} created with {}{}",
+                self.job.kind().launcher_called(),
                 suspension::workers(
                     u32::try_from(hosts.len()).unwrap_or(u32::MAX),
                     "worker",
                     "workers"
-                )
+                ),
+                self.job.kind().in_discovery()
             );
             self.planner
                 .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
@@ -979,7 +984,7 @@ impl<'p, 'o> Run<'p, 'o> {
         }
         match phase {
             JobPhase::Running | JobPhase::Scaling => {
-                let message = format!("training runs with {ready} workers in host discovery");
+                let message = format!("training runs with {ready} workers{}", kind.in_discovery());
                 let reason = kind.reason("Running");
                 if !matches!(
                     self.planner.old.phase,
@@ -1026,7 +1031,8 @@ impl<'p, 'o> Run<'p, 'o> {
                     (
                         "LauncherPending",
                         format!(
-                            "launcher {} is starting",
+                            "{} {} is starting",
+                            kind.launcher_called(),
                             self.job.kind().launcher_name(&name)
                         ),
                     )

@@ -1,7 +1,7 @@
 -- Argo CD health check of a training job run by eto (TrainingJob of kai.alibabacloud.com,
--- MPIJob of kubeflow.org: the same script serves both). It also reads the statuses that
--- et-operator and mpi-operator write (conditions without Ready and Stalled), since clusters
--- switch operators.
+-- MPIJob and PyTorchJob of kubeflow.org: the same script serves all three). It also reads
+-- the statuses that et-operator, mpi-operator and training-operator v1 write (conditions
+-- without Ready and Stalled), since clusters switch operators.
 --
 -- It runs in Argo CD's sandbox: Lua 5.1 with only the base, table and os libraries, so it
 -- uses no string or math function and no string method.

@@ -46,7 +46,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     original_operator: "training-operator v1",
     resource: "pytorchjobs.kubeflow.org",
     aliases: &["pytorchjob", "pytorchjobs"],
-    min_field: "elasticPolicy.minReplicas",
+    min_field: "Worker replicas",
     bound_paths: (
         "spec.elasticPolicy.minReplicas",
         "spec.elasticPolicy.maxReplicas",
@@ -59,6 +59,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     job_name_label: JOB_NAME_LABEL,
     role_label: REPLICA_TYPE_LABEL,
     launcher_role: "master",
+    launcher_called: "Master",
     launcher_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
     index_label: REPLICA_INDEX_LABEL,
     service_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
