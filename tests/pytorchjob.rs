@@ -1,7 +1,7 @@
 //! PyTorchJobs against the simulated cluster: a training-operator v1 job (a Master and two
 //! Workers) to Succeeded with v1's objects and status, what `arena submit pytorchjob`
-//! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, and one
-//! whose training fails under `ExitCode`.
+//! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, one
+//! whose training fails under `ExitCode`, and a job of Workers only.
 
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
@@ -371,4 +371,32 @@ async fn a_worker_whose_training_exits_with_its_own_code_under_exit_code_fails_t
         .await;
     assert_eq!(last_condition(&failed).as_deref(), Some("Failed"));
     assert!(failed.status.unwrap().completion_time.is_some());
+}
+
+#[tokio::test]
+async fn a_job_of_workers_only_succeeds_once_every_worker_has() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let mut job: serde_json::Value = serde_saphyr::from_str(V1_JOB).unwrap();
+    job["spec"]["pytorchReplicaSpecs"]
+        .as_object_mut()
+        .unwrap()
+        .remove("Master");
+    env.apply::<PyTorchJob>(&serde_json::to_string(&job).unwrap())
+        .await;
+    for name in ["mnist-worker-0", "mnist-worker-1"] {
+        let pod = env.wait_pod(name, "is ready", pod_ready).await.unwrap();
+        assert_eq!(env_of(&pod, "MASTER_ADDR"), None);
+    }
+    env.wait::<PyTorchJob>(JOB, "runs", |job| has(job, "Running"))
+        .await;
+    env.cluster
+        .succeed_pod("default", "mnist-worker-1")
+        .unwrap();
+    env.cluster
+        .succeed_pod("default", "mnist-worker-0")
+        .unwrap();
+    let done = env
+        .wait::<PyTorchJob>(JOB, "succeeds", |job| has(job, "Succeeded"))
+        .await;
+    assert_eq!(last_condition(&done).as_deref(), Some("Succeeded"));
 }

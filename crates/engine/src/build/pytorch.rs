@@ -65,6 +65,13 @@ pub fn pytorch_worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]
     let mut spec = with_notice(built.spec.unwrap_or_default());
     cooldown::avoiding(&mut spec, in_cooldown);
     let mut metadata = worker_metadata(job, index);
+    if defaulted.master.is_none() && index == 0 {
+        // Without a Master, worker 0 is rank 0, as v1 labels it.
+        metadata
+            .labels
+            .get_or_insert_default()
+            .insert(JOB_ROLE_LABEL.into(), "master".into());
+    }
     job.join_gang(&mut metadata, &mut spec, Role::Worker);
     Some(Pod {
         metadata,

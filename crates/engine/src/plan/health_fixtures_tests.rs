@@ -308,7 +308,7 @@ fn pytorch_jobs() -> Vec<(&'static str, Option<JobPhase>, PyTorchJob)> {
     failed.exit("ddp-master-0", 1);
     failed.reconcile();
     let invalid = new_pytorch_job(|job| {
-        job.spec.pytorch_replica_specs.remove("Master");
+        job.spec.nproc_per_node = Some("all".into());
     });
     [
         ("eto-waiting-for-workers", new_pytorch_job(|_| {})),

@@ -277,28 +277,59 @@ fn run_policy_suspend_deletes_the_pods_at_once_and_resuming_recreates_them() {
 }
 
 #[test]
-fn a_job_without_a_master_or_with_an_elastic_policy_is_named_as_not_run_yet() {
-    for (patch, field) in [
-        (
-            json!({"spec": {"pytorchReplicaSpecs": {"Master": null}}}),
-            "spec.pytorchReplicaSpecs.Master",
-        ),
-        (
-            json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}}),
-            "spec.elasticPolicy",
-        ),
-    ] {
-        let mut world = World::pytorch(patched(patch));
-        let plan = world.reconcile();
-        assert!(pod_names(&plan).is_empty());
-        let stalled = status(&world)
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == c::STALLED)
-            .and_then(|c| c.message)
-            .unwrap_or_default();
-        assert!(stalled.contains(field), "{stalled}");
-    }
+fn an_elastic_job_is_named_as_not_run_yet() {
+    let mut world = World::pytorch(patched(
+        json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}}),
+    ));
+    let plan = world.reconcile();
+    assert!(pod_names(&plan).is_empty());
+    let stalled = status(&world)
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == c::STALLED)
+        .and_then(|c| c.message)
+        .unwrap_or_default();
+    assert!(stalled.contains("spec.elasticPolicy"), "{stalled}");
+}
+
+#[test]
+fn a_job_of_workers_only_runs_while_they_run_and_succeeds_once_every_one_has() {
+    let mut world = World::pytorch(patched(
+        json!({"spec": {"pytorchReplicaSpecs": {"Master": null}}}),
+    ));
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["ddp-worker-0", "ddp-worker-1"]);
+    assert_eq!(
+        world.pod_services.keys().collect::<Vec<_>>(),
+        ["ddp-worker-0", "ddp-worker-1"]
+    );
+    let worker = &world.pods["ddp-worker-0"];
+    assert_eq!(
+        env(worker, "MASTER_ADDR"),
+        None,
+        "v1 gives workers only no master"
+    );
+    assert_eq!(env(worker, "PET_NNODES").as_deref(), Some("2"));
+    assert_eq!(
+        worker.metadata.labels.as_ref().unwrap()["training.kubeflow.org/job-role"],
+        "master",
+        "worker 0 is rank 0"
+    );
+    world.ready("ddp-worker-0");
+    world.ready("ddp-worker-1");
+    world.reconcile();
+    assert_eq!(status(&world).eto.phase, Some(JobPhase::Running));
+    world.exit("ddp-worker-1", 0);
+    world.reconcile();
+    assert_eq!(
+        status(&world).eto.phase,
+        Some(JobPhase::Running),
+        "one of two finished"
+    );
+    world.exit("ddp-worker-0", 0);
+    let plan = world.reconcile();
+    assert!(reasons(&plan).contains(&"PyTorchJobSucceeded".to_string()));
+    assert_eq!(last_condition(&world), "Succeeded");
 }
 
 #[test]

@@ -166,6 +166,28 @@ impl<'p, 'o> Run<'p, 'o> {
         self.job.name()
     }
 
+    /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
+    /// Master (see [`LauncherObject::Master`]).
+    fn workers_decide(&self) -> bool {
+        self.job.kind().launcher() == LauncherObject::Master
+            && self.job.job.launcher_template().is_none()
+    }
+
+    /// Whether every worker of the run's target finished successfully, in a run its workers
+    /// decide (v1's rule for a static job of Workers only).
+    fn every_worker_succeeded(&self) -> bool {
+        let target = &self.planner.old.target_workers;
+        self.workers_decide()
+            && !target.is_empty()
+            && target.iter().all(|worker| {
+                self.observed.pods.iter().any(|pod| {
+                    pod.metadata.name.as_deref() == Some(worker.as_str())
+                        && !self.is_stale(pod)
+                        && pods::phase(pod) == "Succeeded"
+                })
+            })
+    }
+
     /// The job as the builders of its pods need it now: its run and its notice.
     fn job(&self) -> Job<'_> {
         Job {
@@ -301,7 +323,16 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
-            return self.succeed();
+            let kind = self.job.kind();
+            let message = format!(
+                "{} {} succeeded",
+                kind.launcher_called(),
+                kind.launcher_name(self.name())
+            );
+            return self.succeed(&message);
+        }
+        if self.every_worker_succeeded() {
+            return self.succeed("every Worker succeeded");
         }
         // Before the launcher's failure: a lost rank makes every other rank fail too, and
         // a new run leaves the old launcher behind.
@@ -627,20 +658,15 @@ impl<'p, 'o> Run<'p, 'o> {
         false
     }
 
-    fn succeed(self) {
-        let kind = self.job.kind();
-        let message = format!(
-            "{} {} succeeded",
-            kind.launcher_called(),
-            kind.launcher_name(self.name())
-        );
+    /// The job succeeded; `message` says how.
+    fn succeed(self, message: &str) {
         let planner = self.planner;
         let kind = planner.kind;
         let reason = kind.reason("Succeeded");
         planner.status.phase = Some(JobPhase::Succeeded);
         planner.status.completion_time = Some(Time(planner.now));
-        planner.condition(c::SUCCEEDED, true, &reason, &message);
-        planner.condition(c::RUNNING, false, &reason, &message);
+        planner.condition(c::SUCCEEDED, true, &reason, message);
+        planner.condition(c::RUNNING, false, &reason, message);
         planner.event(
             false,
             &reason,
@@ -928,7 +954,12 @@ impl<'p, 'o> Run<'p, 'o> {
         let target = self.planner.status.target_workers.len();
         let kind = self.job.kind();
         let restarting = self.state.is_restarting();
-        let launcher_running = self.launcher().is_some_and(|l| l.is_running());
+        // A job whose workers decide its outcome trains while its workers run.
+        let launcher_running = if self.workers_decide() {
+            ready > 0
+        } else {
+            self.launcher().is_some_and(|l| l.is_running())
+        };
         let workers_ready = ready >= min;
         let workers_message = format!(
             "{ready} of {target} workers ready ({} {min})",

@@ -27,24 +27,19 @@ use crate::kind::pytorch_job::Defaulted;
 
 /// Validates PyTorchJob `job` and applies every default, v1's and eto's.
 ///
-/// The Master is the run's launcher (see [`crate::kind::LauncherObject::Master`]): its
-/// `restartPolicy` decides what its failure does (`Never` fails the job; `OnFailure`,
-/// `Always` and `ExitCode` restart it, up to `backoffLimit` times), the Workers are not
+/// The Master, if there is one, is the run's launcher (see
+/// [`crate::kind::LauncherObject::Master`]): its `restartPolicy` decides what its failure
+/// does (`Never` fails the job; `OnFailure`, `Always` and `ExitCode` restart it, up to
+/// `backoffLimit` times); without one, the job succeeds once every Worker has. The Workers are not
 /// replaced within a run (a lost Worker ends the run, whose successor numbers its Workers
 /// from 0 again), and a suspend deletes the pods at once, as v1 does.
 ///
 /// # Errors
-/// [`InvalidSpec`] listing every rule the job breaks, each naming its field. A job without a
-/// Master, and an elastic job, are refused for now: eto does not run them yet.
+/// [`InvalidSpec`] listing every rule the job breaks, each naming its field. An elastic job
+/// is refused for now: eto does not run it yet.
 pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     let mut errors = Errors(check_pytorch_job(job));
     let spec = &job.spec;
-    if !spec.pytorch_replica_specs.is_empty() && !spec.pytorch_replica_specs.contains_key(MASTER) {
-        errors.push(
-            format!("spec.pytorchReplicaSpecs.{MASTER}"),
-            "eto runs a PyTorchJob with a Master for now: add one (replicas: 1), the pod of rank 0",
-        );
-    }
     if spec.elastic_policy.is_some() {
         errors.push(
             "spec.elasticPolicy",
