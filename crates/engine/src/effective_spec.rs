@@ -38,8 +38,11 @@ pub struct EffectiveSpec {
     pub ssh_secret: SshSecretSource,
     /// When the launcher of a run is created.
     pub launcher_start: LauncherStart,
-    /// An MPIJob's settings; `None` for a TrainingJob.
+    /// An MPIJob's settings; `None` for the other kinds.
     pub mpi: Option<MpiSettings>,
+    /// A Kubeflow job's `spec.runPolicy.schedulingPolicy`, read when a gang scheduler is
+    /// configured.
+    pub scheduling_policy: Option<SchedulingPolicy>,
 }
 
 /// When the launcher of a run is created.
@@ -61,8 +64,6 @@ pub struct MpiSettings {
     pub ssh_auth_mount_path: String,
     /// Whether the launcher also runs training processes.
     pub run_launcher_as_worker: bool,
-    /// `spec.runPolicy.schedulingPolicy`, read when a gang scheduler is configured.
-    pub scheduling_policy: Option<SchedulingPolicy>,
 }
 
 /// Desired, minimum and maximum worker counts; `min <= desired <= max` holds.

@@ -177,25 +177,24 @@ pub fn pod_group_name(job: JobRef<'_>) -> &str {
     job.name()
 }
 
-/// Whether the launcher counts in the gang: it exists, or is created with the workers.
+/// Whether the launcher counts in the gang: the job has one (a PyTorchJob may have no
+/// Master), and it exists or is created with the workers.
 fn launcher_counts(job: Job<'_>, launcher_exists: bool) -> bool {
-    launcher_exists || job.spec.launcher_start == LauncherStart::AtStartup
+    job.job.launcher_template().is_some()
+        && (launcher_exists || job.spec.launcher_start == LauncherStart::AtStartup)
 }
 
 /// The PodGroup of `job` for `scheduler`; `launcher_exists` says whether the launcher of the
 /// current run exists (see the module documentation).
 pub fn pod_group(job: Job<'_>, scheduler: &GangScheduler, launcher_exists: bool) -> PodGroup {
-    let policy = job
-        .spec
-        .mpi
-        .as_ref()
-        .and_then(|mpi| mpi.scheduling_policy.as_ref());
+    let policy = job.spec.scheduling_policy.as_ref();
     let min_workers = job.spec.workers.min;
     // The gang with its launcher: minAvailable counts it.
+    let has_launcher = job.job.launcher_template().is_some();
     let gang = policy
         .and_then(|policy| policy.min_available)
-        .map_or(i64::from(min_workers) + 1, i64::from);
-    let min_member = if launcher_counts(job, launcher_exists) {
+        .map_or(i64::from(min_workers) + i64::from(has_launcher), i64::from);
+    let min_member = if launcher_counts(job, launcher_exists) || !has_launcher {
         gang
     } else {
         gang - 1

@@ -366,3 +366,28 @@ fn a_job_training_operator_v1_started_is_left_as_it_is_and_one_it_finished_stays
     assert!(pod_names(&plan).is_empty() && deleted_pods(&plan).is_empty());
     assert_eq!(last_condition(&world), "Succeeded");
 }
+
+#[test]
+fn a_gang_counts_the_master_when_there_is_one_and_reads_the_scheduling_policy() {
+    let min_member = |job: PyTorchJob| {
+        let mut world = World::pytorch(job);
+        world.gang = Some(crate::gang::GangScheduler::Volcano);
+        world.reconcile();
+        let group = world.pod_group.clone().expect("a PodGroup");
+        (group.spec.min_member, group.spec.queue)
+    };
+    assert_eq!(min_member(pytorch_job()), (3, None));
+    assert_eq!(
+        min_member(patched(
+            json!({"spec": {"pytorchReplicaSpecs": {"Master": null}}})
+        )),
+        (2, None),
+        "no Master, no launcher in the gang"
+    );
+    assert_eq!(
+        min_member(patched(json!({"spec": {"runPolicy": {"schedulingPolicy": {
+            "minAvailable": 2, "queue": "research"
+        }}}}))),
+        (2, Some("research".to_string()))
+    );
+}

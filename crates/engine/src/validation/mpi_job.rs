@@ -179,8 +179,8 @@ pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
                     .unwrap_or(MpiImplementation::OpenMpi),
                 ssh_auth_mount_path,
                 run_launcher_as_worker: spec.run_launcher_as_worker.unwrap_or(false),
-                scheduling_policy: run_policy.scheduling_policy.clone(),
             }),
+            scheduling_policy: run_policy.scheduling_policy.clone(),
         },
     )
 }
@@ -289,7 +289,6 @@ mod tests {
                 implementation: MpiImplementation::OpenMpi,
                 ssh_auth_mount_path: "/root/.ssh".into(),
                 run_launcher_as_worker: false,
-                scheduling_policy: None,
             })
         );
     }

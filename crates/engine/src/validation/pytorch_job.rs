@@ -91,6 +91,7 @@ pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSp
             ssh_secret: SshSecretSource::Unused,
             launcher_start: LauncherStart::AtStartup,
             mpi: None,
+            scheduling_policy: run_policy.scheduling_policy.clone(),
         },
     )
 }

@@ -105,6 +105,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
             ssh_secret,
             launcher_start: LauncherStart::WhenMinReady,
             mpi: None,
+            scheduling_policy: None,
         },
     )
 }
