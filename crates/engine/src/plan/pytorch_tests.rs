@@ -277,19 +277,31 @@ fn run_policy_suspend_deletes_the_pods_at_once_and_resuming_recreates_them() {
 }
 
 #[test]
-fn an_elastic_job_is_named_as_not_run_yet() {
-    let mut world = World::pytorch(patched(
-        json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}}),
-    ));
+fn an_elastic_job_runs_its_workers_with_v1s_rendezvous_and_succeeds_with_the_first() {
+    let mut world = World::pytorch(patched(json!({"spec": {
+        "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 2},
+        "pytorchReplicaSpecs": {"Master": null}
+    }})));
     let plan = world.reconcile();
-    assert!(pod_names(&plan).is_empty());
-    let stalled = status(&world)
-        .conditions
-        .into_iter()
-        .find(|c| c.type_ == c::STALLED)
-        .and_then(|c| c.message)
-        .unwrap_or_default();
-    assert!(stalled.contains("spec.elasticPolicy"), "{stalled}");
+    assert_eq!(pod_names(&plan), ["ddp-worker-0", "ddp-worker-1"]);
+    let worker = &world.pods["ddp-worker-1"];
+    assert_eq!(env(worker, "PET_NNODES").as_deref(), Some("1:3"));
+    assert_eq!(
+        env(worker, "PET_RDZV_ENDPOINT").as_deref(),
+        Some("ddp-worker-0:23456")
+    );
+    assert_eq!(env(worker, "PET_RDZV_BACKEND").as_deref(), Some("c10d"));
+    assert_eq!(env(worker, "PET_MAX_RESTARTS").as_deref(), Some("2"));
+    world.ready("ddp-worker-0");
+    world.ready("ddp-worker-1");
+    world.reconcile();
+    world.exit("ddp-worker-1", 0);
+    world.reconcile();
+    assert_eq!(
+        status(&world).eto.phase,
+        Some(JobPhase::Succeeded),
+        "v1: an elastic job succeeds with its first Worker"
+    );
 }
 
 #[test]

@@ -30,7 +30,7 @@ use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
-use crate::kind::LauncherObject;
+use crate::kind::{JobRef, LauncherObject};
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods, scaling};
@@ -173,19 +173,26 @@ impl<'p, 'o> Run<'p, 'o> {
             && self.job.job.launcher_template().is_none()
     }
 
-    /// Whether every worker of the run's target finished successfully, in a run its workers
-    /// decide (v1's rule for a static job of Workers only).
+    /// Whether the workers of a run they decide finished successfully: every worker of the
+    /// run's target, or for an elastic PyTorchJob any one, as v1 decides.
     fn every_worker_succeeded(&self) -> bool {
         let target = &self.planner.old.target_workers;
+        let succeeded = |worker: &String| {
+            self.observed.pods.iter().any(|pod| {
+                pod.metadata.name.as_deref() == Some(worker.as_str())
+                    && !self.is_stale(pod)
+                    && pods::phase(pod) == "Succeeded"
+            })
+        };
+        let elastic =
+            matches!(self.job.job, JobRef::PyTorch(job) if job.spec.elastic_policy.is_some());
         self.workers_decide()
             && !target.is_empty()
-            && target.iter().all(|worker| {
-                self.observed.pods.iter().any(|pod| {
-                    pod.metadata.name.as_deref() == Some(worker.as_str())
-                        && !self.is_stale(pod)
-                        && pods::phase(pod) == "Succeeded"
-                })
-            })
+            && if elastic {
+                target.iter().any(succeeded)
+            } else {
+                target.iter().all(succeeded)
+            }
     }
 
     /// The job as the builders of its pods need it now: its run and its notice.
@@ -332,7 +339,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return self.succeed(&message);
         }
         if self.every_worker_succeeded() {
-            return self.succeed("every Worker succeeded");
+            return self.succeed("its Workers succeeded");
         }
         // Before the launcher's failure: a lost rank makes every other rank fail too, and
         // a new run leaves the old launcher behind.

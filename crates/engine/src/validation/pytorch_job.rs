@@ -30,22 +30,17 @@ use crate::kind::pytorch_job::Defaulted;
 /// The Master, if there is one, is the run's launcher (see
 /// [`crate::kind::LauncherObject::Master`]): its `restartPolicy` decides what its failure
 /// does (`Never` fails the job; `OnFailure`, `Always` and `ExitCode` restart it, up to
-/// `backoffLimit` times); without one, the job succeeds once every Worker has. The Workers are not
+/// `backoffLimit` times); without one, the job succeeds once every Worker has (with
+/// `elasticPolicy`: once one has, as v1 decides). An elastic job runs its Worker replicas,
+/// with v1's elastic environment, until eto scales it. The Workers are not
 /// replaced within a run (a lost Worker ends the run, whose successor numbers its Workers
 /// from 0 again), and a suspend deletes the pods at once, as v1 does.
 ///
 /// # Errors
-/// [`InvalidSpec`] listing every rule the job breaks, each naming its field. An elastic job
-/// is refused for now: eto does not run it yet.
+/// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
 pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     let mut errors = Errors(check_pytorch_job(job));
     let spec = &job.spec;
-    if spec.elastic_policy.is_some() {
-        errors.push(
-            "spec.elasticPolicy",
-            "eto does not run elastic PyTorchJobs yet: remove it to run the job with a fixed number of Workers",
-        );
-    }
     let defaulted = Defaulted::of(job);
     let workers = defaulted
         .worker
