@@ -2,7 +2,8 @@
 //! a Master and two Workers, applied by hand, train with torchrun's static rendezvous
 //! configured by nothing but the environment eto gives them; the PyTorchJob CRD installs on
 //! a real API server, which judges jobs by its rules; and eto runs a PyTorchJob to
-//! `Succeeded`, through the loss of a Worker.
+//! `Succeeded`, through the loss of a Worker's pod (a new run, the same names) and through a
+//! Worker's training failing under `OnFailure` (the kubelet restarts it in its pod).
 //!
 //! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d), and an image with
 //! torch's `torchrun` (`examples/horovod/Dockerfile` has Debian's) named by `ETO_E2E_IMAGE`,
@@ -375,6 +376,70 @@ async fn a_worker_deleted_mid_training_comes_back_under_its_name_and_the_job_suc
             "eto-ddp: rank=1 world=3 env_world=3 sum=6",
             "eto-ddp: rank=2 world=3 env_world=3 sum=6",
         ]
+    );
+    scratch.end().await;
+}
+
+/// [`DDP_STEPS`], but rank 2 exits with code 1 at step 5 of its first attempt (an emptyDir,
+/// which outlives a container's restart, remembers it).
+const DDP_CRASHING_ONCE: &str = r#"
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+for step in range(20):
+    if rank == 2 and step == 5 and not os.path.exists("/scratch/crashed"):
+        open("/scratch/crashed", "w").close()
+        print("eto-ddp-crash: rank 2 exits with code 1", flush=True)
+        os._exit(1)
+    value = torch.tensor([float(rank + 1)])
+    dist.all_reduce(value)
+    if rank == 0:
+        print(f"eto-ddp-step: {step}", flush=True)
+    time.sleep(0.5)
+print(f"eto-ddp: rank={rank} world={world} env_world={os.environ['WORLD_SIZE']} sum={int(value.item())}", flush=True)
+dist.destroy_process_group()
+"#;
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_worker_that_fails_under_on_failure_restarts_in_its_pod_and_the_job_succeeds() {
+    let scratch = Scratch::start("pytorchjob-onfailure").await;
+    let mut job = ddp_job(&scratch.namespace);
+    let mut template = torchrun_template(DDP_CRASHING_ONCE);
+    template["spec"]["volumes"] = serde_json::json!([{"name": "scratch", "emptyDir": {}}]);
+    template["spec"]["containers"][0]["volumeMounts"] =
+        serde_json::json!([{"name": "scratch", "mountPath": "/scratch"}]);
+    for replica in ["Master", "Worker"] {
+        job["spec"]["pytorchReplicaSpecs"][replica]["template"] = template.clone();
+    }
+    let job = run_to_the_end(&scratch, job, async |_| {}).await;
+    let types = condition_types(&job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(
+        status.eto.run.unwrap_or(0),
+        0,
+        "the kubelet restarted it in its pod"
+    );
+    let pods = scratch.pods();
+    let worker = pods.get("ddp-worker-1").await.unwrap();
+    let restarts = worker
+        .status
+        .and_then(|s| s.container_statuses)
+        .map(|statuses| statuses[0].restart_count)
+        .unwrap_or(0);
+    assert!(restarts >= 1, "ddp-worker-1 restarted in place: {restarts}");
+    let master = pods
+        .logs("ddp-master-0", &LogParams::default())
+        .await
+        .unwrap();
+    assert!(
+        master.contains("eto-ddp: rank=0 world=3 env_world=3 sum=6"),
+        "{master}"
     );
     scratch.end().await;
 }
