@@ -232,13 +232,20 @@ async fn the_pytorchjob_crd_installs_and_its_rules_judge_on_a_real_api_server() 
     crds.delete(&name, &DeleteParams::default()).await.unwrap();
 }
 
-/// Trains `STEPS` steps of half a second, each an all-reduce of `rank + 1`, printing each
-/// step on rank 0, then what every rank saw.
+/// Trains 20 steps of half a second, each an all-reduce of `rank + 1`, printing each step on
+/// rank 0, then what every rank saw. With `CRASH_RANK` set, that rank exits with code 1 at
+/// step 5 of its first attempt (a file in `/scratch`, an emptyDir that outlives a
+/// container's restart, remembers it).
 const DDP_STEPS: &str = r#"
 import os, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
-for step in range(int(os.environ.get("STEPS", "20"))):
+crash = os.environ.get("CRASH_RANK")
+for step in range(20):
+    if crash == str(rank) and step == 5 and not os.path.exists("/scratch/crashed"):
+        open("/scratch/crashed", "w").close()
+        print(f"eto-ddp-crash: rank {rank} exits with code 1", flush=True)
+        os._exit(1)
     value = torch.tensor([float(rank + 1)])
     dist.all_reduce(value)
     if rank == 0:
@@ -380,35 +387,16 @@ async fn a_worker_deleted_mid_training_comes_back_under_its_name_and_the_job_suc
     scratch.end().await;
 }
 
-/// [`DDP_STEPS`], but rank 2 exits with code 1 at step 5 of its first attempt (an emptyDir,
-/// which outlives a container's restart, remembers it).
-const DDP_CRASHING_ONCE: &str = r#"
-import os, time, torch, torch.distributed as dist
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-for step in range(20):
-    if rank == 2 and step == 5 and not os.path.exists("/scratch/crashed"):
-        open("/scratch/crashed", "w").close()
-        print("eto-ddp-crash: rank 2 exits with code 1", flush=True)
-        os._exit(1)
-    value = torch.tensor([float(rank + 1)])
-    dist.all_reduce(value)
-    if rank == 0:
-        print(f"eto-ddp-step: {step}", flush=True)
-    time.sleep(0.5)
-print(f"eto-ddp: rank={rank} world={world} env_world={os.environ['WORLD_SIZE']} sum={int(value.item())}", flush=True)
-dist.destroy_process_group()
-"#;
-
 #[tokio::test]
 #[ignore = "needs cluster"]
 async fn a_worker_that_fails_under_on_failure_restarts_in_its_pod_and_the_job_succeeds() {
     let scratch = Scratch::start("pytorchjob-onfailure").await;
     let mut job = ddp_job(&scratch.namespace);
-    let mut template = torchrun_template(DDP_CRASHING_ONCE);
+    let mut template = torchrun_template(DDP_STEPS);
     template["spec"]["volumes"] = serde_json::json!([{"name": "scratch", "emptyDir": {}}]);
-    template["spec"]["containers"][0]["volumeMounts"] =
-        serde_json::json!([{"name": "scratch", "mountPath": "/scratch"}]);
+    let container = &mut template["spec"]["containers"][0];
+    container["volumeMounts"] = serde_json::json!([{"name": "scratch", "mountPath": "/scratch"}]);
+    container["env"] = serde_json::json!([{"name": "CRASH_RANK", "value": "2"}]);
     for replica in ["Master", "Worker"] {
         job["spec"]["pytorchReplicaSpecs"][replica]["template"] = template.clone();
     }
