@@ -150,10 +150,13 @@ async fn kueue_creates_it_suspended_admits_it_with_its_node_selector_and_preempt
             .is_none()
     );
 
-    // Admission: Kueue merges its node selector into each template and unsuspends.
+    // Admission: Kueue merges its node selector and tolerations into each template and
+    // unsuspends.
     let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
-    let selector =
-        json!({"template": {"spec": {"nodeSelector": {"cloud.example/flavor": "on-demand"}}}});
+    let selector = json!({"template": {"spec": {
+        "nodeSelector": {"cloud.example/flavor": "on-demand"},
+        "tolerations": [{"key": "cloud.example/reserved", "operator": "Exists"}]
+    }}});
     jobs.patch(
         JOB,
         &PatchParams::default(),
@@ -169,9 +172,17 @@ async fn kueue_creates_it_suspended_admits_it_with_its_node_selector_and_preempt
             .wait_pod(name, "is created", |pod| pod.is_some())
             .await
             .unwrap();
+        let spec = pod.spec.unwrap();
         assert_eq!(
-            pod.spec.unwrap().node_selector.unwrap()["cloud.example/flavor"],
+            spec.node_selector.unwrap()["cloud.example/flavor"],
             "on-demand"
+        );
+        assert!(
+            spec.tolerations
+                .unwrap_or_default()
+                .iter()
+                .any(|t| t.key.as_deref() == Some("cloud.example/reserved")),
+            "{name}: Kueue's toleration"
         );
     }
     env.wait::<PyTorchJob>(JOB, "resumes", |job| {
