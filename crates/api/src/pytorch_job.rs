@@ -169,11 +169,14 @@ pub struct PyTorchReplicaSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<PodTemplateSpec>,
 
-    /// What happens when a pod of this type stops (default `OnFailure`): `OnFailure` and
-    /// `Always` recreate it under its name; `ExitCode` recreates it when the `pytorch`
-    /// container was killed by a signal (exit code 128 or more) and fails the job on codes
-    /// 1 to 127; `Never` fails the job. A pod the platform took (a preemption, an eviction,
-    /// its node's loss) is recreated under every policy and counts as no failure.
+    /// What happens when a pod of this type stops (default `OnFailure`), as with
+    /// training-operator v1: `OnFailure` and `Always` are the pod's own restart policy (the
+    /// kubelet restarts its containers in the pod); under `ExitCode` and `Never` the pod's is
+    /// `Never`. A failed Worker pod ends the run: `ExitCode` after a kill by a signal (exit
+    /// codes 129 to 254) restarts the job, up to `runPolicy.backoffLimit` times, `Never` and
+    /// other codes fail it. A failed Master restarts the job unless its policy is `Never`. A
+    /// pod the platform took (a preemption, an eviction, its node's loss) starts a new run,
+    /// under the same pod names, and counts as no failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "open_string")]
     pub restart_policy: Option<ReplicaRestartPolicy>,
