@@ -316,6 +316,9 @@ pub(crate) mod world {
                     ChildKind::Pod => {
                         self.pods.remove(&deletion.name);
                     }
+                    ChildKind::Service if self.pytorch_job.is_some() => {
+                        self.pod_services.remove(&deletion.name);
+                    }
                     ChildKind::Service => self.service = None,
                     ChildKind::PodGroup => self.pod_group = None,
                     ChildKind::Job => {

@@ -42,7 +42,7 @@ use crate::build::Job;
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::{JobRef, Kind};
+use crate::kind::{JobRef, Kind, LauncherObject};
 use crate::kubeai::{self, Stop};
 use crate::node_warnings::{self, NodeWarning};
 use crate::pod_metadata::PodMetadata;
@@ -772,7 +772,11 @@ impl Planner {
         // no notice is worth showing.
         self.status.draining_workers.clear();
         self.status.notice = None;
-        if job.spec.clean_pod_policy != CleanPodPolicy::None {
+        if job.spec.clean_pod_policy != CleanPodPolicy::None
+            && self.kind.launcher() == LauncherObject::Master
+        {
+            self.clean_as_v1(observed, job.spec.clean_pod_policy);
+        } else if job.spec.clean_pod_policy != CleanPodPolicy::None {
             let role_label = self.kind.role_label();
             let workers = observed
                 .pods
@@ -790,6 +794,34 @@ impl Planner {
             }
         }
         self.apply_ttl(job);
+    }
+
+    /// `cleanPodPolicy` of a finished PyTorchJob, as training-operator v1 applies it:
+    /// `Running` deletes the pods still running or pending, `All` every pod, the Master
+    /// included; each goes with its Service.
+    fn clean_as_v1(&mut self, observed: &Observed<'_>, policy: CleanPodPolicy) {
+        let goes = |pod: &Pod| policy == CleanPodPolicy::All || !pods::is_finished(pod);
+        for pod in observed
+            .pods
+            .iter()
+            .filter(|p| !pods::is_terminating(p) && goes(p))
+        {
+            self.delete_pod(pod);
+        }
+        for service in &observed.pod_services {
+            let name = service.metadata.name.clone().unwrap_or_default();
+            let pod = observed
+                .pods
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(name.as_str()));
+            if pod.is_none_or(|pod| pods::is_terminating(pod) || goes(pod)) {
+                self.plan.delete.push(Deletion {
+                    kind: ChildKind::Service,
+                    name,
+                    grace_seconds: None,
+                });
+            }
+        }
     }
 
     /// Deletes a finished job whose time to live ran out, or looks again when it will have.

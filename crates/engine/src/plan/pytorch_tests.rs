@@ -403,3 +403,34 @@ fn a_gang_counts_the_master_when_there_is_one_and_reads_the_scheduling_policy() 
         (2, Some("research".to_string()))
     );
 }
+
+#[test]
+fn clean_pod_policy_deletes_pods_and_their_services_as_v1_does() {
+    let services = |world: &World| world.pod_services.keys().cloned().collect::<Vec<_>>();
+    let mut world = running(patched(
+        json!({"spec": {"runPolicy": {"cleanPodPolicy": "Running"}}}),
+    ));
+    world.exit("ddp-master-0", 0);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-0", "ddp-worker-1"]);
+    assert_eq!(
+        services(&world),
+        ["ddp-master-0"],
+        "the finished Master keeps its Service"
+    );
+    // The next look counts the pods that went; then nothing changes.
+    assert!(world.reconcile().delete.is_empty());
+    assert_eq!(world.reconcile(), Plan::default(), "nothing more to delete");
+
+    let mut world = running(patched(
+        json!({"spec": {"runPolicy": {"cleanPodPolicy": "All"}}}),
+    ));
+    world.exit("ddp-master-0", 0);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-master-0", "ddp-worker-0", "ddp-worker-1"],
+        "All: the Master too"
+    );
+    assert!(services(&world).is_empty());
+}
