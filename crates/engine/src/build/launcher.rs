@@ -10,11 +10,9 @@ use k8s_openapi::api::core::v1::{
     ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeSource, EnvVar, KeyToPath, Pod,
     ProjectedVolumeSource, Volume, VolumeMount, VolumeProjection,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
     DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, Role, annotation_file,
-    merged,
 };
 use crate::{names, notice};
 
@@ -39,9 +37,7 @@ pub fn launcher_pod(
     deepspeed_hostfile: &str,
     avoided: &[NodeCooldown],
 ) -> Pod {
-    let template = job.job.launcher_template().cloned().unwrap_or_default();
-    let template_metadata = template.metadata.unwrap_or_default();
-    let labels = job.pod_labels(Role::Launcher);
+    let template = job.job.launcher_template();
     let mut annotations = BTreeMap::from([
         (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
         (
@@ -50,12 +46,15 @@ pub fn launcher_pod(
         ),
     ]);
     annotations.extend(notice::annotations(job.notice));
-    let mut metadata = ObjectMeta {
-        labels: Some(merged(template_metadata.labels.as_ref(), labels)),
-        annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
-        ..job.metadata(names::launcher(job.name()))
-    };
-    let mut spec = template.spec.unwrap_or_default();
+    let mut metadata = job.pod_metadata(
+        names::launcher(job.name()),
+        template,
+        job.pod_labels(Role::Launcher),
+        annotations,
+    );
+    let mut spec = template
+        .and_then(|template| template.spec.clone())
+        .unwrap_or_default();
     spec.restart_policy = Some("Never".into());
     spec.service_account_name = Some(names::launcher_rbac(job.name()));
     let volumes = spec.volumes.get_or_insert_default();

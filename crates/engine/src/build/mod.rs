@@ -18,7 +18,7 @@ use eto_api::training_job::{NodeCooldown, Notice};
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, RUN_LABEL};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,
-    SecretVolumeSource, Volume, VolumeMount,
+    PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
@@ -28,7 +28,7 @@ pub use objects::{
     SSH_AUTH_SECRET_TYPE, config_map, launcher_role, launcher_role_binding,
     launcher_service_account, ssh_secret, worker_service,
 };
-pub use pytorch::{master_metadata, master_pod, pod_services, pytorch_worker_pod};
+pub use pytorch::{master_pod, pod_services, pytorch_worker_pod};
 pub use worker::{worker_metadata, worker_pod};
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
@@ -186,6 +186,30 @@ impl<'a> Job<'a> {
     pub fn worker_host(&self, index: u32) -> String {
         self.kind()
             .worker_host(self.name(), self.namespace(), index)
+    }
+
+    /// Metadata of pod `name` built from `template`: the template's labels and annotations,
+    /// with `labels` and `annotations` (eto's) over them, the job's owner.
+    pub fn pod_metadata(
+        &self,
+        name: String,
+        template: Option<&PodTemplateSpec>,
+        labels: BTreeMap<String, String>,
+        annotations: BTreeMap<String, String>,
+    ) -> ObjectMeta {
+        let template_metadata = template.and_then(|template| template.metadata.as_ref());
+        let annotations = merged(
+            template_metadata.and_then(|m| m.annotations.as_ref()),
+            annotations,
+        );
+        ObjectMeta {
+            labels: Some(merged(
+                template_metadata.and_then(|m| m.labels.as_ref()),
+                labels,
+            )),
+            annotations: Some(annotations).filter(|a| !a.is_empty()),
+            ..self.metadata(name)
+        }
     }
 
     /// Metadata of a child named `name`, with the job's labels and owner.

@@ -33,26 +33,16 @@ pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
 
 /// The labels and annotations of the Master of `job`: its template's, with eto's labels,
 /// v1's, and the job's notice over them.
-pub fn master_metadata(job: Job<'_>) -> ObjectMeta {
-    let template_metadata = job
-        .job
-        .launcher_template()
-        .and_then(|template| template.metadata.as_ref());
+fn master_metadata(job: Job<'_>) -> ObjectMeta {
     let mut labels = job.pod_labels(Role::Launcher);
     labels.insert(job.kind().index_label().into(), "0".into());
     labels.insert(JOB_ROLE_LABEL.into(), "master".into());
-    let annotations = merged(
-        template_metadata.and_then(|m| m.annotations.as_ref()),
+    job.pod_metadata(
+        job.kind().launcher_name(job.name()),
+        job.job.launcher_template(),
+        labels,
         notice::annotations(job.notice),
-    );
-    ObjectMeta {
-        labels: Some(merged(
-            template_metadata.and_then(|m| m.labels.as_ref()),
-            labels,
-        )),
-        annotations: Some(annotations).filter(|a| !a.is_empty()),
-        ..job.metadata(job.kind().launcher_name(job.name()))
-    }
+    )
 }
 
 /// Worker `index` of `job`, if it is a PyTorchJob with Workers (see [`pod::pod`]), with the

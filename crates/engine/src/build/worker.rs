@@ -5,7 +5,7 @@ use eto_api::well_known::{MPI_ROLE_ENV, WORKER_ROLE};
 use k8s_openapi::api::core::v1::{Pod, PodDNSConfig};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Job, Role, SSHD_COMMAND, merged, notice_mount, notice_volume, set_env};
+use super::{Job, Role, SSHD_COMMAND, notice_mount, notice_volume, set_env};
 use crate::kind::Kind;
 use crate::{cooldown, names, notice};
 
@@ -80,10 +80,6 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
 /// The labels and annotations of worker `index` of `job` (see [`worker_pod`]): the template's,
 /// with eto's labels and the job's notice over them.
 pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
-    let template_metadata = job
-        .job
-        .worker_template()
-        .and_then(|template| template.metadata.as_ref());
     let mut labels = job.pod_labels(Role::Worker);
     // With the launcher as worker 0, mpi-operator numbers workers from 1 (Kueue's topology
     // aware scheduling needs unique indices across the pod group).
@@ -92,16 +88,10 @@ pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
         _ => index,
     };
     labels.insert(job.kind().index_label().into(), shown_index.to_string());
-    let annotations = merged(
-        template_metadata.and_then(|m| m.annotations.as_ref()),
+    job.pod_metadata(
+        names::worker(job.name(), index),
+        job.job.worker_template(),
+        labels,
         notice::annotations(job.notice),
-    );
-    ObjectMeta {
-        labels: Some(merged(
-            template_metadata.and_then(|m| m.labels.as_ref()),
-            labels,
-        )),
-        annotations: Some(annotations).filter(|a| !a.is_empty()),
-        ..job.metadata(names::worker(job.name(), index))
-    }
+    )
 }

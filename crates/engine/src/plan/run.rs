@@ -840,9 +840,8 @@ impl<'p, 'o> Run<'p, 'o> {
                 };
                 if let Some(master) = self.launcher().and_then(|l| l.pod) {
                     // The Master trains: it shows the job's notice as the workers do.
-                    let desired = build::master_metadata(self.job());
                     if !pods::is_finished(master)
-                        && let Some(change) = metadata_change(&desired, master)
+                        && let Some(change) = metadata_change(&pod.metadata, master)
                     {
                         self.planner.plan.apply.push(change);
                     }

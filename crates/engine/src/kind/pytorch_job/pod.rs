@@ -7,8 +7,9 @@ use eto_api::pytorch_job::{PORT_NAME, PYTORCH_CONTAINER, PyTorchReplicaType};
 use k8s_openapi::api::core::v1::{ContainerPort, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::service::{owner_reference, pod_selector};
+use super::service::pod_selector;
 use super::{Defaulted, JOB_ROLE_LABEL, env, pod_name};
+use crate::kind::JobRef;
 
 /// Pod `index` of `type_`, or `None` when the spec has no such replica type: the replica's
 /// template with v1's labels over its own (`training.kubeflow.org/operator-name`, `job-name`,
@@ -68,7 +69,7 @@ pub fn pod(
             namespace: job.metadata.namespace.clone(),
             labels: Some(labels),
             annotations: template_metadata.annotations,
-            owner_references: Some(vec![owner_reference(job)]),
+            owner_references: Some(vec![JobRef::PyTorch(job).owner_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(spec),

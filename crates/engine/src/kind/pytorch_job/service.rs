@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use eto_api::PyTorchJob;
 use eto_api::pytorch_job::{PORT_NAME, PyTorchReplicaType};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{
     Defaulted, JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL, pod_name, pytorch_container, type_label,
 };
+use crate::kind::JobRef;
 
 /// The labels that select pod `index` of `type_` of `job`, as v1 labels it (its Service
 /// selects it with them).
@@ -67,7 +67,7 @@ pub fn service(
             name: Some(pod_name(name, type_, index)),
             namespace: job.metadata.namespace.clone(),
             labels: Some(selector.clone()),
-            owner_references: Some(vec![owner_reference(job)]),
+            owner_references: Some(vec![JobRef::PyTorch(job).owner_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceSpec {
@@ -79,18 +79,6 @@ pub fn service(
         }),
         status: None,
     })
-}
-
-/// The owner reference of `job`'s children: controller, blocking owner deletion.
-pub fn owner_reference(job: &PyTorchJob) -> OwnerReference {
-    OwnerReference {
-        api_version: PyTorchJob::api_version(&()).into_owned(),
-        kind: PyTorchJob::kind(&()).into_owned(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-        uid: job.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 #[cfg(test)]
