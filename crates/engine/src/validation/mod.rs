@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use mpi_job::validate_mpi_job;
-pub use pytorch_job::{check_pytorch_job, validate_pytorch_job};
+pub use pytorch_job::validate_pytorch_job;
 pub use training_job::validate;
 
 use crate::build::RESERVED_VOLUMES;

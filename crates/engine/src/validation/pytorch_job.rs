@@ -17,7 +17,7 @@ use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERA
 use eto_api::training_job::JobRestartPolicy;
 
 use super::{
-    Errors, FieldError, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name, check_template,
+    Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
     elastic_settings,
 };
 use crate::build::DISCOVERY_DIR;
@@ -39,7 +39,8 @@ use crate::kind::pytorch_job::Defaulted;
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
 pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
-    let mut errors = Errors(check_pytorch_job(job));
+    let mut errors = Errors::default();
+    let limits = check(job, &mut errors);
     let spec = &job.spec;
     let defaulted = Defaulted::of(job);
     let workers = defaulted
@@ -47,13 +48,6 @@ pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSp
         .as_ref()
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
-    let limits = RunLimitFields {
-        parent: "spec.runPolicy",
-        backoff_limit: run_policy.backoff_limit,
-        active_deadline_seconds: run_policy.active_deadline_seconds,
-        ttl_seconds_after_finished: run_policy.ttl_seconds_after_finished,
-    }
-    .check(&mut Errors::default());
     let mut elastic = elastic_settings(&job.metadata, None, &mut errors);
     // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the pods'
     // commands run as they are.
@@ -91,14 +85,10 @@ pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSp
     )
 }
 
-/// Every rule `job` breaks, each naming its field; empty when it breaks none.
-pub fn check_pytorch_job(job: &PyTorchJob) -> Vec<FieldError> {
-    let mut errors = Errors::default();
+/// Adds every rule `job` breaks to `errors`; returns its run limits as validated.
+fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
     let spec = &job.spec;
-    check_job_name(
-        job.metadata.name.as_deref().unwrap_or_default(),
-        &mut errors,
-    );
+    check_job_name(job.metadata.name.as_deref().unwrap_or_default(), errors);
     if spec.pytorch_replica_specs.is_empty() {
         errors.push(
             "spec.pytorchReplicaSpecs",
@@ -137,12 +127,7 @@ pub fn check_pytorch_job(job: &PyTorchJob) -> Vec<FieldError> {
             errors.push(format!("{path}.template"), "is required");
             continue;
         };
-        check_template(
-            &format!("{path}.template"),
-            template,
-            &reserved,
-            &mut errors,
-        );
+        check_template(&format!("{path}.template"), template, &reserved, errors);
         let containers = template.spec.iter().flat_map(|pod| &pod.containers);
         if !containers.clone().any(|c| c.name == PYTORCH_CONTAINER)
             && template
@@ -217,8 +202,7 @@ pub fn check_pytorch_job(job: &PyTorchJob) -> Vec<FieldError> {
         active_deadline_seconds: run_policy.active_deadline_seconds,
         ttl_seconds_after_finished: run_policy.ttl_seconds_after_finished,
     }
-    .check(&mut errors);
-    errors.0
+    .check(errors)
 }
 
 #[cfg(test)]
@@ -247,10 +231,9 @@ mod tests {
     }
 
     fn errors(spec: Value) -> Vec<String> {
-        check_pytorch_job(&job(spec))
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        let mut errors = Errors::default();
+        check(&job(spec), &mut errors);
+        errors.0.iter().map(ToString::to_string).collect()
     }
 
     #[test]
