@@ -300,6 +300,14 @@ async fn run_to_the_end(
     .await
 }
 
+/// What the Master and the two Workers print when every rank took part: the world of
+/// three, and the all-reduced sum of `rank + 1`.
+const EVERY_RANK_SAW_ALL: [&str; 3] = [
+    "eto-ddp: rank=0 world=3 env_world=3 sum=6",
+    "eto-ddp: rank=1 world=3 env_world=3 sum=6",
+    "eto-ddp: rank=2 world=3 env_world=3 sum=6",
+];
+
 /// What each rank printed last, read from its pod's log.
 async fn results(pods: &Api<Pod>) -> Vec<String> {
     let mut results = Vec::new();
@@ -334,14 +342,7 @@ async fn eto_runs_a_pytorchjob_of_a_master_and_two_workers_to_succeeded() {
         Some("Succeeded"),
         "{types:?}"
     );
-    assert_eq!(
-        results(&scratch.pods()).await,
-        [
-            "eto-ddp: rank=0 world=3 env_world=3 sum=6",
-            "eto-ddp: rank=1 world=3 env_world=3 sum=6",
-            "eto-ddp: rank=2 world=3 env_world=3 sum=6",
-        ]
-    );
+    assert_eq!(results(&scratch.pods()).await, EVERY_RANK_SAW_ALL);
     scratch.end().await;
 }
 
@@ -376,14 +377,7 @@ async fn a_worker_deleted_mid_training_comes_back_under_its_name_and_the_job_suc
         "a deletion counts nothing"
     );
     assert_eq!(status.eto.run, Some(1), "one new run");
-    assert_eq!(
-        results(&scratch.pods()).await,
-        [
-            "eto-ddp: rank=0 world=3 env_world=3 sum=6",
-            "eto-ddp: rank=1 world=3 env_world=3 sum=6",
-            "eto-ddp: rank=2 world=3 env_world=3 sum=6",
-        ]
-    );
+    assert_eq!(results(&scratch.pods()).await, EVERY_RANK_SAW_ALL);
     scratch.end().await;
 }
 
@@ -425,9 +419,6 @@ async fn a_worker_that_fails_under_on_failure_restarts_in_its_pod_and_the_job_su
         .logs("ddp-master-0", &LogParams::default())
         .await
         .unwrap();
-    assert!(
-        master.contains("eto-ddp: rank=0 world=3 env_world=3 sum=6"),
-        "{master}"
-    );
+    assert!(master.contains(EVERY_RANK_SAW_ALL[0]), "{master}");
     scratch.end().await;
 }
