@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use eto_api::{MPIJob, PyTorchJob, ScaleIn, ScaleOut, TrainingJob};
+use eto_api::{ScaleIn, ScaleOut, TrainingJob};
+use eto_engine::kind::{Kind, OwnedJob};
 use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
 
@@ -48,25 +49,16 @@ fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> 
             .iter()
             .map(|cause| format!("{}: {}", cause.field, cause.message)),
     );
-    let decoded = match kind {
-        "TrainingJob" => eto_engine::parse::parse::<TrainingJob>(admitted).map(|job| {
-            if let Err(invalid) = eto_engine::validate(&job) {
+    let served = Kind::ALL.into_iter().find(|served| served.name() == kind);
+    let decoded = match (served, kind) {
+        (Some(served), _) => OwnedJob::parse(served, admitted).map(|job| {
+            if let Err(invalid) = job.as_ref().validate() {
                 errors.extend(invalid.errors.iter().map(ToString::to_string));
             }
         }),
-        "MPIJob" => eto_engine::parse::parse::<MPIJob>(admitted).map(|job| {
-            if let Err(invalid) = eto_engine::validate_mpi_job(&job) {
-                errors.extend(invalid.errors.iter().map(ToString::to_string));
-            }
-        }),
-        "PyTorchJob" => eto_engine::parse::parse::<PyTorchJob>(admitted).map(|job| {
-            if let Err(invalid) = eto_engine::validation::validate_pytorch_job(&job) {
-                errors.extend(invalid.errors.iter().map(ToString::to_string));
-            }
-        }),
-        "ScaleIn" => eto_engine::parse::parse::<ScaleIn>(admitted).map(drop),
-        "ScaleOut" => eto_engine::parse::parse::<ScaleOut>(admitted).map(drop),
-        other => panic!("examples hold no {other}"),
+        (None, "ScaleIn") => eto_engine::parse::parse::<ScaleIn>(admitted).map(drop),
+        (None, "ScaleOut") => eto_engine::parse::parse::<ScaleOut>(admitted).map(drop),
+        (None, other) => panic!("examples hold no {other}"),
     };
     if let Err(error) = decoded {
         errors.push(error.to_string());
@@ -139,7 +131,7 @@ fn every_invalid_example_is_rejected_naming_the_field_it_breaks() {
 fn the_arena_example_keeps_what_arena_renders() {
     let (_, object) = load(&workspace_root().join("examples/arena-etjob.yaml"));
     let job: TrainingJob = eto_engine::parse::parse(object).unwrap();
-    let spec = eto_engine::validate(&job).unwrap();
+    let spec = eto_engine::kind::JobRef::Training(&job).validate().unwrap();
     assert_eq!(
         (spec.workers.desired, spec.workers.min, spec.workers.max),
         (8, 1, Some(128))

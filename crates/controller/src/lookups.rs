@@ -80,7 +80,7 @@ pub async fn ssh_secret(ctx: &Context, job: JobRef<'_>) -> Result<SecretPresence
         job.status().phase,
         Some(JobPhase::Succeeded | JobPhase::Failed)
     );
-    let provided = match eto_engine::validation::validate_job(job).map(|spec| spec.ssh_secret) {
+    let provided = match job.validate().map(|spec| spec.ssh_secret) {
         Ok(SshSecretSource::Provided(secret)) => secret,
         Ok(SshSecretSource::Generated) => {
             let generated = names::generated_ssh_secret(name);

@@ -15,7 +15,6 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::pytorch_job::Defaulted;
 use crate::kind::{JobRef, LauncherObject, controlled_by};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use crate::scaling::Scaler;
@@ -67,22 +66,6 @@ fn kept<T>(object: Option<Arc<T>>, uid: &str, meta: impl Fn(&T) -> &ObjectMeta) 
     object.filter(|object| controlled_by(meta(object), uid))
 }
 
-/// The Services of a PyTorchJob's pods: its Master's and its Workers', as many as the spec
-/// or the recorded target has. Empty for other kinds.
-fn pod_service_names(job: JobRef<'_>) -> Vec<String> {
-    let JobRef::PyTorch(pytorch) = job else {
-        return Vec::new();
-    };
-    let name = job.name();
-    let workers = Defaulted::of(pytorch)
-        .worker
-        .map_or(0, |worker| worker.replicas)
-        .max(u32::try_from(job.status().target_workers.len()).unwrap_or(u32::MAX));
-    std::iter::once(job.kind().launcher_name(name))
-        .chain((0..workers).map(|index| names::worker(name, index)))
-        .collect()
-}
-
 impl Children {
     /// The names to look up for `job`'s children.
     pub fn wanted(job: JobRef<'_>) -> Wanted {
@@ -92,7 +75,7 @@ impl Children {
             launcher_job: (kind.launcher() == LauncherObject::Job)
                 .then(|| kind.launcher_name(name)),
             service: kind.service_name(name),
-            pod_services: pod_service_names(job),
+            pod_services: job.pod_service_names(),
             config_map: names::config_map(name),
             launcher_rbac: (kind.launcher() == LauncherObject::Pod)
                 .then(|| names::launcher_rbac(name)),

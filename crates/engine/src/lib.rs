@@ -5,12 +5,12 @@
 //! should exist, and applies the answer.
 //!
 //! Start with [`plan::plan`], the decision function of a reconcile: from a job and its observed
-//! children to the objects to apply and delete, the status and the events. Both kinds of job,
-//! TrainingJob and MPIJob, go through it as a [`kind::JobRef`]: it validates the job with
-//! [`validation::validate_job`], which maps either kind onto one [`EffectiveSpec`], decides the
-//! workers with [`workers::decide`], builds objects with [`build`] (for an MPIJob, mpi-operator's
-//! launcher Job, Service and ConfigMap), renders host discovery with [`discovery`],
-//! and reports an MPIJob's status in mpi-operator's form with [`mpi_status`].
+//! children to the objects to apply and delete, the status and the events. Every kind of job
+//! goes through it as a [`kind::JobRef`]: it validates the job with [`kind::JobRef::validate`],
+//! which maps any kind onto one [`EffectiveSpec`], decides the workers with [`workers::decide`],
+//! builds objects with [`build`] and the kind's module, renders host discovery with
+//! [`discovery`], and reports the status in the kind's own form ([`kind::ApiStatus`]). What a
+//! kind contributes lives in its module under [`kind`].
 //!
 //! # Where each rule lives
 //! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
@@ -42,7 +42,6 @@ pub mod gang;
 pub mod kind;
 pub mod kubeai;
 pub mod loss;
-pub mod mpi_status;
 pub mod names;
 pub mod node_warnings;
 pub mod notice;
@@ -62,4 +61,4 @@ mod testing;
 
 pub use effective_spec::EffectiveSpec;
 pub use plan::{Observed, Plan, plan};
-pub use validation::{FieldError, InvalidSpec, validate, validate_mpi_job};
+pub use validation::{FieldError, InvalidSpec};

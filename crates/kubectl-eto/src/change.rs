@@ -16,7 +16,7 @@ const MANAGER: &str = "kubectl-eto";
 pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, Error> {
     let job_ref = job.as_ref();
     let kind = job_ref.kind();
-    let spec = eto_engine::validation::validate_job(job_ref).map_err(|invalid| {
+    let spec = job_ref.validate().map_err(|invalid| {
         Error::Refused(format!(
             "cannot scale {}: its spec is invalid ({invalid}); fix it first",
             qualified_name(job_ref)

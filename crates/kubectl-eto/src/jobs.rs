@@ -166,7 +166,7 @@ impl Summary {
     pub fn of(job: &Job) -> Self {
         let job = job.as_ref();
         let status = job.status();
-        let spec = eto_engine::validation::validate_job(job).ok();
+        let spec = job.validate().ok();
         let workers = status.workers.clone().unwrap_or_default();
         let unsigned = |n: i32| u32::try_from(n).unwrap_or_default();
         let (min, max, desired) = match (&status.workers, &spec) {

@@ -5,16 +5,13 @@
 //! only its own objects) and the job labels of the kind's original operator (et-operator's,
 //! or mpi-operator's `training.kubeflow.org/*`).
 
-mod launcher;
-mod mpi;
-mod objects;
-mod pytorch;
+mod ssh_secret;
 pub mod termination;
 mod worker;
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{NodeCooldown, Notice};
+use eto_api::training_job::{NodeCooldown, Notice, NoticeKind};
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, RUN_LABEL};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,
@@ -22,14 +19,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-pub use launcher::launcher_pod;
-pub use mpi::{launcher_job, mpi_config_map, mpi_service};
-pub use objects::{
-    SSH_AUTH_SECRET_TYPE, config_map, launcher_role, launcher_role_binding,
-    launcher_service_account, ssh_secret, worker_service,
-};
-pub use pytorch::{master_pod, pod_services, pytorch_worker_pod};
-pub use worker::{worker_metadata, worker_pod};
+pub use ssh_secret::{SSH_AUTH_SECRET_TYPE, ssh_secret};
+pub use worker::{SshWorker, ssh_worker_pod, worker_metadata};
 
 use crate::effective_spec::{EffectiveSpec, SshSecretSource};
 use crate::gang::GangScheduler;
@@ -72,7 +63,7 @@ pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
 /// or `elasticPolicy.launcherAvoidsSpot` is false (see [`crate::spot_capacity`]); and off the
 /// nodes `avoided` (those that announced they go away), by the preference workers get against
 /// nodes in cooldown (see [`crate::cooldown::avoiding`]).
-fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
+pub(crate) fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
     if job.spec.elastic.launcher_avoids_spot {
         crate::spot_capacity::avoid(spec);
     }
@@ -81,11 +72,20 @@ fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
 
 /// Runs the pod's first command under eto's PID 1, when the job asks for it (see
 /// [`termination`]).
-fn hold_on_sigterm(job: &Job<'_>, spec: &mut PodSpec) {
+pub(crate) fn hold_on_sigterm(job: &Job<'_>, spec: &mut PodSpec) {
     let elastic = &job.spec.elastic;
     if elastic.checkpoint_on_termination {
         let grace = i64::try_from(elastic.checkpoint_grace.as_secs()).unwrap_or(i64::MAX);
         termination::hold_on_sigterm(spec, grace);
+    }
+}
+
+/// The value of `ETO_RESUME` in the launcher of `job`'s current run.
+pub(crate) fn resume_value(job: &Job<'_>) -> &'static str {
+    if job.notice.is_some_and(|n| n.kind == NoticeKind::Resume) {
+        "true"
+    } else {
+        "false"
     }
 }
 
@@ -127,6 +127,16 @@ impl<'a> Job<'a> {
     /// The job's name.
     pub fn name(&self) -> &'a str {
         self.job.name()
+    }
+
+    /// Worker `index` as the job's kind builds it, avoiding the nodes `in_cooldown`; `None`
+    /// if the spec cannot give one (validation reports why).
+    pub fn worker_pod(
+        self,
+        index: u32,
+        in_cooldown: &[NodeCooldown],
+    ) -> Option<k8s_openapi::api::core::v1::Pod> {
+        (self.kind().vocabulary().worker_pod)(self, index, in_cooldown)
     }
 
     /// Puts the pod in `role` with `metadata` and `spec` in the job's PodGroup, when the
@@ -369,8 +379,3 @@ pub fn set_env(container: &mut k8s_openapi::api::core::v1::Container, name: &str
         value_from: None,
     });
 }
-
-#[cfg(test)]
-mod mpi_tests;
-#[cfg(test)]
-mod tests;

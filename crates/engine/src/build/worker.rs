@@ -1,28 +1,39 @@
 //! Worker pods.
 
 use eto_api::training_job::NodeCooldown;
-use eto_api::well_known::{MPI_ROLE_ENV, WORKER_ROLE};
-use k8s_openapi::api::core::v1::{Pod, PodDNSConfig};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Job, Role, SSHD_COMMAND, notice_mount, notice_volume, set_env};
-use crate::kind::Kind;
+use super::{Job, Role, SSHD_COMMAND, notice_mount, notice_volume};
 use crate::{cooldown, names, notice};
 
-/// Worker `index` of `job`: the worker template with eto's labels (template labels and
-/// annotations kept), `restartPolicy: Never` (eto, not the kubelet, replaces workers, under a new
-/// name), the host name `<job>-worker-<index>` in the subdomain of the job's headless Service,
-/// the SSH key pair, the job's notice in `/etc/edl/notice` of every container (see
+/// How the workers of a kind whose launcher reaches them over SSH follow their original
+/// operator.
+#[derive(Clone, Copy, Debug)]
+pub struct SshWorker {
+    /// Whether a first container with arguments but no command runs them as the SSH daemon's
+    /// (et-operator's), rather than as the image's entry point (mpi-operator's).
+    pub args_go_to_sshd: bool,
+    /// Whether every container gets the key pair (et-operator's), or only the first
+    /// (mpi-operator's).
+    pub keys_in_every_container: bool,
+}
+
+/// Worker `index` of `job`, a job whose launcher reaches its workers over SSH: the worker
+/// template with eto's labels (template labels and annotations kept), `restartPolicy: Never`
+/// (eto, not the kubelet, replaces workers, under a new name), the host name
+/// `<job>-worker-<index>` in the subdomain of the job's headless Service, the SSH key pair
+/// (where `ssh` says), the job's notice in `/etc/edl/notice` of every container (see
 /// [`crate::notice`]), an SSH daemon as the first container's command when the template gives
 /// none, and a preference against the nodes `in_cooldown` (see [`crate::cooldown`]).
-///
-/// A TrainingJob's worker has the key pair in every container. An MPIJob's worker is built as
-/// mpi-operator builds it: the key pair at `sshAuthMountPath` in the first container,
-/// `K_MPI_JOB_ROLE=worker`, the job's Service domain in its DNS search path.
-pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod {
+pub fn ssh_worker_pod(
+    job: Job<'_>,
+    index: u32,
+    in_cooldown: &[NodeCooldown],
+    ssh: SshWorker,
+) -> Pod {
     let mut metadata = worker_metadata(job, index);
     let name = names::worker(job.name(), index);
-    let kind = job.kind();
     let template = job.job.worker_template();
     let mut spec = template
         .and_then(|template| template.spec.clone())
@@ -33,9 +44,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
     if let Some(first) = spec.containers.first_mut() {
         let no_command = first.command.as_ref().is_none_or(Vec::is_empty);
         let no_args = first.args.as_ref().is_none_or(Vec::is_empty);
-        // A TrainingJob's arguments without a command go to sshd, as with et-operator; an
-        // MPIJob's run as the image's entry point, as with mpi-operator.
-        if no_command && (kind == Kind::TrainingJob || no_args) {
+        if no_command && (ssh.args_go_to_sshd || no_args) {
             first.command = Some(SSHD_COMMAND.iter().map(ToString::to_string).collect());
         }
     }
@@ -46,28 +55,10 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Pod
     volumes.push(notice_volume());
     for (position, container) in spec.containers.iter_mut().enumerate() {
         let mounts = container.volume_mounts.get_or_insert_default();
-        if kind == Kind::TrainingJob || position == 0 {
+        if ssh.keys_in_every_container || position == 0 {
             mounts.extend(job.ssh_mounts());
         }
         mounts.push(notice_mount());
-    }
-    if kind == Kind::MpiJob {
-        if let Some(first) = spec.containers.first_mut() {
-            set_env(first, MPI_ROLE_ENV, WORKER_ROLE);
-        }
-        if spec.host_network == Some(true) {
-            spec.dns_policy = Some("ClusterFirstWithHostNet".into());
-        }
-        let search = format!(
-            "{}.{}.svc.cluster.local",
-            job.service_name(),
-            job.namespace()
-        );
-        spec.dns_config
-            .get_or_insert_with(PodDNSConfig::default)
-            .searches
-            .get_or_insert_default()
-            .push(search);
     }
     job.join_gang(&mut metadata, &mut spec, Role::Worker);
     Pod {

@@ -5,10 +5,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::build::worker_pod;
 use crate::effective_spec::EffectiveSpec;
+use crate::kind::{mpi_job, training_job};
 use crate::testing::{mpi_job, training_job};
-use crate::validation::{validate, validate_mpi_job};
 
 /// The spec fields of the upstream PodGroup CRDs (Volcano's `scheduling.volcano.sh/v1beta1`,
 /// scheduler-plugins' `scheduling.x-k8s.io/v1alpha1`): what eto writes must be among them, or
@@ -73,12 +72,12 @@ fn group_of(
 }
 
 fn training_group(job: &TrainingJob, scheduler: &GangScheduler, launcher_exists: bool) -> Value {
-    let spec = validate(job).expect("the fixture is valid");
+    let spec = training_job::validation::validate(job).expect("the fixture is valid");
     group_of(JobRef::Training(job), &spec, scheduler, launcher_exists)
 }
 
 fn mpi_group(job: &MPIJob, scheduler: &GangScheduler, launcher_exists: bool) -> Value {
-    let spec = validate_mpi_job(job).expect("the fixture is valid");
+    let spec = mpi_job::validation::validate(job).expect("the fixture is valid");
     group_of(JobRef::Mpi(job), &spec, scheduler, launcher_exists)
 }
 
@@ -252,7 +251,7 @@ minResources:
 /// Worker 0 of the elastic job, built for `gang`, as JSON.
 fn worker_for(gang: Option<&GangScheduler>) -> Value {
     let job = elastic_training_job();
-    let spec = validate(&job).unwrap();
+    let spec = training_job::validation::validate(&job).unwrap();
     let job = Job {
         job: JobRef::Training(&job),
         spec: &spec,
@@ -260,7 +259,7 @@ fn worker_for(gang: Option<&GangScheduler>) -> Value {
         notice: None,
         gang,
     };
-    serde_json::to_value(worker_pod(job, 0, &[])).unwrap()
+    serde_json::to_value(job.worker_pod(0, &[])).unwrap()
 }
 
 #[test]

@@ -1,27 +1,38 @@
 //! The kinds of job eto serves, and what differs between them.
 //!
 //! One engine plans every kind: workers, discovery, losses, restarts, suspension and deadlines
-//! are decided once, in [`crate::plan()`]. A kind contributes its vocabulary (condition reasons,
-//! field names, labels, see [`Vocabulary`]), its objects (see [`crate::build`]) and its status
-//! document: the engine plans a status in TrainingJob's shape, the richest, and [`ApiStatus`]
-//! converts it for the kind's API (see [`crate::mpi_status`]). What a kind contributes lives in
-//! its own module: [`training_job`], [`mpi_job`], [`pytorch_job`].
+//! are decided once, in [`crate::plan()`]. What a kind contributes lives in its own module
+//! ([`training_job`], [`mpi_job`], [`pytorch_job`]): its [`Vocabulary`] (names, fields and
+//! labels as its users and their tools know them, and the shape of its runs: what runs the
+//! launcher, how workers are named, how a worker pod is built), its validation and defaults
+//! (`validation`), its objects (`objects`), and its status document: the engine plans a
+//! status in TrainingJob's shape, the richest, and [`ApiStatus`] converts it for the kind's API
+//! (the Kubeflow kinds share [`kubeflow_status`]).
+//!
+//! This module is the one place that names every kind: [`Kind`], [`OwnedJob`] and [`JobRef`]
+//! dispatch to the kind's module, and everything else (the engine's rules, the controller,
+//! `kubectl eto`) asks them. A fourth kind is a module beside the others, a variant in each
+//! of those three types, and its entry in [`Kind::ALL`].
 
+pub mod kubeflow_status;
 pub mod mpi_job;
 pub mod pytorch_job;
 pub mod training_job;
 
+use eto_api::common::ReplicaRestartPolicy;
+use eto_api::training_job::NodeCooldown;
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::WORKER_ROLE;
 use eto_api::{MPIJob, MPIJobStatus, PyTorchJob, PyTorchJobStatus, TrainingJob};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::ApiResource;
 use serde::Serialize;
 
-use crate::mpi_status;
+use crate::build::Job;
+use crate::effective_spec::EffectiveSpec;
 use crate::parse::parse;
-use crate::validation::FieldError;
+use crate::validation::{FieldError, InvalidSpec};
 
 /// A kind of job.
 // The variants are the kinds' own names, which all end in `Job`.
@@ -112,6 +123,9 @@ pub struct Vocabulary {
     pub worker_names: WorkerNames,
     /// The type of the SSH Secret eto generates for its jobs.
     pub ssh_secret_type: &'static str,
+    /// Worker `index` of a job of the kind, avoiding the nodes `in_cooldown`; `None` if the
+    /// spec cannot give one (validation reports why).
+    pub worker_pod: fn(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod>,
 }
 
 impl Kind {
@@ -432,6 +446,59 @@ impl<'a> JobRef<'a> {
         }
     }
 
+    /// Whether another operator (the kind's original one) started it: a Kubeflow job whose
+    /// status has conditions but nothing eto writes. eto leaves such a job to that operator.
+    pub fn started_by_another_operator(self) -> bool {
+        match self {
+            Self::Training(_) => false,
+            Self::Mpi(job) => job
+                .status
+                .as_ref()
+                .is_some_and(mpi_job::status::started_elsewhere),
+            Self::PyTorch(job) => job.status.as_ref().is_some_and(|status| {
+                kubeflow_status::started_elsewhere_by(&status.conditions, &status.eto)
+            }),
+        }
+    }
+
+    /// The restart policy of its workers when they are the run's ranks
+    /// ([`WorkerNames::PerRun`]): the Worker replica's, which decides whether a rank's
+    /// failure restarts the run. `None` for kinds whose workers are replaced within a run.
+    pub fn rank_restart_policy(self) -> Option<ReplicaRestartPolicy> {
+        match self {
+            Self::PyTorch(job) => Some(pytorch_job::worker_restart_policy(job)),
+            Self::Training(_) | Self::Mpi(_) => None,
+        }
+    }
+
+    /// Whether the first worker to succeed ends the run successfully, when the workers
+    /// decide its outcome (training-operator v1's rule for an elastic PyTorchJob); otherwise
+    /// every worker must.
+    pub fn first_worker_success_decides(self) -> bool {
+        matches!(self, Self::PyTorch(job) if job.spec.elastic_policy.is_some())
+    }
+
+    /// The names of the Services it has one per pod (a PyTorchJob's, see
+    /// [`pytorch_job::pod_service_names`]); empty for kinds with one Service for the job.
+    pub fn pod_service_names(self) -> Vec<String> {
+        match self {
+            Self::PyTorch(job) => pytorch_job::pod_service_names(job),
+            Self::Training(_) | Self::Mpi(_) => Vec::new(),
+        }
+    }
+
+    /// Validates it and applies every default, by its kind's rules.
+    ///
+    /// # Errors
+    /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
+    pub fn validate(self) -> Result<EffectiveSpec, InvalidSpec> {
+        match self {
+            Self::Training(job) => training_job::validation::validate(job),
+            Self::Mpi(job) => mpi_job::validation::validate(job),
+            Self::PyTorch(job) => pytorch_job::validation::validate(job),
+        }
+    }
+
     /// The owner reference its children carry: controller, blocking owner deletion.
     pub fn owner_reference(self) -> OwnerReference {
         let resource = self.kind().api_resource();
@@ -474,7 +541,7 @@ impl ApiStatus {
     pub fn of(kind: Kind, job: &str, status: TrainingJobStatus) -> Self {
         match kind {
             Kind::TrainingJob => Self::TrainingJob(status),
-            Kind::MpiJob => Self::MpiJob(mpi_status::from_engine(status)),
+            Kind::MpiJob => Self::MpiJob(mpi_job::status::from_engine(status)),
             Kind::PyTorchJob => Self::PyTorchJob(pytorch_job::status::from_engine(job, status)),
         }
     }

@@ -12,7 +12,7 @@ use eto_api::training_job::{JobPhase, JobRestartPolicy};
 use eto_api::{MPIJob, PyTorchJob, TrainingJob};
 use serde_json::json;
 
-use crate::mpi_status;
+use crate::kind::mpi_job::status as mpi_status;
 use crate::plan::{RejectedPod, TakenName};
 use crate::testing::world::World;
 use crate::testing::{mpi_job, pytorch_job, training_job};

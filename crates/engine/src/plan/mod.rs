@@ -46,9 +46,9 @@ use crate::kind::{JobRef, Kind, LauncherObject};
 use crate::kubeai::{self, Stop};
 use crate::node_warnings::{self, NodeWarning};
 use crate::pod_metadata::PodMetadata;
+use crate::pods;
 use crate::scaling::{self, Scaler, ScalerUpdate};
-use crate::validation::{FieldError, validate_job};
-use crate::{mpi_status, pods};
+use crate::validation::FieldError;
 
 /// Whether the job's SSH Secret exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -361,16 +361,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         .collect();
     planner.status.node_warnings = node_warnings::recorded(&resolved, &live_workers);
     planner.warned = resolved;
-    planner.foreign = match job {
-        JobRef::Mpi(mpi) => mpi
-            .status
-            .as_ref()
-            .is_some_and(mpi_status::started_elsewhere),
-        JobRef::PyTorch(pytorch) => pytorch.status.as_ref().is_some_and(|status| {
-            mpi_status::started_elsewhere_by(&status.conditions, &status.eto)
-        }),
-        JobRef::Training(_) => false,
-    };
+    planner.foreign = job.started_by_another_operator();
     let finished = matches!(
         planner.old.phase,
         Some(JobPhase::Succeeded | JobPhase::Failed)
@@ -379,7 +370,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         planner.started_elsewhere(job);
         return planner.finish();
     }
-    match validate_job(job) {
+    match job.validate() {
         Err(invalid) => {
             planner.invalid(&invalid.to_string());
             let idle = scaling::JobSide::idle(job.name(), job.uid(), now);
@@ -431,7 +422,7 @@ enum SameStall {
 
 struct Planner {
     kind: Kind,
-    /// Whether another operator started the job (see [`mpi_status::started_elsewhere`]).
+    /// Whether another operator started the job (see [`JobRef::started_by_another_operator`]).
     foreign: bool,
     generation: Option<i64>,
     old: TrainingJobStatus,

@@ -248,7 +248,7 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
     check_launcher_exit(before, &status, &planned_status)?;
     check_platform_losses(before, &status, &planned_status)?;
     if let (Ok(spec), Some(status)) = (
-        crate::validation::validate(&before.job),
+        crate::kind::training_job::validation::validate(&before.job),
         plan.status.as_ref(),
     ) && let Some(max) = spec.workers.max
         && status.target_workers.len() > max as usize
@@ -268,7 +268,7 @@ fn check_launcher_exit(
     status: &eto_api::TrainingJobStatus,
     planned: &eto_api::TrainingJobStatus,
 ) -> Result<(), String> {
-    let Ok(spec) = crate::validation::validate(&before.job) else {
+    let Ok(spec) = crate::kind::training_job::validation::validate(&before.job) else {
         return Ok(());
     };
     let launcher = names::launcher(before.job.metadata.name.as_deref().unwrap_or_default());

@@ -30,7 +30,7 @@ use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
-use crate::kind::{JobRef, LauncherObject};
+use crate::kind::{LauncherObject, mpi_job, pytorch_job, training_job};
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods, scaling};
@@ -184,11 +184,9 @@ impl<'p, 'o> Run<'p, 'o> {
                     && pods::phase(pod) == "Succeeded"
             })
         };
-        let elastic =
-            matches!(self.job.job, JobRef::PyTorch(job) if job.spec.elastic_policy.is_some());
         self.workers_decide()
             && !target.is_empty()
-            && if elastic {
+            && if self.job.job.first_worker_success_decides() {
                 target.iter().any(succeeded)
             } else {
                 target.iter().all(succeeded)
@@ -735,25 +733,25 @@ impl<'p, 'o> Run<'p, 'o> {
         let plan = &mut self.planner.plan;
         let service = match job.kind().launcher() {
             LauncherObject::Pod => {
-                let account = build::launcher_service_account(job);
+                let account = training_job::objects::launcher_service_account(job);
                 if needs_apply(&account, observed.service_account) {
                     plan.apply.push(Child::ServiceAccount(Box::new(account)));
                 }
-                let role = build::launcher_role(job);
+                let role = training_job::objects::launcher_role(job);
                 if needs_apply(&role, observed.role) {
                     plan.apply.push(Child::Role(Box::new(role)));
                 }
-                let binding = build::launcher_role_binding(job);
+                let binding = training_job::objects::launcher_role_binding(job);
                 if needs_apply(&binding, observed.role_binding) {
                     plan.apply.push(Child::RoleBinding(Box::new(binding)));
                 }
-                build::worker_service(job)
+                training_job::objects::worker_service(job)
             }
-            LauncherObject::Job => build::mpi_service(job),
+            LauncherObject::Job => mpi_job::objects::service(job),
             LauncherObject::Master => {
                 // A Service per pod, named like it, for the run's workers as the spec has them.
                 let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
-                for service in build::pod_services(job, &workers) {
+                for service in pytorch_job::objects::pod_services(job, &workers) {
                     let observed = observed
                         .pod_services
                         .iter()
@@ -835,7 +833,7 @@ impl<'p, 'o> Run<'p, 'o> {
         let (desired, old_launcher_present) = match self.job.kind().launcher() {
             LauncherObject::Master => {
                 let avoided = node_warnings::avoided(&self.planner.warned);
-                let Some(pod) = build::master_pod(self.job(), &avoided) else {
+                let Some(pod) = pytorch_job::objects::master_pod(self.job(), &avoided) else {
                     return;
                 };
                 if let Some(master) = self.launcher().and_then(|l| l.pod) {
@@ -856,10 +854,16 @@ impl<'p, 'o> Run<'p, 'o> {
             }
             LauncherObject::Pod => {
                 let deepspeed = discovery::deepspeed_hostfile(hosts);
-                let config_map = build::config_map(self.job(), &ready_hosts, &deepspeed);
+                let config_map =
+                    training_job::objects::config_map(self.job(), &ready_hosts, &deepspeed);
                 self.apply_config_map(config_map);
                 let avoided = node_warnings::avoided(&self.planner.warned);
-                let pod = build::launcher_pod(self.job(), &ready_hosts, &deepspeed, &avoided);
+                let pod = training_job::launcher::launcher_pod(
+                    self.job(),
+                    &ready_hosts,
+                    &deepspeed,
+                    &avoided,
+                );
                 if let Some(launcher) = self.launcher().and_then(|l| l.pod) {
                     if let Some(change) = metadata_change(&pod.metadata, launcher) {
                         self.planner.plan.apply.push(change);
@@ -878,7 +882,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     return;
                 };
                 let hostfile = self.mpi_hostfile(mpi.implementation);
-                let config_map = build::mpi_config_map(self.job(), &hostfile);
+                let config_map = mpi_job::objects::config_map(self.job(), &hostfile);
                 self.apply_config_map(config_map);
                 if let Some(launcher) = self.launcher() {
                     if let Some(pod) = launcher.pod.filter(|p| !pods::is_finished(p)) {
@@ -887,7 +891,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     return;
                 }
                 let avoided = node_warnings::avoided(&self.planner.warned);
-                let job = build::launcher_job(self.job(), mpi, &ready_hosts, &avoided);
+                let job = mpi_job::objects::launcher_job(self.job(), mpi, &ready_hosts, &avoided);
                 (
                     Child::LauncherJob(Box::new(job)),
                     self.observed.launcher_job.is_some(),

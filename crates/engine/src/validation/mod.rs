@@ -1,15 +1,11 @@
-//! Validation and defaulting of a job, of either kind.
+//! What validating a job of any kind reports, and the rules every kind shares.
 //!
 //! The CRDs' schemas and CEL rules reject most bad specs at admission, but not all of them: a
 //! rule cannot read pod templates' resource limits, annotations are free-form, mpi-operator's
 //! CRD leaves several fields open, and a CRD installed without validation (or an older one)
-//! lets anything through. [`validate_job`] checks every rule again, so the controller never
-//! builds objects from a spec it does not understand; it reports the errors in the job's
-//! status and events instead.
-
-mod mpi_job;
-mod pytorch_job;
-mod training_job;
+//! lets anything through. [`JobRef::validate`] checks every rule again (each kind's own in its
+//! module's `validation`), so the controller never builds objects from a spec it does not
+//! understand; it reports the errors in the job's status and events instead.
 
 use std::fmt;
 use std::time::Duration;
@@ -19,13 +15,11 @@ use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, KUBEAI_PORT, MAX_WAIT_TIME_A
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-pub use mpi_job::validate_mpi_job;
-pub use pytorch_job::validate_pytorch_job;
-pub use training_job::validate;
-
 use crate::build::RESERVED_VOLUMES;
 use crate::effective_spec::{EffectiveSpec, ElasticSettings, KubeaiStop, WorkerCounts};
-use crate::kind::{JobRef, Kind};
+#[cfg(doc)]
+use crate::kind::JobRef;
+use crate::kind::Kind;
 use crate::names::{MAX_JOB_NAME_LEN, is_dns1035_label};
 
 /// Extended resource whose limit sets the default slots per worker of a TrainingJob.
@@ -64,30 +58,18 @@ fn join(errors: &[FieldError]) -> String {
         .join("; ")
 }
 
-/// Validates `job`, of either kind, and applies every default.
-///
-/// # Errors
-/// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
-pub fn validate_job(job: JobRef<'_>) -> Result<EffectiveSpec, InvalidSpec> {
-    match job {
-        JobRef::Training(job) => validate(job),
-        JobRef::Mpi(job) => validate_mpi_job(job),
-        JobRef::PyTorch(job) => validate_pytorch_job(job),
-    }
-}
-
 #[derive(Default)]
-struct Errors(Vec<FieldError>);
+pub(crate) struct Errors(pub(crate) Vec<FieldError>);
 
 impl Errors {
-    fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.0.push(FieldError {
             field: field.into(),
             message: message.into(),
         });
     }
 
-    fn into_result<T>(self, kind: Kind, value: T) -> Result<T, InvalidSpec> {
+    pub(crate) fn into_result<T>(self, kind: Kind, value: T) -> Result<T, InvalidSpec> {
         if self.0.is_empty() {
             Ok(value)
         } else {
@@ -99,7 +81,7 @@ impl Errors {
     }
 }
 
-fn check_job_name(name: &str, errors: &mut Errors) {
+pub(crate) fn check_job_name(name: &str, errors: &mut Errors) {
     if name.len() > MAX_JOB_NAME_LEN {
         errors.push(
             "metadata.name",
@@ -119,12 +101,12 @@ fn check_job_name(name: &str, errors: &mut Errors) {
 
 /// Where eto mounts its own files in the containers of a pod template: in the first
 /// container, and in every other one.
-struct ReservedPaths<'a> {
-    first: &'a [&'a str],
-    others: &'a [&'a str],
+pub(crate) struct ReservedPaths<'a> {
+    pub(crate) first: &'a [&'a str],
+    pub(crate) others: &'a [&'a str],
 }
 
-fn check_template(
+pub(crate) fn check_template(
     path: &str,
     template: &PodTemplateSpec,
     reserved: &ReservedPaths<'_>,
@@ -176,7 +158,7 @@ fn check_template(
     }
 }
 
-fn gpu_quantity(container: &Container) -> Option<(&'static str, &str)> {
+pub(crate) fn gpu_quantity(container: &Container) -> Option<(&'static str, &str)> {
     let resources = container.resources.as_ref()?;
     [
         ("limits", &resources.limits),
@@ -186,7 +168,7 @@ fn gpu_quantity(container: &Container) -> Option<(&'static str, &str)> {
     .find_map(|(kind, map)| Some((kind, map.as_ref()?.get(GPU_RESOURCE)?.0.as_str())))
 }
 
-fn elastic_settings(
+pub(crate) fn elastic_settings(
     metadata: &ObjectMeta,
     policy: Option<&ElasticPolicy>,
     errors: &mut Errors,
@@ -262,7 +244,7 @@ fn max_wait_from_annotation(metadata: &ObjectMeta, errors: &mut Errors) -> Optio
 }
 
 /// Whether the annotation `job-supervisor.kube-ai.io/job-suspended` asks for a suspend.
-fn suspended_by_annotation(metadata: &ObjectMeta, errors: &mut Errors) -> bool {
+pub(crate) fn suspended_by_annotation(metadata: &ObjectMeta, errors: &mut Errors) -> bool {
     let value = metadata
         .annotations
         .as_ref()
@@ -279,7 +261,7 @@ fn suspended_by_annotation(metadata: &ObjectMeta, errors: &mut Errors) -> bool {
         }
     }
 }
-fn positive(field: &str, value: i32, errors: &mut Errors) -> u32 {
+pub(crate) fn positive(field: &str, value: i32, errors: &mut Errors) -> u32 {
     match u32::try_from(value) {
         Ok(value) if value >= 1 => value,
         _ => {
@@ -307,23 +289,23 @@ fn non_negative(field: &str, value: i32, errors: &mut Errors) -> u32 {
 }
 
 /// The retry and time limits of a job, as validated.
-struct RunLimits {
-    backoff_limit: u32,
-    active_deadline: Option<Duration>,
-    ttl_after_finished: Option<Duration>,
+pub(crate) struct RunLimits {
+    pub(crate) backoff_limit: u32,
+    pub(crate) active_deadline: Option<Duration>,
+    pub(crate) ttl_after_finished: Option<Duration>,
 }
 
 /// The fields holding a job's retry and time limits, under `parent` (`spec` of a TrainingJob,
 /// `spec.runPolicy` of an MPIJob). Unset fields get the defaults.
-struct RunLimitFields<'a> {
-    parent: &'a str,
-    backoff_limit: Option<i32>,
-    active_deadline_seconds: Option<i64>,
-    ttl_seconds_after_finished: Option<i32>,
+pub(crate) struct RunLimitFields<'a> {
+    pub(crate) parent: &'a str,
+    pub(crate) backoff_limit: Option<i32>,
+    pub(crate) active_deadline_seconds: Option<i64>,
+    pub(crate) ttl_seconds_after_finished: Option<i32>,
 }
 
 impl RunLimitFields<'_> {
-    fn check(&self, errors: &mut Errors) -> RunLimits {
+    pub(crate) fn check(&self, errors: &mut Errors) -> RunLimits {
         let parent = self.parent;
         RunLimits {
             backoff_limit: self
@@ -345,16 +327,16 @@ impl RunLimitFields<'_> {
 
 /// One worker count of a job: its value, the path of its field, and how messages about other
 /// fields name it.
-struct CountField<'a> {
-    value: Option<i32>,
-    path: &'a str,
-    called: &'a str,
+pub(crate) struct CountField<'a> {
+    pub(crate) value: Option<i32>,
+    pub(crate) path: &'a str,
+    pub(crate) called: &'a str,
 }
 
 /// Desired, minimum and maximum workers: `replicas` (default: the minimum, or 1) within `min`
 /// (default: the replicas) and `max` (default: no bound). A count that is itself invalid is
 /// reported once and left out of the ordering checks.
-fn worker_counts(
+pub(crate) fn worker_counts(
     replicas: &CountField<'_>,
     min: &CountField<'_>,
     max: &CountField<'_>,

@@ -9,9 +9,11 @@
 //! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
 pub mod env;
+pub mod objects;
 pub mod pod;
 pub mod service;
 pub mod status;
+pub mod validation;
 
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{
@@ -67,6 +69,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher: LauncherObject::Master,
     worker_names: WorkerNames::PerRun,
     ssh_secret_type: "Opaque",
+    worker_pod: objects::worker_pod,
 };
 
 /// The Master's pod template, if the spec has one.
@@ -261,6 +264,31 @@ pub fn managed_by_eto(job: &serde_json::Value) -> bool {
     job["spec"]["runPolicy"]["managedBy"]
         .as_str()
         .is_none_or(|manager| manager == TRAINING_OPERATOR)
+}
+
+/// The restart policy of `job`'s Worker replica (v1's default if unset; `Never` without
+/// Workers).
+pub fn worker_restart_policy(job: &PyTorchJob) -> ReplicaRestartPolicy {
+    Defaulted::of(job)
+        .worker
+        .map_or(ReplicaRestartPolicy::Never, |worker| worker.restart_policy)
+}
+
+/// The names of `job`'s per-pod Services (see [`service`]): its Master's and its Workers', as
+/// many as the spec or the recorded target has.
+pub fn pod_service_names(job: &PyTorchJob) -> Vec<String> {
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    let recorded = job
+        .status
+        .as_ref()
+        .map_or(0, |status| status.eto.target_workers.len());
+    let workers = Defaulted::of(job)
+        .worker
+        .map_or(0, |worker| worker.replicas)
+        .max(u32::try_from(recorded).unwrap_or(u32::MAX));
+    std::iter::once(pod_name(name, PyTorchReplicaType::Master, 0))
+        .chain((0..workers).map(|index| names::worker(name, index)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use eto_api::training_job::{ReplicaType, TrainingJobStatus};
 
 use super::{JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, REPLICA_TYPE_LABEL, type_label};
 use crate::conditions as c;
-use crate::mpi_status::{counts_from_engine, eto_from_engine, kubeflow_to_engine};
+use crate::kind::kubeflow_status::{counts_from_engine, eto_from_engine, kubeflow_to_engine};
 
 /// v1's condition types, in the order that breaks ties between conditions changed at the same
 /// moment: the later one is what the job is now.

@@ -13,11 +13,8 @@
 //!
 //! A worker that completed is no loss: the Master's end is the run's.
 
-use eto_api::common::ReplicaRestartPolicy;
-
 use super::{Restart, Run, RunState};
-use crate::kind::pytorch_job::Defaulted;
-use crate::kind::{JobRef, WorkerNames};
+use crate::kind::WorkerNames;
 use crate::loss::Loss;
 
 impl Run<'_, '_> {
@@ -59,12 +56,11 @@ impl Run<'_, '_> {
             self.start_new_run(&message, Restart::Uncounted);
             return true;
         }
-        let policy = match self.job.job {
-            JobRef::PyTorch(job) => Defaulted::of(job)
-                .worker
-                .map_or(ReplicaRestartPolicy::Never, |worker| worker.restart_policy),
-            _ => self.job.spec.worker_restart_policy,
-        };
+        let policy = self
+            .job
+            .job
+            .rank_restart_policy()
+            .unwrap_or(self.job.spec.worker_restart_policy);
         let restarts = self.planner.old.restart_count;
         let limit = self.job.spec.backoff_limit;
         if loss.is_replaced_under(policy) && u32::try_from(restarts).is_ok_and(|r| r < limit) {

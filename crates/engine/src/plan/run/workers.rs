@@ -13,10 +13,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::{Child, WORKER_LOST, replica_statuses};
 use super::{Run, RunState};
-use crate::build;
 use crate::conditions as c;
 use crate::discovery::Host;
-use crate::kind::{LauncherObject, WorkerNames};
+use crate::kind::WorkerNames;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
@@ -286,14 +285,7 @@ impl<'o> Run<'_, 'o> {
             let mut avoided = self.planner.status.nodes_in_cooldown.clone();
             avoided.extend(node_warnings::avoided(&self.planner.warned));
             for index in &decision.create {
-                let pod = match self.job.kind().launcher() {
-                    LauncherObject::Master => {
-                        build::pytorch_worker_pod(self.job(), *index, &avoided)
-                    }
-                    LauncherObject::Pod | LauncherObject::Job => {
-                        Some(build::worker_pod(self.job(), *index, &avoided))
-                    }
-                };
+                let pod = self.job().worker_pod(*index, &avoided);
                 self.planner
                     .plan
                     .apply

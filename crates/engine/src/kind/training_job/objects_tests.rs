@@ -1,13 +1,15 @@
-//! The shape of the objects eto creates.
+//! The shape of a TrainingJob's objects, against what et-operator creates.
 
 use eto_api::TrainingJob;
-use k8s_openapi::api::core::v1::Pod;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::*;
+use super::launcher::launcher_pod;
+use super::objects::{launcher_role, launcher_role_binding, worker_pod, worker_service};
+use super::validation::validate;
+use crate::build::Job;
+use crate::kind::JobRef;
 use crate::testing::{training_job, worker_container};
-use crate::validation::validate;
 
 fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
     let spec = validate(job).expect("the fixture is valid");
@@ -20,8 +22,8 @@ fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
     })
 }
 
-fn json_of(pod: &Pod) -> Value {
-    serde_json::to_value(pod).expect("pods serialize")
+fn json_of<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).expect("objects serialize")
 }
 
 #[test]

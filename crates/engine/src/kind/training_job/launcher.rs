@@ -1,8 +1,8 @@
-//! The launcher pod.
+//! A TrainingJob's launcher pod, as et-operator's launcher runs Horovod.
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{NodeCooldown, NoticeKind};
+use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{
     DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESUME_ENV,
 };
@@ -11,8 +11,9 @@ use k8s_openapi::api::core::v1::{
     ProjectedVolumeSource, Volume, VolumeMount, VolumeProjection,
 };
 
-use super::{
+use crate::build::{
     DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, Role, annotation_file,
+    resume_value,
 };
 use crate::{names, notice};
 
@@ -29,7 +30,7 @@ const LAUNCHER_ENV: [(&str, &str); 2] = [
 /// It is the launcher template with eto's labels, `restartPolicy: Never`, the service account
 /// `<job>-launcher`, the SSH key pair in every container, and in its first container
 /// `/etc/edl/discover_hosts.sh` and `/etc/edl/hostfile` (see [`crate::discovery`] for how they
-/// stay current) and `/job/hostfile` for DeepSpeed; placed as [`super::place_launcher`] says,
+/// stay current) and `/job/hostfile` for DeepSpeed; placed as [`crate::build::place_launcher`] says,
 /// away from the nodes `avoided`.
 pub fn launcher_pod(
     job: Job<'_>,
@@ -97,22 +98,13 @@ pub fn launcher_pod(
             }
         }
     }
-    super::place_launcher(&job, &mut spec, avoided);
-    super::hold_on_sigterm(&job, &mut spec);
+    crate::build::place_launcher(&job, &mut spec, avoided);
+    crate::build::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,
         spec: Some(spec),
         status: None,
-    }
-}
-
-/// The value of `ETO_RESUME` in the launcher of `job`'s current run.
-pub(super) fn resume_value(job: &Job<'_>) -> &'static str {
-    if job.notice.is_some_and(|n| n.kind == NoticeKind::Resume) {
-        "true"
-    } else {
-        "false"
     }
 }
 

@@ -9,7 +9,9 @@ use eto_api::training_job::NodeCooldown;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata};
+use crate::build::{
+    Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
+};
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, pod, service};
 use crate::{cooldown, notice};
@@ -48,7 +50,7 @@ fn master_metadata(job: Job<'_>) -> ObjectMeta {
 /// Worker `index` of `job`, if it is a PyTorchJob with Workers (see [`pod::pod`]), with the
 /// metadata [`worker_metadata`] gives every kind's workers, preferring nodes not
 /// `in_cooldown`.
-pub fn pytorch_worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
     let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Worker, index)?;

@@ -1,19 +1,15 @@
-//! An MPIJob's status, converted to and from the engine's shape, and the conversions of the
-//! parts every Kubeflow job's status shares (eto's fields, replica counts), which a
-//! PyTorchJob's uses too.
-//!
-//! The conversion is lossless for everything eto writes, so a status eto wrote reads back as
-//! it was planned. A status mpi-operator wrote has no `phase`; it is read from the conditions
-//! mpi-operator set, so that a job it finished stays finished under eto.
+//! An MPIJob's status, converted to and from the engine's shape (the parts every Kubeflow job
+//! shares by [`super::super::kubeflow_status`]).
 
 use std::collections::BTreeMap;
 
-use eto_api::common::{ConditionStatus, JobCondition, ReplicaStatus};
-use eto_api::kubeflow::{EtoJobStatus, KubeflowReplicaStatus};
+use eto_api::kubeflow::KubeflowReplicaStatus;
 use eto_api::mpi_job::MPIJobStatus;
-use eto_api::training_job::{JobPhase, ReplicaType, TrainingJobStatus};
+use eto_api::training_job::{ReplicaType, TrainingJobStatus};
 
-use crate::conditions as c;
+use crate::kind::kubeflow_status::{
+    counts_from_engine, eto_from_engine, kubeflow_to_engine, started_elsewhere_by,
+};
 
 /// `status` in the engine's shape.
 pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
@@ -30,31 +26,6 @@ pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
             ..TrainingJobStatus::default()
         },
     )
-}
-
-/// A Kubeflow job's status in the engine's shape: its `conditions`, its replica counts by
-/// the engine's replica type (the Worker's carry the scale selector), eto's part, and the
-/// times in `times`. A status without eto's phase reads it from the conditions.
-pub(crate) fn kubeflow_to_engine<'a>(
-    conditions: &[JobCondition],
-    replica_statuses: impl Iterator<Item = (ReplicaType, &'a KubeflowReplicaStatus)>,
-    eto: &EtoJobStatus,
-    times: TrainingJobStatus,
-) -> TrainingJobStatus {
-    let mut engine = eto_to_engine(eto);
-    engine.phase = engine.phase.or_else(|| phase_from_conditions(conditions));
-    engine.conditions = conditions.to_vec();
-    engine.start_time = times.start_time;
-    engine.completion_time = times.completion_time;
-    for (replica, counts) in replica_statuses {
-        if replica == ReplicaType::Worker {
-            engine.selector.clone_from(&counts.selector);
-        }
-        engine
-            .replica_statuses
-            .insert(replica, counts_to_engine(counts));
-    }
-    engine
 }
 
 /// `status`, planned in the engine's shape, as an MPIJob's status.
@@ -79,106 +50,16 @@ pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
     }
 }
 
-/// A Kubeflow job's replica counts in the engine's shape.
-fn counts_to_engine(counts: &KubeflowReplicaStatus) -> ReplicaStatus {
-    ReplicaStatus {
-        active: counts.active,
-        succeeded: counts.succeeded,
-        failed: counts.failed,
-    }
-}
-
-/// The engine's replica counts as a Kubeflow job has them, with the replicas' `selector`.
-pub(crate) fn counts_from_engine(
-    counts: &ReplicaStatus,
-    selector: Option<String>,
-) -> KubeflowReplicaStatus {
-    KubeflowReplicaStatus {
-        active: counts.active,
-        succeeded: counts.succeeded,
-        failed: counts.failed,
-        label_selector: None,
-        selector,
-    }
-}
-
-/// eto's part of a Kubeflow job's status in the engine's shape; the rest is left default.
-fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
-    TrainingJobStatus {
-        phase: eto.phase,
-        restart_count: eto.restart_count.unwrap_or_default(),
-        target_workers: eto.target_workers.clone(),
-        current_workers: eto.current_workers.clone(),
-        next_worker_index: eto.next_worker_index,
-        run: eto.run,
-        notice: eto.notice.clone(),
-        observed_generation: eto.observed_generation,
-        workers: eto.workers.clone(),
-        blacklist: eto.blacklist.clone(),
-        draining_workers: eto.draining_workers.clone(),
-        nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
-        node_warnings: eto.node_warnings.clone(),
-        ..TrainingJobStatus::default()
-    }
-}
-
-/// eto's part of `status`, as a Kubeflow job's status has it.
-pub(crate) fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
-    EtoJobStatus {
-        observed_generation: status.observed_generation,
-        phase: status.phase,
-        restart_count: Some(status.restart_count),
-        run: status.run,
-        workers: status.workers.clone(),
-        target_workers: status.target_workers.clone(),
-        current_workers: status.current_workers.clone(),
-        next_worker_index: status.next_worker_index,
-        notice: status.notice.clone(),
-        blacklist: status.blacklist.clone(),
-        draining_workers: status.draining_workers.clone(),
-        nodes_in_cooldown: status.nodes_in_cooldown.clone(),
-        node_warnings: status.node_warnings.clone(),
-    }
-}
-
 /// Whether another operator (mpi-operator) started the job: its status has conditions but
 /// nothing eto writes.
 pub fn started_elsewhere(status: &MPIJobStatus) -> bool {
     started_elsewhere_by(&status.conditions, &status.eto)
 }
 
-/// Whether a Kubeflow job's status with `conditions` and eto's part `eto` was written by
-/// another operator: it has conditions but nothing eto writes.
-pub fn started_elsewhere_by(conditions: &[JobCondition], eto: &EtoJobStatus) -> bool {
-    !conditions.is_empty()
-        && eto.phase.is_none()
-        && eto.run.is_none()
-        && eto.observed_generation.is_none()
-}
-
-/// The phase the conditions of a status written by a Kubeflow operator describe.
-fn phase_from_conditions(conditions: &[JobCondition]) -> Option<JobPhase> {
-    let holds = |type_| c::is_true(conditions, type_);
-    [
-        (c::FAILED, JobPhase::Failed),
-        (c::SUCCEEDED, JobPhase::Succeeded),
-        (c::SUSPENDED, JobPhase::Suspended),
-        (c::RESTARTING, JobPhase::Restarting),
-        (c::RUNNING, JobPhase::Running),
-    ]
-    .into_iter()
-    .find(|(type_, _)| holds(type_))
-    .map(|(_, phase)| phase)
-    .or_else(|| {
-        c::find(conditions, c::CREATED)
-            .filter(|created| created.status == ConditionStatus::True)
-            .map(|_| JobPhase::Created)
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use eto_api::training_job::{NoticeKind, WorkerSummary};
+    use eto_api::common::ReplicaStatus;
+    use eto_api::training_job::{JobPhase, NoticeKind, WorkerSummary};
     use pretty_assertions::assert_eq;
     use serde_json::json;
 

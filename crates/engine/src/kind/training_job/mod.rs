@@ -1,6 +1,13 @@
 //! `TrainingJob` (`kai.alibabacloud.com/v1alpha1`), Alibaba et-operator's kind: what it
 //! contributes to the engine.
 
+pub mod launcher;
+pub mod objects;
+pub mod validation;
+
+#[cfg(test)]
+mod objects_tests;
+
 use eto_api::TrainingJob;
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{
@@ -39,6 +46,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher: LauncherObject::Pod,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
+    worker_pod: objects::worker_pod,
 };
 
 /// The launcher's pod template.

@@ -5,10 +5,12 @@ use eto_api::mpi_job::{MpiImplementation, WORKER};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::*;
+use super::objects::*;
+use super::validation::validate as validate_mpi_job;
+use crate::build::{Job, ssh_secret};
 use crate::effective_spec::MpiSettings;
+use crate::kind::JobRef;
 use crate::testing::mpi_job;
-use crate::validation::validate_mpi_job;
 
 fn with_spec<R>(job: &MPIJob, build: impl FnOnce(Job<'_>, &MpiSettings) -> R) -> R {
     let spec = validate_mpi_job(job).expect("the fixture is valid");
@@ -298,7 +300,7 @@ fn the_template_environment_yields_to_the_operators_and_keeps_the_rest() {
 
 #[test]
 fn the_service_selects_every_pod_and_the_config_map_holds_the_hostfile() {
-    let service = json_of(&with_spec(&mpi_job(), |job, _| mpi_service(job)));
+    let service = json_of(&with_spec(&mpi_job(), |job, _| service(job)));
     assert_eq!(service["metadata"]["name"], "pi");
     assert_eq!(
         service["spec"],
@@ -308,7 +310,7 @@ fn the_service_selects_every_pod_and_the_config_map_holds_the_hostfile() {
         }})
     );
     let config = json_of(&with_spec(&mpi_job(), |job, _| {
-        mpi_config_map(job, "pi-worker-0.pi.default.svc slots=1\n")
+        config_map(job, "pi-worker-0.pi.default.svc slots=1\n")
     }));
     assert_eq!(config["metadata"]["name"], "pi-config");
     assert_eq!(

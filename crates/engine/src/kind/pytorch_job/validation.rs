@@ -16,14 +16,14 @@ use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
 use eto_api::training_job::JobRestartPolicy;
 
-use super::{
-    Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
-    elastic_settings,
-};
 use crate::build::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
 use crate::kind::Kind;
 use crate::kind::pytorch_job::Defaulted;
+use crate::validation::{
+    Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
+    elastic_settings,
+};
 
 /// Validates PyTorchJob `job` and applies every default, v1's and eto's.
 ///
@@ -38,7 +38,7 @@ use crate::kind::pytorch_job::Defaulted;
 ///
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
-pub fn validate_pytorch_job(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
+pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     let mut errors = Errors::default();
     let limits = check(job, &mut errors);
     let spec = &job.spec;

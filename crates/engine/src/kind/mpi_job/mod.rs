@@ -1,5 +1,12 @@
 //! `MPIJob` (`kubeflow.org/v2beta1`), Kubeflow mpi-operator's kind: what it contributes to the
-//! engine. Its status converts to and from the engine's shape in [`crate::mpi_status`].
+//! engine. Its status converts to and from the engine's shape in [`status`].
+
+pub mod objects;
+pub mod status;
+pub mod validation;
+
+#[cfg(test)]
+mod objects_tests;
 
 use eto_api::mpi_job::{ETO_MANAGED_BY, LAUNCHER, WORKER};
 use eto_api::training_job::TrainingJobStatus;
@@ -12,7 +19,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use super::{LauncherObject, Vocabulary, WorkerNames};
 use crate::build::SSH_AUTH_SECRET_TYPE;
-use crate::{mpi_status, names};
+use crate::names;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -41,6 +48,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher: LauncherObject::Job,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
+    worker_pod: objects::worker_pod,
 };
 
 /// The launcher's pod template, if the spec has one.
@@ -57,7 +65,7 @@ pub fn worker_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
 pub fn status(job: &MPIJob) -> TrainingJobStatus {
     job.status
         .as_ref()
-        .map(mpi_status::to_engine)
+        .map(status::to_engine)
         .unwrap_or_default()
 }
 
@@ -66,7 +74,7 @@ pub fn status(job: &MPIJob) -> TrainingJobStatus {
 pub fn stored_status(status: serde_json::Value) -> Option<TrainingJobStatus> {
     serde_json::from_value::<MPIJobStatus>(status)
         .ok()
-        .map(|status| mpi_status::to_engine(&status))
+        .map(|status| status::to_engine(&status))
 }
 
 /// Whether eto runs the job: `spec.runPolicy.managedBy` unset or eto's; a job another

@@ -10,15 +10,15 @@ use eto_api::mpi_job::{
 };
 use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
 
-use super::{
-    CountField, Errors, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name, check_template,
-    elastic_settings, positive,
-};
 use crate::build::{DISCOVERY_DIR, MPI_CONFIG_DIR};
 use crate::effective_spec::{
     EffectiveSpec, LauncherStart, MpiSettings, SshSecretSource, WorkerCounts,
 };
 use crate::kind::Kind;
+use crate::validation::{
+    CountField, Errors, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name, check_template,
+    elastic_settings, positive,
+};
 
 /// Default of `sshAuthMountPath`.
 pub const DEFAULT_SSH_AUTH_MOUNT_PATH: &str = "/root/.ssh";
@@ -27,7 +27,7 @@ pub const DEFAULT_SSH_AUTH_MOUNT_PATH: &str = "/root/.ssh";
 ///
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
-pub fn validate_mpi_job(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
+pub fn validate(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
     let mut errors = Errors::default();
     let spec = &job.spec;
     check_job_name(
@@ -218,7 +218,7 @@ fn worker_counts(
             max: None,
         };
     };
-    super::worker_counts(
+    crate::validation::worker_counts(
         &CountField {
             value: worker.replicas,
             path: &format!("spec.mpiReplicaSpecs.{WORKER}.replicas"),
@@ -249,11 +249,11 @@ mod tests {
     use crate::testing::mpi_job;
 
     fn valid(job: &MPIJob) -> EffectiveSpec {
-        validate_mpi_job(job).unwrap_or_else(|invalid| panic!("expected a valid job: {invalid}"))
+        validate(job).unwrap_or_else(|invalid| panic!("expected a valid job: {invalid}"))
     }
 
     fn errors(job: &MPIJob) -> Vec<String> {
-        match validate_mpi_job(job) {
+        match validate(job) {
             Ok(spec) => panic!("expected an invalid job, got {spec:?}"),
             Err(invalid) => invalid.errors.iter().map(ToString::to_string).collect(),
         }
@@ -441,8 +441,7 @@ mod tests {
 
     #[test]
     fn the_error_names_the_kind() {
-        let invalid =
-            validate_mpi_job(&patched(json!({"spec": {"slotsPerWorker": 0}}))).unwrap_err();
+        let invalid = validate(&patched(json!({"spec": {"slotsPerWorker": 0}}))).unwrap_err();
         assert_eq!(
             invalid.to_string(),
             "invalid MPIJob: spec.slotsPerWorker: must be at least 1, not 0"

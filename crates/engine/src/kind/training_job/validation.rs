@@ -7,14 +7,14 @@ use eto_api::training_job::{
 use eto_api::well_known::SSH_SECRET_ANNOTATION;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::{
-    CountField, Errors, GPU_RESOURCE, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name,
-    check_template, elastic_settings, gpu_quantity, positive, suspended_by_annotation,
-};
 use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, SSH_DIR};
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
 use crate::kind::Kind;
 use crate::names::is_dns1123_subdomain;
+use crate::validation::{
+    CountField, Errors, GPU_RESOURCE, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name,
+    check_template, elastic_settings, gpu_quantity, positive, suspended_by_annotation,
+};
 
 /// Where eto mounts its files in the launcher: the SSH key pair in every container, host
 /// discovery and the notice in the first, the DeepSpeed hostfile in the first.
@@ -111,7 +111,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
 }
 
 fn worker_counts(worker: &WorkerSpec, errors: &mut Errors) -> WorkerCounts {
-    super::worker_counts(
+    crate::validation::worker_counts(
         &CountField {
             value: worker.replicas,
             path: "spec.etReplicaSpecs.worker.replicas",

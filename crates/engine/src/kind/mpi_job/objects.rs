@@ -1,5 +1,5 @@
-//! The objects of an MPIJob that differ from a TrainingJob's: the launcher Job, the Service
-//! and the ConfigMap, named and shaped as mpi-operator makes them.
+//! An MPIJob's objects, named and shaped as mpi-operator makes them: its workers, the
+//! launcher Job, the Service and the ConfigMap.
 
 use std::collections::BTreeMap;
 
@@ -7,22 +7,22 @@ use eto_api::mpi_job::MpiImplementation;
 use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{
     HOSTFILE_ANNOTATION, LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_OPERATOR_NAME,
-    MPI_OPERATOR_NAME_LABEL, MPI_ROLE_ENV, RESUME_ENV,
+    MPI_OPERATOR_NAME_LABEL, MPI_ROLE_ENV, RESUME_ENV, WORKER_ROLE,
 };
 use k8s_openapi::api::batch::v1::{
     Job as BatchJob, JobSpec, PodFailurePolicy, PodFailurePolicyOnPodConditionsPattern,
     PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapProjection, Container, DownwardAPIProjection, KeyToPath, PodTemplateSpec,
-    ProjectedVolumeSource, Service, ServiceSpec, Volume, VolumeMount, VolumeProjection,
+    ConfigMap, ConfigMapProjection, Container, DownwardAPIProjection, KeyToPath, Pod, PodDNSConfig,
+    PodTemplateSpec, ProjectedVolumeSource, Service, ServiceSpec, Volume, VolumeMount,
+    VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::launcher::resume_value;
-use super::{
-    Job, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, annotation_file, merged, notice_mount,
-    notice_volume, set_env,
+use crate::build::{
+    Job, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, SshWorker, annotation_file, merged, notice_mount,
+    notice_volume, resume_value, set_env, ssh_worker_pod,
 };
 use crate::discovery::MPI_DISCOVER_HOSTS_SCRIPT;
 use crate::effective_spec::MpiSettings;
@@ -31,6 +31,36 @@ use crate::{names, notice};
 /// The file of `/etc/mpi` that lists the ready hosts, one `host:slots` line each; the
 /// discovery script prints it.
 pub const READY_HOSTS_FILE: &str = "ready_hosts";
+
+/// Worker `index` of MPIJob `job` (see [`ssh_worker_pod`]), as mpi-operator builds it: the
+/// key pair at `sshAuthMountPath` in the first container, a first container with arguments
+/// but no command runs the image's entry point, `K_MPI_JOB_ROLE=worker`, and the job's
+/// Service domain in its DNS search path.
+pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+    let ssh = SshWorker {
+        args_go_to_sshd: false,
+        keys_in_every_container: false,
+    };
+    let mut pod = ssh_worker_pod(job, index, in_cooldown, ssh);
+    let spec = pod.spec.get_or_insert_default();
+    if let Some(first) = spec.containers.first_mut() {
+        set_env(first, MPI_ROLE_ENV, WORKER_ROLE);
+    }
+    if spec.host_network == Some(true) {
+        spec.dns_policy = Some("ClusterFirstWithHostNet".into());
+    }
+    let search = format!(
+        "{}.{}.svc.cluster.local",
+        job.service_name(),
+        job.namespace()
+    );
+    spec.dns_config
+        .get_or_insert_with(PodDNSConfig::default)
+        .searches
+        .get_or_insert_default()
+        .push(search);
+    Some(pod)
+}
 
 /// The launcher Job `<job>-launcher` of MPIJob `job`'s current run, showing `ready_hosts` to
 /// host discovery.
@@ -98,8 +128,8 @@ pub fn launcher_job(
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..ObjectMeta::default()
     };
-    super::place_launcher(&job, &mut spec, avoided);
-    super::hold_on_sigterm(&job, &mut spec);
+    crate::build::place_launcher(&job, &mut spec, avoided);
+    crate::build::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {
@@ -211,7 +241,7 @@ fn config_volume(job: &str) -> Volume {
 /// The headless Service `<job>` that gives the launcher and the workers of MPIJob `job` their
 /// DNS names `<pod>.<job>.<namespace>.svc`, ready or not (so that names resolve by the time
 /// mpirun or Horovod connects).
-pub fn mpi_service(job: Job<'_>) -> Service {
+pub fn service(job: Job<'_>) -> Service {
     Service {
         metadata: job.metadata(job.service_name()),
         spec: Some(ServiceSpec {
@@ -232,7 +262,7 @@ pub fn mpi_service(job: Job<'_>) -> Service {
 
 /// The ConfigMap `<job>-config` of MPIJob `job`: `hostfile` in the MPI implementation's format
 /// and `discover_hosts.sh`.
-pub fn mpi_config_map(job: Job<'_>, hostfile: &str) -> ConfigMap {
+pub fn config_map(job: Job<'_>, hostfile: &str) -> ConfigMap {
     ConfigMap {
         metadata: job.metadata(names::config_map(job.name())),
         data: Some(BTreeMap::from([

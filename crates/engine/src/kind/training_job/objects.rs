@@ -1,15 +1,27 @@
-//! The other objects of a job: its headless Service, ConfigMap, SSH Secret and the launcher's
-//! ServiceAccount, Role and RoleBinding.
+//! A TrainingJob's workers and other objects, as et-operator makes them: its headless
+//! Service, the launcher's ConfigMap, ServiceAccount, Role and RoleBinding.
 
 use std::collections::BTreeMap;
 
+use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, WORKER_ROLE};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount, ServiceSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount, ServiceSpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
-use super::Job;
+use crate::build::{Job, SshWorker, ssh_worker_pod};
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
 use crate::names;
+
+/// Worker `index` of TrainingJob `job` (see [`ssh_worker_pod`]): as et-operator's, the key
+/// pair in every container, and the first container's arguments without a command go to the
+/// SSH daemon.
+pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+    let ssh = SshWorker {
+        args_go_to_sshd: true,
+        keys_in_every_container: true,
+    };
+    Some(ssh_worker_pod(job, index, in_cooldown, ssh))
+}
 
 /// The headless Service `<job>-workers`: it gives every worker the DNS name
 /// `<job>-worker-<i>.<job>-workers` as soon as it has an address (ready or not, so that names
@@ -48,22 +60,6 @@ pub fn config_map(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Con
         ..ConfigMap::default()
     }
 }
-
-/// The Secret `<job>-ssh` eto generates, without its key material: the controller adds the key
-/// pair when it creates the Secret, once. A TrainingJob's is `Opaque` with et-operator's keys
-/// (`id_rsa`, `id_rsa.pub`, `config`); an MPIJob's is `kubernetes.io/ssh-auth` with
-/// mpi-operator's (`ssh-privatekey`, `ssh-publickey`).
-pub fn ssh_secret(job: Job<'_>) -> Secret {
-    let type_ = job.kind().vocabulary().ssh_secret_type;
-    Secret {
-        metadata: job.metadata(names::generated_ssh_secret(job.name())),
-        type_: Some(type_.into()),
-        ..Secret::default()
-    }
-}
-
-/// The type of an MPIJob's SSH Secret.
-pub const SSH_AUTH_SECRET_TYPE: &str = "kubernetes.io/ssh-auth";
 
 /// The launcher's ServiceAccount `<job>-launcher`.
 pub fn launcher_service_account(job: Job<'_>) -> ServiceAccount {
