@@ -3,7 +3,8 @@
 //! configured by nothing but the environment eto gives them; the PyTorchJob CRD installs on
 //! a real API server, which judges jobs by its rules; and eto runs a PyTorchJob to
 //! `Succeeded`, through the loss of a Worker's pod (a new run, the same names) and through a
-//! Worker's training failing under `OnFailure` (the kubelet restarts it in its pod).
+//! Worker's training failing under `OnFailure` (the kubelet restarts it in its pod); and an
+//! elastic job around eto's rendezvous store trains on through worker 0's eviction.
 //!
 //! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d), and an image with
 //! torch's `torchrun` (`examples/horovod/Dockerfile` has Debian's) named by `ETO_E2E_IMAGE`,
@@ -94,7 +95,7 @@ async fn a_master_and_two_workers_train_with_the_environment_eto_gives_them() {
             .create(&PostParams::default(), &service)
             .await
             .unwrap();
-        let mut pod: Pod = pod(&job, &defaulted, type_, index).unwrap();
+        let mut pod: Pod = pod(&job, &defaulted, type_, index, None).unwrap();
         pod.metadata.owner_references = None;
         pods.create(&PostParams::default(), &pod).await.unwrap();
     }
@@ -420,5 +421,132 @@ async fn a_worker_that_fails_under_on_failure_restarts_in_its_pod_and_the_job_su
         .await
         .unwrap();
     assert!(master.contains(EVERY_RANK_SAW_ALL[0]), "{master}");
+    scratch.end().await;
+}
+
+/// Elastic training under torchrun: 80 steps of half a second, each an all-reduce, every
+/// rank saving the step it reached in its pod (`/tmp/eto-step`) and every (re)start resuming
+/// from the furthest step any rank saved. Each start prints the world it trained in; rank 0
+/// prints each step; each rank prints what it saw at the end.
+const ELASTIC_STEPS: &str = r#"
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+path = "/tmp/eto-step"
+saved = int(open(path).read()) if os.path.exists(path) else 0
+start = torch.tensor([float(saved)])
+dist.all_reduce(start, op=dist.ReduceOp.MAX)
+step = int(start.item())
+print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']}", flush=True)
+while step < 80:
+    value = torch.tensor([1.0])
+    dist.all_reduce(value)
+    step += 1
+    with open(path, "w") as saved:
+        saved.write(str(step))
+    if rank == 0:
+        print(f"eto-elastic-step: {step} world={int(value.item())}", flush=True)
+    time.sleep(0.5)
+print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
+dist.destroy_process_group()
+"#;
+
+/// Worker 0 of an elastic job whose rendezvous eto hosts (three Workers between two and
+/// four) is evicted mid-training: with v1's wiring its agent hosted the rendezvous and every
+/// worker would have gone with it; under eto the others re-form the group and train on from
+/// the step they reached, a replacement joins under a new name, and the job succeeds in the
+/// run it started in.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joins() {
+    let scratch = Scratch::start("pytorch-elastic").await;
+    let template = torchrun_template(ELASTIC_STEPS);
+    let job = serde_json::json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": scratch.namespace},
+        "spec": {
+            "nprocPerNode": "1",
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "maxRestarts": 10},
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": 3, "restartPolicy": "OnFailure", "template": template}
+            }
+        }
+    });
+    let logs = async |pods: &Api<Pod>, name: &str| {
+        pods.logs(name, &LogParams::default())
+            .await
+            .unwrap_or_default()
+    };
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("the workers train", Duration::from_secs(300), async || {
+            for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+                if logs(pods, name).await.contains("eto-elastic-step: 10 ") {
+                    return Some(());
+                }
+            }
+            None
+        })
+        .await;
+        // Evicted, as a drain or a preemption takes a pod.
+        pods.evict("ddp-worker-0", &Default::default())
+            .await
+            .unwrap();
+    })
+    .await;
+    let pods = scratch.pods();
+    let mut printed = String::new();
+    for name in ["ddp-rdzv", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"] {
+        let log = logs(&pods, name).await;
+        println!("{name}:\n{log}");
+        printed.push_str(&log);
+    }
+    let types = condition_types(&job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
+    let starts: Vec<&str> = printed
+        .lines()
+        .filter(|line| line.starts_with("eto-elastic-start:"))
+        .collect();
+    let field = |line: &str, key: &str| {
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix(key))
+            .map(str::to_string)
+    };
+    let run_ids: std::collections::BTreeSet<_> = starts
+        .iter()
+        .filter_map(|line| field(line, "run_id="))
+        .collect();
+    assert_eq!(run_ids.len(), 1, "one rendezvous throughout: {starts:#?}");
+    let resumed: Vec<&&str> = starts
+        .iter()
+        .filter(|line| field(line, "from_step=").is_some_and(|step| step != "0"))
+        .collect();
+    assert!(
+        resumed.len() >= 2,
+        "the survivors re-formed the group and went on from the step they reached: {starts:#?}"
+    );
+    let replacement = logs(&pods, "ddp-worker-3").await;
+    assert!(
+        replacement
+            .lines()
+            .filter(|line| line.starts_with("eto-elastic-start:"))
+            .all(|line| !line.contains("from_step=0 ")),
+        "the replacement joined the training where it was: {replacement}"
+    );
+    let done: Vec<&str> = printed
+        .lines()
+        .filter(|line| line.starts_with("eto-elastic-done:"))
+        .collect();
+    assert!(
+        !done.is_empty() && done.iter().all(|line| line.ends_with("steps=80")),
+        "the training ended after its 80 steps: {done:#?}"
+    );
     scratch.end().await;
 }

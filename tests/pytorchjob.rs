@@ -1,7 +1,8 @@
 //! PyTorchJobs against the simulated cluster: a training-operator v1 job (a Master and two
 //! Workers) to Succeeded with v1's objects and status, what `arena submit pytorchjob`
 //! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, one
-//! whose training fails under `ExitCode`, and a job of Workers only.
+//! whose training fails under `ExitCode`, a job of Workers only, and an elastic job whose
+//! rendezvous eto hosts (worker 0 lost, grown through its replicas, its store lost).
 
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
@@ -410,4 +411,144 @@ async fn a_job_of_workers_only_succeeds_once_every_worker_has() {
         .wait::<PyTorchJob>(JOB, "succeeds", |job| has(job, "Succeeded"))
         .await;
     assert_eq!(last_condition(&done).as_deref(), Some("Succeeded"));
+}
+
+/// An elastic job whose rendezvous eto hosts: three Workers between two and four, no Master.
+const ELASTIC_JOB: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: elastic
+  namespace: default
+spec:
+  elasticPolicy:
+    minReplicas: 2
+    maxReplicas: 4
+    maxRestarts: 3
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: kubeflow/pytorch-dist-mnist:latest
+            command: ["torchrun", "/opt/mnist/src/mnist.py"]
+            resources:
+              limits: {nvidia.com/gpu: "1"}
+"#;
+
+#[tokio::test]
+async fn an_elastic_job_keeps_its_rendezvous_when_worker_0_goes_and_grows_to_its_replicas() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(ELASTIC_JOB).await;
+    let store = env
+        .wait_pod("elastic-rdzv", "is ready", pod_ready)
+        .await
+        .unwrap();
+    let store_spec = store.spec.unwrap();
+    assert_eq!(
+        store_spec.containers[0].resources.as_ref().unwrap().limits,
+        None,
+        "the store asks for no GPU"
+    );
+    for name in ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"] {
+        let worker = env.wait_pod(name, "is ready", pod_ready).await.unwrap();
+        assert_eq!(
+            env_of(&worker, "PET_RDZV_ENDPOINT").as_deref(),
+            Some("elastic-rdzv.elastic-workers:29400")
+        );
+        assert_eq!(env_of(&worker, "PET_NNODES").as_deref(), Some("2:4"));
+    }
+    let services: Api<Service> = Api::default_namespaced(env.client.clone());
+    services.get("elastic-workers").await.unwrap();
+    env.wait::<PyTorchJob>("elastic", "runs", |job| has(job, "Running"))
+        .await;
+
+    env.cluster
+        .evict_pod(
+            "default",
+            "elastic-worker-0",
+            "The node was low on resource: memory.",
+        )
+        .unwrap();
+    let replacement = env
+        .wait_pod("elastic-worker-3", "replaces worker 0", pod_ready)
+        .await
+        .unwrap();
+    let survivor = env
+        .wait_pod("elastic-worker-1", "still runs", pod_ready)
+        .await
+        .unwrap();
+    assert_eq!(
+        env_of(&replacement, "PET_RDZV_ID"),
+        env_of(&survivor, "PET_RDZV_ID"),
+        "the replacement joins the run's rendezvous"
+    );
+    let job = env
+        .wait::<PyTorchJob>("elastic", "runs on", |job| has(job, "Running"))
+        .await;
+    assert!(!has(&job, "Failed"));
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run goes on"
+    );
+
+    let scale = json!({"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 4}}}});
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    jobs.patch("elastic", &PatchParams::default(), &Patch::Merge(&scale))
+        .await
+        .unwrap();
+    env.wait_pod("elastic-worker-4", "grows the job to four", pod_ready)
+        .await
+        .unwrap();
+
+    env.cluster
+        .succeed_pod("default", "elastic-worker-1")
+        .unwrap();
+    env.wait::<PyTorchJob>("elastic", "succeeds with its first worker", |job| {
+        has(job, "Succeeded")
+    })
+    .await;
+    env.wait_pod("elastic-rdzv", "goes with the job's end", |pod| {
+        pod.is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn losing_the_rendezvous_store_resumes_the_job_in_a_new_run_failing_nothing() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(ELASTIC_JOB).await;
+    for name in [
+        "elastic-rdzv",
+        "elastic-worker-0",
+        "elastic-worker-1",
+        "elastic-worker-2",
+    ] {
+        env.wait_pod(name, "is ready", pod_ready).await.unwrap();
+    }
+    env.cluster
+        .fail_pod("default", "elastic-rdzv", 137, "OOMKilled")
+        .unwrap();
+    let job = env
+        .wait::<PyTorchJob>("elastic", "runs again", |job| {
+            has(job, "Running") && job.status.as_ref().and_then(|s| s.eto.run).unwrap_or(0) >= 1
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+    assert_eq!(job.status.unwrap().eto.restart_count.unwrap_or(0), 0);
+    let worker = env
+        .wait_pod("elastic-worker-3", "is a worker of the new run", pod_ready)
+        .await
+        .unwrap();
+    assert!(
+        env_of(&worker, "PET_RDZV_ID").is_some_and(|id| id.ends_with("-1")),
+        "a new run, a new rendezvous id"
+    );
+    env.wait_pod("elastic-rdzv", "is a new store", pod_ready)
+        .await
+        .unwrap();
 }

@@ -71,6 +71,10 @@ pub enum LauncherObject {
     /// The job's Master pod, which trains as rank 0 beside the workers (training-operator
     /// v1's Master): no RBAC, no SSH, no discovery ConfigMap.
     Master,
+    /// A pod serving the run's torchrun rendezvous (an elastic PyTorchJob's store, see
+    /// [`pytorch_job::rendezvous`]): the run cannot lose it, but it trains nothing, and the
+    /// workers decide the run's outcome.
+    RendezvousStore,
 }
 
 /// The names, fields and labels of a kind, as its users and their tools know them, and the
@@ -270,7 +274,7 @@ impl Kind {
     pub fn in_discovery(self) -> &'static str {
         match self.launcher() {
             LauncherObject::Pod | LauncherObject::Job => " in host discovery",
-            LauncherObject::Master => "",
+            LauncherObject::Master | LauncherObject::RendezvousStore => "",
         }
     }
 
@@ -484,6 +488,50 @@ impl<'a> JobRef<'a> {
         match self {
             Self::PyTorch(job) => pytorch_job::pod_service_names(job),
             Self::Training(_) | Self::Mpi(_) => Vec::new(),
+        }
+    }
+
+    /// What runs its launcher: its kind's (see [`Kind::launcher`]), or for an elastic
+    /// PyTorchJob whose rendezvous eto hosts, the rendezvous store.
+    pub fn launcher(self) -> LauncherObject {
+        match self {
+            Self::PyTorch(job) => pytorch_job::shape(job).0,
+            Self::Training(_) | Self::Mpi(_) => self.kind().launcher(),
+        }
+    }
+
+    /// How it names the workers of a run: its kind's (see [`Kind::worker_names`]), or for an
+    /// elastic PyTorchJob whose rendezvous eto hosts, a name never used twice.
+    pub fn worker_names(self) -> WorkerNames {
+        match self {
+            Self::PyTorch(job) => pytorch_job::shape(job).1,
+            Self::Training(_) | Self::Mpi(_) => self.kind().worker_names(),
+        }
+    }
+
+    /// The name of its launcher (its pod, or the object that runs its pod).
+    pub fn launcher_name(self) -> String {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => pytorch_job::rendezvous::store_name(self.name()),
+            _ => self.kind().launcher_name(self.name()),
+        }
+    }
+
+    /// The field holding its minimum number of workers, for messages: its kind's (see
+    /// [`Kind::min_field`]), or for an elastic PyTorchJob whose rendezvous eto hosts,
+    /// `elasticPolicy.minReplicas`.
+    pub fn min_field(self) -> &'static str {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => "elasticPolicy.minReplicas",
+            _ => self.kind().min_field(),
+        }
+    }
+
+    /// What its users call its launcher, in messages.
+    pub fn launcher_called(self) -> &'static str {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => "rendezvous store",
+            _ => self.kind().launcher_called(),
         }
     }
 

@@ -763,6 +763,16 @@ impl Planner {
         // no notice is worth showing.
         self.status.draining_workers.clear();
         self.status.notice = None;
+        if job.job.launcher() == LauncherObject::RendezvousStore {
+            // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
+            let store = job.job.launcher_name();
+            let running = observed.pods.iter().filter(|p| {
+                p.metadata.name.as_deref() == Some(store.as_str()) && !pods::is_terminating(p)
+            });
+            for pod in running {
+                self.delete_pod(pod);
+            }
+        }
         if job.spec.clean_pod_policy != CleanPodPolicy::None
             && self.kind.launcher() == LauncherObject::Master
         {
@@ -891,6 +901,8 @@ mod properties;
 mod pytorch_tests;
 #[cfg(test)]
 mod rejection_tests;
+#[cfg(test)]
+mod rendezvous_tests;
 #[cfg(test)]
 mod scaling_tests;
 #[cfg(test)]

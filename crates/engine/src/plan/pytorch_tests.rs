@@ -18,7 +18,8 @@ fn patched(patch: serde_json::Value) -> PyTorchJob {
     serde_json::from_value(value).unwrap()
 }
 
-fn env(pod: &Pod, name: &str) -> Option<String> {
+/// The value of variable `name` in `pod`'s first container, if set.
+pub(super) fn env(pod: &Pod, name: &str) -> Option<String> {
     pod.spec.as_ref()?.containers[0]
         .env
         .iter()
@@ -277,9 +278,9 @@ fn run_policy_suspend_deletes_the_pods_at_once_and_resuming_recreates_them() {
 }
 
 #[test]
-fn an_elastic_job_runs_its_workers_with_v1s_rendezvous_and_succeeds_with_the_first() {
+fn an_elastic_job_naming_its_rendezvous_host_runs_with_v1s_wiring_and_succeeds_with_the_first() {
     let mut world = World::pytorch(patched(json!({"spec": {
-        "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 2},
+        "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 2, "rdzvHost": "ddp-worker-0"},
         "pytorchReplicaSpecs": {"Master": null}
     }})));
     let plan = world.reconcile();

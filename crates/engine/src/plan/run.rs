@@ -167,10 +167,14 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
-    /// Master (see [`LauncherObject::Master`]).
+    /// Master (see [`LauncherObject::Master`]), or whose rendezvous store eto runs (see
+    /// [`LauncherObject::RendezvousStore`]).
     fn workers_decide(&self) -> bool {
-        self.job.kind().launcher() == LauncherObject::Master
-            && self.job.job.launcher_template().is_none()
+        match self.job.job.launcher() {
+            LauncherObject::Master => self.job.job.launcher_template().is_none(),
+            LauncherObject::RendezvousStore => true,
+            LauncherObject::Pod | LauncherObject::Job => false,
+        }
     }
 
     /// Whether the workers of a run they decide finished successfully: every worker of the
@@ -222,9 +226,9 @@ impl<'p, 'o> Run<'p, 'o> {
 
     /// The launcher of the current run, if it exists.
     fn launcher(&self) -> Option<Launcher<'o>> {
-        match self.job.kind().launcher() {
-            LauncherObject::Pod | LauncherObject::Master => {
-                let name = self.job.kind().launcher_name(self.name());
+        match self.job.job.launcher() {
+            LauncherObject::Pod | LauncherObject::Master | LauncherObject::RendezvousStore => {
+                let name = self.job.job.launcher_name();
                 let pod = self
                     .observed
                     .pods
@@ -328,15 +332,17 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
-            let kind = self.job.kind();
             let message = format!(
                 "{} {} succeeded",
-                kind.launcher_called(),
-                kind.launcher_name(self.name())
+                self.job.job.launcher_called(),
+                self.job.job.launcher_name()
             );
             return self.succeed(&message);
         }
-        if self.every_worker_succeeded() {
+        // A worker that exits after a `Suspend` notice did what the notice asked: that is the
+        // suspend's end, not the training's.
+        let suspending = matches!(self.state, RunState::Suspending(_));
+        if !suspending && self.every_worker_succeeded() {
             return self.succeed("its Workers succeeded");
         }
         // Before the launcher's failure: a lost rank makes every other rank fail too, and
@@ -640,7 +646,6 @@ impl<'p, 'o> Run<'p, 'o> {
             .or(self.planner.status.start_time.as_ref())
             .map_or(self.planner.now, |time| time.0);
         let due = crate::time::after(since, max_wait);
-        let name = self.name().to_string();
         let Counts { ready, pending } = self.counts();
         let min = self.job.spec.workers.min;
         if ready >= min || self.planner.now < due {
@@ -650,8 +655,8 @@ impl<'p, 'o> Run<'p, 'o> {
         let message = format!(
             "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers ({}) before starting launcher {}: {ready} ready, {pending} pending",
             max_wait.as_secs(),
-            self.job.kind().min_field(),
-            self.job.kind().launcher_name(&name),
+            self.job.job.min_field(),
+            self.job.job.launcher_name(),
         );
         self.planner.fail(
             self.observed,
@@ -701,7 +706,7 @@ impl<'p, 'o> Run<'p, 'o> {
         {
             let message = format!(
                 "the {} {how}; restarting the job (restart {} of {})",
-                kind.launcher_called(),
+                self.job.job.launcher_called(),
                 restarts + 1,
                 spec.backoff_limit
             );
@@ -721,7 +726,7 @@ impl<'p, 'o> Run<'p, 'o> {
             self.observed,
             self.job,
             &reason,
-            &format!("the {} {how}{limit}", kind.launcher_called()),
+            &format!("the {} {how}{limit}", self.job.job.launcher_called()),
             false,
         );
         false
@@ -731,7 +736,7 @@ impl<'p, 'o> Run<'p, 'o> {
         let job = self.job;
         let observed = self.observed;
         let plan = &mut self.planner.plan;
-        let service = match job.kind().launcher() {
+        let service = match job.job.launcher() {
             LauncherObject::Pod => {
                 let account = training_job::objects::launcher_service_account(job);
                 if needs_apply(&account, observed.service_account) {
@@ -763,6 +768,19 @@ impl<'p, 'o> Run<'p, 'o> {
                 }
                 return;
             }
+            LauncherObject::RendezvousStore => {
+                let service = pytorch_job::objects::store_service(job);
+                let name = service.as_ref().and_then(|s| s.metadata.name.as_deref());
+                let observed = observed
+                    .pod_services
+                    .iter()
+                    .copied()
+                    .find(|existing| existing.metadata.name.as_deref() == name);
+                if let Some(service) = service.filter(|s| needs_apply(s, observed)) {
+                    plan.apply.push(Child::Service(Box::new(service)));
+                }
+                return;
+            }
         };
         if needs_apply(&service, observed.worker_service) {
             plan.apply.push(Child::Service(Box::new(service)));
@@ -791,7 +809,7 @@ impl<'p, 'o> Run<'p, 'o> {
             name: names::mpi_host(
                 self.name(),
                 self.job.namespace(),
-                &self.job.kind().launcher_name(self.name()),
+                &self.job.job.launcher_name(),
             ),
             slots: self.job.spec.slots_per_worker,
         }
@@ -816,21 +834,29 @@ impl<'p, 'o> Run<'p, 'o> {
         discovery::mpi_hostfile(&self.with_launcher_as_worker(workers), implementation)
     }
 
+    /// Whether a pod named `name` exists, of any run.
+    fn pod_exists(&self, name: &str) -> bool {
+        self.observed
+            .pods
+            .iter()
+            .any(|p| p.metadata.name.as_deref() == Some(name))
+    }
+
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {
         let ready_hosts = discovery::hostfile(hosts);
         let min = self.job.spec.workers.min as usize;
-        let name = self.job.kind().launcher_name(self.name());
+        let name = self.job.job.launcher_name();
         if self.launcher().is_some()
             && !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED)
         {
             // Created by an operator that stopped before recording it.
-            let message = format!("{} {name} exists", self.job.kind().launcher_called());
+            let message = format!("{} {name} exists", self.job.job.launcher_called());
             self.planner
                 .condition(c::LAUNCHER_CREATED, true, "LauncherCreated", &message);
         }
         // What the launcher would be if created now, and whether an earlier one (of any run)
         // still holds its name.
-        let (desired, old_launcher_present) = match self.job.kind().launcher() {
+        let (desired, old_launcher_present) = match self.job.job.launcher() {
             LauncherObject::Master => {
                 let avoided = node_warnings::avoided(&self.planner.warned);
                 let Some(pod) = pytorch_job::objects::master_pod(self.job(), &avoided) else {
@@ -845,12 +871,17 @@ impl<'p, 'o> Run<'p, 'o> {
                     }
                     return;
                 }
-                let present = self
-                    .observed
-                    .pods
-                    .iter()
-                    .any(|p| p.metadata.name.as_deref() == Some(&name));
-                (Child::Pod(Box::new(pod)), present)
+                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
+            }
+            LauncherObject::RendezvousStore => {
+                if self.launcher().is_some() {
+                    return;
+                }
+                let avoided = node_warnings::avoided(&self.planner.warned);
+                let Some(pod) = pytorch_job::objects::store_pod(self.job(), &avoided) else {
+                    return;
+                };
+                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
             }
             LauncherObject::Pod => {
                 let deepspeed = discovery::deepspeed_hostfile(hosts);
@@ -870,12 +901,7 @@ impl<'p, 'o> Run<'p, 'o> {
                     }
                     return;
                 }
-                let present = self
-                    .observed
-                    .pods
-                    .iter()
-                    .any(|p| p.metadata.name.as_deref() == Some(&name));
-                (Child::Pod(Box::new(pod)), present)
+                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
             }
             LauncherObject::Job => {
                 let Some(mpi) = &self.job.spec.mpi else {
@@ -908,7 +934,7 @@ impl<'p, 'o> Run<'p, 'o> {
             self.resumed_after_loss(hosts.len());
             let message = format!(
                 "{} {name} created with {}{}",
-                self.job.kind().launcher_called(),
+                self.job.job.launcher_called(),
                 suspension::workers(
                     u32::try_from(hosts.len()).unwrap_or(u32::MAX),
                     "worker",
@@ -964,20 +990,24 @@ impl<'p, 'o> Run<'p, 'o> {
         let target = self.planner.status.target_workers.len();
         let kind = self.job.kind();
         let restarting = self.state.is_restarting();
-        // A job whose workers decide its outcome trains while its workers run.
+        // A job whose workers decide its outcome trains while its workers run (out of host
+        // discovery too, when told to checkpoint).
         let launcher_running = if self.workers_decide() {
-            ready > 0
+            ready > 0 || self.training()
         } else {
             self.launcher().is_some_and(|l| l.is_running())
         };
         let workers_ready = ready >= min;
         let workers_message = format!(
             "{ready} of {target} workers ready ({} {min})",
-            kind.min_field()
+            self.job.job.min_field()
         );
         // Below the minimum after having reached it in this run, as opposed to not there yet:
         // only the former may suspend a running job.
-        let dropped = self.state.had_minimum() || self.launcher_waited();
+        // A run told to checkpoint had it too.
+        let dropped = self.state.had_minimum()
+            || self.launcher_waited()
+            || matches!(self.state, RunState::Suspending(_));
         // The training runs: its launcher runs and the run has had its minimum.
         let training = launcher_running && (workers_ready || dropped);
         let reason = if workers_ready {
@@ -1073,8 +1103,8 @@ impl<'p, 'o> Run<'p, 'o> {
                         "LauncherPending",
                         format!(
                             "{} {} is starting",
-                            kind.launcher_called(),
-                            self.job.kind().launcher_name(&name)
+                            self.job.job.launcher_called(),
+                            self.job.job.launcher_name()
                         ),
                     )
                 };

@@ -15,6 +15,12 @@
 //!   `PET_NNODES=<min>:<max>`, and where set `PET_MAX_RESTARTS`, `PET_NPROC_PER_NODE` (the
 //!   deprecated field), `PET_RDZV_ID`, `PET_RDZV_CONF` and `PET_STANDALONE`.
 //!
+//! When eto hosts the rendezvous (see [`super::rendezvous`]), an elastic job's agents are
+//! told of eto's store instead: `PET_RDZV_ENDPOINT=<job>-rdzv.<job>-workers:<port>`,
+//! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
+//! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
+//! hosts the store.
+//!
 //! Two departures from v1, both where v1 broke what its users wrote: a variable the container
 //! sets itself is kept, not followed by eto's (v1 appended its own after it, so Arena's
 //! `PET_NPROC_PER_NODE` from `--nproc-per-node` lost to `auto`); and `standalone: true` gives
@@ -24,14 +30,17 @@
 use eto_api::pytorch_job::PyTorchReplicaType;
 use k8s_openapi::api::core::v1::{EnvVar, PodSpec};
 
+use super::rendezvous::RunRendezvous;
 use super::{Defaulted, pod_name};
 
-/// The variables pod `index` of `type_` of job `job` gets, in v1's order.
+/// The variables pod `index` of `type_` of job `job` gets, in v1's order; `hosted` is the
+/// rendezvous eto hosts for the pod's run, if it does.
 pub fn variables(
     job: &str,
     defaulted: &Defaulted<'_>,
     type_: PyTorchReplicaType,
     index: u32,
+    hosted: Option<&RunRendezvous>,
 ) -> Vec<EnvVar> {
     let mut variables = vec![var("PYTHONUNBUFFERED", "1")];
     if let Some(master) = &defaulted.master {
@@ -64,16 +73,22 @@ pub fn variables(
         return variables;
     };
     let policy = elastic.policy;
-    let host = policy
-        .rdzv_host
-        .clone()
-        .unwrap_or_else(|| pod_name(job, PyTorchReplicaType::Worker, 0));
-    let port = policy
-        .rdzv_port
-        .or(defaulted.worker.as_ref().map(|w| w.port))
-        .unwrap_or(eto_api::pytorch_job::DEFAULT_PORT);
+    let endpoint = match hosted {
+        Some(hosted) => hosted.endpoint.clone(),
+        None => {
+            let host = policy
+                .rdzv_host
+                .clone()
+                .unwrap_or_else(|| pod_name(job, PyTorchReplicaType::Worker, 0));
+            let port = policy
+                .rdzv_port
+                .or(defaulted.worker.as_ref().map(|w| w.port))
+                .unwrap_or(eto_api::pytorch_job::DEFAULT_PORT);
+            format!("{host}:{port}")
+        }
+    };
     variables.extend([
-        var("PET_RDZV_ENDPOINT", format!("{host}:{port}")),
+        var("PET_RDZV_ENDPOINT", endpoint),
         var(
             "PET_RDZV_BACKEND",
             policy.rdzv_backend.as_deref().unwrap_or("c10d"),
@@ -86,20 +101,24 @@ pub fn variables(
     if let Some(nproc) = policy.n_proc_per_node {
         variables.push(var("PET_NPROC_PER_NODE", nproc));
     }
-    if let Some(id) = &policy.rdzv_id {
+    if let Some(id) = hosted.map(|h| &h.id).or(policy.rdzv_id.as_ref()) {
         variables.push(var("PET_RDZV_ID", id));
     }
-    let conf: Vec<String> = policy
+    let sets_is_host = policy
         .rdzv_conf
         .iter()
         .flatten()
-        .map(|entry| {
+        .any(|entry| entry.key.as_deref() == Some("is_host"));
+    let not_host = (hosted.is_some() && !sets_is_host).then(|| "is_host=false".to_string());
+    let conf: Vec<String> = not_host
+        .into_iter()
+        .chain(policy.rdzv_conf.iter().flatten().map(|entry| {
             format!(
                 "{}={}",
                 entry.key.as_deref().unwrap_or_default(),
                 entry.value.as_deref().unwrap_or_default()
             )
-        })
+        }))
         .collect();
     if !conf.is_empty() {
         variables.push(var("PET_RDZV_CONF", conf.join(",")));
@@ -184,7 +203,7 @@ mod tests {
         ];
         for (type_, index, rank) in cases {
             assert_eq!(
-                names_and_values(&variables("ddp", &defaulted, type_, index)),
+                names_and_values(&variables("ddp", &defaulted, type_, index, None)),
                 expected(rank),
                 "{type_:?} {index}"
             );
@@ -205,7 +224,13 @@ mod tests {
                 "Master": {"replicas": 1},
                 "Worker": {"replicas": 2}
             }}));
-            let variables = variables("ddp", &Defaulted::of(&job), PyTorchReplicaType::Worker, 0);
+            let variables = variables(
+                "ddp",
+                &Defaulted::of(&job),
+                PyTorchReplicaType::Worker,
+                0,
+                None,
+            );
             let value = |name: &str| {
                 variables
                     .iter()
@@ -226,7 +251,8 @@ mod tests {
                 "ddp",
                 &Defaulted::of(&job),
                 PyTorchReplicaType::Worker,
-                2
+                2,
+                None
             )),
             pairs(&[
                 ("PYTHONUNBUFFERED", "1"),
@@ -253,7 +279,8 @@ mod tests {
                 "ddp",
                 &Defaulted::of(&job),
                 PyTorchReplicaType::Worker,
-                1
+                1,
+                None
             )),
             pairs(&[
                 ("PYTHONUNBUFFERED", "1"),
@@ -276,6 +303,7 @@ mod tests {
             &Defaulted::of(&custom),
             PyTorchReplicaType::Worker,
             0,
+            None,
         ));
         assert_eq!(
             variables,

@@ -11,6 +11,7 @@
 pub mod env;
 pub mod objects;
 pub mod pod;
+pub mod rendezvous;
 pub mod service;
 pub mod status;
 pub mod validation;
@@ -266,6 +267,17 @@ pub fn managed_by_eto(job: &serde_json::Value) -> bool {
         .is_none_or(|manager| manager == TRAINING_OPERATOR)
 }
 
+/// What runs `job`'s launcher and how its workers are named: an elastic job whose rendezvous
+/// eto hosts (see [`rendezvous`]) has a rendezvous store and workers replaced under new
+/// names; any other has its Master (if any) and keeps its ranks' names.
+pub fn shape(job: &PyTorchJob) -> (LauncherObject, WorkerNames) {
+    if rendezvous::HostedRendezvous::of(job).is_some() {
+        (LauncherObject::RendezvousStore, WorkerNames::NeverReused)
+    } else {
+        (LauncherObject::Master, WorkerNames::PerRun)
+    }
+}
+
 /// The restart policy of `job`'s Worker replica (v1's default if unset; `Never` without
 /// Workers).
 pub fn worker_restart_policy(job: &PyTorchJob) -> ReplicaRestartPolicy {
@@ -275,9 +287,13 @@ pub fn worker_restart_policy(job: &PyTorchJob) -> ReplicaRestartPolicy {
 }
 
 /// The names of `job`'s per-pod Services (see [`service`]): its Master's and its Workers', as
-/// many as the spec or the recorded target has.
+/// many as the spec or the recorded target has; for a job whose rendezvous eto hosts, the
+/// one Service that names all its pods.
 pub fn pod_service_names(job: &PyTorchJob) -> Vec<String> {
     let name = job.metadata.name.as_deref().unwrap_or_default();
+    if let Some(hosted) = rendezvous::HostedRendezvous::of(job) {
+        return vec![hosted.service_name()];
+    }
     let recorded = job
         .status
         .as_ref()

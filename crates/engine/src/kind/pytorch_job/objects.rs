@@ -13,6 +13,7 @@ use crate::build::{
     Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
 };
 use crate::kind::JobRef;
+use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, pod, service};
 use crate::{cooldown, notice};
 
@@ -21,7 +22,7 @@ use crate::{cooldown, notice};
 pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
-    let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Master, 0)?;
+    let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Master, 0, None)?;
     let mut spec = with_notice(built.spec.unwrap_or_default());
     place_launcher(&job, &mut spec, avoided);
     let mut metadata = master_metadata(job);
@@ -53,11 +54,25 @@ fn master_metadata(job: Job<'_>) -> ObjectMeta {
 pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
-    let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Worker, index)?;
+    let hosted = HostedRendezvous::of(pytorch);
+    let run = hosted.as_ref().map(|hosted| hosted.of_run(job.run));
+    let built = pod::pod(
+        pytorch,
+        &defaulted,
+        PyTorchReplicaType::Worker,
+        index,
+        run.as_ref(),
+    )?;
     let mut spec = with_notice(built.spec.unwrap_or_default());
+    if let Some(hosted) = &hosted {
+        // Named in the Service that publishes every pod of the job, so that the address
+        // torchrun's rank 0 advertises (its fully qualified host name) resolves.
+        spec.hostname = Some(crate::names::worker(job.name(), index));
+        spec.subdomain = Some(hosted.service_name());
+    }
     cooldown::avoiding(&mut spec, in_cooldown);
     let mut metadata = worker_metadata(job, index);
-    if defaulted.master.is_none() && index == 0 {
+    if defaulted.master.is_none() && index == 0 && hosted.is_none() {
         // Without a Master, worker 0 is rank 0, as v1 labels it.
         metadata
             .labels
@@ -92,6 +107,20 @@ pub fn pod_services(job: Job<'_>, workers: &[u32]) -> Vec<Service> {
             service
         })
         .collect()
+}
+
+/// The rendezvous store of `job`'s current run, if eto hosts its rendezvous (see
+/// [`rendezvous::store_pod`]), placed away from the nodes `avoided`.
+pub fn store_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
+    let hosted = HostedRendezvous::of(pytorch_job(&job)?)?;
+    rendezvous::store_pod(job, &hosted, avoided)
+}
+
+/// The Service that names every pod of `job`, if eto hosts its rendezvous (see
+/// [`rendezvous::service`]).
+pub fn store_service(job: Job<'_>) -> Option<Service> {
+    let hosted = HostedRendezvous::of(pytorch_job(&job)?)?;
+    Some(rendezvous::service(job, &hosted))
 }
 
 fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {

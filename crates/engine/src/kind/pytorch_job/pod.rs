@@ -7,6 +7,7 @@ use eto_api::pytorch_job::{PORT_NAME, PYTORCH_CONTAINER, PyTorchReplicaType};
 use k8s_openapi::api::core::v1::{ContainerPort, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use super::rendezvous::RunRendezvous;
 use super::service::pod_selector;
 use super::{Defaulted, JOB_ROLE_LABEL, env, pod_name};
 use crate::kind::JobRef;
@@ -17,12 +18,14 @@ use crate::kind::JobRef;
 /// or worker 0 of a job without one), the pod's restart policy from the replica's (`ExitCode`
 /// is `Never`: the controller decides from the exit code), the port `pytorchjob-port` on the
 /// `pytorch` container (the first, if none has that name) unless it names it, and the job's
-/// environment in every container (see [`env`]).
+/// environment in every container (see [`env`]; `hosted` is the rendezvous eto hosts for the
+/// pod's run, if it does).
 pub fn pod(
     job: &PyTorchJob,
     defaulted: &Defaulted<'_>,
     type_: PyTorchReplicaType,
     index: u32,
+    hosted: Option<&RunRendezvous>,
 ) -> Option<Pod> {
     let replica = defaulted.replica(type_)?;
     let name = job.metadata.name.as_deref().unwrap_or_default();
@@ -62,7 +65,10 @@ pub fn pod(
             });
         }
     }
-    env::add_to(&mut spec, &env::variables(name, defaulted, type_, index));
+    env::add_to(
+        &mut spec,
+        &env::variables(name, defaulted, type_, index, hosted),
+    );
     Some(Pod {
         metadata: ObjectMeta {
             name: Some(pod_name(name, type_, index)),
@@ -100,7 +106,7 @@ mod tests {
             ]}}}
         }}));
         let defaulted = Defaulted::of(&job);
-        let master = pod(&job, &defaulted, PyTorchReplicaType::Master, 0).unwrap();
+        let master = pod(&job, &defaulted, PyTorchReplicaType::Master, 0, None).unwrap();
         let value = serde_json::to_value(&master).unwrap();
         assert_eq!(value["metadata"]["name"], "ddp-master-0");
         assert_eq!(
@@ -130,7 +136,7 @@ mod tests {
                 .unwrap();
             assert_eq!(rank["value"], "0");
         }
-        let worker = pod(&job, &defaulted, PyTorchReplicaType::Worker, 1).unwrap();
+        let worker = pod(&job, &defaulted, PyTorchReplicaType::Worker, 1, None).unwrap();
         let value = serde_json::to_value(&worker).unwrap();
         assert_eq!(value["metadata"]["name"], "ddp-worker-1");
         assert_eq!(
@@ -149,7 +155,7 @@ mod tests {
         let job = job(json!({"pytorchReplicaSpecs": {"Worker": {"replicas": 2}}}));
         let defaulted = Defaulted::of(&job);
         let role = |index| {
-            pod(&job, &defaulted, PyTorchReplicaType::Worker, index)
+            pod(&job, &defaulted, PyTorchReplicaType::Worker, index, None)
                 .unwrap()
                 .metadata
                 .labels
@@ -159,6 +165,9 @@ mod tests {
         };
         assert_eq!(role(0).as_deref(), Some("master"));
         assert_eq!(role(1), None);
-        assert_eq!(pod(&job, &defaulted, PyTorchReplicaType::Master, 0), None);
+        assert_eq!(
+            pod(&job, &defaulted, PyTorchReplicaType::Master, 0, None),
+            None
+        );
     }
 }

@@ -20,6 +20,7 @@ use crate::build::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
 use crate::kind::Kind;
 use crate::kind::pytorch_job::Defaulted;
+use crate::kind::pytorch_job::rendezvous::HostedRendezvous;
 use crate::validation::{
     Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
     elastic_settings,
@@ -31,10 +32,13 @@ use crate::validation::{
 /// [`crate::kind::LauncherObject::Master`]): its `restartPolicy` decides what its failure
 /// does (`Never` fails the job; `OnFailure`, `Always` and `ExitCode` restart it, up to
 /// `backoffLimit` times); without one, the job succeeds once every Worker has (with
-/// `elasticPolicy`: once one has, as v1 decides). An elastic job runs its Worker replicas,
-/// with v1's elastic environment, until eto scales it. The Workers are not
-/// replaced within a run (a lost Worker ends the run, whose successor numbers its Workers
-/// from 0 again), and a suspend deletes the pods at once, as v1 does.
+/// `elasticPolicy`: once one has, as v1 decides). A static job's Workers are not replaced
+/// within a run (a lost Worker ends the run, whose successor numbers its Workers from 0
+/// again). An elastic job whose rendezvous eto hosts (see
+/// [`crate::kind::pytorch_job::rendezvous`]) runs between `minReplicas` and `maxReplicas`
+/// Workers, toward the Worker replicas, replacing lost Workers under new names and
+/// suspending below its minimum; any other elastic job runs its Worker replicas with v1's
+/// wiring. A suspend of the spec deletes the pods at once, as v1 does.
 ///
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
@@ -53,9 +57,30 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     // commands run as they are.
     elastic.spec_suspend_grace = std::time::Duration::ZERO;
     elastic.checkpoint_on_termination = false;
+    let hosted = HostedRendezvous::of(job).is_some();
     // A static job's minimum is all its ranks: a lost one ends the run at once (see
-    // plan/run/rank_loss.rs), it does not wait below the minimum.
-    elastic.suspend_below_min_workers = false;
+    // plan/run/rank_loss.rs), it does not wait below the minimum. An elastic job whose
+    // rendezvous eto hosts goes on above its minimum and suspends below it.
+    elastic.suspend_below_min_workers = hosted;
+    let counts = match (&defaulted.elastic, hosted) {
+        (Some(bounds), true) => WorkerCounts {
+            desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)),
+            min: bounds.min,
+            max: Some(bounds.max.max(bounds.min)),
+        },
+        _ => WorkerCounts {
+            desired: workers,
+            min: workers,
+            max: Some(workers),
+        },
+    };
+    // Workers whose rendezvous eto hosts are replaced, under new names, when they fail or
+    // the platform takes them; a static job's are its ranks, whose loss ends the run.
+    let worker_restart_policy = if hosted {
+        ReplicaRestartPolicy::OnFailure
+    } else {
+        ReplicaRestartPolicy::Never
+    };
     let job_restart_policy = match defaulted.master.as_ref().map(|m| m.restart_policy) {
         Some(ReplicaRestartPolicy::Never) => JobRestartPolicy::Never,
         _ => JobRestartPolicy::OnFailure,
@@ -63,16 +88,12 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     errors.into_result(
         Kind::PyTorchJob,
         EffectiveSpec {
-            workers: WorkerCounts {
-                desired: workers,
-                min: workers,
-                max: Some(workers),
-            },
+            workers: counts,
             slots_per_worker: 1,
             clean_pod_policy: defaulted.clean_pod_policy,
             job_restart_policy,
             backoff_limit: limits.backoff_limit,
-            worker_restart_policy: ReplicaRestartPolicy::Never,
+            worker_restart_policy,
             suspend: run_policy.suspend.unwrap_or(false),
             active_deadline: limits.active_deadline,
             ttl_after_finished: limits.ttl_after_finished,

@@ -32,6 +32,7 @@
 
 use super::{Launcher, Run};
 use crate::conditions as c;
+use crate::kind::LauncherObject;
 use crate::{node_warnings, pods};
 
 /// Reason of the `Suspended` condition, the notices and the Warning event when the platform
@@ -81,7 +82,7 @@ impl Run<'_, '_> {
     /// every running pod the `Suspend` notice, deletes them, and suspends the job to resume in
     /// a new run. Returns whether it did.
     pub(super) fn launcher_lost(&mut self, launcher: Option<&Launcher<'_>>) -> bool {
-        let name = self.job.kind().launcher_name(self.name());
+        let name = self.job.job.launcher_name();
         let cause = match launcher {
             Some(launcher) => match &launcher.disruption {
                 Some(disruption) if disruption.ended => {
@@ -95,6 +96,17 @@ impl Run<'_, '_> {
                         .map(|node| format!(" on node {node}"))
                         .unwrap_or_default();
                     format!("its launcher {pod} {}{on}", disruption.describe())
+                }
+                // A rendezvous store never ends by itself; if it does (out of memory, a
+                // crash), the rendezvous is gone as surely as if the platform took it.
+                _ if self.job.job.launcher() == LauncherObject::RendezvousStore
+                    && matches!(launcher.phase, "Succeeded" | "Failed") =>
+                {
+                    let pod = launcher
+                        .pod
+                        .and_then(|pod| pod.metadata.name.clone())
+                        .unwrap_or(name);
+                    format!("its rendezvous store {pod} ended ({})", launcher.phase)
                 }
                 _ => return false,
             },

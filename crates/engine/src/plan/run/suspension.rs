@@ -130,10 +130,23 @@ impl Run<'_, '_> {
         }
     }
 
-    /// Whether the launcher of the run is running (something trains, and can checkpoint),
-    /// even if it is being taken away: until it exits, its training can save a checkpoint.
-    fn training(&self) -> bool {
-        self.launcher().is_some_and(|l| l.is_running())
+    /// Whether something of the run trains, and can checkpoint, even if it is being taken
+    /// away: its launcher, or where the workers decide the run (torchrun's agents), one of
+    /// its workers. Until they exit, their training can save a checkpoint.
+    pub(super) fn training(&self) -> bool {
+        if self.workers_decide() {
+            let target = &self.planner.status.target_workers;
+            self.observed.pods.iter().any(|pod| {
+                pod.metadata
+                    .name
+                    .as_ref()
+                    .is_some_and(|name| target.contains(name))
+                    && !self.is_stale(pod)
+                    && pods::phase(pod) == "Running"
+            })
+        } else {
+            self.launcher().is_some_and(|l| l.is_running())
+        }
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted
@@ -199,7 +212,7 @@ impl Run<'_, '_> {
                 "{} lost for certain (disrupted, deleted or gone with {}): only {ready} of the {min} workers it needs ({}) are ready, {} pending",
                 workers(lost, "worker is", "workers are"),
                 if lost == 1 { "its node" } else { "their nodes" },
-                self.job.kind().min_field(),
+                self.job.job.min_field(),
                 pending - lost.min(pending),
             ));
         }
@@ -215,7 +228,7 @@ impl Run<'_, '_> {
         }
         Some(format!(
             "only {ready} of the {min} workers it needs ({}) were ready for {}s (elasticPolicy.belowMinSeconds), {pending} pending",
-            self.job.kind().min_field(),
+            self.job.job.min_field(),
             elastic.below_min.as_secs()
         ))
     }
@@ -351,7 +364,7 @@ impl Run<'_, '_> {
         };
         Some(format!(
             "the launcher {how} while only {ready} of the {min} workers it needs ({}) were ready, {pending} pending",
-            self.job.kind().min_field()
+            self.job.job.min_field()
         ))
     }
 
@@ -545,7 +558,7 @@ impl Run<'_, '_> {
                 "worker is",
                 "workers are"
             ),
-            self.job.kind().launcher_name(&name)
+            self.job.job.launcher_name()
         );
         let kind = planner.kind;
         planner.plan.tallies.resumes.push(reason);

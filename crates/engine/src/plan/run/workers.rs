@@ -38,7 +38,7 @@ impl<'o> Run<'_, 'o> {
     /// of host discovery.
     pub(super) fn workers(&mut self) -> Vec<Host> {
         let name = self.name().to_string();
-        let per_run = self.job.kind().worker_names() == WorkerNames::PerRun;
+        let per_run = self.job.job.worker_names() == WorkerNames::PerRun;
         if per_run && self.earlier_run_remains() {
             // The earlier run's pods still hold the names this run's workers take.
             return Vec::new();

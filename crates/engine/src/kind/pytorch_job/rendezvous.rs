@@ -1,0 +1,238 @@
+//! The rendezvous eto runs for an elastic PyTorchJob: a store of its own, off the workers.
+//!
+//! training-operator v1 points every torchrun agent at `<job>-worker-0`, whose agent then
+//! hosts torchrun's c10d store (its host name is the endpoint's): losing worker 0 loses the
+//! rendezvous, and every other worker with it. eto instead runs the store in a pod of its own,
+//! `<job>-rdzv`, asking for no accelerator and placed as launchers are (off spot capacity and
+//! off nodes that announced they go). Every agent is a client of it (`is_host=false`), so any
+//! worker, worker 0 included, may go without ending the rendezvous. The store is the one pod
+//! the run cannot lose: losing it ends the run as losing a launcher does (see
+//! `plan/run/launcher_loss.rs`), and the next run resumes from the checkpoint.
+//!
+//! Each run has a rendezvous id of its own (`<rdzvId, else the job's uid>-<run>`), so that a
+//! resumed or restarted run never meets the closed or half-finished rendezvous of an earlier
+//! one, even on a store that outlived it.
+//!
+//! The pods reach each other through one headless Service, `<job>-workers`, that publishes
+//! every pod of the job, ready or not: each pod's host name is its own name in that
+//! subdomain, so the store is `<job>-rdzv.<job>-workers` and the address torchrun's rank 0
+//! advertises (its fully qualified host name) resolves for the others.
+//!
+//! eto hosts the rendezvous of a job that is elastic, has no Master, and leaves the rendezvous
+//! to it: no `rdzvHost`, `rdzvBackend` unset or `c10d`, and not `standalone`. A job that sets
+//! any of these runs with v1's wiring, as written, and gives up what the store buys.
+
+use std::collections::BTreeMap;
+
+use eto_api::PyTorchJob;
+use eto_api::pytorch_job::PYTORCH_CONTAINER;
+use eto_api::training_job::NodeCooldown;
+use eto_api::well_known::RUN_LABEL;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, Pod, PodSpec, ResourceRequirements, Service, ServiceSpec,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use super::{Defaulted, REPLICA_TYPE_LABEL};
+use crate::build::{Job, place_launcher};
+
+/// The port the store listens on unless `rdzvPort` names another: torchrun's default for
+/// the c10d backend.
+pub const DEFAULT_STORE_PORT: i32 = 29400;
+
+/// The value of the replica-type label on the store's pod: neither `master` nor `worker`, so
+/// that tools counting a job's Masters and Workers do not count it.
+pub const STORE_REPLICA_TYPE: &str = "rendezvous";
+
+/// The program the store's pod runs: a `TCPStore` server from the training image's own
+/// PyTorch, serving until it is stopped.
+const STORE_PROGRAM: &str = r#"import signal, sys, time
+from datetime import timedelta
+from torch.distributed import TCPStore
+port = int(sys.argv[1])
+store = TCPStore("0.0.0.0", port, None, True, timedelta(seconds=300), wait_for_workers=False)
+print(f"eto: rendezvous store serving on port {port}", flush=True)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    time.sleep(3600)
+"#;
+
+/// The rendezvous eto hosts for a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostedRendezvous {
+    /// The job's name.
+    pub job: String,
+    /// The store's port.
+    pub port: i32,
+    /// What the run id is made of: `rdzvId`, else the job's uid.
+    pub id_prefix: String,
+}
+
+impl HostedRendezvous {
+    /// The rendezvous of `job`, if eto hosts it (see the module documentation).
+    pub fn of(job: &PyTorchJob) -> Option<Self> {
+        let defaulted = Defaulted::of(job);
+        let policy = defaulted.elastic?.policy;
+        let leaves_it_to_eto = defaulted.master.is_none()
+            && defaulted.worker.is_some()
+            && policy.rdzv_host.is_none()
+            && policy.rdzv_backend.as_deref().is_none_or(|b| b == "c10d")
+            && policy.standalone != Some(true);
+        leaves_it_to_eto.then(|| Self {
+            job: job.metadata.name.clone().unwrap_or_default(),
+            port: policy.rdzv_port.unwrap_or(DEFAULT_STORE_PORT),
+            id_prefix: policy
+                .rdzv_id
+                .clone()
+                .or_else(|| job.metadata.uid.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The store's pod: `<job>-rdzv`.
+    pub fn store_name(&self) -> String {
+        store_name(&self.job)
+    }
+
+    /// The headless Service that names every pod of the job: `<job>-workers`.
+    pub fn service_name(&self) -> String {
+        service_name(&self.job)
+    }
+
+    /// Where the agents find the store: `<job>-rdzv.<job>-workers:<port>`.
+    pub fn endpoint(&self) -> String {
+        format!(
+            "{}.{}:{}",
+            self.store_name(),
+            self.service_name(),
+            self.port
+        )
+    }
+
+    /// The rendezvous id of run `run`.
+    pub fn run_id(&self, run: i32) -> String {
+        format!("{}-{run}", self.id_prefix)
+    }
+
+    /// What the agents of run `run` are told of it.
+    pub fn of_run(&self, run: i32) -> RunRendezvous {
+        RunRendezvous {
+            endpoint: self.endpoint(),
+            id: self.run_id(run),
+        }
+    }
+}
+
+/// The rendezvous of one run, as its agents are told of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRendezvous {
+    /// `host:port` of the store.
+    pub endpoint: String,
+    /// The run's rendezvous id.
+    pub id: String,
+}
+
+/// The store's pod of job `job`: `<job>-rdzv`.
+pub fn store_name(job: &str) -> String {
+    format!("{job}-rdzv")
+}
+
+/// The headless Service naming every pod of job `job`: `<job>-workers`.
+pub fn service_name(job: &str) -> String {
+    format!("{job}-workers")
+}
+
+/// The store's pod of `job`'s current run, placed as a launcher is and away from the nodes
+/// `avoided`; `None` without a Worker template.
+///
+/// It runs [`STORE_PROGRAM`] with the image of the Workers' `pytorch` container (so the store
+/// speaks the Workers' own PyTorch version), under the Workers' scheduling constraints,
+/// pull secrets and security context, without their volumes, other containers or resources:
+/// it asks for a tenth of a CPU and 256 MiB. It never restarts in place (a restarted store
+/// would have forgotten the rendezvous): its end is the run's loss.
+pub fn store_pod(job: Job<'_>, hosted: &HostedRendezvous, avoided: &[NodeCooldown]) -> Option<Pod> {
+    let template = job.job.worker_template()?;
+    let workers = template.spec.clone().unwrap_or_default();
+    let first = workers
+        .containers
+        .iter()
+        .find(|c| c.name == PYTORCH_CONTAINER)
+        .or_else(|| workers.containers.first())?;
+    let container = Container {
+        name: "rendezvous".into(),
+        image: first.image.clone(),
+        image_pull_policy: first.image_pull_policy.clone(),
+        command: Some(vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            r#"command -v python3 >/dev/null && exec python3 -c "$0" "$1"; exec python -c "$0" "$1""#
+                .into(),
+            STORE_PROGRAM.into(),
+            hosted.port.to_string(),
+        ]),
+        ports: Some(vec![ContainerPort {
+            name: Some("rendezvous".into()),
+            container_port: hosted.port,
+            protocol: Some("TCP".into()),
+            ..ContainerPort::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_string(), Quantity("100m".into())),
+                ("memory".to_string(), Quantity("256Mi".into())),
+            ])),
+            ..ResourceRequirements::default()
+        }),
+        security_context: first.security_context.clone(),
+        ..Container::default()
+    };
+    let mut spec = PodSpec {
+        containers: vec![container],
+        restart_policy: Some("Never".into()),
+        hostname: Some(hosted.store_name()),
+        subdomain: Some(hosted.service_name()),
+        node_selector: workers.node_selector,
+        affinity: workers.affinity,
+        tolerations: workers.tolerations,
+        image_pull_secrets: workers.image_pull_secrets,
+        security_context: workers.security_context,
+        service_account_name: workers.service_account_name,
+        priority_class_name: workers.priority_class_name,
+        runtime_class_name: workers.runtime_class_name,
+        host_network: workers.host_network,
+        dns_policy: workers.dns_policy,
+        dns_config: workers.dns_config,
+        ..PodSpec::default()
+    };
+    place_launcher(&job, &mut spec, avoided);
+    let mut labels = job.labels();
+    labels.insert(REPLICA_TYPE_LABEL.into(), STORE_REPLICA_TYPE.into());
+    labels.insert(RUN_LABEL.into(), job.run.to_string());
+    let mut metadata = job.metadata(hosted.store_name());
+    metadata.labels = Some(labels);
+    Some(Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// The headless Service `<job>-workers` of `job`: it selects every pod of the job and
+/// publishes them ready or not, so that each pod's `<name>.<job>-workers` resolves from its
+/// creation on.
+pub fn service(job: Job<'_>, hosted: &HostedRendezvous) -> Service {
+    let selector = BTreeMap::from([(
+        job.kind().job_name_label().to_string(),
+        job.name().to_string(),
+    )]);
+    Service {
+        metadata: job.metadata(hosted.service_name()),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            selector: Some(selector),
+            publish_not_ready_addresses: Some(true),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,317 @@
+//! An elastic PyTorchJob whose rendezvous eto hosts: a store pod of its own, agents that are
+//! its clients, a rendezvous id per run, workers replaced under new names, and the store's
+//! loss handled as a launcher's.
+
+use eto_api::PyTorchJob;
+use eto_api::training_job::JobPhase;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::pytorch_tests::env;
+use crate::testing::pytorch_job;
+use crate::testing::world::{World, deleted_pods, pod_names, reasons};
+
+const UID: &str = "6f1d7c1e-0000-4000-8000-000000000003";
+
+/// `ddp`, two Workers between one and three, no Master, its rendezvous left to eto.
+fn elastic(patch: serde_json::Value) -> PyTorchJob {
+    let mut value = serde_json::to_value(pytorch_job()).unwrap();
+    json_patch::merge(
+        &mut value,
+        &json!({"spec": {
+            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 3, "maxRestarts": 2},
+            "pytorchReplicaSpecs": {"Master": null}
+        }}),
+    );
+    json_patch::merge(&mut value, &patch);
+    serde_json::from_value(value).unwrap()
+}
+
+fn phase(world: &World) -> Option<JobPhase> {
+    world.pytorch_job.as_ref()?.status.as_ref()?.eto.phase
+}
+
+/// A world whose job runs: its store and both workers ready.
+fn running(job: PyTorchJob) -> World {
+    let mut world = World::pytorch(job);
+    world.reconcile();
+    for pod in ["ddp-rdzv", "ddp-worker-0", "ddp-worker-1"] {
+        world.ready(pod);
+    }
+    world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Running));
+    world
+}
+
+#[test]
+fn the_store_runs_in_a_pod_of_its_own_and_every_agent_is_its_client() {
+    let mut world = World::pytorch(elastic(json!({})));
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["ddp-worker-0", "ddp-worker-1", "ddp-rdzv"]
+    );
+    assert_eq!(
+        world.pod_services.keys().collect::<Vec<_>>(),
+        ["ddp-workers"],
+        "one Service names every pod; none per pod"
+    );
+    let service = world.pod_services["ddp-workers"].spec.clone().unwrap();
+    assert_eq!(service.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(service.publish_not_ready_addresses, Some(true));
+    assert_eq!(
+        service.selector.unwrap(),
+        [(
+            "training.kubeflow.org/job-name".to_string(),
+            "ddp".to_string()
+        )]
+        .into()
+    );
+
+    for worker in ["ddp-worker-0", "ddp-worker-1"] {
+        let pod = &world.pods[worker];
+        let expected = [
+            (
+                "PET_RDZV_ENDPOINT",
+                "ddp-rdzv.ddp-workers:29400".to_string(),
+            ),
+            ("PET_RDZV_BACKEND", "c10d".into()),
+            ("PET_NNODES", "1:3".into()),
+            ("PET_MAX_RESTARTS", "2".into()),
+            ("PET_RDZV_ID", format!("{UID}-0")),
+            ("PET_RDZV_CONF", "is_host=false".into()),
+        ];
+        for (name, value) in expected {
+            assert_eq!(
+                env(pod, name).as_deref(),
+                Some(value.as_str()),
+                "{worker} {name}"
+            );
+        }
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.hostname.as_deref(), Some(worker));
+        assert_eq!(spec.subdomain.as_deref(), Some("ddp-workers"));
+        let labels = pod.metadata.labels.as_ref().unwrap();
+        assert!(
+            !labels.contains_key("training.kubeflow.org/job-role"),
+            "no worker is rank 0 for good: {labels:?}"
+        );
+    }
+
+    let store = &world.pods["ddp-rdzv"];
+    let spec = store.spec.as_ref().unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(spec.hostname.as_deref(), Some("ddp-rdzv"));
+    assert_eq!(spec.subdomain.as_deref(), Some("ddp-workers"));
+    let container = &spec.containers[0];
+    assert_eq!(container.image.as_deref(), Some("pytorch/pytorch:2.5.1"));
+    let resources = container.resources.as_ref().unwrap();
+    assert_eq!(resources.limits, None, "the store asks for no accelerator");
+    assert_eq!(
+        container
+            .command
+            .as_ref()
+            .unwrap()
+            .last()
+            .map(String::as_str),
+        Some("29400")
+    );
+    assert_eq!(
+        store.metadata.labels.as_ref().unwrap()["training.kubeflow.org/replica-type"],
+        "rendezvous"
+    );
+    assert!(
+        spec.affinity.is_some(),
+        "placed off spot capacity, as launchers are"
+    );
+}
+
+#[test]
+fn an_explicit_rendezvous_conf_keeps_its_own_is_host_and_port() {
+    let mut world = World::pytorch(elastic(json!({"spec": {"elasticPolicy": {
+        "rdzvPort": 29500,
+        "rdzvId": "team-run",
+        "rdzvConf": [{"key": "join_timeout", "value": "60"}, {"key": "is_host", "value": "false"}]
+    }}})));
+    world.reconcile();
+    let worker = &world.pods["ddp-worker-0"];
+    assert_eq!(
+        env(worker, "PET_RDZV_ENDPOINT").as_deref(),
+        Some("ddp-rdzv.ddp-workers:29500")
+    );
+    assert_eq!(env(worker, "PET_RDZV_ID").as_deref(), Some("team-run-0"));
+    assert_eq!(
+        env(worker, "PET_RDZV_CONF").as_deref(),
+        Some("join_timeout=60,is_host=false")
+    );
+}
+
+#[test]
+fn a_job_with_a_master_or_its_own_rendezvous_keeps_v1s_wiring() {
+    for patch in [
+        json!({"spec": {"elasticPolicy": {"rdzvHost": "ddp-worker-0"}}}),
+        json!({"spec": {"elasticPolicy": {"rdzvBackend": "etcd-v2"}}}),
+        json!({"spec": {"elasticPolicy": {"standalone": true}}}),
+        json!({"spec": {"pytorchReplicaSpecs": {"Master": pytorch_job().spec.pytorch_replica_specs["Master"]}}}),
+    ] {
+        let mut world = World::pytorch(elastic(patch.clone()));
+        let plan = world.reconcile();
+        assert!(
+            !pod_names(&plan).contains(&"ddp-rdzv".to_string()),
+            "{patch}: {:?}",
+            pod_names(&plan)
+        );
+        assert_eq!(
+            env(&world.pods["ddp-worker-0"], "PET_RDZV_CONF"),
+            None,
+            "{patch}"
+        );
+    }
+}
+
+#[test]
+fn losing_worker_0_keeps_the_run_and_a_replacement_joins_under_a_new_name() {
+    let mut world = running(elastic(json!({})));
+    world.lose_with_node("ddp-worker-0");
+    let plan = world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Running), "{plan:#?}");
+    assert_eq!(pod_names(&plan), ["ddp-worker-2"]);
+    assert!(!reasons(&plan).iter().any(|r| r.contains("Restarting")));
+    assert_eq!(
+        env(&world.pods["ddp-worker-2"], "PET_RDZV_ID").as_deref(),
+        Some(format!("{UID}-0").as_str()),
+        "the replacement joins the same rendezvous"
+    );
+    assert!(world.pods.contains_key("ddp-rdzv"), "the store stays");
+}
+
+#[test]
+fn the_worker_replicas_scale_the_job_within_its_bounds() {
+    let mut world = running(elastic(json!({})));
+    let workers = |world: &mut World, replicas: i32| {
+        let job = world.pytorch_job.as_mut().unwrap();
+        job.spec
+            .pytorch_replica_specs
+            .get_mut("Worker")
+            .unwrap()
+            .replicas = Some(replicas);
+        world.reconcile()
+    };
+    let plan = workers(&mut world, 3);
+    assert_eq!(pod_names(&plan), ["ddp-worker-2"]);
+    let plan = workers(&mut world, 9);
+    assert_eq!(pod_names(&plan), Vec::<String>::new(), "maxReplicas is 3");
+}
+
+#[test]
+fn losing_the_store_suspends_and_resumes_with_a_new_rendezvous_id() {
+    let mut world = running(elastic(json!({})));
+    world.exit("ddp-rdzv", 1);
+    let plan = world.reconcile();
+    assert!(
+        reasons(&plan).contains(&"LauncherDisrupted".to_string()),
+        "{:?}",
+        reasons(&plan)
+    );
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-rdzv", "ddp-worker-0", "ddp-worker-1"]
+    );
+    assert_eq!(phase(&world), Some(JobPhase::Suspended));
+    let plan = world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Created), "{plan:#?}");
+    let created = pod_names(&plan);
+    assert_eq!(created, ["ddp-worker-2", "ddp-worker-3", "ddp-rdzv"]);
+    assert_eq!(
+        env(&world.pods["ddp-worker-2"], "PET_RDZV_ID").as_deref(),
+        Some(format!("{UID}-1").as_str()),
+        "a new run meets at a new rendezvous"
+    );
+    assert_eq!(
+        world
+            .pytorch_job
+            .as_ref()
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .eto
+            .restart_count,
+        Some(0),
+        "no failure counted"
+    );
+}
+
+#[test]
+fn the_first_worker_to_succeed_ends_the_job_and_the_store_goes() {
+    let mut world = running(elastic(json!({})));
+    world.exit("ddp-worker-1", 0);
+    let plan = world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Succeeded));
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-rdzv"],
+        "cleanPodPolicy None keeps the workers; the store serves no one"
+    );
+}
+
+/// The notice pod `name` shows, if any.
+fn notice_of(world: &World, name: &str) -> Option<eto_api::training_job::Notice> {
+    let annotations = world.pods[name].metadata.annotations.as_ref()?;
+    let json = annotations.get(eto_api::well_known::NOTICE_ANNOTATION)?;
+    Some(serde_json::from_str(json).expect("a notice is JSON"))
+}
+
+#[test]
+fn below_its_minimum_it_checkpoints_suspends_once_its_workers_exit_and_resumes_at_a_new_rendezvous()
+{
+    use eto_api::training_job::NoticeKind;
+    let mut world = running(elastic(
+        json!({"spec": {"elasticPolicy": {"minReplicas": 2}}}),
+    ));
+    world.evict("ddp-worker-0");
+    let plan = world.reconcile();
+    assert_eq!(
+        pod_names(&plan),
+        ["ddp-worker-2"],
+        "a replacement is asked for"
+    );
+    assert_eq!(
+        notice_of(&world, "ddp-worker-1"),
+        None,
+        "not yet: the replacement may start"
+    );
+    world.advance(30);
+    world.reconcile();
+    let notice =
+        notice_of(&world, "ddp-worker-1").expect("told to checkpoint after belowMinSeconds");
+    assert_eq!(notice.kind, NoticeKind::Suspend);
+    assert_eq!(
+        phase(&world),
+        Some(JobPhase::Running),
+        "still checkpointing"
+    );
+
+    // torchrun's agent stops when its training saved and exited: with any code, that is
+    // what the notice asked, neither a success nor a failure.
+    world.exit("ddp-worker-1", 0);
+    let plan = world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Suspended), "{plan:#?}");
+    assert!(deleted_pods(&plan).contains(&"ddp-rdzv".to_string()));
+
+    let plan = world.reconcile();
+    let created = pod_names(&plan);
+    assert!(created.contains(&"ddp-rdzv".to_string()), "{created:?}");
+    let worker = created
+        .iter()
+        .find(|name| name.starts_with("ddp-worker-"))
+        .expect("workers of the new run");
+    assert_eq!(
+        notice_of(&world, worker).map(|n| n.kind),
+        Some(NoticeKind::Resume)
+    );
+    assert_eq!(
+        env(&world.pods[worker], "PET_RDZV_ID").as_deref(),
+        Some(format!("{UID}-1").as_str())
+    );
+}
