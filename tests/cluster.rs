@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use eto_api::TrainingJob;
 use eto_tests::poll::until;
 use eto_tests::scratch::{Scratch, phase_of};
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams};
 
@@ -311,6 +312,36 @@ async fn end_pod(pods: &Api<Pod>, name: &str, container: &str, exit_code: i32, w
         .unwrap();
 }
 
+/// Marks every schedulable node unschedulable, as `kubectl cordon` does; returns their names.
+async fn cordon_every_node(client: &kube::Client) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut cordoned = Vec::new();
+    for node in nodes.list(&Default::default()).await.unwrap() {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if node.spec.and_then(|spec| spec.unschedulable) != Some(true) {
+            set_unschedulable(&nodes, &name, true).await;
+            cordoned.push(name);
+        }
+    }
+    cordoned
+}
+
+/// Makes the nodes `names` schedulable again.
+async fn uncordon(client: &kube::Client, names: &[String]) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    for name in names {
+        set_unschedulable(&nodes, name, false).await;
+    }
+}
+
+async fn set_unschedulable(nodes: &Api<Node>, name: &str, unschedulable: bool) {
+    let patch = serde_json::json!({"spec": {"unschedulable": unschedulable}});
+    nodes
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
 /// The node of pod `name` once it runs.
 async fn running_on(pods: &Api<Pod>, name: &str) -> String {
     until(
@@ -351,18 +382,21 @@ async fn workers_failing_on_two_then_three_nodes_are_replaced_off_those_nodes() 
             "{replacement} runs on {node}, which is in cooldown ({failed_on:?})"
         );
     }
-    let job = scratch.jobs().get("failing").await.unwrap();
-    let status = job.status.unwrap();
+    // The status recording the third node is written after the pod that avoids it.
+    let jobs = scratch.jobs();
+    let status = until(
+        "three nodes are in cooldown",
+        Duration::from_secs(10),
+        async || {
+            let status = jobs.get("failing").await.ok()?.status?;
+            (status.nodes_in_cooldown.len() == 3).then_some(status)
+        },
+    )
+    .await;
     let stalled = status.conditions.iter().find(|c| c.type_ == "Stalled");
     assert!(
         stalled.is_none_or(|c| c.status == eto_api::common::ConditionStatus::False),
         "{stalled:?}"
-    );
-    assert_eq!(
-        status.nodes_in_cooldown.len(),
-        3,
-        "{:?}",
-        status.nodes_in_cooldown
     );
     scratch.end().await;
 }
@@ -408,34 +442,46 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     scratch
         .wait_running("quitter", Duration::from_secs(120))
         .await;
-    // Two workers go with their node; the training code quits two seconds later.
-    end_pod(&pods, "quitter-worker-2", "worker", 137, true).await;
-    end_pod(&pods, "quitter-worker-3", "worker", 137, true).await;
-    let lost = Instant::now();
-    until(
-        "the suspend notice is out",
-        Duration::from_secs(10),
-        async || {
-            let job = jobs.get("quitter").await.ok()?;
-            job.status?.notice.filter(|n| n.reason == "BelowMinWorkers")
-        },
-    )
+    // Two workers go with their node; the training code quits two seconds later. No node
+    // takes a new pod meanwhile, as on a cluster out of capacity: on nodes with room, the
+    // replacements would be ready at once and the job would never drop below its minimum.
+    let cordoned = cordon_every_node(&scratch.client).await;
+    let (pods_now, jobs_now) = (&pods, &jobs);
+    let below_minimum = std::panic::AssertUnwindSafe(async {
+        end_pod(pods_now, "quitter-worker-2", "worker", 137, true).await;
+        end_pod(pods_now, "quitter-worker-3", "worker", 137, true).await;
+        let lost = Instant::now();
+        until(
+            "the suspend notice is out",
+            Duration::from_secs(10),
+            async || {
+                let job = jobs_now.get("quitter").await.ok()?;
+                job.status?.notice.filter(|n| n.reason == "BelowMinWorkers")
+            },
+        )
+        .await;
+        println!(
+            "the suspend notice was out {:?} after the loss",
+            lost.elapsed()
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        end_pod(pods_now, "quitter-launcher", "launcher", 1, false).await;
+        until(
+            "the job is suspended",
+            Duration::from_secs(30),
+            async || {
+                let job = jobs_now.get("quitter").await.ok()?;
+                (phase_of(&job)? == JobPhase::Suspended).then_some(())
+            },
+        )
+        .await;
+    })
+    .catch_unwind()
     .await;
-    println!(
-        "the suspend notice was out {:?} after the loss",
-        lost.elapsed()
-    );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    end_pod(&pods, "quitter-launcher", "launcher", 1, false).await;
-    until(
-        "the job is suspended",
-        Duration::from_secs(30),
-        async || {
-            let job = jobs.get("quitter").await.ok()?;
-            (phase_of(&job)? == JobPhase::Suspended).then_some(())
-        },
-    )
-    .await;
+    uncordon(&scratch.client, &cordoned).await;
+    if let Err(failed) = below_minimum {
+        std::panic::resume_unwind(failed);
+    }
     let job = until("the job resumes", Duration::from_secs(120), async || {
         let job = jobs.get("quitter").await.ok()?;
         let status = job.status.as_ref()?;
