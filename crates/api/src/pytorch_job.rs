@@ -31,7 +31,7 @@ use crate::common::{
     JobCondition, ReplicaRestartPolicy, conditions_schema, open_string, without_description,
 };
 use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
-use crate::training_job::CleanPodPolicy;
+use crate::training_job::{CleanPodPolicy, ElasticPolicy};
 
 /// The value of `runPolicy.managedBy` that names training-operator v1, whose jobs eto runs in
 /// its place. A PyTorchJob without `managedBy`, or with this value, is eto's; one with
@@ -301,6 +301,13 @@ pub struct PyTorchElasticPolicy {
     /// and `maxReplicas`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Vec<MetricSpec>>,
+
+    /// eto's waiting, suspend, drain and cooldown settings, as for a TrainingJob. They apply
+    /// to an elastic job whose rendezvous eto hosts (no Master, no `rdzvHost`, backend
+    /// `c10d`, not `standalone`); a job that sets none of them suspends at once when its spec
+    /// says so, as training-operator v1 does.
+    #[serde(flatten)]
+    pub eto: ElasticPolicy,
 }
 
 /// One rendezvous setting.

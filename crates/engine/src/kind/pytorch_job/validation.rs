@@ -14,7 +14,7 @@
 use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
-use eto_api::training_job::JobRestartPolicy;
+use eto_api::training_job::{ElasticPolicy, JobRestartPolicy};
 
 use crate::build::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
@@ -52,12 +52,20 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .as_ref()
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
-    let mut elastic = elastic_settings(&job.metadata, None, &mut errors);
-    // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the pods'
-    // commands run as they are.
-    elastic.spec_suspend_grace = std::time::Duration::ZERO;
-    elastic.checkpoint_on_termination = false;
     let hosted = HostedRendezvous::of(job).is_some();
+    // eto's settings apply where eto hosts the rendezvous; elsewhere the defaults do.
+    let eto = spec
+        .elastic_policy
+        .as_ref()
+        .map(|policy| &policy.eto)
+        .filter(|_| hosted);
+    let mut elastic = elastic_settings(&job.metadata, eto, &mut errors);
+    if eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
+        // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the
+        // pods' commands run as they are.
+        elastic.spec_suspend_grace = std::time::Duration::ZERO;
+        elastic.checkpoint_on_termination = false;
+    }
     // A static job's minimum is all its ranks: a lost one ends the run at once (see
     // plan/run/rank_loss.rs), it does not wait below the minimum. An elastic job whose
     // rendezvous eto hosts goes on above its minimum and suspends below it.
@@ -351,5 +359,53 @@ mod tests {
                 "{spec}: expected one error starting with {expected:?}, got {found:?}"
             );
         }
+    }
+
+    #[test]
+    fn etos_elastic_settings_apply_where_eto_hosts_the_rendezvous() {
+        use std::time::Duration;
+        let elastic = |policy: Value| {
+            json!({"spec": {
+                "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": 3}},
+                "elasticPolicy": policy
+            }})
+        };
+        let spec = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "belowMinSeconds": 5, "checkpointGraceSeconds": 20
+        }))))
+        .unwrap();
+        assert_eq!(
+            (spec.workers.desired, spec.workers.min, spec.workers.max),
+            (3, 2, Some(4))
+        );
+        assert_eq!(spec.elastic.below_min, Duration::from_secs(5));
+        assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(20));
+        assert_eq!(spec.elastic.spec_suspend_grace, Duration::from_secs(20));
+        assert!(spec.elastic.suspend_below_min_workers);
+
+        let unset = validate(&job(elastic(json!({"minReplicas": 2, "maxReplicas": 4})))).unwrap();
+        assert_eq!(
+            unset.elastic.spec_suspend_grace,
+            Duration::ZERO,
+            "without eto's settings a suspend is immediate, as Kueue expects"
+        );
+
+        let own_host = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "rdzvHost": "ddp-worker-0", "belowMinSeconds": 5
+        }))))
+        .unwrap();
+        assert_eq!(
+            (own_host.workers.min, own_host.workers.max),
+            (3, Some(3)),
+            "v1's wiring runs the Worker replicas"
+        );
+        assert!(!own_host.elastic.suspend_below_min_workers);
+        assert_eq!(own_host.elastic.below_min, Duration::from_secs(30));
+
+        let errors = validate(&job(elastic(json!({"belowMinSeconds": -1})))).unwrap_err();
+        assert_eq!(
+            errors.errors[0].to_string(),
+            "spec.elasticPolicy.belowMinSeconds: must not be negative, not -1"
+        );
     }
 }
