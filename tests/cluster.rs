@@ -18,6 +18,7 @@
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
+use eto_tests::nodes::{cordon_every_node, uncordon};
 use eto_tests::poll::until;
 use eto_tests::scratch::{Scratch, phase_of};
 use futures::FutureExt;
@@ -308,36 +309,6 @@ async fn end_pod(pods: &Api<Pod>, name: &str, container: &str, exit_code: i32, w
             "restartCount": 0, "state": {"terminated": {"exitCode": exit_code, "reason": "Error"}}}]
     }});
     pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-        .await
-        .unwrap();
-}
-
-/// Marks every schedulable node unschedulable, as `kubectl cordon` does; returns their names.
-async fn cordon_every_node(client: &kube::Client) -> Vec<String> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let mut cordoned = Vec::new();
-    for node in nodes.list(&Default::default()).await.unwrap() {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        if node.spec.and_then(|spec| spec.unschedulable) != Some(true) {
-            set_unschedulable(&nodes, &name, true).await;
-            cordoned.push(name);
-        }
-    }
-    cordoned
-}
-
-/// Makes the nodes `names` schedulable again.
-async fn uncordon(client: &kube::Client, names: &[String]) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    for name in names {
-        set_unschedulable(&nodes, name, false).await;
-    }
-}
-
-async fn set_unschedulable(nodes: &Api<Node>, name: &str, unschedulable: bool) {
-    let patch = serde_json::json!({"spec": {"unschedulable": unschedulable}});
-    nodes
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .unwrap();
 }

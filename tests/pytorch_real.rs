@@ -4,7 +4,9 @@
 //! a real API server, which judges jobs by its rules; and eto runs a PyTorchJob to
 //! `Succeeded`, through the loss of a Worker's pod (a new run, the same names) and through a
 //! Worker's training failing under `OnFailure` (the kubelet restarts it in its pod); and an
-//! elastic job around eto's rendezvous store trains on through worker 0's eviction.
+//! elastic job around eto's rendezvous store trains on through worker 0's eviction, and
+//! suspends below its minimum and resumes from its checkpoint (which needs
+//! `ETO_E2E_CHECKPOINT_ROOT`, a directory the test and the pods' node share, as in `e2e.rs`).
 //!
 //! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d), and an image with
 //! torch's `torchrun` (`examples/horovod/Dockerfile` has Debian's) named by `ETO_E2E_IMAGE`,
@@ -17,6 +19,7 @@ use std::time::Duration;
 use eto_api::PyTorchJob;
 use eto_api::pytorch_job::PyTorchReplicaType;
 use eto_engine::kind::pytorch_job::{Defaulted, pod::pod, service::service};
+use eto_tests::nodes::set_unschedulable;
 use eto_tests::poll::until;
 use eto_tests::scratch::Scratch;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -451,6 +454,29 @@ print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
 dist.destroy_process_group()
 "#;
 
+/// An elastic PyTorchJob `ddp` whose rendezvous eto hosts: three Workers of `template`
+/// between two and four, with eto's elastic `settings`.
+fn elastic_job(
+    namespace: &str,
+    template: serde_json::Value,
+    settings: serde_json::Value,
+) -> serde_json::Value {
+    let mut policy = serde_json::json!({"minReplicas": 2, "maxReplicas": 4, "maxRestarts": 10});
+    json_patch::merge(&mut policy, &settings);
+    serde_json::json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": namespace},
+        "spec": {
+            "nprocPerNode": "1",
+            "elasticPolicy": policy,
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": 3, "restartPolicy": "OnFailure", "template": template}
+            }
+        }
+    })
+}
+
 /// Worker 0 of an elastic job whose rendezvous eto hosts (three Workers between two and
 /// four) is evicted mid-training: with v1's wiring its agent hosted the rendezvous and every
 /// worker would have gone with it; under eto the others re-form the group and train on from
@@ -461,18 +487,7 @@ dist.destroy_process_group()
 async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joins() {
     let scratch = Scratch::start("pytorch-elastic").await;
     let template = torchrun_template(ELASTIC_STEPS);
-    let job = serde_json::json!({
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": "ddp", "namespace": scratch.namespace},
-        "spec": {
-            "nprocPerNode": "1",
-            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "maxRestarts": 10},
-            "pytorchReplicaSpecs": {
-                "Worker": {"replicas": 3, "restartPolicy": "OnFailure", "template": template}
-            }
-        }
-    });
+    let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
     let logs = async |pods: &Api<Pod>, name: &str| {
         pods.logs(name, &LogParams::default())
             .await
@@ -547,6 +562,122 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     assert!(
         !done.is_empty() && done.iter().all(|line| line.ends_with("steps=80")),
         "the training ended after its 80 steps: {done:#?}"
+    );
+    scratch.end().await;
+}
+
+/// [`ELASTIC_STEPS`] with its checkpoint in `/ckpt/step`, which every pod of the job mounts
+/// from the same directory: rank 0 saves each step it finished, and every start goes on from
+/// the step saved.
+const ELASTIC_CHECKPOINTED: &str = r#"
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+path = "/ckpt/step"
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']}", flush=True)
+while step < 80:
+    value = torch.tensor([1.0])
+    dist.all_reduce(value)
+    step += 1
+    if rank == 0:
+        with open(path + ".tmp", "w") as saved:
+            saved.write(str(step))
+        os.replace(path + ".tmp", path)
+        print(f"eto-elastic-step: {step} world={int(value.item())}", flush=True)
+    time.sleep(0.5)
+print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
+dist.destroy_process_group()
+"#;
+
+/// Two of the three Workers of an elastic job (two to four) are evicted while no node takes
+/// a new pod (a spot reclaim on a full cluster): the job is `Suspended`, never `Failed`; once
+/// capacity returns it resumes in a new run, at a new rendezvous, from the step its
+/// checkpoint holds, and succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoint() {
+    let scratch = Scratch::start("pytorch-suspend").await;
+    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
+    let checkpoint = format!("{root}/{}", scratch.namespace);
+    let mut template = torchrun_template(ELASTIC_CHECKPOINTED);
+    template["spec"]["volumes"] = serde_json::json!([{"name": "ckpt",
+        "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}]);
+    template["spec"]["containers"][0]["volumeMounts"] =
+        serde_json::json!([{"name": "ckpt", "mountPath": "/ckpt"}]);
+    let settings = serde_json::json!({"belowMinSeconds": 5, "checkpointGraceSeconds": 15});
+    let job = elastic_job(&scratch.namespace, template, settings);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let saved = || {
+        std::fs::read_to_string(format!("{checkpoint}/step"))
+            .ok()
+            .and_then(|step| step.trim().parse::<u32>().ok())
+    };
+    let client = scratch.client.clone();
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("the workers train", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let node = pods
+            .get("ddp-worker-2")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name;
+        let node: Vec<String> = node.into_iter().collect();
+        set_unschedulable(&client, &node, true).await;
+        for name in ["ddp-worker-0", "ddp-worker-1"] {
+            pods.evict(name, &Default::default()).await.unwrap();
+        }
+        let suspended = until("the job suspends", Duration::from_secs(120), async || {
+            let job = jobs.get("ddp").await.ok()?;
+            let status = job.status?;
+            let suspended = status.conditions.iter().any(|c| {
+                c.type_ == "Suspended" && c.status == eto_api::common::ConditionStatus::True
+            });
+            (suspended || status.eto.run.unwrap_or(0) >= 1).then_some(())
+        })
+        .await;
+        println!("suspended {suspended:?} with step {:?} saved", saved());
+        set_unschedulable(&client, &node, false).await;
+    })
+    .await;
+    let pods = scratch.pods();
+    let mut printed = String::new();
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap_or_default();
+        let log = pods
+            .logs(&name, &LogParams::default())
+            .await
+            .unwrap_or_default();
+        println!("{name}:\n{log}");
+        printed.push_str(&log);
+    }
+    let types = condition_types(&job);
+    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run, Some(1), "one new run");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    let resumed: Vec<&str> = printed
+        .lines()
+        .filter(|line| line.starts_with("eto-elastic-start:") && line.ends_with("-1"))
+        .collect();
+    assert!(
+        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
+        "the new run met at its own rendezvous and went on from the checkpoint: {resumed:#?}"
+    );
+    assert!(
+        printed
+            .lines()
+            .any(|line| line.starts_with("eto-elastic-done:") && line.ends_with("steps=80")),
+        "the training ended: {printed}"
     );
     scratch.end().await;
 }

@@ -38,6 +38,7 @@ pub mod env;
 pub mod floor;
 pub mod history;
 pub mod metrics;
+pub mod nodes;
 pub mod pod_groups;
 pub mod poll;
 pub mod scratch;

@@ -1,0 +1,37 @@
+//! Nodes of a real cluster made (un)schedulable, as `kubectl cordon` does: new pods wait, as on
+//! a cluster out of capacity, while running ones stay.
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+
+/// Marks every schedulable node unschedulable; returns their names, for [`uncordon`].
+pub async fn cordon_every_node(client: &kube::Client) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut cordoned = Vec::new();
+    let listed = nodes.list(&Default::default()).await;
+    for node in listed.expect("the API server lists nodes") {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if node.spec.and_then(|spec| spec.unschedulable) != Some(true) {
+            cordoned.push(name);
+        }
+    }
+    set_unschedulable(client, &cordoned, true).await;
+    cordoned
+}
+
+/// Makes the nodes `names` schedulable again.
+pub async fn uncordon(client: &kube::Client, names: &[String]) {
+    set_unschedulable(client, names, false).await;
+}
+
+/// Sets `spec.unschedulable` of every node in `names`.
+pub async fn set_unschedulable(client: &kube::Client, names: &[String], unschedulable: bool) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let patch = serde_json::json!({"spec": {"unschedulable": unschedulable}});
+    for name in names {
+        nodes
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("the API server patches the node");
+    }
+}
