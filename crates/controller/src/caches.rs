@@ -8,7 +8,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, MPI_JOB_NAME_LABEL};
+use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
 use eto_engine::gang::GangScheduler;
 use eto_engine::kind::{Kind, LauncherObject};
 use eto_engine::node_warnings::Rules as NodeWarningRules;
@@ -299,7 +299,7 @@ fn warning_triggers(
 pub(crate) type Trigger = (Kind, ObjectRef<DynamicObject>);
 
 /// The job whose reconcile a change of the child with `metadata` calls for: its controller
-/// owner, or for the pod of an MPIJob's launcher Job (owned by the Job), the MPIJob its label
+/// owner, or for the pod of a launcher Job (owned by the Job; an MPIJob's), the job its label
 /// names.
 fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
     let namespace = metadata.namespace.as_deref()?;
@@ -310,10 +310,14 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
         .find(|owner| owner.controller == Some(true))?;
     let group = owner.api_version.split('/').next().unwrap_or_default();
     let (kind, name) = match (group, owner.kind.as_str()) {
-        ("batch", "Job") => (
-            Kind::MpiJob,
-            metadata.labels.as_ref()?.get(MPI_JOB_NAME_LABEL)?.as_str(),
-        ),
+        ("batch", "Job") => {
+            // The pod of a launcher Job: its job is of the kind whose launcher runs in one.
+            let kind = Kind::ALL
+                .into_iter()
+                .find(|kind| kind.launcher() == LauncherObject::Job)?;
+            let name = metadata.labels.as_ref()?.get(kind.job_name_label())?;
+            (kind, name.as_str())
+        }
         (group, kind) => (Kind::of_api(group, kind)?, owner.name.as_str()),
     };
     Some((
