@@ -681,3 +681,71 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
     );
     scratch.end().await;
 }
+
+/// The start lines `log` printed.
+fn starts(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|line| line.starts_with("eto-elastic-start:"))
+        .collect()
+}
+
+/// An elastic job of three Workers (two to four) scaled to four mid-training, as
+/// `kubectl scale` does: the new Worker joins, and the group re-forms once, with four.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
+    let scratch = Scratch::start("pytorch-scale").await;
+    let job = elastic_job(
+        &scratch.namespace,
+        torchrun_template(ELASTIC_STEPS),
+        serde_json::json!({}),
+    );
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let logs = async |pods: &Api<Pod>, name: &str| {
+        pods.logs(name, &LogParams::default())
+            .await
+            .unwrap_or_default()
+    };
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("the workers train", Duration::from_secs(300), async || {
+            for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+                if logs(pods, name).await.contains("eto-elastic-step: 10 ") {
+                    return Some(());
+                }
+            }
+            None
+        })
+        .await;
+        let scale = serde_json::json!({"spec": {"replicas": 4}});
+        jobs.patch_scale(
+            "ddp",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&scale),
+        )
+        .await
+        .unwrap();
+    })
+    .await;
+    let pods = scratch.pods();
+    let types = condition_types(&job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        let log = logs(&pods, name).await;
+        println!("{name}:\n{log}");
+        let started = starts(&log);
+        assert_eq!(
+            started.len(),
+            2,
+            "{name}: one start, and one re-formed group: {started:#?}"
+        );
+        assert!(started[1].contains("world=4"), "{started:#?}");
+    }
+    let joined = logs(&pods, "ddp-worker-3").await;
+    println!("ddp-worker-3:\n{joined}");
+    assert_eq!(starts(&joined).len(), 1, "{joined}");
+    scratch.end().await;
+}

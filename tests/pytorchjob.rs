@@ -552,3 +552,77 @@ async fn losing_the_rendezvous_store_resumes_the_job_in_a_new_run_failing_nothin
         .await
         .unwrap();
 }
+
+/// How many of `job`'s workers are ready, by its status.
+fn ready_workers(job: &PyTorchJob) -> i32 {
+    job.status
+        .as_ref()
+        .and_then(|status| status.eto.workers.as_ref())
+        .map_or(0, |workers| workers.ready)
+}
+
+#[tokio::test]
+async fn a_128_worker_elastic_job_losing_two_nodes_at_once_trains_on_and_replaces_them() {
+    let env = Env::start(sim_config(18, 8)).await;
+    let wide = ELASTIC_JOB
+        .replace("name: elastic", "name: wide")
+        .replace("minReplicas: 2", "minReplicas: 96")
+        .replace("maxReplicas: 4", "maxReplicas: 144")
+        .replace("replicas: 3", "replicas: 128");
+    env.apply::<PyTorchJob>(&wide).await;
+    env.wait::<PyTorchJob>("wide", "runs with 128 workers", |job| {
+        has(job, "Running") && ready_workers(job) == 128
+    })
+    .await;
+    let pods: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    let node_of = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let store_node = pods
+        .iter()
+        .find(|pod| pod.metadata.name.as_deref() == Some("wide-rdzv"))
+        .and_then(node_of);
+    let mut nodes: Vec<String> = pods.iter().filter_map(node_of).collect();
+    nodes.sort();
+    nodes.dedup();
+    let reclaimed: Vec<String> = nodes
+        .into_iter()
+        .filter(|node| Some(node) != store_node.as_ref())
+        .take(2)
+        .collect();
+    let lost = pods
+        .iter()
+        .filter(|pod| node_of(pod).is_some_and(|node| reclaimed.contains(&node)))
+        .count();
+    assert_eq!(lost, 16, "two full nodes of workers");
+    for node in &reclaimed {
+        env.cluster
+            .reclaim_node(node, std::time::Duration::ZERO)
+            .unwrap();
+    }
+    let job = env
+        .wait::<PyTorchJob>("wide", "is back to 128 ready workers", |job| {
+            ready_workers(job) == 128
+                && job
+                    .status
+                    .as_ref()
+                    .is_some_and(|status| status.eto.blacklist.len() == 16)
+        })
+        .await;
+    assert!(has(&job, "Running") && !has(&job, "Failed") && !has(&job, "Suspended"));
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run goes on");
+    let indices: Vec<u32> = env
+        .pods()
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter_map(|pod| eto_engine::names::worker_index("wide", pod.metadata.name.as_deref()?))
+        .collect();
+    let replacements = indices.iter().filter(|index| **index >= 128).count();
+    assert_eq!(
+        replacements, 16,
+        "each replaced under a new name: {indices:?}"
+    );
+}

@@ -315,3 +315,12 @@ fn below_its_minimum_it_checkpoints_suspends_once_its_workers_exit_and_resumes_a
         Some(format!("{UID}-1").as_str())
     );
 }
+
+#[test]
+fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
+    let mut world = running(elastic(json!({})));
+    world.pods.remove("ddp-worker-0");
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["ddp-worker-2"]);
+    assert_eq!(phase(&world), Some(JobPhase::Running));
+}

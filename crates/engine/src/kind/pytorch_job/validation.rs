@@ -82,10 +82,13 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
             max: Some(workers),
         },
     };
-    // Workers whose rendezvous eto hosts are replaced, under new names, when they fail or
-    // the platform takes them; a static job's are its ranks, whose loss ends the run.
+    // Workers whose rendezvous eto hosts are replaced, under new names, whenever their pod
+    // ends or goes: a training failure under `OnFailure` restarts in the pod, so what reaches
+    // eto is the platform's doing (a pod gone with its node included), or a failure the
+    // Worker's policy leaves to eto; a first Worker that succeeds ends the job before. A static
+    // job's Workers are its ranks, whose loss ends the run.
     let worker_restart_policy = if hosted {
-        ReplicaRestartPolicy::OnFailure
+        ReplicaRestartPolicy::Always
     } else {
         ReplicaRestartPolicy::Never
     };
