@@ -454,6 +454,26 @@ print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
 dist.destroy_process_group()
 "#;
 
+/// The log of pod `name`, or nothing if it has none (yet, or any more).
+async fn log_of(pods: &Api<Pod>, name: &str) -> String {
+    pods.logs(name, &LogParams::default())
+        .await
+        .unwrap_or_default()
+}
+
+/// Waits until rank 0 of the first three Workers of `ddp` printed its tenth step.
+async fn ten_steps_trained(pods: &Api<Pod>) {
+    until("the workers train", Duration::from_secs(300), async || {
+        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+            if log_of(pods, name).await.contains("eto-elastic-step: 10 ") {
+                return Some(());
+            }
+        }
+        None
+    })
+    .await;
+}
+
 /// An elastic PyTorchJob `ddp` whose rendezvous eto hosts: three Workers of `template`
 /// between two and four, with eto's elastic `settings`.
 fn elastic_job(
@@ -488,21 +508,8 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     let scratch = Scratch::start("pytorch-elastic").await;
     let template = torchrun_template(ELASTIC_STEPS);
     let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
-    let logs = async |pods: &Api<Pod>, name: &str| {
-        pods.logs(name, &LogParams::default())
-            .await
-            .unwrap_or_default()
-    };
     let job = run_to_the_end(&scratch, job, async |pods| {
-        until("the workers train", Duration::from_secs(300), async || {
-            for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-                if logs(pods, name).await.contains("eto-elastic-step: 10 ") {
-                    return Some(());
-                }
-            }
-            None
-        })
-        .await;
+        ten_steps_trained(pods).await;
         // Evicted, as a drain or a preemption takes a pod.
         pods.evict("ddp-worker-0", &Default::default())
             .await
@@ -512,7 +519,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     let pods = scratch.pods();
     let mut printed = String::new();
     for name in ["ddp-rdzv", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"] {
-        let log = logs(&pods, name).await;
+        let log = log_of(&pods, name).await;
         println!("{name}:\n{log}");
         printed.push_str(&log);
     }
@@ -547,7 +554,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
         resumed.len() >= 2,
         "the survivors re-formed the group and went on from the step they reached: {starts:#?}"
     );
-    let replacement = logs(&pods, "ddp-worker-3").await;
+    let replacement = log_of(&pods, "ddp-worker-3").await;
     assert!(
         replacement
             .lines()
@@ -701,21 +708,8 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
         serde_json::json!({}),
     );
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
-    let logs = async |pods: &Api<Pod>, name: &str| {
-        pods.logs(name, &LogParams::default())
-            .await
-            .unwrap_or_default()
-    };
     let job = run_to_the_end(&scratch, job, async |pods| {
-        until("the workers train", Duration::from_secs(300), async || {
-            for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-                if logs(pods, name).await.contains("eto-elastic-step: 10 ") {
-                    return Some(());
-                }
-            }
-            None
-        })
-        .await;
+        ten_steps_trained(pods).await;
         let scale = serde_json::json!({"spec": {"replicas": 4}});
         jobs.patch_scale(
             "ddp",
@@ -734,7 +728,7 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
         "{types:?}"
     );
     for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-        let log = logs(&pods, name).await;
+        let log = log_of(&pods, name).await;
         println!("{name}:\n{log}");
         let started = starts(&log);
         assert_eq!(
@@ -744,7 +738,7 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
         );
         assert!(started[1].contains("world=4"), "{started:#?}");
     }
-    let joined = logs(&pods, "ddp-worker-3").await;
+    let joined = log_of(&pods, "ddp-worker-3").await;
     println!("ddp-worker-3:\n{joined}");
     assert_eq!(starts(&joined).len(), 1, "{joined}");
     scratch.end().await;
