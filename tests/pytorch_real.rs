@@ -597,6 +597,27 @@ print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
 dist.destroy_process_group()
 "#;
 
+/// A pod template running [`ELASTIC_CHECKPOINTED`], its checkpoint in a directory of this
+/// machine under `ETO_E2E_CHECKPOINT_ROOT` (the pods' node must be this machine), and a
+/// reader of the step it holds.
+fn checkpointed_template(
+    scratch: &Scratch,
+) -> (serde_json::Value, impl Fn() -> Option<u32> + use<>) {
+    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
+    let checkpoint = format!("{root}/{}", scratch.namespace);
+    let mut template = torchrun_template(ELASTIC_CHECKPOINTED);
+    template["spec"]["volumes"] = serde_json::json!([{"name": "ckpt",
+        "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}]);
+    template["spec"]["containers"][0]["volumeMounts"] =
+        serde_json::json!([{"name": "ckpt", "mountPath": "/ckpt"}]);
+    let saved = move || {
+        std::fs::read_to_string(format!("{checkpoint}/step"))
+            .ok()
+            .and_then(|step| step.trim().parse::<u32>().ok())
+    };
+    (template, saved)
+}
+
 /// Two of the three Workers of an elastic job (two to four) are evicted while no node takes
 /// a new pod (a spot reclaim on a full cluster): the job is `Suspended`, never `Failed`; once
 /// capacity returns it resumes in a new run, at a new rendezvous, from the step its
@@ -605,21 +626,10 @@ dist.destroy_process_group()
 #[ignore = "needs cluster"]
 async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoint() {
     let scratch = Scratch::start("pytorch-suspend").await;
-    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
-    let checkpoint = format!("{root}/{}", scratch.namespace);
-    let mut template = torchrun_template(ELASTIC_CHECKPOINTED);
-    template["spec"]["volumes"] = serde_json::json!([{"name": "ckpt",
-        "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}]);
-    template["spec"]["containers"][0]["volumeMounts"] =
-        serde_json::json!([{"name": "ckpt", "mountPath": "/ckpt"}]);
+    let (template, saved) = checkpointed_template(&scratch);
     let settings = serde_json::json!({"belowMinSeconds": 5, "checkpointGraceSeconds": 15});
     let job = elastic_job(&scratch.namespace, template, settings);
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
-    let saved = || {
-        std::fs::read_to_string(format!("{checkpoint}/step"))
-            .ok()
-            .and_then(|step| step.trim().parse::<u32>().ok())
-    };
     let client = scratch.client.clone();
     let job = run_to_the_end(&scratch, job, async |pods| {
         until("the workers train", Duration::from_secs(300), async || {
@@ -742,4 +752,107 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
     println!("ddp-worker-3:\n{joined}");
     assert_eq!(starts(&joined).len(), 1, "{joined}");
     scratch.end().await;
+}
+
+/// What evicting worker 0 of an elastic job cost, as a benchmark prints it.
+struct EvictionCost {
+    /// Seconds from the eviction to the first step trained after it.
+    seconds_to_next_step: f64,
+    /// Steps the job had saved and trained again.
+    steps_redone: u32,
+    /// Runs the job started after its first.
+    new_runs: i32,
+    /// The job's last condition.
+    outcome: String,
+}
+
+/// Runs [`ELASTIC_CHECKPOINTED`] as an elastic job with `settings` (rendezvous and eto's),
+/// evicts worker 0 once 10 steps are saved, and measures what it cost.
+async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost {
+    let scratch = Scratch::start(name).await;
+    let (template, saved) = checkpointed_template(&scratch);
+    let job = elastic_job(&scratch.namespace, template, settings);
+    let mut cost = (0.0, 0);
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let before = saved().unwrap_or_default();
+        let evicted = std::time::Instant::now();
+        pods.evict("ddp-worker-0", &Default::default())
+            .await
+            .unwrap();
+        until(
+            "a step after the eviction",
+            Duration::from_secs(600),
+            async || {
+                let step = saved()?;
+                // Saving steps at or below the last one before the eviction is training again.
+                (step > before).then_some(())
+            },
+        )
+        .await;
+        cost = (evicted.elapsed().as_secs_f64(), before);
+    })
+    .await;
+    let pods = scratch.pods();
+    let mut starts_after = Vec::new();
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let log = log_of(&pods, &pod.metadata.name.unwrap_or_default()).await;
+        starts_after.extend(
+            starts(&log)
+                .into_iter()
+                .filter_map(|line| {
+                    line.split_whitespace()
+                        .find_map(|word| word.strip_prefix("from_step="))?
+                        .parse::<u32>()
+                        .ok()
+                })
+                .filter(|step| *step > 0),
+        );
+    }
+    let resumed_from = starts_after.into_iter().min().unwrap_or(0);
+    let status = job.status.clone().unwrap_or_default();
+    let result = EvictionCost {
+        seconds_to_next_step: cost.0,
+        steps_redone: cost.1.saturating_sub(resumed_from),
+        new_runs: status.eto.run.unwrap_or(0),
+        outcome: condition_types(&job).last().cloned().unwrap_or_default(),
+    };
+    scratch.end().await;
+    result
+}
+
+/// Benchmark: worker 0 of an elastic job evicted at step 10, around eto's rendezvous store
+/// (with torchrun's rendezvous timeouts, and with a 5-second last call) and with v1's wiring
+/// (the store in worker 0's agent, `rdzvHost: ddp-worker-0`), the same script checkpointing
+/// every step. Prints the figures; asserts only that every job succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn benchmark_worker_0_evicted_with_etos_store_and_with_v1s_wiring() {
+    let short_last_call =
+        serde_json::json!({"rdzvConf": [{"key": "last_call_timeout", "value": "5"}]});
+    let costs = [
+        evict_worker_0("bench-eto", serde_json::json!({})).await,
+        evict_worker_0("bench-eto-5s", short_last_call).await,
+        evict_worker_0("bench-v1", serde_json::json!({"rdzvHost": "ddp-worker-0"})).await,
+    ];
+    let row = |what: &str, value: &dyn Fn(&EvictionCost) -> String| {
+        let values: Vec<String> = costs.iter().map(value).collect();
+        println!("| {what} | {} |", values.join(" | "));
+    };
+    println!(
+        "| worker 0 evicted at step 10 | eto's store | eto's store, `last_call_timeout=5` | v1's wiring |"
+    );
+    println!("|---|---|---|---|");
+    row("eviction → next step trained", &|c| {
+        format!("{:.1} s", c.seconds_to_next_step)
+    });
+    row("steps trained again", &|c| c.steps_redone.to_string());
+    row("runs restarted", &|c| c.new_runs.to_string());
+    row("outcome", &|c| c.outcome.clone());
+    for cost in &costs {
+        assert_eq!(cost.outcome, "Succeeded");
+    }
 }
