@@ -17,12 +17,13 @@ use eto_api::training_job::Notice;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
 use eto_api::well_known::{HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
-    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Planner,
-    RejectedPod, SameStall, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
+    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Plan,
+    Planner, RejectedPod, SameStall, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run,
+    needs_apply,
 };
 use crate::build::{self, Job};
 use crate::conditions as c;
@@ -756,30 +757,14 @@ impl<'p, 'o> Run<'p, 'o> {
             LauncherObject::Master => {
                 // A Service per pod, named like it, for the run's workers as the spec has them.
                 let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
-                for service in pytorch_job::objects::pod_services(job, &workers) {
-                    let observed = observed
-                        .pod_services
-                        .iter()
-                        .copied()
-                        .find(|existing| existing.metadata.name == service.metadata.name);
-                    if needs_apply(&service, observed) {
-                        plan.apply.push(Child::Service(Box::new(service)));
-                    }
-                }
-                return;
+                let services = pytorch_job::objects::pod_services(job, &workers);
+                return apply_pod_services(plan, observed, services);
             }
             LauncherObject::RendezvousStore => {
-                let service = pytorch_job::objects::store_service(job);
-                let name = service.as_ref().and_then(|s| s.metadata.name.as_deref());
-                let observed = observed
-                    .pod_services
-                    .iter()
-                    .copied()
-                    .find(|existing| existing.metadata.name.as_deref() == name);
-                if let Some(service) = service.filter(|s| needs_apply(s, observed)) {
-                    plan.apply.push(Child::Service(Box::new(service)));
-                }
-                return;
+                let services = pytorch_job::objects::store_service(job)
+                    .into_iter()
+                    .collect();
+                return apply_pod_services(plan, observed, services);
             }
         };
         if needs_apply(&service, observed.worker_service) {
@@ -1151,4 +1136,19 @@ const WAITING_FOR_WORKERS: &str = "WaitingForWorkers";
 /// longer wants. `None` when it shows them already.
 fn metadata_change(desired: &ObjectMeta, observed: &Pod) -> Option<Child> {
     PodMetadata::change(desired, &observed.metadata, &[NOTICE_ANNOTATION]).map(Child::PodMetadata)
+}
+
+/// Applies those of `services` that differ from the Service of the same name found by name
+/// (`observed.pod_services`), or that no Service of their name was found for.
+fn apply_pod_services(plan: &mut Plan, observed: &Observed<'_>, services: Vec<Service>) {
+    for service in services {
+        let existing = observed
+            .pod_services
+            .iter()
+            .copied()
+            .find(|existing| existing.metadata.name == service.metadata.name);
+        if needs_apply(&service, existing) {
+            plan.apply.push(Child::Service(Box::new(service)));
+        }
+    }
 }
