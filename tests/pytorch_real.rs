@@ -461,6 +461,31 @@ async fn log_of(pods: &Api<Pod>, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The logs of every pod of the namespace, each printed under its name.
+async fn every_log(pods: &Api<Pod>) -> String {
+    let mut printed = String::new();
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap_or_default();
+        let log = log_of(pods, &name).await;
+        println!("{name}:\n{log}");
+        printed.push_str(&log);
+    }
+    printed
+}
+
+/// The start lines `log` printed.
+fn starts(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|line| line.starts_with("eto-elastic-start:"))
+        .collect()
+}
+
+/// The value of `key` (`from_step=`, `run_id=`, ...) in a line the training printed.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|word| word.strip_prefix(key))
+}
+
 /// Waits until rank 0 of the first three Workers of `ddp` printed its tenth step.
 async fn ten_steps_trained(pods: &Api<Pod>) {
     until("the workers train", Duration::from_secs(300), async || {
@@ -517,12 +542,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     })
     .await;
     let pods = scratch.pods();
-    let mut printed = String::new();
-    for name in ["ddp-rdzv", "ddp-worker-1", "ddp-worker-2", "ddp-worker-3"] {
-        let log = log_of(&pods, name).await;
-        println!("{name}:\n{log}");
-        printed.push_str(&log);
-    }
+    let printed = every_log(&pods).await;
     let types = condition_types(&job);
     assert_eq!(
         types.last().map(String::as_str),
@@ -532,15 +552,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     let status = job.status.unwrap();
     assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
     assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
-    let starts: Vec<&str> = printed
-        .lines()
-        .filter(|line| line.starts_with("eto-elastic-start:"))
-        .collect();
-    let field = |line: &str, key: &str| {
-        line.split_whitespace()
-            .find_map(|word| word.strip_prefix(key))
-            .map(str::to_string)
-    };
+    let starts = starts(&printed);
     let run_ids: std::collections::BTreeSet<_> = starts
         .iter()
         .filter_map(|line| field(line, "run_id="))
@@ -661,17 +673,7 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
         set_unschedulable(&client, &node, false).await;
     })
     .await;
-    let pods = scratch.pods();
-    let mut printed = String::new();
-    for pod in pods.list(&Default::default()).await.unwrap() {
-        let name = pod.metadata.name.unwrap_or_default();
-        let log = pods
-            .logs(&name, &LogParams::default())
-            .await
-            .unwrap_or_default();
-        println!("{name}:\n{log}");
-        printed.push_str(&log);
-    }
+    let printed = every_log(&scratch.pods()).await;
     let types = condition_types(&job);
     assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
     assert_eq!(
@@ -682,9 +684,9 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
     let status = job.status.unwrap();
     assert_eq!(status.eto.run, Some(1), "one new run");
     assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
-    let resumed: Vec<&str> = printed
-        .lines()
-        .filter(|line| line.starts_with("eto-elastic-start:") && line.ends_with("-1"))
+    let resumed: Vec<&str> = starts(&printed)
+        .into_iter()
+        .filter(|line| line.ends_with("-1"))
         .collect();
     assert!(
         !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
@@ -697,13 +699,6 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
         "the training ended: {printed}"
     );
     scratch.end().await;
-}
-
-/// The start lines `log` printed.
-fn starts(log: &str) -> Vec<&str> {
-    log.lines()
-        .filter(|line| line.starts_with("eto-elastic-start:"))
-        .collect()
 }
 
 /// An elastic job of three Workers (two to four) scaled to four mid-training, as
@@ -796,23 +791,13 @@ async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost
         cost = (evicted.elapsed().as_secs_f64(), before);
     })
     .await;
-    let pods = scratch.pods();
-    let mut starts_after = Vec::new();
-    for pod in pods.list(&Default::default()).await.unwrap() {
-        let log = log_of(&pods, &pod.metadata.name.unwrap_or_default()).await;
-        starts_after.extend(
-            starts(&log)
-                .into_iter()
-                .filter_map(|line| {
-                    line.split_whitespace()
-                        .find_map(|word| word.strip_prefix("from_step="))?
-                        .parse::<u32>()
-                        .ok()
-                })
-                .filter(|step| *step > 0),
-        );
-    }
-    let resumed_from = starts_after.into_iter().min().unwrap_or(0);
+    let printed = every_log(&scratch.pods()).await;
+    let resumed_from = starts(&printed)
+        .into_iter()
+        .filter_map(|line| field(line, "from_step=")?.parse::<u32>().ok())
+        .filter(|step| *step > 0)
+        .min()
+        .unwrap_or(0);
     let status = job.status.clone().unwrap_or_default();
     let result = EvictionCost {
         seconds_to_next_step: cost.0,

@@ -69,12 +69,17 @@ fn env_of(pod: &Pod, name: &str) -> Option<String> {
         .clone()
 }
 
-async fn all_ready(env: &Env) -> Vec<Pod> {
+/// The pods `names`, once each is ready.
+async fn ready(env: &Env, names: &[&str]) -> Vec<Pod> {
     let mut pods = Vec::new();
-    for name in PODS {
+    for name in names {
         pods.push(env.wait_pod(name, "is ready", pod_ready).await.unwrap());
     }
     pods
+}
+
+async fn all_ready(env: &Env) -> Vec<Pod> {
+    ready(env, &PODS).await
 }
 
 #[tokio::test]
@@ -453,8 +458,8 @@ async fn an_elastic_job_keeps_its_rendezvous_when_worker_0_goes_and_grows_to_its
         None,
         "the store asks for no GPU"
     );
-    for name in ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"] {
-        let worker = env.wait_pod(name, "is ready", pod_ready).await.unwrap();
+    let workers = ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"];
+    for worker in ready(&env, &workers).await {
         assert_eq!(
             env_of(&worker, "PET_RDZV_ENDPOINT").as_deref(),
             Some("elastic-rdzv.elastic-workers:29400")
@@ -522,14 +527,13 @@ async fn an_elastic_job_keeps_its_rendezvous_when_worker_0_goes_and_grows_to_its
 async fn losing_the_rendezvous_store_resumes_the_job_in_a_new_run_failing_nothing() {
     let env = Env::start(sim_config(2, 8)).await;
     env.apply::<PyTorchJob>(ELASTIC_JOB).await;
-    for name in [
+    let pods = [
         "elastic-rdzv",
         "elastic-worker-0",
         "elastic-worker-1",
         "elastic-worker-2",
-    ] {
-        env.wait_pod(name, "is ready", pod_ready).await.unwrap();
-    }
+    ];
+    ready(&env, &pods).await;
     env.cluster
         .fail_pod("default", "elastic-rdzv", 137, "OOMKilled")
         .unwrap();
