@@ -13,15 +13,31 @@ one line of JSON, within about a second of deciding it:
   preemption, a drain). Save what this pod must and exit before "deadline" (absent when
   unknown).
 - kind "Resume": this run resumes a suspended job. Load the latest checkpoint.
+- kind "Checkpoint": (a PyTorchJob whose rendezvous eto hosts) a worker leaves the group
+  soon, and torchrun then restarts every worker: save a checkpoint now, say so with
+  saved(step), and wait (wait_for_change()); the re-formed group loads it. The worker
+  leaves once the training code says it saved, or at "deadline".
 
 An empty file means there is no notice.
+
+With torchrun, every rank polls and all must agree on the step they save at, for example:
+
+    flag = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)     # every rank, every step
+    if flag.item():
+        if eto_notice.notice_kind() == "Suspend":
+            save(step); sys.exit(0)                   # the job stops: exit
+        if rank == 0:
+            save(step)
+            eto_notice.saved(step)                    # one call: the change may go on
+        eto_notice.wait_for_change()                  # torchrun restarts this process
 
 A pod can also be told by the platform before eto sees it: an eviction, a drain or a node
 shutdown sends the pod SIGTERM at once. eto's small PID 1 (see eto's docs/how-a-job-runs.md, "Graceful
 termination") then writes a "Reclaim" notice of the same form, reason "Terminating", to
 /run/eto/notice (or /tmp/eto/notice where /run is not writable) and keeps the training
 processes running until they exit or the pod's grace period ends. notice() reads both and
-returns the more urgent: "Suspend", then "Reclaim", then "Resume".
+returns the most urgent: "Suspend", then "Reclaim", then "Checkpoint", then "Resume".
 
 Copy this file next to your training script; it needs nothing beyond the Python standard
 library.
@@ -29,11 +45,15 @@ library.
 
 import json
 import os
+import time
+import urllib.request
 from datetime import datetime
 
 NOTICE_FILE = "/etc/edl/notice"
 TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
-URGENCY = {"Suspend": 3, "Reclaim": 2, "Resume": 1}
+URGENCY = {"Suspend": 4, "Reclaim": 3, "Checkpoint": 2, "Resume": 1}
+ASKS_TO_SAVE = ("Suspend", "Reclaim", "Checkpoint")
+_answered = set()
 
 
 def notice():
@@ -95,3 +115,76 @@ def is_resume():
         return True
     current = notice()
     return bool(current and current.get("kind") == "Resume")
+
+
+def notice_kind():
+    """The kind of the current notice ("Suspend", "Reclaim", "Checkpoint", "Resume"), or None."""
+    current = notice()
+    return current.get("kind") if current else None
+
+
+def checkpoint_requested():
+    """True while a notice asks this process to save a checkpoint that it has not answered
+    with saved() yet: "Suspend", "Reclaim" or "Checkpoint"."""
+    current = notice()
+    return bool(
+        current
+        and current.get("kind") in ASKS_TO_SAVE
+        and _key(current) not in _answered
+    )
+
+
+def saved(step=None):
+    """Says the checkpoint the current notice asked for is saved; returns whether eto heard.
+
+    Marks the notice answered in this process (checkpoint_requested() is then False for it)
+    and tells eto through its rendezvous store (ETO_SAVED_URL, set in the pods of a
+    PyTorchJob whose rendezvous eto hosts), so that a worker waiting to leave leaves now
+    instead of at the notice's deadline. One call from one rank is enough. Without
+    ETO_SAVED_URL, or when the store does not answer within two seconds, eto is not told and
+    the change happens at the deadline.
+    """
+    current = notice()
+    if not current or current.get("kind") not in ASKS_TO_SAVE:
+        return False
+    _answered.add(_key(current))
+    url = os.environ.get("ETO_SAVED_URL")
+    if not url:
+        return False
+    body = json.dumps({
+        "pod": os.environ.get("HOSTNAME", ""),
+        "step": step,
+        "since": current.get("since"),
+    }).encode()
+    request = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=2) as answer:
+            return 200 <= answer.status < 300
+    except (OSError, ValueError):
+        return False
+
+
+def wait_for_change(poll_seconds=0.5, timeout_seconds=None):
+    """After saved(): waits while the notice it answered stands. Returns when it is taken down
+    or replaced (the change was called off, or another notice came), or after
+    timeout_seconds. Under torchrun the change usually comes first: the agent restarts this
+    process, which then loads the checkpoint.
+    """
+    current = notice()
+    key = current and _key(current)
+    waited = 0.0
+    while key is not None:
+        now = notice()
+        if not now or _key(now) != key:
+            return
+        if timeout_seconds is not None and waited >= timeout_seconds:
+            return
+        time.sleep(poll_seconds)
+        waited += poll_seconds
+
+
+def _key(value):
+    """What tells notices apart: their kind and when they were posted."""
+    return (value.get("kind"), value.get("since"))

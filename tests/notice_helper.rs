@@ -199,3 +199,80 @@ fn the_example_training_loops_are_valid_python() {
         }
     }
 }
+
+#[test]
+fn a_checkpoint_notice_is_answered_once_with_the_step_and_the_notices_time() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/saved", listener.local_addr().unwrap());
+    let store = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut request_line = String::new();
+        reader.read_line(&mut request_line).unwrap();
+        let mut length = 0;
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            if header.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let mut stream = reader.into_inner();
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"recorded\":true}")
+            .unwrap();
+        (
+            request_line,
+            serde_json::from_slice::<Value>(&body).unwrap(),
+        )
+    });
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("checkpoint");
+    std::fs::write(&file, notice(NoticeKind::Checkpoint, Some(1_800_000_030))).unwrap();
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+before = eto_notice.checkpoint_requested()
+heard = eto_notice.saved(12)
+after = eto_notice.checkpoint_requested()
+eto_notice.wait_for_change(poll_seconds=0.01, timeout_seconds=0.05)
+print(json.dumps({"before": before, "heard": heard, "after": after,
+                  "alive": eto_notice.check_alive(), "kind": eto_notice.notice_kind()}))
+"#;
+    let output = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env("ETO_NOTICE_FILE", &file)
+        .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+        .env("ETO_SAVED_URL", &url)
+        .env("HOSTNAME", "ddp-worker-0")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"before": true, "heard": true, "after": false, "alive": true, "kind": "Checkpoint"}),
+        "asked once, answered, and training is not stopped"
+    );
+    let (request_line, body) = store.join().unwrap();
+    assert!(request_line.starts_with("POST /saved "), "{request_line}");
+    assert_eq!(
+        body,
+        json!({"pod": "ddp-worker-0", "step": 12, "since": "2027-01-15T08:00:00Z"})
+    );
+}

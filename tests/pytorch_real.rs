@@ -327,6 +327,17 @@ async fn results(pods: &Api<Pod>) -> Vec<String> {
     results
 }
 
+/// The job's condition types, after asserting that `Succeeded` is the newest.
+fn succeeded_last(job: &PyTorchJob) -> Vec<String> {
+    let types = condition_types(job);
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("Succeeded"),
+        "{types:?}"
+    );
+    types
+}
+
 fn condition_types(job: &PyTorchJob) -> Vec<String> {
     job.status
         .iter()
@@ -340,12 +351,7 @@ fn condition_types(job: &PyTorchJob) -> Vec<String> {
 async fn eto_runs_a_pytorchjob_of_a_master_and_two_workers_to_succeeded() {
     let scratch = Scratch::start("pytorchjob").await;
     let job = run_to_the_end(&scratch, ddp_job(&scratch.namespace), async |_| {}).await;
-    let types = condition_types(&job);
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
+    succeeded_last(&job);
     assert_eq!(results(&scratch.pods()).await, EVERY_RANK_SAW_ALL);
     scratch.end().await;
 }
@@ -368,12 +374,7 @@ async fn a_worker_deleted_mid_training_comes_back_under_its_name_and_the_job_suc
             .unwrap();
     })
     .await;
-    let types = condition_types(&job);
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
+    succeeded_last(&job);
     let status = job.status.unwrap();
     assert_eq!(
         status.eto.restart_count.unwrap_or(0),
@@ -399,12 +400,7 @@ async fn a_worker_that_fails_under_on_failure_restarts_in_its_pod_and_the_job_su
         job["spec"]["pytorchReplicaSpecs"][replica]["template"] = template.clone();
     }
     let job = run_to_the_end(&scratch, job, async |_| {}).await;
-    let types = condition_types(&job);
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
+    succeeded_last(&job);
     let status = job.status.unwrap();
     assert_eq!(
         status.eto.run.unwrap_or(0),
@@ -499,6 +495,18 @@ async fn ten_steps_trained(pods: &Api<Pod>) {
     .await;
 }
 
+/// Sets the Worker replicas of `ddp` through its scale subresource, as `kubectl scale` does.
+async fn scale_workers(jobs: &Api<PyTorchJob>, replicas: i32) {
+    let scale = serde_json::json!({"spec": {"replicas": replicas}});
+    jobs.patch_scale(
+        "ddp",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&scale),
+    )
+    .await
+    .unwrap();
+}
+
 /// An elastic PyTorchJob `ddp` whose rendezvous eto hosts: three Workers of `template`
 /// between two and four, with eto's elastic `settings`.
 fn elastic_job(
@@ -543,12 +551,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
     .await;
     let pods = scratch.pods();
     let printed = every_log(&pods).await;
-    let types = condition_types(&job);
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
+    succeeded_last(&job);
     let status = job.status.unwrap();
     assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
     assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
@@ -715,23 +718,11 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let job = run_to_the_end(&scratch, job, async |pods| {
         ten_steps_trained(pods).await;
-        let scale = serde_json::json!({"spec": {"replicas": 4}});
-        jobs.patch_scale(
-            "ddp",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&scale),
-        )
-        .await
-        .unwrap();
+        scale_workers(&jobs, 4).await;
     })
     .await;
     let pods = scratch.pods();
-    let types = condition_types(&job);
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
+    succeeded_last(&job);
     for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
         let log = log_of(&pods, name).await;
         println!("{name}:\n{log}");
@@ -746,6 +737,182 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
     let joined = log_of(&pods, "ddp-worker-3").await;
     println!("ddp-worker-3:\n{joined}");
     assert_eq!(starts(&joined).len(), 1, "{joined}");
+    scratch.end().await;
+}
+
+/// Saves its step only when eto asks (through `python/eto_notice.py`, mounted from this
+/// repository): every rank polls the notice each step and they agree by an all-reduce; rank 0
+/// saves and says so, and every rank waits for the change.
+const ELASTIC_ON_NOTICE: &str = r#"
+import os, sys, time, torch, torch.distributed as dist
+sys.path.insert(0, "/opt/eto-helper")
+import eto_notice
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+path = "/ckpt/step"
+def save(step):
+    with open(path + ".tmp", "w") as saved:
+        saved.write(str(step))
+    os.replace(path + ".tmp", path)
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']}", flush=True)
+while step < 60:
+    asked = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
+    dist.all_reduce(asked, op=dist.ReduceOp.MAX)
+    if asked.item():
+        if rank == 0:
+            save(step)
+            print(f"eto-elastic-saved: {step} kind={eto_notice.notice_kind()} heard={eto_notice.saved(step)}", flush=True)
+        eto_notice.wait_for_change()
+        continue
+    value = torch.tensor([1.0])
+    dist.all_reduce(value)
+    step += 1
+    if rank == 0:
+        print(f"eto-elastic-step: {step} world={int(value.item())}", flush=True)
+    time.sleep(0.5)
+if rank == 0:
+    save(step)
+print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
+dist.destroy_process_group()
+"#;
+
+/// A Worker removed from an elastic job (three Workers, two to four, scaled to two as
+/// `kubectl scale` does) leaves only after the group saved: every Worker is told to
+/// checkpoint, rank 0 saves and says so through eto's helper, the Worker leaves on that word
+/// (long before `drainSeconds`), and the group re-forms once, with two, from the saved step:
+/// nothing is trained twice.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_twice() {
+    let scratch = Scratch::start("pytorch-regroup").await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let helper =
+        std::fs::read_to_string(eto_tests::workspace_root().join("python/eto_notice.py")).unwrap();
+    let config_map = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "eto-helper"}, "data": {"eto_notice.py": helper}
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let (mut template, saved) = checkpointed_template(&scratch);
+    template["spec"]["containers"][0]["command"] =
+        torchrun_template(ELASTIC_ON_NOTICE)["spec"]["containers"][0]["command"].clone();
+    template["spec"]["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "helper", "configMap": {"name": "eto-helper"}}));
+    template["spec"]["containers"][0]["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "helper", "mountPath": "/opt/eto-helper"}));
+    let job = elastic_job(
+        &scratch.namespace,
+        template,
+        serde_json::json!({"drainSeconds": 300}),
+    );
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        ten_steps_trained(pods).await;
+        scale_workers(&jobs, 2).await;
+        let notice = until(
+            "the group is told to save",
+            Duration::from_secs(60),
+            async || jobs.get("ddp").await.ok()?.status?.eto.notice,
+        )
+        .await;
+        println!("notice: {notice:?}");
+        assert_eq!(notice.kind, eto_api::training_job::NoticeKind::Checkpoint);
+        let deadline = notice.deadline.expect("a deadline").0;
+        until(
+            "the removed Worker goes",
+            Duration::from_secs(300),
+            async || {
+                let gone = match pods.get_opt("ddp-worker-2").await.ok()? {
+                    None => true,
+                    Some(pod) => pod.metadata.deletion_timestamp.is_some(),
+                };
+                gone.then_some(())
+            },
+        )
+        .await;
+        assert!(
+            jiff::Timestamp::now() < deadline,
+            "it left on the training's word, before drainSeconds were over"
+        );
+        println!("step saved when it left: {:?}", saved());
+        // The status shows the group that re-formed, as the store reports it.
+        let rendezvous = until("the group re-forms", Duration::from_secs(120), async || {
+            let shown = jobs.get("ddp").await.ok()?.status?.eto.rendezvous?;
+            (shown.agents == 2 && shown.complete).then_some(shown)
+        })
+        .await;
+        println!("the rendezvous eto shows: {rendezvous:?}");
+        assert!(rendezvous.round >= 1, "a round after the first");
+    })
+    .await;
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    succeeded_last(&job);
+    let saved_lines: Vec<&str> = printed
+        .lines()
+        .filter(|line| line.starts_with("eto-elastic-saved:"))
+        .collect();
+    assert_eq!(saved_lines.len(), 1, "{saved_lines:#?}");
+    assert!(
+        saved_lines[0].ends_with("kind=Checkpoint heard=True"),
+        "{saved_lines:#?}"
+    );
+    let saved_step: u32 = saved_lines[0]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    for name in ["ddp-worker-0", "ddp-worker-1"] {
+        let log = log_of(&pods, name).await;
+        let started = starts(&log);
+        assert_eq!(
+            started.len(),
+            2,
+            "{name}: one start, and one re-formed group: {started:#?}"
+        );
+        assert_eq!(field(started[1], "world="), Some("2"), "{started:#?}");
+        assert_eq!(
+            field(started[1], "from_step=").and_then(|s| s.parse().ok()),
+            Some(saved_step),
+            "{started:#?}"
+        );
+    }
+    // Rank 0 of the first group printed its steps and what it saved in one pod's log.
+    let mut saver_log = String::new();
+    for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        let log = log_of(&pods, name).await;
+        if log.contains("eto-elastic-saved:") {
+            saver_log = log;
+        }
+    }
+    // Every step its first group trained, before the group re-formed.
+    let trained_before: u32 = saver_log
+        .lines()
+        .skip_while(|line| !line.starts_with("eto-elastic-start:"))
+        .skip(1)
+        .take_while(|line| !line.starts_with("eto-elastic-start:"))
+        .filter_map(|line| line.strip_prefix("eto-elastic-step: "))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .max()
+        .unwrap_or_default();
+    println!(
+        "scale-in 3 -> 2: saved at step {saved_step}, trained up to {trained_before} before it: {} steps trained twice",
+        trained_before.saturating_sub(saved_step)
+    );
+    assert!(
+        trained_before <= saved_step,
+        "nothing beyond the saved step was trained before the group re-formed"
+    );
     scratch.end().await;
 }
 

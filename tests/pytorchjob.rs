@@ -630,3 +630,139 @@ async fn a_128_worker_elastic_job_losing_two_nodes_at_once_trains_on_and_replace
         "each replaced under a new name: {indices:?}"
     );
 }
+
+/// A stand-in for the report of a rendezvous store: answers every request with the body the
+/// test puts in the returned cell.
+async fn report_stand_in() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<String>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let body = std::sync::Arc::new(std::sync::Mutex::new(
+        r#"{"saved": [], "rendezvous": null}"#.to_string(),
+    ));
+    let answer = body.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = vec![0_u8; 4096];
+            let _ = stream.read(&mut request).await;
+            let text = answer.lock().unwrap().clone();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+    });
+    (address, body)
+}
+
+/// The notice pod `pod` shows, if any.
+fn notice_on(pod: &Pod) -> Option<eto_api::training_job::Notice> {
+    let annotations = pod.metadata.annotations.as_ref()?;
+    serde_json::from_str(annotations.get(eto_api::well_known::NOTICE_ANNOTATION)?).ok()
+}
+
+/// Three Workers on three one-GPU nodes, a fourth node free: the node under worker 1
+/// announces it goes. Every Worker is told to save (worker 1 with its own `Reclaim` notice),
+/// nothing is deleted or created until the training code's word reaches eto through the
+/// store's report (long before `drainSeconds`), and then worker 1 goes and its replacement
+/// starts in the same moment, off the warned node.
+#[tokio::test]
+async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
+    use eto_api::training_job::NoticeKind;
+    // Pods take two seconds to go once deleted, as a real kubelet stopping torchrun does.
+    let mut config = sim_config(4, 1);
+    config.kubelet.termination_delay = std::time::Duration::from_secs(2);
+    let env = Env::start(config).await;
+    let (address, report) = report_stand_in().await;
+    env.cluster
+        .forward_pod_port("default", "elastic-rdzv", 29401, address);
+    let job = ELASTIC_JOB.replace("maxRestarts: 3", "maxRestarts: 3\n    drainSeconds: 600");
+    env.apply::<PyTorchJob>(&job).await;
+    let workers = ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"];
+    ready(&env, &workers).await;
+    env.wait_pod("elastic-rdzv", "is ready", pod_ready)
+        .await
+        .unwrap();
+    env.wait::<PyTorchJob>("elastic", "runs", |job| has(job, "Running"))
+        .await;
+    let leaving = env.pods().get("elastic-worker-1").await.unwrap();
+    let node = leaving.spec.unwrap().node_name.unwrap();
+    let warning = eto_sim::nodes::warnings::Warning {
+        taint: Some("karpenter.sh/disrupted".into()),
+        ..Default::default()
+    };
+    env.cluster.warn_node(&node, &warning).unwrap();
+
+    let mut shown = Vec::new();
+    for worker in workers {
+        let pod = env
+            .wait_pod(worker, "shows a notice", |pod| {
+                pod.and_then(notice_on).is_some()
+            })
+            .await
+            .unwrap();
+        shown.push(notice_on(&pod).unwrap());
+    }
+    assert_eq!(
+        shown.iter().map(|n| n.kind).collect::<Vec<_>>(),
+        [
+            NoticeKind::Checkpoint,
+            NoticeKind::Reclaim,
+            NoticeKind::Checkpoint
+        ]
+    );
+    let since = serde_json::to_value(&shown[0].since).unwrap();
+    let names = |pods: Vec<Pod>| -> Vec<String> {
+        pods.into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect()
+    };
+    let before = names(env.pods().list(&Default::default()).await.unwrap().items);
+    assert_eq!(
+        before,
+        [
+            "elastic-rdzv",
+            "elastic-worker-0",
+            "elastic-worker-1",
+            "elastic-worker-2"
+        ],
+        "nothing goes or comes while the group saves"
+    );
+
+    *report.lock().unwrap() =
+        json!({"saved": [{"pod": "elastic-worker-0", "step": 40, "since": since}], "rendezvous": null})
+            .to_string();
+    env.wait_pod("elastic-worker-1", "is deleted", |pod| {
+        pod.is_some_and(|pod| pod.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    // While it goes, the group stays told to wait and nobody joins it.
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let status = jobs.get("elastic").await.unwrap().status.unwrap();
+    assert!(status.eto.notice.is_some(), "{status:?}");
+    let pods: Api<Pod> = env.pods();
+    assert!(pods.get_opt("elastic-worker-3").await.unwrap().is_none());
+    let replacement = env
+        .wait_pod("elastic-worker-3", "replaces worker 1", pod_ready)
+        .await
+        .unwrap();
+    assert_ne!(replacement.spec.unwrap().node_name, Some(node));
+    let gone = pods.get_opt("elastic-worker-1").await.unwrap();
+    assert!(gone.is_none(), "it came once worker 1 was gone");
+    let job = env
+        .wait::<PyTorchJob>("elastic", "takes the notice down", |job| {
+            job.status.as_ref().is_some_and(|s| s.eto.notice.is_none())
+        })
+        .await;
+    assert!(has(&job, "Running") && !has(&job, "Failed"));
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run goes on"
+    );
+}

@@ -71,9 +71,19 @@ pub struct ReplicaStatus {
     /// Pods that finished successfully.
     #[serde(default)]
     pub succeeded: i32,
-    /// Pods that failed.
+    /// Pods whose training failed.
     #[serde(default)]
     pub failed: i32,
+    /// eto: pods the platform took (evicted, preempted, reclaimed with their node, taken by a
+    /// disruption), counted apart from `failed`: their training did not fail.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub preempted: i32,
+}
+
+/// Whether a count is zero, for counts written only when not.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+pub(crate) fn is_zero(count: &i32) -> bool {
+    *count == 0
 }
 
 /// Name and value of an environment variable passed to a scaling script.

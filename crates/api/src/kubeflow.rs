@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::training_job::{
     BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, WarnedNode, WorkerSummary,
+    NodeCooldown, Notice, RendezvousStatus, WarnedNode, WorkerSummary,
 };
 
 /// Gang-scheduling settings of a Kubeflow job.
@@ -51,9 +51,13 @@ pub struct KubeflowReplicaStatus {
     /// Pods that finished successfully.
     #[serde(default)]
     pub succeeded: i32,
-    /// Pods that failed.
+    /// Pods whose training failed.
     #[serde(default)]
     pub failed: i32,
+    /// eto: pods the platform took (evicted, preempted, reclaimed with their node, taken by a
+    /// disruption), counted apart from `failed`: their training did not fail.
+    #[serde(default, skip_serializing_if = "crate::common::is_zero")]
+    pub preempted: i32,
     /// Deprecated: the selector of the replicas' pods as a structure; see `selector`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<LabelSelector>,
@@ -114,6 +118,14 @@ pub struct EtoJobStatus {
     /// eto: workers removed from the job whose pods are deleted once their drain ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub draining_workers: Vec<DrainingWorker>,
+
+    /// eto: workers not created yet because workers drain out of the group they join.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_workers: Vec<String>,
+
+    /// eto: torchrun's rendezvous of the current run, as the store eto hosts reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<RendezvousStatus>,
 
     /// eto: nodes the job's new workers avoid because a worker failed there recently.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

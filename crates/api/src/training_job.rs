@@ -358,6 +358,10 @@ pub struct ElasticPolicy {
     /// instead of seeing a crash; its pod is deleted when this time is over, when the pod has
     /// stopped by itself, or when the launcher is no longer running, whichever comes first.
     /// Workers that were not in host discovery yet are deleted at once. Defaults to 30.
+    /// For a PyTorchJob whose rendezvous eto hosts, the time every worker is given to save a
+    /// checkpoint (a `Checkpoint` notice) before a worker leaves and the group re-forms,
+    /// cut short once the training code says it saved; a worker on a node that announced
+    /// it goes away leaves the same way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub drain_seconds: Option<i32>,
@@ -397,6 +401,7 @@ pub struct ElasticPolicy {
     /// the SSH daemon eto runs in a worker without one; the image needs `/bin/sh`. When the
     /// template leaves `terminationGracePeriodSeconds` unset, eto sets it to
     /// `checkpointGraceSeconds`. Defaults to true (for an MPIJob, only with `elasticPolicy`).
+    /// A PyTorchJob's pods run their command as written: torchrun handles SIGTERM itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_on_termination: Option<bool>,
 }
@@ -484,6 +489,17 @@ pub struct TrainingJobStatus {
     /// once their drain ends (see `elasticPolicy.drainSeconds`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub draining_workers: Vec<DrainingWorker>,
+
+    /// Workers of `targetWorkers` not created yet: those of a PyTorchJob whose rendezvous eto
+    /// hosts wait while workers drain out of its group, to join the group that re-forms
+    /// without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_workers: Vec<String>,
+
+    /// torchrun's rendezvous of the current run of a PyTorchJob whose rendezvous eto hosts,
+    /// as its store last reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<RendezvousStatus>,
 
     /// Nodes the job's new workers avoid, because a worker failed there within
     /// `elasticPolicy.blacklistCooldownSeconds`; at most 64, those whose cooldown ends first
@@ -607,6 +623,21 @@ pub struct WarnedNode {
     pub workers: Vec<String>,
 }
 
+/// torchrun's rendezvous of a run, as its store reports it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RendezvousStatus {
+    /// The round: one more each time the group re-formed.
+    pub round: i64,
+    /// The agents (pods) of the round's group; the world size is this times the processes
+    /// per pod.
+    pub agents: i64,
+    /// Agents waiting to join at the next round.
+    pub waiting: i64,
+    /// Whether the round's group has formed.
+    pub complete: bool,
+}
+
 /// A worker on its way out of the job.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -628,7 +659,7 @@ pub struct Notice {
     pub kind: NoticeKind,
     /// Why: `BelowMinWorkers`, `LauncherDisrupted` (the platform takes the launcher) or
     /// `Suspended` (by `spec.suspend`) for the job; `Disrupted` or `NodeWarning` for a pod
-    /// whose node is going away.
+    /// whose node is going away; `WorkersLeaving` before a PyTorchJob's group re-forms.
     pub reason: String,
     /// When eto posted it.
     pub since: Time,
@@ -650,4 +681,8 @@ pub enum NoticeKind {
     Reclaim,
     /// This run resumes a suspended job: load the latest checkpoint.
     Resume,
+    /// The group of workers re-forms soon (a worker leaves it): save a checkpoint now and say
+    /// so, then wait; the re-formed group resumes from it. Shown to every worker of a
+    /// PyTorchJob whose rendezvous eto hosts; training goes on if the notice is withdrawn.
+    Checkpoint,
 }

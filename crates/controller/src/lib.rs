@@ -54,6 +54,7 @@ pub mod run;
 pub mod scope;
 pub mod shutdown;
 pub mod ssh_keys;
+pub mod store_report;
 #[cfg(test)]
 mod testing;
 pub mod trim;

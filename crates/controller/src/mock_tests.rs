@@ -154,6 +154,7 @@ impl Cached {
             gang: eto_engine::gang::Gang::Off,
             pod_group: None,
             node_warnings: &[],
+            store_report: None,
         };
         plan(&observed, now())
     }

@@ -157,6 +157,7 @@ impl Children {
             gang,
             pod_group: self.pod_group.as_ref(),
             node_warnings: &[],
+            store_report: None,
         }
     }
 

@@ -10,6 +10,14 @@
 //! the drain is a bounded wait, cut short when it can no longer matter: the pod stopped by
 //! itself, or the launcher is no longer running. A removed worker that discovery never listed,
 //! or removed while no launcher runs, is deleted at once.
+//!
+//! A PyTorchJob whose rendezvous eto hosts drains the same way, for another reason: torchrun
+//! stops every worker and re-forms the group when one leaves, so its workers are first told
+//! to save a checkpoint (see [`crate::regroup`]), and the drain is cut short as soon as the
+//! training code says it saved for a notice posted no earlier than the drain began (the
+//! store's report, see [`crate::kind::pytorch_job::store_report`]). Such a worker stays
+//! listed while its pod is deleted, until the pod is gone (at most a second drain's length
+//! past the first's end): the group waits for it to be gone before it trains on.
 
 use std::time::Duration;
 
@@ -41,6 +49,12 @@ pub struct DrainInput<'a> {
     pub launcher_running: bool,
     /// `elasticPolicy.drainSeconds`.
     pub drain: Duration,
+    /// The `since` of the latest notice the training code said it saved for, if it says so
+    /// (see the module documentation).
+    pub saved: Option<jiff::Timestamp>,
+    /// Whether a worker whose pod is deleted stays listed until the pod is gone (see the
+    /// module documentation).
+    pub keep_until_gone: bool,
     /// The time.
     pub now: jiff::Timestamp,
 }
@@ -83,11 +97,21 @@ pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
         let Some(pod) = input.pods.iter().find(named) else {
             continue;
         };
+        let end = worker.since.0 + drain;
         if pods::is_terminating(pod) {
+            if input.keep_until_gone && input.now < end + drain {
+                decision.draining.push(worker);
+            }
             continue;
         }
-        let end = worker.since.0 + drain;
-        if input.now >= end || !input.launcher_running || pods::is_finished(pod) {
+        // Notices carry whole seconds.
+        let saved = input
+            .saved
+            .is_some_and(|saved| saved.as_second() >= worker.since.0.as_second());
+        if input.now >= end || !input.launcher_running || pods::is_finished(pod) || saved {
+            if input.keep_until_gone {
+                decision.draining.push(worker.clone());
+            }
             decision.delete.push(worker.pod);
         } else {
             decision.next_end = Some(decision.next_end.map_or(end, |next| next.min(end)));
@@ -148,6 +172,17 @@ mod tests {
             launcher_running: bool,
             now: i64,
         ) -> DrainDecision {
+            self.decide_saved(previous, removed, launcher_running, now, None)
+        }
+
+        fn decide_saved(
+            &self,
+            previous: &[DrainingWorker],
+            removed: &[(&str, bool)],
+            launcher_running: bool,
+            now: i64,
+            saved: Option<jiff::Timestamp>,
+        ) -> DrainDecision {
             decide(&DrainInput {
                 draining: previous,
                 removed: removed
@@ -160,6 +195,8 @@ mod tests {
                 pods: self.pods.values().collect(),
                 launcher_running,
                 drain: THIRTY,
+                saved,
+                keep_until_gone: false,
                 now: at(now),
             })
         }
@@ -220,5 +257,61 @@ mod tests {
         let decision = world.decide(&[draining("w-3", 0)], &[("w-3", true)], true, 10);
         assert_eq!(decision.draining, [draining("w-3", 0)]);
         assert_eq!(decision.next_end, Some(at(30)));
+    }
+
+    #[test]
+    fn a_drain_ends_once_the_training_code_saved_for_a_notice_posted_since_it_began() {
+        let world = World::of(&[pod("w-1", "Running", false), pod("w-2", "Running", false)]);
+        // w-1 drains since 0.4 s (its notice says 0 s: notices carry whole seconds), w-2
+        // since 20 s.
+        let since_0_4 = DrainingWorker {
+            pod: "w-1".into(),
+            since: MicroTime(at(0) + jiff::SignedDuration::from_millis(400)),
+        };
+        let previous = [since_0_4, draining("w-2", 20)];
+        let answered_0 = world.decide_saved(&previous, &[], true, 21, Some(at(0)));
+        assert_eq!(answered_0.delete, ["w-1"], "w-1's notice was answered");
+        assert_eq!(answered_0.draining, [draining("w-2", 20)]);
+        let older = world.decide_saved(&previous, &[], true, 21, Some(at(-60)));
+        assert!(
+            older.delete.is_empty(),
+            "an answer to an earlier notice ends nothing"
+        );
+        let answered_20 = world.decide_saved(&previous, &[], true, 21, Some(at(20)));
+        assert_eq!(answered_20.delete, ["w-1", "w-2"]);
+    }
+
+    #[test]
+    fn a_group_that_re_forms_keeps_a_worker_listed_until_its_pod_is_gone() {
+        let world = World::of(&[pod("w-1", "Running", true)]);
+        let keep = |now: i64| {
+            decide(&DrainInput {
+                draining: &[draining("w-1", 0)],
+                removed: Vec::new(),
+                pods: world.pods.values().collect(),
+                launcher_running: true,
+                drain: THIRTY,
+                saved: Some(at(0)),
+                keep_until_gone: true,
+                now: at(now),
+            })
+        };
+        let deleting = keep(5);
+        assert_eq!(deleting.draining, [draining("w-1", 0)], "still there");
+        assert!(deleting.delete.is_empty(), "already being deleted");
+        assert_eq!(keep(59).draining.len(), 1);
+        assert!(keep(60).draining.is_empty(), "a stuck pod holds no longer");
+        let gone = World::of(&[]);
+        let decision = decide(&DrainInput {
+            draining: &[draining("w-1", 0)],
+            removed: Vec::new(),
+            pods: gone.pods.values().collect(),
+            launcher_running: true,
+            drain: THIRTY,
+            saved: None,
+            keep_until_gone: true,
+            now: at(5),
+        });
+        assert!(decision.draining.is_empty(), "gone");
     }
 }

@@ -50,6 +50,7 @@ pub mod plan;
 pub mod pod_metadata;
 pub mod pods;
 pub mod quantity;
+pub mod regroup;
 pub mod scaling;
 pub mod spot_capacity;
 pub mod time;

@@ -195,6 +195,8 @@ pub(crate) mod world {
         pub pod_group: Option<PodGroup>,
         /// Nodes that announced they go away.
         pub node_warnings: Vec<crate::node_warnings::NodeWarning>,
+        /// What a PyTorchJob's rendezvous store reports.
+        pub store_report: Option<crate::kind::pytorch_job::store_report::StoreReport>,
         pub now: jiff::Timestamp,
     }
 
@@ -220,6 +222,7 @@ pub(crate) mod world {
                 pod_groups_served: true,
                 pod_group: None,
                 node_warnings: Vec::new(),
+                store_report: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -266,6 +269,7 @@ pub(crate) mod world {
                 },
                 pod_group: self.pod_group.as_ref(),
                 node_warnings: &self.node_warnings,
+                store_report: self.store_report.as_ref(),
             }
         }
 

@@ -55,6 +55,9 @@ pub struct WorkerInput<'a> {
     /// Indices of workers removed from the job whose pods are still draining
     /// (see [`crate::drain`]): neither adopted nor deleted here.
     pub draining: &'a BTreeSet<u32>,
+    /// Indices of target workers whose creation an earlier reconcile held back (see
+    /// [`crate::regroup`]): without a pod, they are not lost but still to create.
+    pub held: &'a BTreeSet<u32>,
     /// Indices that belong to the target (the workers of a ScaleOut under way), unless lost.
     pub add: &'a [u32],
     /// Indices taken out of the target (the workers of a ScaleIn, or of a failed ScaleOut).
@@ -118,7 +121,8 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         .map(|(&index, _)| index)
         .collect();
     for &index in input.previous_target {
-        match Loss::of(input.pods.get(&index).copied()) {
+        let pod = input.pods.get(&index).copied();
+        match Loss::of(pod).filter(|_| pod.is_some() || !input.held.contains(&index)) {
             None => target.push(index),
             Some(loss) => {
                 let replacement = loss.is_replaced_under(input.policy).then(|| {
@@ -252,6 +256,7 @@ mod tests {
         previous_target: Vec<u32>,
         pods: Vec<(u32, Pod)>,
         draining: BTreeSet<u32>,
+        held: BTreeSet<u32>,
         add: Vec<u32>,
         remove: Vec<u32>,
         next_index: u32,
@@ -268,6 +273,7 @@ mod tests {
             blacklisted: &BTreeSet::new(),
             returning: &BTreeSet::new(),
             draining: &case.draining,
+            held: &case.held,
             add: &case.add,
             remove: &case.remove,
             next_index: case.next_index,
@@ -287,6 +293,7 @@ mod tests {
             previous_target: vec![],
             pods: vec![],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 0,
@@ -312,6 +319,7 @@ mod tests {
                 previous_target: vec![0, 1, 2],
                 pods: vec![(0, running()), (1, pod("Failed", false)), (2, running())],
                 draining: BTreeSet::new(),
+                held: BTreeSet::new(),
                 add: vec![],
                 remove: vec![],
                 next_index: 3,
@@ -391,6 +399,7 @@ mod tests {
                 blacklisted: &BTreeSet::from([1]),
                 returning: &BTreeSet::from([1]),
                 draining: &BTreeSet::new(),
+                held: &BTreeSet::new(),
                 add: &[],
                 remove: &[],
                 next_index: 4,
@@ -412,6 +421,7 @@ mod tests {
             previous_target: vec![0, 1],
             pods: vec![(0, running())],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 2,
@@ -437,6 +447,7 @@ mod tests {
             previous_target: vec![0],
             pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 3,
@@ -457,6 +468,7 @@ mod tests {
             previous_target: vec![0],
             pods: vec![(0, running()), (3, running())],
             draining: BTreeSet::from([3]),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 4,
@@ -480,6 +492,7 @@ mod tests {
             previous_target: vec![0, 1],
             pods: vec![(0, running()), (1, running()), (3, pod("Pending", false))],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             // 3 exists (an earlier reconcile created it), 4 is new.
             add: vec![3, 4],
             remove: vec![],
@@ -500,6 +513,7 @@ mod tests {
             previous_target: vec![0, 1, 2],
             pods: vec![(0, running()), (1, running()), (2, running())],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![1],
             next_index: 3,
@@ -519,6 +533,7 @@ mod tests {
             previous_target: vec![0, 3],
             pods: vec![(0, running()), (3, pod("Failed", false))],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![3],
             remove: vec![],
             next_index: 4,
@@ -539,6 +554,7 @@ mod tests {
             previous_target: vec![],
             pods: vec![(0, pod("Pending", false)), (1, pod("Pending", false))],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 2,
@@ -568,6 +584,7 @@ mod tests {
                         (3, pod("Pending", false)),
                     ],
                     draining: BTreeSet::new(),
+                    held: BTreeSet::new(),
                     add: vec![],
                     remove: vec![],
                     next_index: 4,
@@ -583,6 +600,7 @@ mod tests {
                     previous_target: vec![0, 1],
                     pods: vec![(0, running()), (1, running()), (2, pod("Pending", false))],
                     draining: BTreeSet::new(),
+                    held: BTreeSet::new(),
                     add: vec![],
                     remove: vec![],
                     next_index: 3,
@@ -607,6 +625,7 @@ mod tests {
             previous_target: vec![0, 1],
             pods: vec![(0, running()), (1, running())],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 5,
@@ -627,6 +646,7 @@ mod tests {
                 (3, running()),
             ],
             draining: BTreeSet::new(),
+            held: BTreeSet::new(),
             add: vec![],
             remove: vec![],
             next_index: 4,

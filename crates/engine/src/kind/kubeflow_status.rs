@@ -43,6 +43,7 @@ fn counts_to_engine(counts: &KubeflowReplicaStatus) -> ReplicaStatus {
         active: counts.active,
         succeeded: counts.succeeded,
         failed: counts.failed,
+        preempted: counts.preempted,
     }
 }
 
@@ -55,6 +56,7 @@ pub fn counts_from_engine(
         active: counts.active,
         succeeded: counts.succeeded,
         failed: counts.failed,
+        preempted: counts.preempted,
         label_selector: None,
         selector,
     }
@@ -74,6 +76,8 @@ fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
         workers: eto.workers.clone(),
         blacklist: eto.blacklist.clone(),
         draining_workers: eto.draining_workers.clone(),
+        held_workers: eto.held_workers.clone(),
+        rendezvous: eto.rendezvous,
         nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
         node_warnings: eto.node_warnings.clone(),
         ..TrainingJobStatus::default()
@@ -94,6 +98,8 @@ pub fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
         notice: status.notice.clone(),
         blacklist: status.blacklist.clone(),
         draining_workers: status.draining_workers.clone(),
+        held_workers: status.held_workers.clone(),
+        rendezvous: status.rendezvous,
         nodes_in_cooldown: status.nodes_in_cooldown.clone(),
         node_warnings: status.node_warnings.clone(),
     }

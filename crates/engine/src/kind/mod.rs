@@ -77,6 +77,15 @@ pub enum LauncherObject {
     RendezvousStore,
 }
 
+impl LauncherObject {
+    /// Whether the workers train as one group that stops and re-forms whenever a worker
+    /// joins or leaves (torchrun's agents at a store eto hosts): a worker then leaves only
+    /// once the group saved (see [`crate::regroup`]).
+    pub fn group_reforms(self) -> bool {
+        self == Self::RendezvousStore
+    }
+}
+
 /// The names, fields and labels of a kind, as its users and their tools know them, and the
 /// parts its jobs have.
 #[derive(Debug)]

@@ -42,8 +42,10 @@ use crate::build::Job;
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
+use crate::kind::pytorch_job::store_report::StoreReport;
 use crate::kind::{JobRef, Kind, LauncherObject};
 use crate::kubeai::{self, Stop};
+use crate::loss::Loss;
 use crate::node_warnings::{self, NodeWarning};
 use crate::pod_metadata::PodMetadata;
 use crate::pods;
@@ -135,6 +137,9 @@ pub struct Observed<'a> {
     /// The nodes of the cluster that announced they go away soon (see
     /// [`crate::node_warnings`]): the job's workers on them count as disrupted.
     pub node_warnings: &'a [NodeWarning],
+    /// What the rendezvous store of a PyTorchJob reports, read when its pod runs (see
+    /// [`crate::kind::pytorch_job::store_report`]).
+    pub store_report: Option<&'a StoreReport>,
 }
 
 impl<'a> Observed<'a> {
@@ -157,6 +162,7 @@ impl<'a> Observed<'a> {
             gang: Gang::Off,
             pod_group: None,
             node_warnings: &[],
+            store_report: None,
         }
     }
 }
@@ -704,6 +710,15 @@ impl Planner {
     }
 
     fn delete_pod(&mut self, pod: &Pod) {
+        self.delete_pod_as(pod, None);
+    }
+
+    /// Deletes `pod` with a grace period of `seconds` instead of its own.
+    fn delete_pod_with_grace(&mut self, pod: &Pod, seconds: i64) {
+        self.delete_pod_as(pod, Some(seconds));
+    }
+
+    fn delete_pod_as(&mut self, pod: &Pod, grace_seconds: Option<i64>) {
         let name = pod.metadata.name.clone().unwrap_or_default();
         if !self
             .plan
@@ -714,7 +729,7 @@ impl Planner {
             self.plan.delete.push(Deletion {
                 kind: ChildKind::Pod,
                 name,
-                grace_seconds: None,
+                grace_seconds,
             });
         }
     }
@@ -762,6 +777,8 @@ impl Planner {
         // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides), and
         // no notice is worth showing.
         self.status.draining_workers.clear();
+        self.status.held_workers.clear();
+        self.status.rendezvous = None;
         self.status.notice = None;
         if job.job.launcher() == LauncherObject::RendezvousStore {
             // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
@@ -870,6 +887,15 @@ fn replica_statuses(
             match pods::phase(pod) {
                 "Running" if !pods::is_terminating(pod) => status.active += 1,
                 "Succeeded" => status.succeeded += 1,
+                // What the platform took is not the training's failure.
+                "Failed"
+                    if matches!(
+                        Loss::of(Some(pod)),
+                        Some(Loss::Evicted { .. } | Loss::Disrupted(_))
+                    ) =>
+                {
+                    status.preempted += 1;
+                }
                 "Failed" => status.failed += 1,
                 _ => {}
             }
@@ -899,6 +925,8 @@ mod node_warning_tests;
 mod properties;
 #[cfg(test)]
 mod pytorch_tests;
+#[cfg(test)]
+mod regroup_tests;
 #[cfg(test)]
 mod rejection_tests;
 #[cfg(test)]

@@ -80,6 +80,10 @@ fn the_store_runs_in_a_pod_of_its_own_and_every_agent_is_its_client() {
             ("PET_MAX_RESTARTS", "2".into()),
             ("PET_RDZV_ID", format!("{UID}-0")),
             ("PET_RDZV_CONF", "is_host=false".into()),
+            (
+                "ETO_SAVED_URL",
+                "http://ddp-rdzv.ddp-workers:29401/saved".into(),
+            ),
         ];
         for (name, value) in expected {
             assert_eq!(
@@ -114,7 +118,7 @@ fn the_store_runs_in_a_pod_of_its_own_and_every_agent_is_its_client() {
             .unwrap()
             .last()
             .map(String::as_str),
-        Some("29400")
+        Some(format!("{UID}-0").as_str())
     );
     assert_eq!(
         store.metadata.labels.as_ref().unwrap()["training.kubeflow.org/replica-type"],
@@ -323,4 +327,73 @@ fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
     let plan = world.reconcile();
     assert_eq!(pod_names(&plan), ["ddp-worker-2"]);
     assert_eq!(phase(&world), Some(JobPhase::Running));
+}
+
+#[test]
+fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_forms() {
+    use crate::kind::pytorch_job::store_report::{RendezvousState, StoreReport};
+    use eto_api::training_job::RendezvousStatus;
+    let mut world = running(elastic(json!({})));
+    let rendezvous = |world: &World| {
+        let status = world.pytorch_job.as_ref()?.status.as_ref()?;
+        status.eto.rendezvous
+    };
+    assert_eq!(rendezvous(&world), None, "no report, nothing shown");
+    let report = |round, complete, waiting| StoreReport {
+        saved: Vec::new(),
+        rendezvous: Some(RendezvousState {
+            round,
+            complete,
+            closed: false,
+            participants: 2,
+            waiting,
+        }),
+    };
+    world.store_report = Some(report(3, false, 1));
+    let plan = world.reconcile();
+    assert_eq!(
+        rendezvous(&world),
+        Some(RendezvousStatus {
+            round: 3,
+            agents: 2,
+            waiting: 1,
+            complete: false
+        })
+    );
+    assert!(
+        plan.requeue_after
+            .is_some_and(|after| after <= std::time::Duration::from_secs(5)),
+        "read again while the group forms: {:?}",
+        plan.requeue_after
+    );
+    world.store_report = Some(report(4, true, 0));
+    world.reconcile();
+    assert_eq!(
+        rendezvous(&world).map(|r| (r.round, r.complete)),
+        Some((4, true))
+    );
+    world.store_report = None;
+    world.reconcile();
+    assert_eq!(
+        rendezvous(&world).map(|r| r.round),
+        Some(4),
+        "a report that cannot be read changes nothing"
+    );
+}
+
+#[test]
+fn a_worker_the_platform_took_is_counted_as_preempted_not_failed() {
+    let mut world = running(elastic(json!({})));
+    world.lose_with_node("ddp-worker-0");
+    world.reconcile();
+    world.ready("ddp-worker-2");
+    world.exit("ddp-worker-1", 3);
+    world.reconcile();
+    let status = world.pytorch_job.as_ref().unwrap().status.clone().unwrap();
+    let workers = &status.replica_statuses[&eto_api::pytorch_job::PyTorchReplicaType::Worker];
+    assert_eq!(
+        (workers.active, workers.failed, workers.preempted),
+        (1, 1, 1),
+        "worker 2 runs, worker 1's training failed, worker 0 went with its node: {workers:?}"
+    );
 }

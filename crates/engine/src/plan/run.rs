@@ -13,8 +13,8 @@ use state::{RunState, Seen};
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::Notice;
 use eto_api::training_job::{JobPhase, JobRestartPolicy};
+use eto_api::training_job::{Notice, NoticeKind};
 use eto_api::well_known::{HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -340,10 +340,16 @@ impl<'p, 'o> Run<'p, 'o> {
             );
             return self.succeed(&message);
         }
-        // A worker that exits after a `Suspend` notice did what the notice asked: that is the
-        // suspend's end, not the training's.
+        // A worker that exits after a `Suspend` or `Checkpoint` notice did what the notice
+        // asked: that is the suspend's end, or the group's change, not the training's.
         let suspending = matches!(self.state, RunState::Suspending(_));
-        if !suspending && self.every_worker_succeeded() {
+        let regrouping = self
+            .planner
+            .old
+            .notice
+            .as_ref()
+            .is_some_and(|notice| notice.kind == NoticeKind::Checkpoint);
+        if !suspending && !regrouping && self.every_worker_succeeded() {
             return self.succeed("its Workers succeeded");
         }
         // Before the launcher's failure: a lost rank makes every other rank fail too, and
@@ -393,12 +399,28 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let hosts = self.workers();
+        self.show_rendezvous();
         let hosts = self.with_launcher_as_worker(hosts);
         self.discovery_and_launcher(&hosts);
         self.show_notices();
         self.phase(&hosts);
         if let Some(rejected) = self.observed.rejected_pod {
             self.pod_rejected(rejected);
+        }
+    }
+
+    /// Shows the rendezvous the run's store reports in the status (see
+    /// [`crate::kind::pytorch_job::store_report`]), and reads it again soon while the group
+    /// forms; without a report the status keeps what it showed.
+    fn show_rendezvous(&mut self) {
+        let Some(state) = self.observed.store_report.and_then(|r| r.rendezvous) else {
+            return;
+        };
+        self.planner.status.rendezvous = Some(state.status());
+        if state.forming() {
+            let again =
+                crate::time::after(self.planner.now, pytorch_job::store_report::FORMING_POLL);
+            self.planner.requeue_at(again);
         }
     }
 
@@ -420,6 +442,8 @@ impl<'p, 'o> Run<'p, 'o> {
         planner.status.notice = None;
         planner.status.target_workers.clear();
         planner.status.draining_workers.clear();
+        planner.status.held_workers.clear();
+        planner.status.rendezvous = None;
         planner.status.workers = None;
         let reason = kind.reason("Restarting");
         planner.condition(c::RESTARTING, true, &reason, message);

@@ -19,7 +19,8 @@
 //! told of eto's store instead: `PET_RDZV_ENDPOINT=<job>-rdzv.<job>-workers:<port>`,
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
-//! hosts the store.
+//! hosts the store; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
+//! a notice asked for (see [`super::store_report`]).
 //!
 //! Two departures from v1, both where v1 broke what its users wrote: a variable the container
 //! sets itself is kept, not followed by eto's (v1 appended its own after it, so Arena's
@@ -125,6 +126,9 @@ pub fn variables(
     }
     if policy.standalone == Some(true) {
         variables.push(var("PET_STANDALONE", "1"));
+    }
+    if let Some(hosted) = hosted {
+        variables.push(var("ETO_SAVED_URL", &hosted.saved_url));
     }
     variables
 }

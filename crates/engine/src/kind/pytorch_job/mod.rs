@@ -14,6 +14,7 @@ pub mod pod;
 pub mod rendezvous;
 pub mod service;
 pub mod status;
+pub mod store_report;
 pub mod validation;
 
 use eto_api::common::ReplicaRestartPolicy;

@@ -45,13 +45,57 @@ pub const DEFAULT_STORE_PORT: i32 = 29400;
 pub const STORE_REPLICA_TYPE: &str = "rendezvous";
 
 /// The program the store's pod runs: a `TCPStore` server from the training image's own
-/// PyTorch, serving until it is stopped.
-const STORE_PROGRAM: &str = r#"import signal, sys, time
+/// PyTorch, serving until it is stopped, and beside it the store's report (see
+/// [`super::store_report`]) over HTTP on the report port: `POST /saved` records that the
+/// training code saved the checkpoint a notice asked for, `GET /report` answers the latest
+/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it.
+const STORE_PROGRAM: &str = r#"import base64, json, pickle, signal, sys, threading, time
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from torch.distributed import TCPStore
-port = int(sys.argv[1])
+port, report_port, run_id = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 store = TCPStore("0.0.0.0", port, None, True, timedelta(seconds=300), wait_for_workers=False)
-print(f"eto: rendezvous store serving on port {port}", flush=True)
+saved, lock = [], threading.Lock()
+NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
+def rendezvous():
+    key = "torch.rendezvous." + run_id
+    try:
+        # As the backend itself starts: never blocks on a key not written yet.
+        raw = store.compare_set(key, "", NULL)
+        if raw == NULL.encode():
+            return None
+        state = pickle.loads(base64.b64decode(raw))
+        return {"round": state.round, "complete": state.complete, "closed": state.closed,
+                "participants": len(state.participants), "waiting": len(state.wait_list)}
+    except Exception:
+        return None
+class Report(BaseHTTPRequestHandler):
+    def do_GET(self):
+        with lock:
+            latest = list(saved)
+        self.answer(200, {"saved": latest, "rendezvous": rendezvous()})
+    def do_POST(self):
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            entry = {"pod": str(body.get("pod", "")), "step": body.get("step"), "since": str(body["since"])}
+        except Exception as error:
+            return self.answer(400, {"error": str(error)})
+        with lock:
+            saved.append(entry)
+            del saved[:-16]
+        self.answer(200, {"recorded": True})
+    def answer(self, code, value):
+        data = json.dumps(value).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("0.0.0.0", report_port), Report)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+print(f"eto: rendezvous store serving on port {port}, its report on {report_port}", flush=True)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:
     time.sleep(3600)
@@ -114,11 +158,27 @@ impl HostedRendezvous {
         format!("{}-{run}", self.id_prefix)
     }
 
+    /// The port of the store's report: the one after the store's (before it, for 65535).
+    pub fn report_port(&self) -> i32 {
+        if self.port < 65535 {
+            self.port + 1
+        } else {
+            self.port - 1
+        }
+    }
+
     /// What the agents of run `run` are told of it.
     pub fn of_run(&self, run: i32) -> RunRendezvous {
         RunRendezvous {
             endpoint: self.endpoint(),
             id: self.run_id(run),
+            saved_url: format!(
+                "http://{}.{}:{}{}",
+                self.store_name(),
+                self.service_name(),
+                self.report_port(),
+                super::store_report::SAVED_PATH
+            ),
         }
     }
 }
@@ -130,6 +190,8 @@ pub struct RunRendezvous {
     pub endpoint: String,
     /// The run's rendezvous id.
     pub id: String,
+    /// Where the training code says it saved a checkpoint (`ETO_SAVED_URL`).
+    pub saved_url: String,
 }
 
 /// The store's pod of job `job`: `<job>-rdzv`.
@@ -165,17 +227,27 @@ pub fn store_pod(job: Job<'_>, hosted: &HostedRendezvous, avoided: &[NodeCooldow
         command: Some(vec![
             "/bin/sh".into(),
             "-c".into(),
-            r#"command -v python3 >/dev/null && exec python3 -c "$0" "$1"; exec python -c "$0" "$1""#
+            r#"command -v python3 >/dev/null && exec python3 -c "$0" "$@"; exec python -c "$0" "$@""#
                 .into(),
             STORE_PROGRAM.into(),
             hosted.port.to_string(),
+            hosted.report_port().to_string(),
+            hosted.run_id(job.run),
         ]),
-        ports: Some(vec![ContainerPort {
-            name: Some("rendezvous".into()),
-            container_port: hosted.port,
-            protocol: Some("TCP".into()),
-            ..ContainerPort::default()
-        }]),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("rendezvous".into()),
+                container_port: hosted.port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some("report".into()),
+                container_port: hosted.report_port(),
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+        ]),
         resources: Some(ResourceRequirements {
             requests: Some(BTreeMap::from([
                 ("cpu".to_string(), Quantity("100m".into())),

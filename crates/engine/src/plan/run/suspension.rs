@@ -467,6 +467,8 @@ impl Run<'_, '_> {
         planner.status.target_workers.clear();
         planner.status.current_workers.clear();
         planner.status.draining_workers.clear();
+        planner.status.held_workers.clear();
+        planner.status.rendezvous = None;
         if let Some(workers) = planner.status.workers.as_mut() {
             *workers = WorkerSummary {
                 ready: 0,
@@ -602,7 +604,7 @@ impl Run<'_, '_> {
         );
     }
 
-    fn set_notice(&mut self, notice: Option<Notice>) {
+    pub(super) fn set_notice(&mut self, notice: Option<Notice>) {
         self.planner.status.notice.clone_from(&notice);
         self.notice = notice;
     }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{BlacklistEntry, WorkerSummary};
+use eto_api::training_job::{BlacklistEntry, DrainingWorker, NoticeKind, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -16,10 +16,11 @@ use super::{Run, RunState};
 use crate::conditions as c;
 use crate::discovery::Host;
 use crate::kind::WorkerNames;
+use crate::kind::pytorch_job::store_report::StoreReport;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
-use crate::{blacklist, cooldown, drain, names, node_warnings, pods};
+use crate::{blacklist, cooldown, drain, names, node_warnings, pods, regroup};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -103,6 +104,13 @@ impl<'o> Run<'_, 'o> {
                     .is_some_and(|pod| pods::is_ready(pod) && Loss::of(Some(pod)).is_none())
             })
             .collect();
+        let held: BTreeSet<u32> = self
+            .planner
+            .old
+            .held_workers
+            .iter()
+            .filter_map(|w| names::worker_index(&name, w))
+            .collect();
         let desired = self.desired_workers();
         let mut step = if self.restarted {
             scaling::Step::default()
@@ -143,6 +151,7 @@ impl<'o> Run<'_, 'o> {
             blacklisted: &blacklisted,
             returning: &returning,
             draining: &draining,
+            held: &held,
             add: &step.add,
             remove: &step.remove,
             next_index,
@@ -259,23 +268,64 @@ impl<'o> Run<'_, 'o> {
                 format!("worker replicas changed from {from} to {to}"),
             );
         }
+        let was_in_discovery = |pod: &Pod| {
+            self.planner
+                .old
+                .current_workers
+                .iter()
+                .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
+        };
+        // A group that re-forms lets a worker lost to its node's warning leave by draining
+        // too, once the group saved (see crate::regroup).
+        let regroups = self.job.job.launcher().group_reforms();
+        let warned_leaving = decision
+            .lost
+            .iter()
+            .filter(|_| regroups)
+            .filter_map(|lost| current.get(&lost.index))
+            .filter(|pod| regroup::leaves_by_draining(pod));
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
             .iter()
             .filter_map(|index| current.get(index))
             .filter(|pod| !pods::is_terminating(pod))
+            .chain(warned_leaving)
             .map(|pod| drain::Removed {
                 pod,
-                was_in_discovery: self
-                    .planner
-                    .old
-                    .current_workers
-                    .iter()
-                    .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref()),
+                was_in_discovery: was_in_discovery(pod),
             })
             .collect();
-        self.drain(removed, &current);
-        if !decision.create.is_empty() {
+        // A worker that returned to the job drains no more.
+        let returned: Vec<String> = decision
+            .returned
+            .iter()
+            .map(|(index, _)| names::worker(&name, *index))
+            .collect();
+        let draining: Vec<DrainingWorker> = self
+            .planner
+            .old
+            .draining_workers
+            .iter()
+            .filter(|worker| !returned.contains(&worker.pod))
+            .cloned()
+            .collect();
+        self.drain(&draining, removed, &current);
+        if regroups {
+            self.regroup_notice();
+        }
+        // New workers of a group that re-forms wait for the workers draining out of it, to
+        // join the group that re-forms without them.
+        let holds = regroups && regroup::holds_new_workers(&self.planner.status.draining_workers);
+        self.planner.status.held_workers = if holds {
+            decision
+                .create
+                .iter()
+                .map(|index| names::worker(&name, *index))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !decision.create.is_empty() && !holds {
             let created: Vec<String> = decision
                 .create
                 .iter()
@@ -355,6 +405,32 @@ impl<'o> Run<'_, 'o> {
             .collect()
     }
 
+    /// Shows every worker the `Checkpoint` notice of the workers draining out of a group that
+    /// re-forms, and takes it down once none drains (see [`crate::regroup`]); a suspending
+    /// job's `Suspend` notice stays. While a worker drains, the store's report is read again
+    /// every [`regroup::POLL`].
+    fn regroup_notice(&mut self) {
+        if matches!(self.state, RunState::Suspending(_)) {
+            return;
+        }
+        let draining = &self.planner.status.draining_workers;
+        match regroup::notice(draining, self.job.spec.elastic.drain) {
+            Some(notice) => {
+                self.set_notice(Some(notice));
+                let poll = crate::time::after(self.planner.now, regroup::POLL);
+                self.planner.requeue_at(poll);
+            }
+            None if self
+                .notice
+                .as_ref()
+                .is_some_and(|notice| notice.kind == NoticeKind::Checkpoint) =>
+            {
+                self.set_notice(None);
+            }
+            None => {}
+        }
+    }
+
     /// The number of workers the job holds to; see [`Desired`].
     fn desired_workers(&self) -> Desired {
         let counts = self.job.spec.workers;
@@ -382,21 +458,33 @@ impl<'o> Run<'_, 'o> {
         }
     }
 
-    /// Drains the workers `removed` now and those draining since earlier (see
+    /// Drains the workers `removed` now and those `draining` since earlier (see
     /// [`crate::drain`]): records them, deletes the pods whose drain is over.
-    fn drain(&mut self, removed: Vec<drain::Removed<'_>>, current: &BTreeMap<u32, &'o Pod>) {
+    fn drain(
+        &mut self,
+        draining: &[DrainingWorker],
+        removed: Vec<drain::Removed<'_>>,
+        current: &BTreeMap<u32, &'o Pod>,
+    ) {
         let newly: Vec<String> = removed
             .iter()
             .filter(|r| r.was_in_discovery)
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
+        let regroups = self.job.job.launcher().group_reforms();
+        let saved = self
+            .observed
+            .store_report
+            .and_then(StoreReport::latest_saved);
         let decision = drain::decide(&drain::DrainInput {
-            draining: &self.planner.old.draining_workers,
+            draining,
             removed,
             pods: current.values().copied().collect(),
             launcher_running,
             drain: self.job.spec.elastic.drain,
+            saved,
+            keep_until_gone: regroups,
             now: self.planner.now,
         });
         for pod in current.values() {
@@ -405,7 +493,14 @@ impl<'o> Run<'_, 'o> {
                 .iter()
                 .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
             {
-                self.planner.delete_pod(pod);
+                if regroups {
+                    // The group saved or had its time: the worker goes at once, its PID 1
+                    // holding its training no longer.
+                    self.planner
+                        .delete_pod_with_grace(pod, regroup::LEAVING_GRACE_SECONDS);
+                } else {
+                    self.planner.delete_pod(pod);
+                }
             }
         }
         let started: Vec<&str> = newly
@@ -413,7 +508,18 @@ impl<'o> Run<'_, 'o> {
             .map(String::as_str)
             .filter(|pod| !decision.delete.iter().any(|d| d == pod))
             .collect();
-        if !started.is_empty() {
+        if !started.is_empty() && regroups {
+            self.planner.event(
+                false,
+                "WorkersDraining",
+                "Drain",
+                format!(
+                    "workers {} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {}s (elasticPolicy.drainSeconds)",
+                    started.join(", "),
+                    self.job.spec.elastic.drain.as_secs()
+                ),
+            );
+        } else if !started.is_empty() {
             self.planner.event(
                 false,
                 "WorkersDraining",

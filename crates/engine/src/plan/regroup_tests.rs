@@ -1,0 +1,315 @@
+//! An elastic PyTorchJob whose rendezvous eto hosts re-forms its group once per change, after
+//! a checkpoint (see crate::regroup): a worker leaving by a scale-in or a node's warning
+//! drains while every worker is told to save, and goes when the training code says it saved
+//! or the drain ends; the workers the job is short of start as it goes.
+
+use std::time::Duration;
+
+use eto_api::PyTorchJob;
+use eto_api::kubeflow::EtoJobStatus;
+use eto_api::training_job::{JobPhase, Notice, NoticeKind};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::kind::pytorch_job::store_report::{SavedCheckpoint, StoreReport};
+use crate::node_warnings::NODE_WARNING;
+use crate::plan::{Child, Plan};
+use crate::regroup::WORKERS_LEAVING;
+use crate::testing::pytorch_job;
+use crate::testing::world::{World, deleted_pods};
+
+/// `ddp`: three Workers between two and four, its rendezvous left to eto, 20 s to drain.
+fn job() -> PyTorchJob {
+    let mut value = serde_json::to_value(pytorch_job()).unwrap();
+    json_patch::merge(
+        &mut value,
+        &json!({"spec": {
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "drainSeconds": 20},
+            "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": 3}}
+        }}),
+    );
+    serde_json::from_value(value).unwrap()
+}
+
+/// A world whose job runs: its store and three workers ready.
+fn running() -> World {
+    let mut world = World::pytorch(job());
+    world.reconcile();
+    for pod in ["ddp-rdzv", "ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        world.ready(pod);
+    }
+    world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Running));
+    world
+}
+
+/// The pods `plan` creates.
+fn created(plan: &Plan) -> Vec<String> {
+    plan.apply
+        .iter()
+        .filter_map(|child| match child {
+            Child::Pod(pod) => pod.metadata.name.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn phase(world: &World) -> Option<JobPhase> {
+    world.pytorch_job.as_ref()?.status.as_ref()?.eto.phase
+}
+
+/// eto's part of the job's status.
+fn eto_status(world: &World) -> EtoJobStatus {
+    let job = world.pytorch_job.as_ref().expect("a PyTorchJob");
+    job.status.clone().expect("a status").eto
+}
+
+fn job_notice(world: &World) -> Option<Notice> {
+    eto_status(world).notice
+}
+
+fn notice_of(world: &World, name: &str) -> Option<Notice> {
+    crate::notice::shown(&world.pods[name])
+}
+
+fn scale_to(world: &mut World, replicas: i32) {
+    let job = world.pytorch_job.as_mut().unwrap();
+    let worker = job.spec.pytorch_replica_specs.get_mut("Worker").unwrap();
+    worker.replicas = Some(replicas);
+}
+
+/// The training code says it saved for `notice`.
+fn saved(world: &mut World, notice: &Notice) {
+    world.store_report = Some(StoreReport {
+        saved: vec![SavedCheckpoint {
+            pod: "ddp-worker-0".into(),
+            step: Some(12),
+            since: serde_json::to_value(&notice.since)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string(),
+        }],
+        rendezvous: None,
+    });
+}
+
+#[test]
+fn a_scale_in_asks_every_worker_to_save_and_the_worker_goes_once_they_say_they_did() {
+    let mut world = running();
+    world.advance(1);
+    scale_to(&mut world, 2);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "the group saves first");
+    let notice = job_notice(&world).expect("the job's notice");
+    assert_eq!(
+        (notice.kind, notice.reason.as_str()),
+        (NoticeKind::Checkpoint, WORKERS_LEAVING)
+    );
+    assert!(
+        notice.message.starts_with("ddp-worker-2 leaves"),
+        "{}",
+        notice.message
+    );
+    assert_eq!(
+        notice.deadline.as_ref().map(|d| d.0),
+        Some(world.now + jiff::SignedDuration::from_secs(20)),
+        "drainSeconds"
+    );
+    for worker in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        assert_eq!(notice_of(&world, worker), Some(notice.clone()), "{worker}");
+    }
+    assert!(
+        plan.requeue_after
+            .is_some_and(|after| after <= Duration::from_secs(1)),
+        "the store's report is read again soon: {:?}",
+        plan.requeue_after
+    );
+    assert!(plan.stops.is_empty(), "no kubeai stop: training goes on");
+
+    // Nothing yet: the word may come any moment.
+    world.advance(3);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty());
+
+    saved(&mut world, &notice);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-2"]);
+    assert_eq!(
+        job_notice(&world),
+        Some(notice),
+        "up until the worker is gone"
+    );
+    // (The world's pods go as soon as they are deleted.)
+    world.reconcile();
+    assert_eq!(job_notice(&world), None, "the notice is taken down");
+    for worker in ["ddp-worker-0", "ddp-worker-1"] {
+        assert_eq!(notice_of(&world, worker), None, "{worker}");
+    }
+    assert_eq!(phase(&world), Some(JobPhase::Running));
+}
+
+#[test]
+fn without_the_trainings_word_the_worker_goes_when_the_drain_ends() {
+    let mut world = running();
+    scale_to(&mut world, 2);
+    world.reconcile();
+    let notice = job_notice(&world).expect("the job's notice");
+    // The word for an earlier notice answers nothing.
+    let mut earlier = notice.clone();
+    earlier.since.0 -= jiff::SignedDuration::from_secs(60);
+    saved(&mut world, &earlier);
+    world.advance(19);
+    assert!(deleted_pods(&world.reconcile()).is_empty());
+    world.advance(1);
+    assert_eq!(deleted_pods(&world.reconcile()), ["ddp-worker-2"]);
+    world.reconcile();
+    assert_eq!(job_notice(&world), None);
+}
+
+#[test]
+fn a_worker_on_a_warned_node_leaves_after_the_group_saved_and_its_replacement_starts_then() {
+    let mut world = running();
+    world.advance(1);
+    world.warn("node-ddp-worker-1", 120);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "the group saves first");
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "its replacement waits, to join the group that re-forms without it"
+    );
+    let leaving = notice_of(&world, "ddp-worker-1").expect("its own notice");
+    assert_eq!(
+        (leaving.kind, leaving.reason.as_str()),
+        (NoticeKind::Reclaim, NODE_WARNING)
+    );
+    let notice = job_notice(&world).expect("the job's notice");
+    assert_eq!(notice.kind, NoticeKind::Checkpoint);
+    assert_eq!(notice.since, leaving.since, "one word answers both");
+    for worker in ["ddp-worker-0", "ddp-worker-2"] {
+        assert_eq!(notice_of(&world, worker), Some(notice.clone()), "{worker}");
+    }
+    let status = eto_status(&world);
+    assert_eq!(
+        status.target_workers,
+        ["ddp-worker-0", "ddp-worker-2", "ddp-worker-3"],
+        "the replacement is decided, only not created"
+    );
+    assert_eq!(
+        status.blacklist.last().map(|b| b.reason.as_str()),
+        Some(NODE_WARNING)
+    );
+
+    world.advance(2);
+    saved(&mut world, &leaving);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
+    // (The world's pods go as soon as they are deleted.)
+    let plan = world.reconcile();
+    assert_eq!(
+        created(&plan),
+        ["ddp-worker-3"],
+        "once it is gone: it joins the group that re-forms"
+    );
+    assert_eq!(job_notice(&world), None);
+    assert_eq!(phase(&world), Some(JobPhase::Running));
+}
+
+#[test]
+fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
+    let mut world = running();
+    world.warn("node-ddp-worker-1", 120);
+    world.reconcile();
+    assert!(job_notice(&world).is_some());
+    world.node_warnings.clear();
+    world.advance(2);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "{plan:#?}");
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "no replacement needed"
+    );
+    assert_eq!(job_notice(&world), None, "training goes on");
+    assert_eq!(notice_of(&world, "ddp-worker-0"), None);
+    let status = eto_status(&world);
+    assert!(status.draining_workers.is_empty());
+    assert_eq!(
+        status.target_workers,
+        ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
+    );
+    world.advance(30);
+    assert!(
+        deleted_pods(&world.reconcile()).is_empty(),
+        "its drain is over"
+    );
+}
+
+#[test]
+fn a_worker_that_exits_while_the_group_saves_did_what_it_was_asked_not_the_jobs_end() {
+    let mut world = running();
+    scale_to(&mut world, 2);
+    world.reconcile();
+    world.exit("ddp-worker-0", 0);
+    world.reconcile();
+    assert_eq!(phase(&world), Some(JobPhase::Running), "not Succeeded");
+}
+
+#[test]
+fn a_worker_lost_without_warning_is_replaced_at_once_as_before() {
+    let mut world = running();
+    world.lose_with_node("ddp-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(job_notice(&world), None, "nothing to save for: it is gone");
+}
+
+#[test]
+fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows() {
+    let mut world = running();
+    world.warn("node-ddp-worker-1", 120);
+    world.reconcile();
+    let notice = job_notice(&world).expect("the job's notice");
+    saved(&mut world, &notice);
+    let leaving = world.pods["ddp-worker-1"].clone();
+    let plan = world.reconcile();
+    let deletion = plan
+        .delete
+        .iter()
+        .find(|d| d.name == "ddp-worker-1")
+        .expect("deleted");
+    assert_eq!(
+        deletion.grace_seconds,
+        Some(crate::regroup::LEAVING_GRACE_SECONDS),
+        "it goes at once"
+    );
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "not while it is there"
+    );
+
+    // Its pod is still being deleted: the notice stays, nobody new comes.
+    let mut deleting = leaving;
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(world.now),
+    );
+    world.pods.insert("ddp-worker-1".into(), deleting);
+    world.advance(2);
+    let plan = world.reconcile();
+    assert_eq!(created(&plan), Vec::<String>::new());
+    assert_eq!(
+        job_notice(&world),
+        Some(notice.clone()),
+        "the group stays paused"
+    );
+    assert_eq!(notice_of(&world, "ddp-worker-0"), Some(notice));
+
+    // Gone: the notice goes and the replacement comes, in one plan.
+    world.pods.remove("ddp-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(job_notice(&world), None);
+    assert_eq!(notice_of(&world, "ddp-worker-0"), None);
+}

@@ -1,0 +1,157 @@
+//! Re-forming the group of an elastic PyTorchJob whose rendezvous eto hosts: one checkpoint,
+//! then one change.
+//!
+//! torchrun stops every worker process of the job and starts the group again whenever an
+//! agent leaves or joins: whatever was trained since the last checkpoint is trained again. So
+//! before eto takes a worker out of a running group (a scale-in, or a worker whose node
+//! announced it goes away, see [`crate::node_warnings`]), it:
+//!
+//! 1. posts every worker of the run a `Checkpoint` notice ([`notice`]): save a checkpoint
+//!    now, say so, and wait (the worker that leaves sees its own `Reclaim` notice, which asks
+//!    the same);
+//! 2. keeps the leaving worker's pod, draining (see [`crate::drain`]), until the training code
+//!    says it saved for that notice (one `POST` to the store, see
+//!    [`crate::kind::pytorch_job::store_report`]), or `elasticPolicy.drainSeconds` pass,
+//!    or the node's own deadline comes;
+//! 3. deletes it, with a grace period of [`LEAVING_GRACE_SECONDS`], keeping the notice up
+//!    until its pod is gone, so that no worker trains on with it (the training waits until
+//!    the notice is taken down: then the group's next collective fails and torchrun
+//!    re-forms it, from the checkpoint);
+//! 4. once it is gone, takes the notice down and creates the workers the job is short of, so
+//!    that they join the group that re-forms without it: one re-formed group, not two
+//!    ([`holds_new_workers`]).
+//!
+//! A worker lost without warning (failed, evicted, gone with its node) is beyond any notice:
+//! it is replaced at once as before. The job's own notices come first: a job that suspends
+//! shows its `Suspend` notice, not this one.
+
+use std::time::Duration;
+
+use eto_api::training_job::{DrainingWorker, Notice, NoticeKind};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::{node_warnings, pods};
+
+/// The reason of the `Checkpoint` notice.
+pub const WORKERS_LEAVING: &str = "WorkersLeaving";
+
+/// The grace period of a worker that leaves once its group saved (or had its time): eto's
+/// PID 1 then stops its training within seconds, and the group, waiting for it to be gone,
+/// trains on.
+pub const LEAVING_GRACE_SECONDS: i64 = 5;
+
+/// How often eto reads the store's report while a worker drains: the training code's word
+/// reaches no watch.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// Whether a worker lost in this reconcile leaves by draining: its node announced it goes
+/// away and its pod still runs, so the group can save before it leaves.
+pub fn leaves_by_draining(pod: &Pod) -> bool {
+    pods::disruption_reason(pod) == Some(node_warnings::NODE_WARNING)
+        && !pods::is_terminating(pod)
+        && !pods::is_finished(pod)
+}
+
+/// Whether the workers the job is short of wait: they do while a worker drains, so that they
+/// join the group that re-forms once it left.
+pub fn holds_new_workers(draining: &[DrainingWorker]) -> bool {
+    !draining.is_empty()
+}
+
+/// The `Checkpoint` notice every worker of the run shows while `draining` is under way,
+/// `None` when no worker drains. It dates from the first drain, so that one word of the
+/// training code answers every worker leaving with it, and its deadline is the first drain's
+/// end (`drain` after its start).
+pub fn notice(draining: &[DrainingWorker], drain: Duration) -> Option<Notice> {
+    let first = draining.iter().map(|worker| worker.since.0).min()?;
+    // Notices carry whole seconds: the notice dates from the second the drain began in.
+    let since = jiff::Timestamp::from_second(first.as_second()).unwrap_or(first);
+    let deadline = crate::time::after(first, drain);
+    let leaving: Vec<&str> = draining.iter().map(|worker| worker.pod.as_str()).collect();
+    Some(Notice {
+        kind: NoticeKind::Checkpoint,
+        reason: WORKERS_LEAVING.into(),
+        since: Time(since),
+        deadline: Some(Time(deadline)),
+        message: format!(
+            "{} {} the group, which then re-forms: save a checkpoint now, say so (eto_notice.saved), and wait; the re-formed group resumes from it",
+            leaving.join(", "),
+            if leaving.len() == 1 {
+                "leaves"
+            } else {
+                "leave"
+            }
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(seconds: f64) -> jiff::Timestamp {
+        jiff::Timestamp::from_millisecond(1_800_000_000_000 + (seconds * 1000.0) as i64).unwrap()
+    }
+
+    fn draining(pod: &str, since: f64) -> DrainingWorker {
+        DrainingWorker {
+            pod: pod.into(),
+            since: MicroTime(at(since)),
+        }
+    }
+
+    #[test]
+    fn the_notice_dates_from_the_first_drain_in_whole_seconds_and_ends_with_it() {
+        let thirty = Duration::from_secs(30);
+        assert_eq!(notice(&[], thirty), None, "no drain, no notice");
+        let shown = notice(
+            &[draining("j-worker-4", 7.0), draining("j-worker-2", 5.5)],
+            thirty,
+        )
+        .expect("a notice");
+        assert_eq!(shown.kind, NoticeKind::Checkpoint);
+        assert_eq!(shown.reason, WORKERS_LEAVING);
+        assert_eq!(shown.since, Time(at(5.0)));
+        assert_eq!(shown.deadline, Some(Time(at(35.5))));
+        assert!(
+            shown
+                .message
+                .starts_with("j-worker-4, j-worker-2 leave the group"),
+            "{}",
+            shown.message
+        );
+    }
+
+    #[test]
+    fn only_a_running_worker_lost_to_its_nodes_warning_leaves_by_draining() {
+        let pod = |reason: &str, phase: &str, deleting: bool| -> Pod {
+            let mut metadata = json!({"name": "j-worker-1"});
+            if deleting {
+                metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+            }
+            serde_json::from_value(json!({"metadata": metadata, "status": {"phase": phase,
+                "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": reason}]}}))
+            .unwrap()
+        };
+        for (reason, phase, deleting, drains) in [
+            (node_warnings::NODE_WARNING, "Running", false, true),
+            (node_warnings::NODE_WARNING, "Running", true, false),
+            (node_warnings::NODE_WARNING, "Failed", false, false),
+            ("EvictionByEvictionAPI", "Running", false, false),
+            ("PreemptionByScheduler", "Running", false, false),
+        ] {
+            assert_eq!(
+                leaves_by_draining(&pod(reason, phase, deleting)),
+                drains,
+                "{reason} {phase} deleting={deleting}"
+            );
+        }
+        assert!(holds_new_workers(&[draining("j-worker-1", 0.0)]));
+        assert!(!holds_new_workers(&[]));
+    }
+}
