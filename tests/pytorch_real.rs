@@ -672,8 +672,20 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
             (suspended || status.eto.run.unwrap_or(0) >= 1).then_some(())
         })
         .await;
-        println!("suspended {suspended:?} with step {:?} saved", saved());
+        let suspended_at = saved().unwrap_or_default();
+        println!("suspended {suspended:?} with step {suspended_at} saved");
         set_unschedulable(&client, &node, false).await;
+        let back = std::time::Instant::now();
+        until(
+            "the resumed run trains",
+            Duration::from_secs(300),
+            async || (saved()? > suspended_at).then_some(()),
+        )
+        .await;
+        println!(
+            "below the minimum: capacity back -> first resumed step saved: {:.1} s",
+            back.elapsed().as_secs_f64()
+        );
     })
     .await;
     let printed = every_log(&scratch.pods()).await;
@@ -733,6 +745,10 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
             "{name}: one start, and one re-formed group: {started:#?}"
         );
         assert!(started[1].contains("world=4"), "{started:#?}");
+        println!(
+            "scale-out 3 -> 4: {name} restarted {} time(s)",
+            started.len() - 1
+        );
     }
     let joined = log_of(&pods, "ddp-worker-3").await;
     println!("ddp-worker-3:\n{joined}");
@@ -913,6 +929,64 @@ async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_t
         trained_before <= saved_step,
         "nothing beyond the saved step was trained before the group re-formed"
     );
+    scratch.end().await;
+}
+
+/// An elastic job of two Workers (two to four, torchrun's last call shortened to 5 s) scaled
+/// to four: the two new Workers wait behind their gate until both run, start together, and
+/// the group re-forms once, with four.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn two_workers_added_at_once_join_the_group_together() {
+    let scratch = Scratch::start("pytorch-batch").await;
+    let mut job = elastic_job(
+        &scratch.namespace,
+        torchrun_template(ELASTIC_STEPS),
+        serde_json::json!({"rdzvConf": [{"key": "last_call_timeout", "value": "5"}]}),
+    );
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2.into();
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        ten_steps_trained(pods).await;
+        scale_workers(&jobs, 4).await;
+    })
+    .await;
+    succeeded_last(&job);
+    let pods = scratch.pods();
+    for name in ["ddp-worker-0", "ddp-worker-1"] {
+        let log = log_of(&pods, name).await;
+        println!("{name}:\n{log}");
+        let started = starts(&log);
+        println!(
+            "scale-out 2 -> 4: {name} restarted {} time(s)",
+            started.len() - 1
+        );
+        assert_eq!(
+            started.len(),
+            2,
+            "{name}: one start, and one re-formed group: {started:#?}"
+        );
+        assert_eq!(field(started[1], "world="), Some("4"), "{started:#?}");
+    }
+    for name in ["ddp-worker-2", "ddp-worker-3"] {
+        let log = log_of(&pods, name).await;
+        println!("{name}:\n{log}");
+        assert_eq!(starts(&log).len(), 1, "{log}");
+        let opened = pods
+            .get(name)
+            .await
+            .unwrap()
+            .metadata
+            .annotations
+            .unwrap_or_default();
+        assert_eq!(
+            opened
+                .get(eto_api::well_known::START_ANNOTATION)
+                .map(String::as_str),
+            Some("go"),
+            "{name} started through its gate"
+        );
+    }
     scratch.end().await;
 }
 

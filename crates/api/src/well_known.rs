@@ -40,6 +40,9 @@ pub const RESTART_LABEL: &str = "eto.dev/restart";
 /// Annotation on every pod holding the notice shown in `/etc/edl/notice` (see
 /// [`crate::training_job::Notice`]).
 pub const NOTICE_ANNOTATION: &str = "eto.dev/notice";
+/// Annotation on a worker of an elastic PyTorchJob whose rendezvous eto hosts: `go` once the
+/// worker may start its training, shown in `/etc/edl/start`.
+pub const START_ANNOTATION: &str = "eto.dev/start";
 /// Environment variable of the launcher's first container: `true` when its run resumes a
 /// suspended job, `false` otherwise. `horovodrun` passes it on to the training processes.
 pub const RESUME_ENV: &str = "ETO_RESUME";

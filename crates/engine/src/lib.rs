@@ -39,6 +39,7 @@ pub mod disruption;
 pub mod drain;
 pub mod effective_spec;
 pub mod gang;
+pub mod joining;
 pub mod kind;
 pub mod kubeai;
 pub mod loss;

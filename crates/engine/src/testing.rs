@@ -507,6 +507,13 @@ pub(crate) mod world {
             });
         }
 
+        /// Sets the Worker replicas of the world's PyTorchJob, as the scale subresource does.
+        pub fn set_worker_replicas(&mut self, replicas: i32) {
+            let job = self.pytorch_job.as_mut().expect("a PyTorchJob");
+            let worker = job.spec.pytorch_replica_specs.get_mut("Worker");
+            worker.expect("Workers").replicas = Some(replicas);
+        }
+
         pub fn advance(&mut self, seconds: i64) {
             self.now += jiff::SignedDuration::from_secs(seconds);
         }

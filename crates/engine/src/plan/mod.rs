@@ -916,6 +916,8 @@ mod gang_tests;
 #[cfg(test)]
 mod health_fixtures_tests;
 #[cfg(test)]
+mod joining_tests;
+#[cfg(test)]
 mod launcher_loss_tests;
 #[cfg(test)]
 mod mpi_tests;

@@ -72,12 +72,6 @@ fn notice_of(world: &World, name: &str) -> Option<Notice> {
     crate::notice::shown(&world.pods[name])
 }
 
-fn scale_to(world: &mut World, replicas: i32) {
-    let job = world.pytorch_job.as_mut().unwrap();
-    let worker = job.spec.pytorch_replica_specs.get_mut("Worker").unwrap();
-    worker.replicas = Some(replicas);
-}
-
 /// The training code says it saved for `notice`.
 fn saved(world: &mut World, notice: &Notice) {
     world.store_report = Some(StoreReport {
@@ -98,7 +92,7 @@ fn saved(world: &mut World, notice: &Notice) {
 fn a_scale_in_asks_every_worker_to_save_and_the_worker_goes_once_they_say_they_did() {
     let mut world = running();
     world.advance(1);
-    scale_to(&mut world, 2);
+    world.set_worker_replicas(2);
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "the group saves first");
     let notice = job_notice(&world).expect("the job's notice");
@@ -152,7 +146,7 @@ fn a_scale_in_asks_every_worker_to_save_and_the_worker_goes_once_they_say_they_d
 #[test]
 fn without_the_trainings_word_the_worker_goes_when_the_drain_ends() {
     let mut world = running();
-    scale_to(&mut world, 2);
+    world.set_worker_replicas(2);
     world.reconcile();
     let notice = job_notice(&world).expect("the job's notice");
     // The word for an earlier notice answers nothing.
@@ -249,7 +243,7 @@ fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
 #[test]
 fn a_worker_that_exits_while_the_group_saves_did_what_it_was_asked_not_the_jobs_end() {
     let mut world = running();
-    scale_to(&mut world, 2);
+    world.set_worker_replicas(2);
     world.reconcile();
     world.exit("ddp-worker-0", 0);
     world.reconcile();

@@ -193,12 +193,7 @@ fn losing_worker_0_keeps_the_run_and_a_replacement_joins_under_a_new_name() {
 fn the_worker_replicas_scale_the_job_within_its_bounds() {
     let mut world = running(elastic(json!({})));
     let workers = |world: &mut World, replicas: i32| {
-        let job = world.pytorch_job.as_mut().unwrap();
-        job.spec
-            .pytorch_replica_specs
-            .get_mut("Worker")
-            .unwrap()
-            .replicas = Some(replicas);
+        world.set_worker_replicas(replicas);
         world.reconcile()
     };
     let plan = workers(&mut world, 3);

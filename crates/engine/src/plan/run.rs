@@ -31,6 +31,7 @@ use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
+use crate::joining;
 use crate::kind::{LauncherObject, mpi_job, pytorch_job, training_job};
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
@@ -606,6 +607,7 @@ impl<'p, 'o> Run<'p, 'o> {
     fn show_notices(&mut self) {
         let name = self.name().to_string();
         let mut updates = Vec::new();
+        let opening = self.gates_to_open();
         for pod in &self.observed.pods {
             let Some(index) = pod
                 .metadata
@@ -645,12 +647,46 @@ impl<'p, 'o> Run<'p, 'o> {
             let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
             annotations.extend(notice::annotations(wanted.as_ref()));
+            if opening.contains(&pod.metadata.name) {
+                annotations.insert(joining::START_ANNOTATION.into(), joining::GO.into());
+            }
             desired.annotations = Some(annotations).filter(|a| !a.is_empty());
             if let Some(change) = metadata_change(&desired, pod) {
                 updates.push(change);
             }
         }
         self.planner.plan.apply.extend(updates);
+    }
+
+    /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
+    /// looks again when the next waiting worker's batch wait ends.
+    fn gates_to_open(&mut self) -> Vec<Option<String>> {
+        if !self.job.job.launcher().group_reforms() {
+            return Vec::new();
+        }
+        let name = self.name().to_string();
+        let waiting: Vec<&Pod> = self
+            .observed
+            .pods
+            .iter()
+            .copied()
+            .filter(|pod| {
+                pod.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| names::worker_index(&name, n).is_some())
+            })
+            .filter(|pod| !self.is_stale(pod) && !joining::is_open(pod))
+            .filter(|pod| !pods::is_terminating(pod) && !pods::is_finished(pod))
+            .collect();
+        let (opened, next) = joining::opened(&waiting, self.planner.now);
+        if let Some(next) = next {
+            self.planner.requeue_at(next);
+        }
+        opened
+            .into_iter()
+            .map(|pod| pod.metadata.name.clone())
+            .collect()
     }
 
     /// Applies `elasticPolicy.maxWaitSeconds`: a run whose launcher has not been created may

@@ -44,6 +44,18 @@ pub const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
 /// one.
 pub const JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
 
+/// The container torchrun runs in: the one named `pytorch`, else the first.
+pub(crate) fn training_container(
+    spec: &mut k8s_openapi::api::core::v1::PodSpec,
+) -> Option<&mut Container> {
+    let position = spec
+        .containers
+        .iter()
+        .position(|c| c.name == PYTORCH_CONTAINER)
+        .unwrap_or(0);
+    spec.containers.get_mut(position)
+}
+
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "PyTorchJob",

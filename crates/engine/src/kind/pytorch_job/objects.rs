@@ -10,12 +10,13 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::build::{
-    Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
+    Job, NOTICE_VOLUME, Role, annotation_file, merged, notice_mount, notice_volume, place_launcher,
+    worker_metadata,
 };
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, pod, service};
-use crate::{cooldown, notice};
+use crate::{cooldown, joining, notice};
 
 /// The Master of `job`, if it is a PyTorchJob with one (see [`pod::pod`]), placed away from
 /// the nodes `avoided`.
@@ -69,6 +70,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
         // torchrun's rank 0 advertises (its fully qualified host name) resolves.
         spec.hostname = Some(crate::names::worker(job.name(), index));
         spec.subdomain = Some(hosted.service_name());
+        behind_the_gate(&mut spec);
     }
     cooldown::avoiding(&mut spec, in_cooldown);
     let mut metadata = worker_metadata(job, index);
@@ -131,6 +133,30 @@ fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {
 }
 
 /// `spec` with the notice volume mounted in every container.
+/// Puts the `pytorch` container's command (the first container's, if none has that name)
+/// behind the gate that lets workers joining a running group start together, and shows the
+/// gate's file beside the notice (see [`crate::joining`]).
+fn behind_the_gate(spec: &mut PodSpec) {
+    if let Some(container) = super::training_container(spec) {
+        joining::gate_command(container);
+    }
+    let notice = spec
+        .volumes
+        .iter_mut()
+        .flatten()
+        .find(|volume| volume.name == NOTICE_VOLUME);
+    if let Some(items) = notice
+        .and_then(|volume| volume.downward_api.as_mut())
+        .and_then(|downward| downward.items.as_mut())
+    {
+        items.push(annotation_file(
+            joining::START_FILE,
+            joining::START_ANNOTATION,
+            0o444,
+        ));
+    }
+}
+
 fn with_notice(mut spec: PodSpec) -> PodSpec {
     spec.volumes.get_or_insert_default().push(notice_volume());
     for container in &mut spec.containers {

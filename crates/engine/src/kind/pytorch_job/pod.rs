@@ -3,7 +3,7 @@
 
 use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::pytorch_job::{PORT_NAME, PYTORCH_CONTAINER, PyTorchReplicaType};
+use eto_api::pytorch_job::{PORT_NAME, PyTorchReplicaType};
 use k8s_openapi::api::core::v1::{ContainerPort, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -49,12 +49,7 @@ pub fn pod(
         }
         .into(),
     );
-    let position = spec
-        .containers
-        .iter()
-        .position(|c| c.name == PYTORCH_CONTAINER)
-        .unwrap_or(0);
-    if let Some(container) = spec.containers.get_mut(position) {
+    if let Some(container) = super::training_container(&mut spec) {
         let ports = container.ports.get_or_insert_default();
         if !ports.iter().any(|p| p.name.as_deref() == Some(PORT_NAME)) {
             ports.push(ContainerPort {

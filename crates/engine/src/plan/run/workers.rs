@@ -20,7 +20,7 @@ use crate::kind::pytorch_job::store_report::StoreReport;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::workers::{self, WorkerInput};
-use crate::{blacklist, cooldown, drain, names, node_warnings, pods, regroup};
+use crate::{blacklist, cooldown, drain, joining, names, node_warnings, pods, regroup};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -334,8 +334,21 @@ impl<'o> Run<'_, 'o> {
             // New workers avoid the nodes in cooldown and those that announced they go.
             let mut avoided = self.planner.status.nodes_in_cooldown.clone();
             avoided.extend(node_warnings::avoided(&self.planner.warned));
+            // A group that re-forms gathers its first workers itself; those joining it once
+            // it formed start together, behind their gate (see crate::joining).
+            let starts_at_once = regroups
+                && !matches!(
+                    self.state,
+                    RunState::AtMinimum | RunState::BelowMinimum { .. }
+                );
             for index in &decision.create {
-                let pod = self.job().worker_pod(*index, &avoided);
+                let mut pod = self.job().worker_pod(*index, &avoided);
+                if let Some(pod) = pod.as_mut().filter(|_| starts_at_once) {
+                    pod.metadata
+                        .annotations
+                        .get_or_insert_default()
+                        .insert(joining::START_ANNOTATION.into(), joining::GO.into());
+                }
                 self.planner
                     .plan
                     .apply
