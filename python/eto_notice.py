@@ -25,11 +25,12 @@ With torchrun, every rank polls and all must agree on the step they save at, for
     flag = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)     # every rank, every step
     if flag.item():
-        if eto_notice.notice_kind() == "Suspend":
-            save(step); sys.exit(0)                   # the job stops: exit
+        asked = eto_notice.asking_notice()            # once this pod shows it too
         if rank == 0:
             save(step)
             eto_notice.saved(step)                    # one call: the change may go on
+        if asked and asked["kind"] == "Suspend":
+            sys.exit(0)                               # the job stops: exit
         eto_notice.wait_for_change()                  # torchrun restarts this process
 
 A pod can also be told by the platform before eto sees it: an eviction, a drain or a node
@@ -134,18 +135,37 @@ def checkpoint_requested():
     )
 
 
+def asking_notice(timeout_seconds=10.0, poll_seconds=0.2):
+    """The notice asking this process to save ("Suspend", "Reclaim" or "Checkpoint"), waiting
+    up to timeout_seconds for this pod to show it; None if none shows.
+
+    eto's notice reaches the pods of a job a second or so apart: a rank that acts on what
+    another rank saw (all ranks agree with an all-reduce) may not show it yet.
+    """
+    waited = 0.0
+    while True:
+        current = notice()
+        if current and current.get("kind") in ASKS_TO_SAVE:
+            return current
+        if waited >= timeout_seconds:
+            return None
+        time.sleep(poll_seconds)
+        waited += poll_seconds
+
+
 def saved(step=None):
     """Says the checkpoint the current notice asked for is saved; returns whether eto heard.
 
     Marks the notice answered in this process (checkpoint_requested() is then False for it)
     and tells eto through its rendezvous store (ETO_SAVED_URL, set in the pods of a
     PyTorchJob whose rendezvous eto hosts), so that a worker waiting to leave leaves now
-    instead of at the notice's deadline. One call from one rank is enough. Without
-    ETO_SAVED_URL, or when the store does not answer within two seconds, eto is not told and
-    the change happens at the deadline.
+    instead of at the notice's deadline. One call from one rank is enough. Waits for this pod
+    to show the notice, as asking_notice() does. Without ETO_SAVED_URL, or when the store
+    does not answer within two seconds, eto is not told and the change happens at the
+    deadline.
     """
-    current = notice()
-    if not current or current.get("kind") not in ASKS_TO_SAVE:
+    current = asking_notice()
+    if not current:
         return False
     _answered.add(_key(current))
     url = os.environ.get("ETO_SAVED_URL")
@@ -167,12 +187,13 @@ def saved(step=None):
 
 
 def wait_for_change(poll_seconds=0.5, timeout_seconds=None):
-    """After saved(): waits while the notice it answered stands. Returns when it is taken down
-    or replaced (the change was called off, or another notice came), or after
-    timeout_seconds. Under torchrun the change usually comes first: the agent restarts this
-    process, which then loads the checkpoint.
+    """After a checkpoint a notice asked for: waits while that notice stands (once this pod
+    shows it, as asking_notice() waits for). Returns when it is taken down or replaced (the
+    change was called off, or another notice came), or after timeout_seconds. Under torchrun
+    the change usually comes first: the agent restarts this process, which then loads the
+    checkpoint.
     """
-    current = notice()
+    current = asking_notice()
     key = current and _key(current)
     waited = 0.0
     while key is not None:

@@ -276,3 +276,38 @@ print(json.dumps({"before": before, "heard": heard, "after": after,
         json!({"pod": "ddp-worker-0", "step": 12, "since": "2027-01-15T08:00:00Z"})
     );
 }
+
+#[test]
+fn a_rank_whose_pod_shows_the_notice_later_waits_for_it_before_it_answers() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("later");
+    let _ = std::fs::remove_file(&file);
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+print("none yet" if eto_notice.asking_notice(timeout_seconds=0.2) is None else "early", flush=True)
+sys.stdin.readline()
+shown = eto_notice.asking_notice(timeout_seconds=10)
+print(shown and shown["kind"], flush=True)
+"#;
+    let mut child = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env("ETO_NOTICE_FILE", &file)
+        .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "none yet");
+    // The helper now waits; the pod shows the notice a moment after another rank saw it.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    std::fs::write(&file, notice(NoticeKind::Checkpoint, None)).unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "Checkpoint");
+    assert!(child.wait().unwrap().success());
+}

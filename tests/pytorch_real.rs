@@ -776,9 +776,11 @@ while step < 60:
     asked = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
     dist.all_reduce(asked, op=dist.ReduceOp.MAX)
     if asked.item():
+        notice = eto_notice.asking_notice()
         if rank == 0:
             save(step)
-            print(f"eto-elastic-saved: {step} kind={eto_notice.notice_kind()} heard={eto_notice.saved(step)}", flush=True)
+            heard = eto_notice.saved(step)
+            print(f"eto-elastic-saved: {step} kind={notice and notice['kind']} heard={heard}", flush=True)
         eto_notice.wait_for_change()
         continue
     value = torch.tensor([1.0])

@@ -401,7 +401,10 @@ pub struct ElasticPolicy {
     /// the SSH daemon eto runs in a worker without one; the image needs `/bin/sh`. When the
     /// template leaves `terminationGracePeriodSeconds` unset, eto sets it to
     /// `checkpointGraceSeconds`. Defaults to true (for an MPIJob, only with `elasticPolicy`).
-    /// A PyTorchJob's pods run their command as written: torchrun handles SIGTERM itself.
+    /// A PyTorchJob's Workers run their command as written, since torchrun forwards SIGTERM
+    /// to its training processes itself: eto gives it the time instead, the grace period as
+    /// above and `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` (torchrun's wait before it kills them, read
+    /// by torchrun 2.12 and later) 10 seconds less.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_on_termination: Option<bool>,
 }

@@ -392,3 +392,45 @@ fn a_worker_the_platform_took_is_counted_as_preempted_not_failed() {
         "worker 2 runs, worker 1's training failed, worker 0 went with its node: {workers:?}"
     );
 }
+
+#[test]
+fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
+    let grace = |world: &World| {
+        let spec = world.pods["ddp-worker-0"].spec.clone().unwrap();
+        (
+            spec.termination_grace_period_seconds,
+            env(
+                &world.pods["ddp-worker-0"],
+                "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+            ),
+        )
+    };
+    let mut world = World::pytorch(elastic(
+        json!({"spec": {"elasticPolicy": {"checkpointGraceSeconds": 120}}}),
+    ));
+    world.reconcile();
+    assert_eq!(grace(&world), (Some(120), Some("110".into())));
+
+    let mut world = World::pytorch(elastic(json!({"spec": {
+        "elasticPolicy": {"checkpointGraceSeconds": 120},
+        "pytorchReplicaSpecs": {"Worker": {"template": {"spec": {
+            "terminationGracePeriodSeconds": 60,
+            "containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.5.1",
+                            "env": [{"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": "15"}]}]
+        }}}}
+    }})));
+    world.reconcile();
+    assert_eq!(
+        grace(&world),
+        (Some(60), Some("15".into())),
+        "the template's own stand"
+    );
+
+    for settings in [json!({}), json!({"checkpointOnTermination": false})] {
+        let mut world = World::pytorch(elastic(
+            json!({"spec": {"elasticPolicy": settings.clone()}}),
+        ));
+        world.reconcile();
+        assert_eq!(grace(&world), (None, None), "{settings}: as v1 runs it");
+    }
+}

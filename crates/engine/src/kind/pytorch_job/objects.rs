@@ -6,7 +6,7 @@
 use eto_api::PyTorchJob;
 use eto_api::pytorch_job::PyTorchReplicaType;
 use eto_api::training_job::NodeCooldown;
-use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
+use k8s_openapi::api::core::v1::{EnvVar, Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::build::{
@@ -71,6 +71,9 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
         spec.hostname = Some(crate::names::worker(job.name(), index));
         spec.subdomain = Some(hosted.service_name());
         behind_the_gate(&mut spec);
+        if job.spec.elastic.checkpoint_on_termination {
+            time_to_save_on_sigterm(&mut spec, job.spec.elastic.checkpoint_grace);
+        }
     }
     cooldown::avoiding(&mut spec, in_cooldown);
     let mut metadata = worker_metadata(job, index);
@@ -133,6 +136,34 @@ fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {
 }
 
 /// `spec` with the notice volume mounted in every container.
+/// The time torchrun has to stop its training processes after a SIGTERM (an eviction, a
+/// drain, a node shutdown), which it forwards to them: a grace period of `checkpoint_grace`
+/// (`checkpointGraceSeconds`) where the template sets none, and torchrun's own wait before it
+/// kills them, `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` (read by torchrun 2.12 and later; 30 s before),
+/// [`SHUTDOWN_MARGIN_SECONDS`] less than the grace period, where the container sets none.
+/// Training code that saves on SIGTERM then has that time.
+fn time_to_save_on_sigterm(spec: &mut PodSpec, checkpoint_grace: std::time::Duration) {
+    let default = i64::try_from(checkpoint_grace.as_secs()).unwrap_or(i64::MAX);
+    let grace = *spec.termination_grace_period_seconds.get_or_insert(default);
+    let shutdown = (grace - SHUTDOWN_MARGIN_SECONDS).max(1);
+    if let Some(container) = super::training_container(spec) {
+        let env = container.env.get_or_insert_default();
+        if !env.iter().any(|var| var.name == SHUTDOWN_TIMEOUT_ENV) {
+            env.push(EnvVar {
+                name: SHUTDOWN_TIMEOUT_ENV.into(),
+                value: Some(shutdown.to_string()),
+                value_from: None,
+            });
+        }
+    }
+}
+
+/// torchrun's wait, in seconds, between the SIGTERM it forwards and the SIGKILL.
+pub const SHUTDOWN_TIMEOUT_ENV: &str = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT";
+
+/// How much sooner than the grace period's end torchrun stops waiting.
+pub const SHUTDOWN_MARGIN_SECONDS: i64 = 10;
+
 /// Puts the `pytorch` container's command (the first container's, if none has that name)
 /// behind the gate that lets workers joining a running group start together, and shows the
 /// gate's file beside the notice (see [`crate::joining`]).
