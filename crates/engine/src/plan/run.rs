@@ -647,7 +647,12 @@ impl<'p, 'o> Run<'p, 'o> {
             let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
             annotations.extend(notice::annotations(wanted.as_ref()));
-            if opening.contains(&pod.metadata.name) {
+            if pod
+                .metadata
+                .name
+                .as_ref()
+                .is_some_and(|n| opening.contains(n))
+            {
                 annotations.insert(joining::START_ANNOTATION.into(), joining::GO.into());
             }
             desired.annotations = Some(annotations).filter(|a| !a.is_empty());
@@ -660,7 +665,7 @@ impl<'p, 'o> Run<'p, 'o> {
 
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
     /// looks again when the next waiting worker's batch wait ends.
-    fn gates_to_open(&mut self) -> Vec<Option<String>> {
+    fn gates_to_open(&mut self) -> Vec<String> {
         if !self.job.job.launcher().group_reforms() {
             return Vec::new();
         }
@@ -685,7 +690,7 @@ impl<'p, 'o> Run<'p, 'o> {
         }
         opened
             .into_iter()
-            .map(|pod| pod.metadata.name.clone())
+            .filter_map(|pod| pod.metadata.name.clone())
             .collect()
     }
 
