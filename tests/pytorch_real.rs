@@ -482,6 +482,30 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|word| word.strip_prefix(key))
 }
 
+/// Asserts that each of the Workers `names` started once, then once more in a group that
+/// re-formed with `world` Workers; prints its log and its restarts under `change`. Returns
+/// the start line of each one's re-formed group.
+async fn re_formed_once(pods: &Api<Pod>, names: &[&str], world: &str, change: &str) -> Vec<String> {
+    let mut again = Vec::new();
+    for name in names {
+        let log = log_of(pods, name).await;
+        println!("{name}:\n{log}");
+        let started = starts(&log);
+        println!(
+            "{change}: {name} restarted {} time(s)",
+            started.len().saturating_sub(1)
+        );
+        assert_eq!(
+            started.len(),
+            2,
+            "{name}: one start, and one re-formed group: {started:#?}"
+        );
+        assert_eq!(field(started[1], "world="), Some(world), "{started:#?}");
+        again.push(started[1].to_string());
+    }
+    again
+}
+
 /// Waits until rank 0 of the first three Workers of `ddp` printed its tenth step.
 async fn ten_steps_trained(pods: &Api<Pod>) {
     until("the workers train", Duration::from_secs(300), async || {
@@ -735,21 +759,8 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
     .await;
     let pods = scratch.pods();
     succeeded_last(&job);
-    for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-        let log = log_of(&pods, name).await;
-        println!("{name}:\n{log}");
-        let started = starts(&log);
-        assert_eq!(
-            started.len(),
-            2,
-            "{name}: one start, and one re-formed group: {started:#?}"
-        );
-        assert!(started[1].contains("world=4"), "{started:#?}");
-        println!(
-            "scale-out 3 -> 4: {name} restarted {} time(s)",
-            started.len() - 1
-        );
-    }
+    let originals = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
+    re_formed_once(&pods, &originals, "4", "scale-out 3 -> 4").await;
     let joined = log_of(&pods, "ddp-worker-3").await;
     println!("ddp-worker-3:\n{joined}");
     assert_eq!(starts(&joined).len(), 1, "{joined}");
@@ -890,19 +901,12 @@ async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_t
         .unwrap()
         .parse()
         .unwrap();
-    for name in ["ddp-worker-0", "ddp-worker-1"] {
-        let log = log_of(&pods, name).await;
-        let started = starts(&log);
+    let survivors = ["ddp-worker-0", "ddp-worker-1"];
+    for again in re_formed_once(&pods, &survivors, "2", "scale-in 3 -> 2").await {
         assert_eq!(
-            started.len(),
-            2,
-            "{name}: one start, and one re-formed group: {started:#?}"
-        );
-        assert_eq!(field(started[1], "world="), Some("2"), "{started:#?}");
-        assert_eq!(
-            field(started[1], "from_step=").and_then(|s| s.parse().ok()),
+            field(&again, "from_step=").and_then(|s| s.parse().ok()),
             Some(saved_step),
-            "{started:#?}"
+            "{again}"
         );
     }
     // Rank 0 of the first group printed its steps and what it saved in one pod's log.
@@ -955,21 +959,8 @@ async fn two_workers_added_at_once_join_the_group_together() {
     .await;
     succeeded_last(&job);
     let pods = scratch.pods();
-    for name in ["ddp-worker-0", "ddp-worker-1"] {
-        let log = log_of(&pods, name).await;
-        println!("{name}:\n{log}");
-        let started = starts(&log);
-        println!(
-            "scale-out 2 -> 4: {name} restarted {} time(s)",
-            started.len() - 1
-        );
-        assert_eq!(
-            started.len(),
-            2,
-            "{name}: one start, and one re-formed group: {started:#?}"
-        );
-        assert_eq!(field(started[1], "world="), Some("4"), "{started:#?}");
-    }
+    let originals = ["ddp-worker-0", "ddp-worker-1"];
+    re_formed_once(&pods, &originals, "4", "scale-out 2 -> 4").await;
     for name in ["ddp-worker-2", "ddp-worker-3"] {
         let log = log_of(&pods, name).await;
         println!("{name}:\n{log}");

@@ -29,7 +29,7 @@
 //! while it parses its arguments).
 
 use eto_api::pytorch_job::PyTorchReplicaType;
-use k8s_openapi::api::core::v1::{EnvVar, PodSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 
 use super::rendezvous::RunRendezvous;
 use super::{Defaulted, pod_name};
@@ -137,18 +137,25 @@ pub fn variables(
 /// after the container's own; a variable a container sets itself is left as it set it.
 pub fn add_to(spec: &mut PodSpec, variables: &[EnvVar]) {
     for container in &mut spec.containers {
-        let env = container.env.get_or_insert_default();
-        let own: Vec<String> = env.iter().map(|var| var.name.clone()).collect();
-        env.extend(
-            variables
-                .iter()
-                .filter(|var| !own.contains(&var.name))
-                .cloned(),
-        );
+        add_to_container(container, variables);
     }
 }
 
-fn var(name: &str, value: impl ToString) -> EnvVar {
+/// Appends `variables` to `container`'s, after its own; a variable it sets itself is left as
+/// it set it.
+pub fn add_to_container(container: &mut Container, variables: &[EnvVar]) {
+    let env = container.env.get_or_insert_default();
+    let own: Vec<String> = env.iter().map(|var| var.name.clone()).collect();
+    env.extend(
+        variables
+            .iter()
+            .filter(|var| !own.contains(&var.name))
+            .cloned(),
+    );
+}
+
+/// A variable `name` with `value`.
+pub fn var(name: &str, value: impl ToString) -> EnvVar {
     EnvVar {
         name: name.into(),
         value: Some(value.to_string()),

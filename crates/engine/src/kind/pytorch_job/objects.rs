@@ -6,7 +6,7 @@
 use eto_api::PyTorchJob;
 use eto_api::pytorch_job::PyTorchReplicaType;
 use eto_api::training_job::NodeCooldown;
-use k8s_openapi::api::core::v1::{EnvVar, Pod, PodSpec, Service};
+use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::build::{
@@ -15,7 +15,7 @@ use crate::build::{
 };
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
-use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, pod, service};
+use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, service};
 use crate::{cooldown, joining, notice};
 
 /// The Master of `job`, if it is a PyTorchJob with one (see [`pod::pod`]), placed away from
@@ -135,7 +135,6 @@ fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {
     }
 }
 
-/// `spec` with the notice volume mounted in every container.
 /// The time torchrun has to stop its training processes after a SIGTERM (an eviction, a
 /// drain, a node shutdown), which it forwards to them: a grace period of `checkpoint_grace`
 /// (`checkpointGraceSeconds`) where the template sets none, and torchrun's own wait before it
@@ -147,14 +146,7 @@ fn time_to_save_on_sigterm(spec: &mut PodSpec, checkpoint_grace: std::time::Dura
     let grace = *spec.termination_grace_period_seconds.get_or_insert(default);
     let shutdown = (grace - SHUTDOWN_MARGIN_SECONDS).max(1);
     if let Some(container) = super::training_container(spec) {
-        let env = container.env.get_or_insert_default();
-        if !env.iter().any(|var| var.name == SHUTDOWN_TIMEOUT_ENV) {
-            env.push(EnvVar {
-                name: SHUTDOWN_TIMEOUT_ENV.into(),
-                value: Some(shutdown.to_string()),
-                value_from: None,
-            });
-        }
+        env::add_to_container(container, &[env::var(SHUTDOWN_TIMEOUT_ENV, shutdown)]);
     }
 }
 
@@ -188,6 +180,7 @@ fn behind_the_gate(spec: &mut PodSpec) {
     }
 }
 
+/// `spec` with the notice volume mounted in every container.
 fn with_notice(mut spec: PodSpec) -> PodSpec {
     spec.volumes.get_or_insert_default().push(notice_volume());
     for container in &mut spec.containers {

@@ -143,14 +143,14 @@ impl HostedRendezvous {
         service_name(&self.job)
     }
 
+    /// The store's host name: `<job>-rdzv.<job>-workers`.
+    pub fn host(&self) -> String {
+        format!("{}.{}", self.store_name(), self.service_name())
+    }
+
     /// Where the agents find the store: `<job>-rdzv.<job>-workers:<port>`.
     pub fn endpoint(&self) -> String {
-        format!(
-            "{}.{}:{}",
-            self.store_name(),
-            self.service_name(),
-            self.port
-        )
+        format!("{}:{}", self.host(), self.port)
     }
 
     /// The rendezvous id of run `run`.
@@ -173,9 +173,8 @@ impl HostedRendezvous {
             endpoint: self.endpoint(),
             id: self.run_id(run),
             saved_url: format!(
-                "http://{}.{}:{}{}",
-                self.store_name(),
-                self.service_name(),
+                "http://{}:{}{}",
+                self.host(),
                 self.report_port(),
                 super::store_report::SAVED_PATH
             ),

@@ -521,28 +521,19 @@ impl<'o> Run<'_, 'o> {
             .map(String::as_str)
             .filter(|pod| !decision.delete.iter().any(|d| d == pod))
             .collect();
-        if !started.is_empty() && regroups {
-            self.planner.event(
-                false,
-                "WorkersDraining",
-                "Drain",
+        if !started.is_empty() {
+            let workers = started.join(", ");
+            let seconds = self.job.spec.elastic.drain.as_secs();
+            let note = if regroups {
                 format!(
-                    "workers {} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {}s (elasticPolicy.drainSeconds)",
-                    started.join(", "),
-                    self.job.spec.elastic.drain.as_secs()
-                ),
-            );
-        } else if !started.is_empty() {
-            self.planner.event(
-                false,
-                "WorkersDraining",
-                "Drain",
+                    "workers {workers} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {seconds}s (elasticPolicy.drainSeconds)"
+                )
+            } else {
                 format!(
-                    "workers {} left host discovery; their pods are deleted in {}s (elasticPolicy.drainSeconds) or once the launcher or the pod stops",
-                    started.join(", "),
-                    self.job.spec.elastic.drain.as_secs()
-                ),
-            );
+                    "workers {workers} left host discovery; their pods are deleted in {seconds}s (elasticPolicy.drainSeconds) or once the launcher or the pod stops"
+                )
+            };
+            self.planner.event(false, "WorkersDraining", "Drain", note);
         }
         if let Some(end) = decision.next_end {
             self.planner.requeue_at(end);
