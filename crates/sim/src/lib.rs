@@ -58,9 +58,9 @@
 //! no aggregated discovery; pods' containers run nothing (their lifecycle is driven by the
 //! simulated kubelet and by fault injection); Services get a cluster IP but nothing routes to
 //! it; the pod spec immutability check is simplified; of the workload controllers only the part of
-//! the Job controller that single-pod Jobs need (see [`jobs`]); Deployments and
-//! PodDisruptionBudgets are stored (so an operator's own manifests apply) but nothing acts on
-//! them; no StatefulSets. Its scheduler stands in for Volcano and the scheduler-plugins
+//! the Job controller that single-pod Jobs need (see [`jobs`]); Deployments,
+//! PodDisruptionBudgets and HorizontalPodAutoscalers are stored (so an operator's own
+//! manifests apply, and a PyTorchJob's autoscaler is kept) but nothing acts on them; no StatefulSets. Its scheduler stands in for Volcano and the scheduler-plugins
 //! coscheduling plugin only as far as gang admission and the preemption of members above a
 //! group's minimum go (see [`nodes::gang`]): no queues, no admission by `minResources`, no
 //! schedule timeouts.

@@ -190,6 +190,15 @@ impl Registry {
                 false,
             ),
             ResourceType::builtin("batch", "v1", "Job", "jobs", true).with_status(),
+            ResourceType::builtin(
+                "autoscaling",
+                "v2",
+                "HorizontalPodAutoscaler",
+                "horizontalpodautoscalers",
+                true,
+            )
+            .short(&["hpa"])
+            .with_status(),
             ResourceType::builtin("apps", "v1", "Deployment", "deployments", true)
                 .short(&["deploy"])
                 .with_status(),

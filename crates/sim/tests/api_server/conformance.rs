@@ -2030,3 +2030,42 @@ async fn evictions_mark_the_pod_disrupted_as_kube_apiserver_and_the_kubelet_do()
         Some("TerminationByKubelet")
     );
 }
+
+#[tokio::test]
+async fn an_autoscaler_gets_kube_apiservers_defaults_and_bounds() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let (_cluster, client) = cluster().await;
+    let api: Api<HorizontalPodAutoscaler> = Api::default_namespaced(client);
+    let hpa = |name: &str, min: Option<i32>, max: i32| -> HorizontalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "ddp"},
+                "minReplicas": min, "maxReplicas": max
+            }
+        }))
+        .unwrap()
+    };
+    let created = api
+        .create(&PostParams::default(), &hpa("defaulted", None, 3))
+        .await
+        .unwrap();
+    let spec = created.spec.unwrap();
+    assert_eq!(spec.min_replicas, Some(1));
+    let metric = serde_json::to_value(&spec.metrics.unwrap()[0]).unwrap();
+    assert_eq!(metric["resource"]["target"]["averageUtilization"], 80);
+    let refused = api
+        .create(&PostParams::default(), &hpa("inverted", Some(4), 2))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("an API error: {refused}")
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("spec.maxReplicas"),
+        "{}",
+        status.message
+    );
+}
