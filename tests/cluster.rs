@@ -7,7 +7,9 @@
 //! workers that failed on several nodes (this one needs nodes with `nvidia.com/gpu` and pods
 //! that run on them, which a fake kubelet's nodes give); and that the `kubeai` SDK, run by the
 //! test on this machine, hears eto's stop through a real API server's pod proxy; and that a
-//! worker on a node tainted for a spot reclaim gets its Reclaim notice (eto's Node watch).
+//! worker on a node tainted for a spot reclaim gets its Reclaim notice (eto's Node watch); and
+//! that kube-controller-manager's HPA controller scales a PyTorchJob through the autoscaler eto
+//! makes from `elasticPolicy.metrics`, while a metric kube-apiserver would refuse is reported.
 //!
 //! `ETO_TEST_POD_PATCH`, when set, is a JSON merge patch applied to the pod templates of the
 //! real-kubelet tests, and `ETO_TEST_IMAGE` replaces their image: on the loopback harness, for
@@ -18,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
+use eto_tests::autoscaled::autoscaled_pytorch_job;
 use eto_tests::nodes::{cordon_every_node, uncordon};
 use eto_tests::poll::until;
 use eto_tests::scratch::{Scratch, phase_of};
@@ -829,5 +832,193 @@ async fn an_mpijobs_launcher_lost_with_its_node_fails_neither_its_job_nor_the_mp
         second.metadata.uid, first.metadata.uid,
         "a new launcher Job"
     );
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG) whose kube-controller-manager runs the HorizontalPodAutoscaler controller, with nodes of nvidia.com/gpu (a fake kubelet will do)"]
+async fn v1s_autoscaler_scales_a_pytorch_job_through_a_real_hpa_controller() {
+    use eto_api::PyTorchJob;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let scratch = Scratch::start("autoscaler").await;
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let autoscalers: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    // More Workers asked for than `maxReplicas`: the HPA brings the job down to its maximum
+    // through the scale subresource before it reads any metric.
+    let job = autoscaled_pytorch_job("autoscaled", (1, 2), 3);
+    jobs.patch(
+        "autoscaled",
+        &PatchParams::apply("eto-test").force(),
+        &Patch::Apply(&job),
+    )
+    .await
+    .unwrap();
+    let applied = Instant::now();
+    let hpa = until(
+        "the HPA controller can scale the job",
+        Duration::from_secs(120),
+        async || {
+            let hpa = autoscalers.get("autoscaled").await.ok()?;
+            let conditions = hpa.status.as_ref()?.conditions.as_ref()?;
+            conditions
+                .iter()
+                .any(|c| c.type_ == "AbleToScale" && c.status == "True")
+                .then_some(hpa)
+        },
+    )
+    .await;
+    let status = hpa.status.unwrap();
+    for condition in status.conditions.iter().flatten() {
+        println!(
+            "autoscaled: HPA {} = {} ({}): {}",
+            condition.type_,
+            condition.status,
+            condition.reason.as_deref().unwrap_or_default(),
+            condition.message.as_deref().unwrap_or_default()
+        );
+    }
+    let replicas = |job: &PyTorchJob| {
+        job.spec
+            .pytorch_replica_specs
+            .get("Worker")
+            .and_then(|worker| worker.replicas)
+    };
+    until(
+        "the HPA brings the Workers to maxReplicas",
+        Duration::from_secs(120),
+        async || {
+            let job = jobs.get("autoscaled").await.ok()?;
+            (replicas(&job) == Some(2)).then_some(())
+        },
+    )
+    .await;
+    println!(
+        "autoscaled: Worker.replicas 3 -> 2 by the HPA controller {:?} after the job was applied",
+        applied.elapsed()
+    );
+
+    // A metric kube-apiserver would refuse in an HPA: the job says which field, and nothing
+    // is created for it.
+    let mut invalid = job.clone();
+    invalid.metadata.name = Some("refused".into());
+    let metric = &mut invalid
+        .spec
+        .elastic_policy
+        .as_mut()
+        .unwrap()
+        .metrics
+        .as_mut()
+        .unwrap()[0];
+    metric.resource.as_mut().unwrap().target.average_utilization = None;
+    jobs.patch(
+        "refused",
+        &PatchParams::apply("eto-test").force(),
+        &Patch::Apply(&invalid),
+    )
+    .await
+    .unwrap();
+    let message = until(
+        "the job reports its metric",
+        Duration::from_secs(60),
+        async || {
+            let job = jobs.get("refused").await.ok()?;
+            let status = job.status?;
+            status
+                .conditions
+                .into_iter()
+                .find(|c| c.reason.as_deref() == Some("InvalidSpec"))?
+                .message
+        },
+    )
+    .await;
+    assert!(
+        message.contains("spec.elasticPolicy.metrics[0].resource.target.averageUtilization"),
+        "{message}"
+    );
+    assert!(autoscalers.get_opt("refused").await.unwrap().is_none());
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG): dry-run creates of HorizontalPodAutoscalers in a scratch namespace"]
+async fn eto_refuses_exactly_the_metrics_a_real_api_server_refuses() {
+    use eto_engine::kind::JobRef;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use kube::api::PostParams;
+    let scratch = Scratch::start("metrics").await;
+    let autoscalers: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let target = |type_: &str, fields: serde_json::Value| {
+        let mut target = serde_json::json!({"type": type_});
+        json_patch::merge(&mut target, &fields);
+        target
+    };
+    let metrics = [
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Utilization", serde_json::json!({"averageUtilization": 80}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "memory", "target": target("AverageValue", serde_json::json!({"averageValue": "2Gi"}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Utilization", serde_json::json!({}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Utilization", serde_json::json!({"averageUtilization": 80, "averageValue": "1"}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Percent", serde_json::json!({"averageUtilization": 80}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Utilization", serde_json::json!({"averageUtilization": 0}))}}),
+        serde_json::json!({"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "pytorch", "target": target("Utilization", serde_json::json!({"averageUtilization": 60}))}}),
+        serde_json::json!({"type": "ContainerResource", "containerResource": {"name": "gpu", "container": "pytorch", "target": target("Utilization", serde_json::json!({"averageUtilization": 60}))}}),
+        serde_json::json!({"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "Py_Torch", "target": target("Utilization", serde_json::json!({"averageUtilization": 60}))}}),
+        serde_json::json!({"type": "Pods", "pods": {"metric": {"name": "samples"}, "target": target("AverageValue", serde_json::json!({"averageValue": 100}))}}),
+        serde_json::json!({"type": "Pods", "pods": {"metric": {"name": "samples"}, "target": target("Value", serde_json::json!({"value": "3"}))}}),
+        serde_json::json!({"type": "Pods", "pods": {"metric": {"name": "samples"}, "target": target("AverageValue", serde_json::json!({"averageValue": "-1"}))}}),
+        serde_json::json!({"type": "Pods", "pods": {"metric": {"name": "a/b"}, "target": target("AverageValue", serde_json::json!({"averageValue": "3"}))}}),
+        serde_json::json!({"type": "Pods"}),
+        serde_json::json!({"type": "Cpu"}),
+        serde_json::json!({"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "queue"}, "metric": {"name": "depth"}, "target": target("Value", serde_json::json!({"value": "30"}))}}),
+        serde_json::json!({"type": "Object", "object": {"describedObject": {"kind": "Service", "name": ""}, "metric": {"name": "depth"}, "target": target("Value", serde_json::json!({"value": "30"}))}}),
+        serde_json::json!({"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "queue"}, "metric": {"name": "depth"}, "target": target("Value", serde_json::json!({}))}}),
+        serde_json::json!({"type": "External", "external": {"metric": {"name": "queue"}, "target": target("AverageValue", serde_json::json!({"averageValue": "500m"}))}}),
+        serde_json::json!({"type": "External", "external": {"metric": {"name": "queue"}, "target": target("Value", serde_json::json!({"value": "1", "averageValue": "1"}))}}),
+        serde_json::json!({"type": "Resource", "resource": {"name": "cpu", "target": target("Utilization", serde_json::json!({"averageUtilization": 80}))},
+                           "pods": {"metric": {"name": "x"}, "target": target("AverageValue", serde_json::json!({"averageValue": "1"}))}}),
+    ];
+    let job_yaml = autoscaled_pytorch_job("autoscaled", (1, 2), 3);
+    let mut disagreements = Vec::new();
+    for (index, metric) in metrics.iter().enumerate() {
+        let mut job = job_yaml.clone();
+        job.spec.elastic_policy.as_mut().unwrap().metrics =
+            Some(vec![serde_json::from_value(metric.clone()).unwrap()]);
+        let eto = JobRef::PyTorch(&job)
+            .validate()
+            .map(drop)
+            .map_err(|e| e.to_string());
+        let hpa: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": format!("m{index}")},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "autoscaled"},
+                "minReplicas": 1, "maxReplicas": 2, "metrics": [metric]
+            }
+        }))
+        .unwrap();
+        let dry_run = PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        };
+        let server = autoscalers
+            .create(&dry_run, &hpa)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
+        let verdict = |result: &Result<(), String>| match result {
+            Ok(()) => "accepts".to_string(),
+            Err(error) => format!("refuses ({error:.100})"),
+        };
+        println!(
+            "metric {index}: eto {}; kube-apiserver {}",
+            verdict(&eto),
+            verdict(&server)
+        );
+        if eto.is_ok() != server.is_ok() {
+            disagreements.push(index);
+        }
+    }
+    assert_eq!(disagreements, Vec::<usize>::new());
     scratch.end().await;
 }

@@ -2,12 +2,15 @@
 //! Workers) to Succeeded with v1's objects and status, what `arena submit pytorchjob`
 //! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, one
 //! whose training fails under `ExitCode`, a job of Workers only, and an elastic job whose
-//! rendezvous eto hosts (worker 0 lost, grown through its replicas, its store lost).
+//! rendezvous eto hosts (worker 0 lost, grown through its replicas, its store lost), and one
+//! with v1's autoscaler from `elasticPolicy.metrics`.
 
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
 use eto_api::pytorch_job::PyTorchReplicaType;
+use eto_tests::autoscaled::autoscaled_pytorch_job;
 use eto_tests::env::{Env, pod_ready, sim_config};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -765,4 +768,105 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
         0,
         "the run goes on"
     );
+}
+
+/// Waits until the autoscaler `name` is gone.
+async fn autoscaler_gone(env: &Env, name: &str) {
+    let api: Api<HorizontalPodAutoscaler> = Api::default_namespaced(env.client.clone());
+    let gone =
+        kube::runtime::wait::await_condition(api, name, |hpa: Option<&HorizontalPodAutoscaler>| {
+            hpa.is_none()
+        });
+    tokio::time::timeout(std::time::Duration::from_secs(30), gone)
+        .await
+        .expect("the autoscaler goes")
+        .expect("the watch");
+}
+
+#[tokio::test]
+async fn metrics_give_the_job_v1s_autoscaler_which_scales_it_and_goes_while_it_is_suspended() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let job = autoscaled_pytorch_job("elastic", (2, 4), 3);
+    let job = jobs
+        .patch(
+            "elastic",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&job),
+        )
+        .await
+        .unwrap();
+    let hpa = env
+        .wait::<HorizontalPodAutoscaler>("elastic", "is created", |_| true)
+        .await;
+    let owner = &hpa.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(owner.uid, job.metadata.uid.clone().unwrap());
+    assert_eq!(owner.controller, Some(true));
+    let spec = hpa.spec.unwrap();
+    assert_eq!(
+        (
+            spec.scale_target_ref.api_version.as_deref(),
+            spec.scale_target_ref.kind.as_str(),
+            spec.scale_target_ref.name.as_str()
+        ),
+        (Some("kubeflow.org/v1"), "PyTorchJob", "elastic")
+    );
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 4));
+    ready(
+        &env,
+        &["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"],
+    )
+    .await;
+
+    // What the HPA controller reads and writes: the job's scale subresource.
+    let scale = jobs.get_scale("elastic").await.unwrap();
+    assert!(
+        scale
+            .status
+            .as_ref()
+            .and_then(|status| status.selector.as_deref())
+            .is_some_and(|selector| !selector.is_empty()),
+        "the autoscaler finds the Workers it measures: {scale:?}"
+    );
+    let up = json!({"spec": {"replicas": 4}});
+    jobs.patch_scale("elastic", &PatchParams::default(), &Patch::Merge(&up))
+        .await
+        .unwrap();
+    env.wait_pod("elastic-worker-3", "is added by the autoscaler", pod_ready)
+        .await
+        .unwrap();
+
+    let suspend = |suspend: bool| json!({"spec": {"runPolicy": {"suspend": suspend}}});
+    jobs.patch(
+        "elastic",
+        &PatchParams::default(),
+        &Patch::Merge(&suspend(true)),
+    )
+    .await
+    .unwrap();
+    autoscaler_gone(&env, "elastic").await;
+    env.wait::<PyTorchJob>("elastic", "is suspended", |job| has(job, "Suspended"))
+        .await;
+    jobs.patch(
+        "elastic",
+        &PatchParams::default(),
+        &Patch::Merge(&suspend(false)),
+    )
+    .await
+    .unwrap();
+    env.wait::<HorizontalPodAutoscaler>("elastic", "is back once the job resumes", |_| true)
+        .await;
+
+    // Without metrics the job keeps running, without an autoscaler.
+    let drop_metrics = json!({"spec": {"elasticPolicy": {"metrics": null}}});
+    jobs.patch(
+        "elastic",
+        &PatchParams::default(),
+        &Patch::Merge(&drop_metrics),
+    )
+    .await
+    .unwrap();
+    autoscaler_gone(&env, "elastic").await;
+    let job = jobs.get("elastic").await.unwrap();
+    assert!(!has(&job, "Failed"));
 }

@@ -49,6 +49,7 @@ async fn apply_child(client: &Client, child: &Child) {
         Child::LauncherJob(launcher) => apply(client, launcher.as_ref()).await,
         Child::PodMetadata(_) => unreachable!("a new job has no pod to change"),
         Child::PodGroup(_) => unreachable!("the floor is measured without gang scheduling"),
+        Child::Autoscaler(_) => unreachable!("a TrainingJob has no autoscaler"),
     }
 }
 
@@ -69,6 +70,7 @@ pub fn first_plan(job: &TrainingJob) -> Plan {
             Child::RoleBinding(binding) => &mut binding.metadata,
             Child::LauncherJob(launcher) => &mut launcher.metadata,
             Child::PodGroup(group) => &mut group.metadata,
+            Child::Autoscaler(autoscaler) => &mut autoscaler.metadata,
             Child::PodMetadata(_) => continue,
         };
         metadata.owner_references = None;

@@ -34,6 +34,7 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
         .unwrap_or_else(|| panic!("eto serves no kind {kind}"))
 }
 
+pub mod autoscaled;
 pub mod env;
 pub mod floor;
 pub mod history;

@@ -297,8 +297,12 @@ pub struct PyTorchElasticPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_restarts: Option<i32>,
 
-    /// Metrics of a HorizontalPodAutoscaler that scales the Workers between `minReplicas`
-    /// and `maxReplicas`.
+    /// Metrics of a HorizontalPodAutoscaler (autoscaling/v2) that scales the Workers between
+    /// `minReplicas` and `maxReplicas`, as training-operator v1 makes it: named like the job,
+    /// owned by it, scaling it through its scale subresource (`Worker.replicas`). It exists
+    /// while the job runs: not while it is suspended, nor once it finished. Each metric must
+    /// be one kube-apiserver accepts; a job with one it would refuse is reported invalid,
+    /// naming the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Vec<MetricSpec>>,
 

@@ -34,6 +34,7 @@ use eto_engine::kind::{ApiStatus, Kind};
 use eto_engine::plan::{Child, ChildKind, Plan};
 use eto_engine::pod_metadata::PodMetadata;
 use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -374,6 +375,10 @@ async fn apply_child(
             apply_checked(ctx, namespace, binding.as_ref(), store, owner).await
         }
         Child::PodGroup(group) => pod_groups::apply(ctx, namespace, group, owner).await,
+        Child::Autoscaler(autoscaler) => {
+            let store = &stores.autoscalers;
+            apply_checked(ctx, namespace, autoscaler.as_ref(), store, owner).await
+        }
         Child::LauncherJob(job) => {
             let name = job.metadata.name.clone().unwrap_or_default();
             let jobs: Api<BatchJob> = Api::namespaced(ctx.client.clone(), namespace);
@@ -603,6 +608,9 @@ pub async fn execute(
             }
             ChildKind::Job => delete_one::<BatchJob>(ctx, namespace, &deletion.name, None).await?,
             ChildKind::PodGroup => pod_groups::delete(ctx, namespace, &deletion.name).await?,
+            ChildKind::Autoscaler => {
+                delete_one::<HorizontalPodAutoscaler>(ctx, namespace, &deletion.name, None).await?;
+            }
         }
     }
     for update in &plan.scalers {

@@ -15,6 +15,7 @@ use eto_engine::node_warnings::Rules as NodeWarningRules;
 use eto_engine::scaling::ScalerKind;
 use futures::{Stream, StreamExt};
 use k8s_openapi::Resource as _;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -133,6 +134,14 @@ pub(crate) async fn wire(
             reflector::store().0,
         )
     };
+    let autoscalers = if kinds.iter().any(|kind| kind.autoscaled_by_metrics()) {
+        inputs.push(HorizontalPodAutoscaler::KIND);
+        let (autoscalers, events) = watches.reflected::<HorizontalPodAutoscaler>();
+        child_triggers.push(triggers(events));
+        autoscalers
+    } else {
+        reflector::store().0
+    };
     let launcher_jobs = if launchers(LauncherObject::Job) {
         inputs.push(BatchJob::KIND);
         let (jobs, events) = watches.reflected::<BatchJob>();
@@ -237,6 +246,7 @@ pub(crate) async fn wire(
         service_accounts,
         roles,
         role_bindings,
+        autoscalers,
         scale_ins,
         scale_outs,
         scale_ins_by_job,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use eto_engine::gang::{Gang, GangScheduler};
 use eto_engine::kind::Kind;
 use eto_engine::node_warnings::Rules as NodeWarningRules;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -70,6 +71,8 @@ pub struct Stores {
     pub roles: Store<Role>,
     /// Launcher RoleBindings.
     pub role_bindings: Store<RoleBinding>,
+    /// PyTorchJobs' HorizontalPodAutoscalers.
+    pub autoscalers: Store<HorizontalPodAutoscaler>,
     /// ScaleIn requests (all of them: users create them).
     pub scale_ins: Store<DynamicObject>,
     /// ScaleOut requests (all of them).

@@ -97,6 +97,7 @@ impl Stores {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use kube::api::ApiResource;
@@ -131,6 +132,8 @@ mod tests {
             service_accounts: listed(Writer::<ServiceAccount>::default(), Vec::new()).as_reader(),
             roles: listed(Writer::<Role>::default(), Vec::new()).as_reader(),
             role_bindings: listed(Writer::<RoleBinding>::default(), Vec::new()).as_reader(),
+            autoscalers: listed(Writer::<HorizontalPodAutoscaler>::default(), Vec::new())
+                .as_reader(),
             scale_ins: listed(
                 Writer::new(ApiResource::erase::<eto_api::ScaleIn>(&())),
                 Vec::new(),

@@ -9,6 +9,7 @@ use eto_engine::kind::{JobRef, Kind};
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
 use eto_engine::scaling::ScalerKind;
 use http::{Request, Response};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -73,6 +74,7 @@ struct Cached {
     service_accounts: Vec<ServiceAccount>,
     roles: Vec<Role>,
     role_bindings: Vec<RoleBinding>,
+    autoscalers: Vec<HorizontalPodAutoscaler>,
     jobs: Vec<TrainingJob>,
     launcher_jobs: Vec<BatchJob>,
     scale_outs: Vec<DynamicObject>,
@@ -115,6 +117,7 @@ impl Cached {
                 Child::Role(role) => self.roles.push(*role),
                 Child::RoleBinding(binding) => self.role_bindings.push(*binding),
                 Child::PodGroup(_) => {}
+                Child::Autoscaler(autoscaler) => self.autoscalers.push(*autoscaler),
                 Child::LauncherJob(mut launcher) => {
                     launcher.metadata.uid = Some("launcher-job-uid".into());
                     self.launcher_jobs.push(*launcher);
@@ -155,6 +158,7 @@ impl Cached {
             pod_group: None,
             node_warnings: &[],
             store_report: None,
+            autoscaler: None,
         };
         plan(&observed, now())
     }
@@ -193,6 +197,7 @@ impl Cached {
             service_accounts: writers.4.as_reader(),
             roles: writers.5.as_reader(),
             role_bindings: writers.6.as_reader(),
+            autoscalers: listed(Writer::default(), self.autoscalers).as_reader(),
             scale_ins: listed(
                 Writer::new(crate::resources::request_resource(ScalerKind::ScaleIn)),
                 self.scale_ins,
@@ -273,7 +278,8 @@ fn mock() -> (Client, Handle) {
     (Client::new(service, "default"), handle)
 }
 
-fn dynamic(job: &TrainingJob) -> Arc<DynamicObject> {
+/// A job of any kind as the job caches hold it.
+fn dynamic(job: &impl serde::Serialize) -> Arc<DynamicObject> {
     Arc::new(
         serde_json::from_value(serde_json::to_value(job).expect("jobs serialize"))
             .expect("a dynamic object"),
@@ -746,13 +752,6 @@ fn mpi_job() -> eto_api::MPIJob {
     serde_saphyr::from_str(MPI_JOB).expect("the fixture is an MPIJob")
 }
 
-fn dynamic_mpi(job: &eto_api::MPIJob) -> Arc<DynamicObject> {
-    Arc::new(
-        serde_json::from_value(serde_json::to_value(job).expect("jobs serialize"))
-            .expect("a dynamic object"),
-    )
-}
-
 /// Answers every request until the client hangs up: a read of a path in `existing` with its
 /// metadata, any other read with `404 NotFound`, a write with an echo of its body. Returns the
 /// requests as `METHOD URI` with their bodies.
@@ -835,7 +834,7 @@ async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_st
     let ctx = Cached::default().context(client);
     let job = mpi_job();
     let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
+    reconcile(Kind::MpiJob, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds");
     let requests = served.await.expect("the mock server");
@@ -886,7 +885,7 @@ async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
         ..eto_api::mpi_job::RunPolicy::default()
     });
     let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::MpiJob, dynamic_mpi(&job), ctx)
+    reconcile(Kind::MpiJob, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds");
     assert_eq!(served.await.expect("the mock server"), []);
@@ -921,7 +920,7 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() 
         .expect("a pod"),
     );
     cached.all_ready();
-    let requests = reconciled_accepting(cached, Kind::MpiJob, dynamic_mpi(&job)).await;
+    let requests = reconciled_accepting(cached, Kind::MpiJob, dynamic(&job)).await;
     let (_, annotated) = requests
         .iter()
         .find(|(line, _)| {
@@ -1175,7 +1174,7 @@ fn volcano(served: bool) -> Cached {
 
 #[tokio::test]
 async fn with_volcano_the_pod_group_is_applied_before_the_pods_that_join_it() {
-    let requests = reconciled_accepting(volcano(true), Kind::MpiJob, dynamic_mpi(&mpi_job())).await;
+    let requests = reconciled_accepting(volcano(true), Kind::MpiJob, dynamic(&mpi_job())).await;
     let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
     let group = lines
         .iter()
@@ -1206,8 +1205,7 @@ async fn with_volcano_the_pod_group_is_applied_before_the_pods_that_join_it() {
 
 #[tokio::test]
 async fn without_the_pod_group_api_no_pod_is_created_and_the_job_says_why() {
-    let requests =
-        reconciled_accepting(volcano(false), Kind::MpiJob, dynamic_mpi(&mpi_job())).await;
+    let requests = reconciled_accepting(volcano(false), Kind::MpiJob, dynamic(&mpi_job())).await;
     assert!(
         !requests
             .iter()
@@ -1254,4 +1252,96 @@ async fn pods_whose_checkpoint_window_ended_are_deleted_with_a_short_grace_perio
         assert_eq!(options["gracePeriodSeconds"], 5, "{line}");
         assert_eq!(options["propagationPolicy"], "Background", "{line}");
     }
+}
+
+const PYTORCH_JOB: &str = r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: ddp
+  namespace: default
+  uid: 7a2c0d3e-0000-4000-8000-0000000000b2
+  generation: 1
+  resourceVersion: "9"
+spec:
+  elasticPolicy:
+    minReplicas: 1
+    maxReplicas: 3
+    metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: 80
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.5.1
+            command: ["torchrun", "train.py"]
+"#;
+
+fn pytorch_job() -> eto_api::PyTorchJob {
+    serde_saphyr::from_str(PYTORCH_JOB).expect("the fixture is a PyTorchJob")
+}
+
+const AUTOSCALER: &str = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/ddp";
+
+#[tokio::test]
+async fn a_pytorch_job_with_metrics_applies_its_autoscaler_after_checking_the_name() {
+    let job = pytorch_job();
+    let requests = reconciled_accepting(Cached::default(), Kind::PyTorchJob, dynamic(&job)).await;
+    let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
+    let read = format!("GET {AUTOSCALER}");
+    let apply = format!("PATCH {AUTOSCALER}?&force=true&fieldManager=eto");
+    let at = |line: &str| lines.iter().position(|l| *l == line);
+    let (Some(read_at), Some(apply_at)) = (at(&read), at(&apply)) else {
+        panic!("no look-up and apply of the autoscaler: {lines:#?}");
+    };
+    let status_at = lines
+        .iter()
+        .position(|line| line.contains("/pytorchjobs/ddp/status"))
+        .expect("a status write");
+    assert!(read_at < apply_at && apply_at < status_at, "{lines:#?}");
+    let body = &requests[apply_at].1;
+    assert_eq!(
+        (&body["apiVersion"], &body["kind"]),
+        (&json!("autoscaling/v2"), &json!("HorizontalPodAutoscaler"))
+    );
+    assert_eq!(
+        body["spec"]["scaleTargetRef"],
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "ddp"})
+    );
+    assert_eq!(
+        (&body["spec"]["minReplicas"], &body["spec"]["maxReplicas"]),
+        (&json!(1), &json!(3))
+    );
+    assert_eq!(
+        body["metadata"]["ownerReferences"][0]["uid"],
+        "7a2c0d3e-0000-4000-8000-0000000000b2"
+    );
+}
+
+#[tokio::test]
+async fn a_suspended_pytorch_job_deletes_its_autoscaler() {
+    let mut job = pytorch_job();
+    let first = plan(&Observed::without_children(JobRef::PyTorch(&job)), now());
+    let cached = Cached::after(&first);
+    assert_eq!(cached.autoscalers.len(), 1, "the first plan applies it");
+    job.spec.run_policy = Some(eto_api::pytorch_job::RunPolicy {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    let requests = reconciled_accepting(cached, Kind::PyTorchJob, dynamic(&job)).await;
+    let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with(&format!("DELETE {AUTOSCALER}"))),
+        "{lines:#?}"
+    );
 }

@@ -58,6 +58,10 @@ pub fn children(stores: &Stores, job: JobRef<'_>) -> Children {
             Vec::new()
         },
         pod_group: pod_groups::cached(stores, namespace, &wanted.pod_group, job.uid()),
+        autoscaler: wanted
+            .autoscaler
+            .as_deref()
+            .and_then(|name| named(&stores.autoscalers, namespace, name)),
     };
     Children::controlled(job, found)
 }

@@ -94,6 +94,13 @@ pub const CLUSTER_GRANTS: &[Grant] = &[
         resources: &["roles", "rolebindings"],
         verbs: &["get", "list", "watch", "create", "patch"],
     },
+    // A PyTorchJob's HorizontalPodAutoscaler (v1's, from `elasticPolicy.metrics`): watched,
+    // applied, deleted when the job suspends or ends or drops its metrics.
+    Grant {
+        group: "autoscaling",
+        resources: &["horizontalpodautoscalers"],
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+    },
     // A job's PodGroup when a gang scheduler is configured (Volcano's or scheduler-plugins'
     // API, see crate::pod_groups): watched, applied, deleted when the job suspends or ends.
     Grant {

@@ -25,6 +25,7 @@
 //! cached object back (eto never does: it applies objects it builds, and patches status).
 
 use eto_engine::pods::CONDITIONS_READ;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
@@ -71,6 +72,7 @@ trim_metadata_only!(
     Role,
     RoleBinding,
     BatchJob,
+    HorizontalPodAutoscaler,
     DynamicObject
 );
 

@@ -10,6 +10,7 @@ use std::fmt::Debug;
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -49,6 +50,7 @@ impl Managed for ServiceAccount {}
 impl Managed for Role {}
 impl Managed for RoleBinding {}
 impl Managed for BatchJob {}
+impl Managed for HorizontalPodAutoscaler {}
 
 /// What every watch of one operator run shares.
 #[derive(Clone, Copy)]

@@ -9,13 +9,14 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::{JobRef, LauncherObject, controlled_by};
+use crate::kind::{JobRef, LauncherObject, controlled_by, pytorch_job};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use crate::scaling::Scaler;
 use crate::{names, pods};
@@ -35,6 +36,8 @@ pub struct Wanted {
     pub launcher_rbac: Option<String>,
     /// The PodGroup, when the operator uses a gang scheduler.
     pub pod_group: String,
+    /// A PyTorchJob's HorizontalPodAutoscaler.
+    pub autoscaler: Option<String>,
 }
 
 /// A job's children, and for a TrainingJob its ScaleIn and ScaleOut requests.
@@ -60,6 +63,8 @@ pub struct Children {
     pub scalers: Vec<Scaler>,
     /// Its PodGroup.
     pub pod_group: Option<PodGroup>,
+    /// A PyTorchJob's HorizontalPodAutoscaler.
+    pub autoscaler: Option<Arc<HorizontalPodAutoscaler>>,
 }
 
 fn kept<T>(object: Option<Arc<T>>, uid: &str, meta: impl Fn(&T) -> &ObjectMeta) -> Option<Arc<T>> {
@@ -80,6 +85,9 @@ impl Children {
             launcher_rbac: (kind.launcher() == LauncherObject::Pod)
                 .then(|| names::launcher_rbac(name)),
             pod_group: gang::pod_group_name(job).to_string(),
+            autoscaler: kind
+                .autoscaled_by_metrics()
+                .then(|| pytorch_job::autoscaler::name(name)),
         }
     }
 
@@ -126,6 +134,8 @@ impl Children {
             pod_group: found
                 .pod_group
                 .filter(|group| controlled_by(&group.metadata, uid)),
+            autoscaler: kept(found.autoscaler, uid, |a| &a.metadata)
+                .filter(|_| job.kind().autoscaled_by_metrics()),
         }
     }
 
@@ -158,6 +168,7 @@ impl Children {
             pod_group: self.pod_group.as_ref(),
             node_warnings: &[],
             store_report: None,
+            autoscaler: self.autoscaler.as_deref(),
         }
     }
 

@@ -88,6 +88,12 @@ pub fn is_dns1035_label(name: &str) -> bool {
     }
 }
 
+/// Whether `name` is a DNS-1123 label: at most 63 lowercase letters, digits and `-`,
+/// starting and ending with a letter or digit. Container names must be one.
+pub fn is_dns1123_label(name: &str) -> bool {
+    name.len() <= 63 && !name.contains('.') && is_dns1123_subdomain(name)
+}
+
 /// Whether `name` is a DNS-1123 subdomain: at most 253 characters, dot-separated labels of
 /// lowercase letters, digits and `-` that start and end with a letter or digit. Most object
 /// names (Secrets, ConfigMaps, Pods) must be one.
@@ -140,6 +146,24 @@ mod tests {
         let too_long = "a".repeat(254);
         for bad in ["", "Secret", "a..b", ".a", "a-", "a_b", too_long.as_str()] {
             assert!(!is_dns1123_subdomain(bad), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn dns1123_labels() {
+        for good in ["pytorch", "1st", "side-car"] {
+            assert!(is_dns1123_label(good), "{good} should be accepted");
+        }
+        let too_long = "a".repeat(64);
+        for bad in [
+            "",
+            "PyTorch",
+            "py.torch",
+            "py_torch",
+            "-a",
+            too_long.as_str(),
+        ] {
+            assert!(!is_dns1123_label(bad), "{bad} should be rejected");
         }
     }
 

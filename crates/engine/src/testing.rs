@@ -197,6 +197,8 @@ pub(crate) mod world {
         pub node_warnings: Vec<crate::node_warnings::NodeWarning>,
         /// What a PyTorchJob's rendezvous store reports.
         pub store_report: Option<crate::kind::pytorch_job::store_report::StoreReport>,
+        /// A PyTorchJob's HorizontalPodAutoscaler.
+        pub autoscaler: Option<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>,
         pub now: jiff::Timestamp,
     }
 
@@ -223,6 +225,7 @@ pub(crate) mod world {
                 pod_group: None,
                 node_warnings: Vec::new(),
                 store_report: None,
+                autoscaler: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
         }
@@ -270,6 +273,7 @@ pub(crate) mod world {
                 pod_group: self.pod_group.as_ref(),
                 node_warnings: &self.node_warnings,
                 store_report: self.store_report.as_ref(),
+                autoscaler: self.autoscaler.as_ref(),
             }
         }
 
@@ -310,6 +314,7 @@ pub(crate) mod world {
                     Child::RoleBinding(binding) => self.role_binding = Some(*binding),
                     Child::LauncherJob(job) => self.create_launcher_job(*job),
                     Child::PodGroup(group) => self.pod_group = Some(*group),
+                    Child::Autoscaler(autoscaler) => self.autoscaler = Some(*autoscaler),
                 }
             }
             if plan.create_ssh_secret.is_some() {
@@ -325,6 +330,7 @@ pub(crate) mod world {
                     }
                     ChildKind::Service => self.service = None,
                     ChildKind::PodGroup => self.pod_group = None,
+                    ChildKind::Autoscaler => self.autoscaler = None,
                     ChildKind::Job => {
                         self.launcher_job = None;
                         self.pods.retain(|_, pod| {

@@ -44,7 +44,8 @@ where
 /// Reads the children of `job` from the API server: the objects of its namespace under the
 /// names [`Children::wanted`] gives and the pods with its job label, kept by the engine's rule
 /// ([`Children::controlled`]), as the operator keeps those of its caches. Its ScaleIn and
-/// ScaleOut requests are not read: they do not change which hosts are ready.
+/// ScaleOut requests, and a PyTorchJob's autoscaler, are not read: they do not change which
+/// hosts are ready.
 pub async fn fetch(client: &Client, job: JobRef<'_>) -> Result<Children, Error> {
     let namespace = job.namespace();
     let wanted = Children::wanted(job);

@@ -149,6 +149,10 @@ impl Kind {
     /// job of their namespace) scale.
     pub const SCALED_BY_REQUESTS: Self = Self::TrainingJob;
 
+    /// The kind whose jobs have a HorizontalPodAutoscaler when they set metrics (v1's
+    /// PyTorchJob, from `elasticPolicy.metrics`).
+    pub const AUTOSCALED_BY_METRICS: Self = Self::PyTorchJob;
+
     /// Every kind eto serves, in the order of [`Kind::index`].
     pub const ALL: [Self; Self::COUNT] = [Self::TrainingJob, Self::MpiJob, Self::PyTorchJob];
 
@@ -205,6 +209,12 @@ impl Kind {
     /// Whether `ScaleIn` and `ScaleOut` requests scale its jobs.
     pub fn scaled_by_requests(self) -> bool {
         self == Self::SCALED_BY_REQUESTS
+    }
+
+    /// Whether its jobs may have a HorizontalPodAutoscaler of their own (see
+    /// [`pytorch_job::autoscaler`]).
+    pub fn autoscaled_by_metrics(self) -> bool {
+        self == Self::AUTOSCALED_BY_METRICS
     }
 
     /// What runs its launcher.

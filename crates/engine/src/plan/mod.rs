@@ -26,12 +26,15 @@
 //!   and its unfinished pods are deleted.
 //! - A finished job applies `cleanPodPolicy` (`Running` and `All` delete the workers and their
 //!   Service; the launcher stays), and is deleted `ttlSecondsAfterFinished` after it finished.
+//! - A PyTorchJob that sets `elasticPolicy.metrics` has a HorizontalPodAutoscaler while its
+//!   run goes on (see [`crate::kind::pytorch_job::autoscaler`] and `autoscaler.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus, WarnedNode};
 use eto_api::well_known::WORKER_ROLE;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -140,6 +143,9 @@ pub struct Observed<'a> {
     /// What the rendezvous store of a PyTorchJob reports, read when its pod runs (see
     /// [`crate::kind::pytorch_job::store_report`]).
     pub store_report: Option<&'a StoreReport>,
+    /// The HorizontalPodAutoscaler of a PyTorchJob, named like it (see
+    /// [`crate::kind::pytorch_job::autoscaler`]).
+    pub autoscaler: Option<&'a HorizontalPodAutoscaler>,
 }
 
 impl<'a> Observed<'a> {
@@ -163,6 +169,7 @@ impl<'a> Observed<'a> {
             pod_group: None,
             node_warnings: &[],
             store_report: None,
+            autoscaler: None,
         }
     }
 }
@@ -191,6 +198,8 @@ pub enum Child {
     /// The job's PodGroup, when the operator uses a gang scheduler; listed before the pods
     /// that belong to it.
     PodGroup(Box<PodGroup>),
+    /// A PyTorchJob's HorizontalPodAutoscaler.
+    Autoscaler(Box<HorizontalPodAutoscaler>),
 }
 
 impl Child {
@@ -205,6 +214,7 @@ impl Child {
             Self::RoleBinding(_) => "RoleBinding",
             Self::LauncherJob(_) => "Job",
             Self::PodGroup(_) => "PodGroup",
+            Self::Autoscaler(_) => "HorizontalPodAutoscaler",
         }
     }
 
@@ -220,6 +230,7 @@ impl Child {
             Self::RoleBinding(binding) => &binding.metadata,
             Self::LauncherJob(job) => &job.metadata,
             Self::PodGroup(group) => &group.metadata,
+            Self::Autoscaler(autoscaler) => &autoscaler.metadata,
         };
         metadata.name.as_deref().unwrap_or_default()
     }
@@ -236,6 +247,8 @@ pub enum ChildKind {
     Job,
     /// The job's PodGroup (see [`crate::gang`]).
     PodGroup,
+    /// A PyTorchJob's HorizontalPodAutoscaler.
+    Autoscaler,
 }
 
 /// A child to delete.
@@ -385,6 +398,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         Ok(spec) => {
             planner.valid(observed, &spec);
             planner.pod_group(observed, &spec);
+            planner.autoscaler(observed, &spec);
             let changes = planner.plan.apply.iter().filter_map(|child| match child {
                 Child::PodMetadata(change) => Some(change),
                 _ => None,
@@ -436,8 +450,9 @@ struct Planner {
     plan: Plan,
     now: jiff::Timestamp,
     /// Set by a run that goes on: whether its launcher exists (see [`crate::gang`]). A job
-    /// that does not go on (suspending, suspended, finished) holds no PodGroup.
-    gang_launcher: Option<bool>,
+    /// that does not go on (suspending, suspended, finished) holds no PodGroup and no
+    /// autoscaler.
+    going_on_with_launcher: Option<bool>,
     /// The nodes that announced they go away, with their times (see
     /// [`crate::node_warnings`]).
     warned: Vec<WarnedNode>,
@@ -460,7 +475,7 @@ impl Planner {
             status,
             plan: Plan::default(),
             now,
-            gang_launcher: None,
+            going_on_with_launcher: None,
             warned: Vec::new(),
         }
     }
@@ -582,7 +597,7 @@ impl Planner {
         let Some(scheduler) = observed.gang.ready() else {
             return;
         };
-        let Some(launcher_exists) = self.gang_launcher else {
+        let Some(launcher_exists) = self.going_on_with_launcher else {
             if let Some(existing) = observed.pod_group {
                 self.plan.delete.push(Deletion {
                     kind: ChildKind::PodGroup,
@@ -905,10 +920,13 @@ fn replica_statuses(
     statuses
 }
 
+mod autoscaler;
 mod run;
 
 use run::Run;
 
+#[cfg(test)]
+mod autoscaler_tests;
 #[cfg(test)]
 mod collateral_tests;
 #[cfg(test)]

@@ -37,6 +37,7 @@ fn kinds(plan: &Plan) -> Vec<&'static str> {
             Child::ConfigMap(_) => "ConfigMap",
             Child::LauncherJob(_) => "Job",
             Child::PodGroup(_) => "PodGroup",
+            Child::Autoscaler(_) => "HorizontalPodAutoscaler",
             Child::ServiceAccount(_) | Child::Role(_) | Child::RoleBinding(_) => "RBAC",
         })
         .collect()

@@ -372,7 +372,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 return;
             }
         }
-        self.planner.gang_launcher = Some(self.launcher().is_some());
+        self.planner.going_on_with_launcher = Some(self.launcher().is_some());
         self.apply_supporting_objects();
         if !self.observed.taken.is_empty() {
             return self.names_taken();

@@ -1,14 +1,17 @@
 //! `PyTorchJob` (`kubeflow.org/v1`), Kubeflow training-operator v1's kind: what it contributes
 //! to the engine. v1's defaults ([`Defaulted`]), its pods ([`pod`]) and the environment they
 //! get ([`env`]), the headless Service of each pod ([`service`]) and its status as v1's users
-//! read it ([`status`]).
+//! read it ([`status`]), and the HorizontalPodAutoscaler of a job that sets
+//! `elasticPolicy.metrics` ([`autoscaler`]).
 //!
 //! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
 //! launcher's place (see [`super::LauncherObject::Master`]): its end is the run's, and its
 //! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
 //! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
+pub mod autoscaler;
 pub mod env;
+pub(crate) mod metrics;
 pub mod objects;
 pub mod pod;
 pub mod rendezvous;

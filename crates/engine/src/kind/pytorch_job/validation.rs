@@ -8,8 +8,9 @@
 //! not both `nprocPerNode` fields; `managedBy` v1's or MultiKueue's. eto's: at least one
 //! replica type, `nprocPerNode` that torchrun reads (`auto`, `cpu`, `gpu` or a positive
 //! number), non-negative run limits, elastic bounds from 1 with `minReplicas <= maxReplicas`,
-//! no volume or mount where eto puts its own files, and a name short enough for
-//! `<name>-worker-<index>`.
+//! `elasticPolicy.metrics` that kube-apiserver accepts in a HorizontalPodAutoscaler (see
+//! [`super::metrics`]), no volume or mount where eto puts its own files, and a name short
+//! enough for `<name>-worker-<index>`.
 
 use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
@@ -215,6 +216,9 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
                 "spec.elasticPolicy.minReplicas",
                 format!("must not be greater than maxReplicas ({min} > {max})"),
             );
+        }
+        if let Some(metrics) = &policy.metrics {
+            super::metrics::check(metrics, "spec.elasticPolicy.metrics", errors);
         }
     }
     let run_policy = spec.run_policy.clone().unwrap_or_default();
