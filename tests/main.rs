@@ -32,4 +32,5 @@ mod pytorchjob;
 mod scaling;
 mod suspend;
 mod termination;
+mod torchrun_shutdown;
 mod wide_jobs;
