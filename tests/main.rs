@@ -32,5 +32,5 @@ mod pytorchjob;
 mod scaling;
 mod suspend;
 mod termination;
-mod torchrun_shutdown;
+mod torchrun_local;
 mod wide_jobs;

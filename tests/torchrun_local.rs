@@ -1,0 +1,287 @@
+//! What eto puts into a PyTorchJob's pods, run on this machine under a real torchrun of
+//! PyTorch 2.12 or later (the harness's pods have Debian's 1.13):
+//! `ETO_TORCHRUN=<path to torchrun> cargo test -p eto-tests --test integration torchrun_local::
+//! -- --ignored`. Its `python3` (beside it) serves the store.
+//!
+//! - The rendezvous store's program, from the store pod eto builds, serves two agents started
+//!   with the environment eto gives Workers (only the endpoint points at this machine): they
+//!   form one group as its clients, and the store's report shows their rendezvous.
+//! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
+//!   torchrun, which forwards it to the training processes and kills them after its shutdown
+//!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
+//!   checkpointGraceSeconds` and that timeout a little less, so that training code saving on
+//!   SIGTERM has the time: with the environment eto puts into a Worker, a save that takes 6 s
+//!   finishes, and the same save is cut with a shorter timeout.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use eto_api::PyTorchJob;
+use eto_engine::build::Job;
+use eto_engine::kind::JobRef;
+use eto_engine::kind::pytorch_job::objects::{SHUTDOWN_TIMEOUT_ENV, store_pod};
+use eto_tests::poll::until;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{Value, json};
+
+/// How long the training code takes to save after SIGTERM.
+const SAVE_SECONDS: u64 = 6;
+
+/// Training code that saves on SIGTERM, taking [`SAVE_SECONDS`], and says when it is ready.
+const SAVES_ON_SIGTERM: &str = r#"
+import os, signal, sys, time
+def save(signum, frame):
+    time.sleep(float(os.environ["SAVE_SECONDS"]))
+    print("saved", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, save)
+open(os.environ["READY_FILE"], "w").close()
+while True:
+    time.sleep(0.1)
+"#;
+
+/// Training code that joins the group and all-reduces once.
+const ALL_REDUCE: &str = r#"
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.tensor([1.0])
+dist.all_reduce(total)
+print(f"rank={dist.get_rank()} world={dist.get_world_size()} sum={total.item():.0f}", flush=True)
+dist.destroy_process_group()
+"#;
+
+fn torchrun() -> PathBuf {
+    let path = std::env::var_os("ETO_TORCHRUN")
+        .map(PathBuf::from)
+        .expect("ETO_TORCHRUN names a torchrun of PyTorch 2.12 or later");
+    assert!(path.exists(), "{} does not exist", path.display());
+    path
+}
+
+/// A scratch directory of this module, empty.
+fn scratch(case: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("torchrun-local")
+        .join(case);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An elastic PyTorchJob whose rendezvous eto hosts, of one or two Workers, with `policy`
+/// merged into its `elasticPolicy`.
+fn elastic_job(policy: Value) -> PyTorchJob {
+    let mut value = json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": "default", "uid": "u-1"},
+        "spec": {
+            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 2},
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [
+                {"name": "pytorch", "image": "pytorch", "command": ["torchrun", "train.py"]}
+            ]}}}}
+        }
+    });
+    json_patch::merge(&mut value, &json!({"spec": {"elasticPolicy": policy}}));
+    serde_json::from_value(value).unwrap()
+}
+
+/// The store's pod and Worker 0 as eto builds them for `job`.
+fn pods_of(job: &PyTorchJob) -> (Pod, Pod) {
+    let spec = JobRef::PyTorch(job).validate().unwrap();
+    let built = Job {
+        job: JobRef::PyTorch(job),
+        spec: &spec,
+        run: 0,
+        notice: None,
+        gang: None,
+    };
+    let store = store_pod(built, &[]).expect("eto hosts the rendezvous");
+    (store, built.worker_pod(0, &[]).unwrap())
+}
+
+/// The environment of the first container of `pod`, as `(name, value)`.
+fn env_of(pod: &Pod) -> Vec<(String, String)> {
+    pod.spec.as_ref().unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .filter_map(|var| Some((var.name.clone(), var.value.clone()?)))
+        .collect()
+}
+
+/// A port nothing listens on, with the one after it free too (the store's report).
+fn free_port_pair() -> u16 {
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if port < u16::MAX && TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// The answer of the store's report to `GET /report` on `port`, if it answers.
+fn report(port: u16) -> Option<Value> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .write_all(b"GET /report HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    serde_json::from_str(answer.split("\r\n\r\n").nth(1)?).ok()
+}
+
+/// Runs `script` (written to `dir`) under torchrun with `env`; its output goes to `log`.
+fn start_torchrun(dir: &Path, script: &str, env: &[(String, String)], log: &str) -> Child {
+    std::fs::write(dir.join("train.py"), script).unwrap();
+    Command::new(torchrun())
+        .arg("train.py")
+        .current_dir(dir)
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .stdout(std::fs::File::create(dir.join(log)).unwrap())
+        .stderr(std::fs::File::create(dir.join(format!("{log}.err"))).unwrap())
+        .spawn()
+        .expect("torchrun starts")
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_their_group() {
+    let port = free_port_pair();
+    let mut job = elastic_job(json!({"rdzvPort": port}));
+    job.spec.nproc_per_node = Some("1".into());
+    let (store, worker) = pods_of(&job);
+    let dir = scratch("store");
+    // The store's command as its pod runs it, with torchrun's python3 first on the PATH.
+    let command = store.spec.as_ref().unwrap().containers[0]
+        .command
+        .clone()
+        .unwrap();
+    let bin = torchrun().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut store = Command::new(&command[0])
+        .args(&command[1..])
+        .env("PATH", &path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("store.err")).unwrap())
+        .spawn()
+        .expect("the store starts");
+    until("the store answers", Duration::from_secs(60), async || {
+        report(port + 1)
+    })
+    .await;
+    // Each agent with a Worker's environment, its store reached on this machine.
+    let mut env = env_of(&worker);
+    for (name, value) in &mut env {
+        if name == "PET_RDZV_ENDPOINT" {
+            *value = format!("127.0.0.1:{port}");
+        }
+    }
+    assert!(
+        env.iter()
+            .any(|(name, value)| name == "PET_RDZV_CONF" && value.contains("is_host=false")),
+        "{env:?}"
+    );
+    let agents: Vec<Child> = (0..2)
+        .map(|agent| {
+            let agent_dir = dir.join(format!("agent-{agent}"));
+            std::fs::create_dir_all(&agent_dir).unwrap();
+            start_torchrun(&agent_dir, ALL_REDUCE, &env, "out")
+        })
+        .collect();
+    for mut agent in agents {
+        let status = tokio::task::spawn_blocking(move || agent.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "an agent failed: see {}", dir.display());
+    }
+    let printed: Vec<String> = (0..2)
+        .map(|agent| std::fs::read_to_string(dir.join(format!("agent-{agent}/out"))).unwrap())
+        .collect();
+    println!("agents printed: {printed:?}");
+    for out in &printed {
+        assert!(out.contains("world=2 sum=2"), "{out}");
+    }
+    let rendezvous = report(port + 1).expect("the store reports")["rendezvous"].clone();
+    println!("the store reports: {rendezvous}");
+    assert_eq!(rendezvous["participants"], 2, "{rendezvous}");
+    assert_eq!(rendezvous["round"], 0, "one rendezvous");
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+/// The grace period and the environment eto gives Worker 0 of an elastic job whose
+/// rendezvous it hosts, with `checkpointGraceSeconds: 20`.
+fn workers_shutdown_settings() -> (i64, String) {
+    let (_, worker) = pods_of(&elastic_job(json!({"checkpointGraceSeconds": 20})));
+    let timeout = env_of(&worker)
+        .into_iter()
+        .find(|(name, _)| name == SHUTDOWN_TIMEOUT_ENV)
+        .map(|(_, value)| value)
+        .expect("eto sets torchrun's shutdown timeout");
+    let grace = worker
+        .spec
+        .unwrap()
+        .termination_grace_period_seconds
+        .unwrap();
+    (grace, timeout)
+}
+
+/// Runs [`SAVES_ON_SIGTERM`] under a standalone torchrun with
+/// `TORCH_ELASTIC_SHUTDOWN_TIMEOUT=shutdown_timeout`, sends torchrun SIGTERM once the training
+/// runs, and returns whether the training saved and how long torchrun took to exit.
+async fn stopped(case: &str, shutdown_timeout: &str) -> (bool, Duration) {
+    let dir = scratch(case);
+    let ready = dir.join("ready");
+    let env = [
+        ("PET_STANDALONE", "1".to_string()),
+        ("PET_NPROC_PER_NODE", "1".to_string()),
+        (SHUTDOWN_TIMEOUT_ENV, shutdown_timeout.to_string()),
+        ("SAVE_SECONDS", SAVE_SECONDS.to_string()),
+        ("READY_FILE", ready.display().to_string()),
+    ]
+    .map(|(name, value)| (name.to_string(), value));
+    let mut child = start_torchrun(&dir, SAVES_ON_SIGTERM, &env, "out");
+    until("the training runs", Duration::from_secs(120), async || {
+        ready.exists().then_some(())
+    })
+    .await;
+    let terminated = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let elapsed = terminated.elapsed();
+    let saved = std::fs::read_to_string(dir.join("out"))
+        .unwrap()
+        .contains("saved");
+    (saved, elapsed)
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn torchrun_gives_training_that_saves_on_sigterm_the_time_eto_sets() {
+    let (grace, timeout) = workers_shutdown_settings();
+    assert_eq!((grace, timeout.as_str()), (20, "10"));
+    let (saved, took) = stopped("eto", &timeout).await;
+    println!(
+        "eto's settings (grace {grace} s, {SHUTDOWN_TIMEOUT_ENV}={timeout}): saved={saved}, torchrun exited {took:?} after SIGTERM"
+    );
+    assert!(saved, "the save of {SAVE_SECONDS} s finished");
+    let (saved, took) = stopped("short", "2").await;
+    println!("{SHUTDOWN_TIMEOUT_ENV}=2: saved={saved}, torchrun exited {took:?} after SIGTERM");
+    assert!(!saved, "a shorter timeout cuts the save: torchrun reads it");
+}
