@@ -898,6 +898,23 @@ async fn v1s_autoscaler_scales_a_pytorch_job_through_a_real_hpa_controller() {
         applied.elapsed()
     );
 
+    // The HPA controller writes the HPA's status at each sync, which eto does not act on;
+    // an edit of its spec is undone.
+    let edit = serde_json::json!({"spec": {"maxReplicas": 9}});
+    autoscalers
+        .patch("autoscaled", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    until(
+        "eto sets the HPA back to maxReplicas 2",
+        Duration::from_secs(60),
+        async || {
+            let hpa = autoscalers.get("autoscaled").await.ok()?;
+            (hpa.spec?.max_replicas == 2).then_some(())
+        },
+    )
+    .await;
+
     // A metric kube-apiserver would refuse in an HPA: the job says which field, and nothing
     // is created for it.
     let mut invalid = job.clone();

@@ -836,6 +836,33 @@ async fn metrics_give_the_job_v1s_autoscaler_which_scales_it_and_goes_while_it_i
         .await
         .unwrap();
 
+    // The HPA controller's status writes change nothing; an edit of its spec, or its
+    // deletion, is undone.
+    let autoscalers: Api<HorizontalPodAutoscaler> = Api::default_namespaced(env.client.clone());
+    let status = json!({"status": {"currentReplicas": 4, "desiredReplicas": 4}});
+    autoscalers
+        .patch_status("elastic", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let edit = json!({"spec": {"maxReplicas": 9}});
+    autoscalers
+        .patch("elastic", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let restored = env
+        .wait::<HorizontalPodAutoscaler>("elastic", "is set back to maxReplicas 4", |hpa| {
+            hpa.spec.as_ref().is_some_and(|spec| spec.max_replicas == 4)
+        })
+        .await;
+    autoscalers
+        .delete("elastic", &Default::default())
+        .await
+        .unwrap();
+    env.wait::<HorizontalPodAutoscaler>("elastic", "is made again", |hpa| {
+        hpa.metadata.uid != restored.metadata.uid
+    })
+    .await;
+
     let suspend = |suspend: bool| json!({"spec": {"runPolicy": {"suspend": suspend}}});
     jobs.patch(
         "elastic",

@@ -35,6 +35,7 @@ use crate::pod_cache::{PodCache, pod_cache};
 use crate::pod_groups;
 use crate::resources::{POD_GROUPS, request_resource};
 use crate::scope::Scope;
+use crate::spec_changes::SpecChanges;
 use crate::warned_nodes::{Tracker, WarnedNodes};
 use crate::watches::{Watches, dynamic_api};
 
@@ -137,7 +138,7 @@ pub(crate) async fn wire(
     let autoscalers = if kinds.iter().any(|kind| kind.autoscaled_by_metrics()) {
         inputs.push(HorizontalPodAutoscaler::KIND);
         let (autoscalers, events) = watches.reflected::<HorizontalPodAutoscaler>();
-        child_triggers.push(triggers(events));
+        child_triggers.push(spec_triggers(events, autoscalers.clone()));
         autoscalers
     } else {
         reflector::store().0
@@ -381,6 +382,42 @@ where
                     None
                 }
             }
+        })
+        .boxed()
+}
+
+/// The jobs whose reconcile the changes in `stream` call for, of children whose status
+/// another controller writes often: only a new child, a change of its spec, or its deletion
+/// (see [`SpecChanges`]). `cache` is the cache the stream fills, which shows a deleted child
+/// gone by the time the stream yields it.
+fn spec_triggers<K>(
+    stream: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    cache: Store<K>,
+) -> Pin<Box<dyn Stream<Item = Trigger> + Send>>
+where
+    K: Resource<DynamicType = ()> + serde::Serialize + Clone + Send + Sync + 'static,
+{
+    let mut changes = SpecChanges::default();
+    stream
+        .filter_map(move |changed| {
+            let trigger = match changed {
+                Ok(object) => {
+                    let gone = cache.get(&ObjectRef::from_obj(&object)).is_none();
+                    let spec = serde_json::to_value(&object)
+                        .map(|value| value["spec"].clone())
+                        .unwrap_or_default();
+                    let uid = object.meta().uid.as_deref();
+                    changes
+                        .calls_for_reconcile(uid, &spec, gone)
+                        .then(|| owner_trigger(object.meta()))
+                        .flatten()
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "watch error; retrying");
+                    None
+                }
+            };
+            std::future::ready(trigger)
         })
         .boxed()
 }

@@ -53,6 +53,7 @@ pub mod retries;
 pub mod run;
 pub mod scope;
 pub mod shutdown;
+mod spec_changes;
 pub mod ssh_keys;
 pub mod store_report;
 #[cfg(test)]

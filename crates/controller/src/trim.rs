@@ -17,7 +17,8 @@
 //!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
 //!   message, the type and status of the conditions the engine reads (`Ready` and
 //!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container, its
-//!   name, readiness, restart count and how it terminated (exit code and reason).
+//!   name, readiness, restart count and how it terminated (exit code and reason); a
+//!   HorizontalPodAutoscaler's status (kube-controller-manager's, which eto does not read).
 //! - Everything else is kept: metadata, the other kinds' specs.
 //!
 //! # Caveats
@@ -72,9 +73,15 @@ trim_metadata_only!(
     Role,
     RoleBinding,
     BatchJob,
-    HorizontalPodAutoscaler,
     DynamicObject
 );
+
+impl Trim for HorizontalPodAutoscaler {
+    fn trim(&mut self) {
+        trim_metadata(&mut self.metadata);
+        self.status = None;
+    }
+}
 
 impl Trim for Pod {
     fn trim(&mut self) {
@@ -268,5 +275,19 @@ mod tests {
         assert_eq!(secret.metadata.name.as_deref(), Some("job-worker-0"));
         assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/ssh-auth"));
         assert_eq!((secret.data, secret.string_data), (None, None));
+    }
+
+    #[test]
+    fn an_autoscaler_keeps_its_spec_but_not_the_status_its_controller_writes() {
+        let mut hpa: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "ddp", "managedFields": [{"manager": "eto"}]},
+            "spec": {"scaleTargetRef": {"kind": "PyTorchJob", "name": "ddp"}, "maxReplicas": 4},
+            "status": {"currentReplicas": 3, "desiredReplicas": 4}
+        }))
+        .unwrap();
+        let spec = hpa.spec.clone();
+        hpa.trim();
+        assert_eq!((hpa.spec, hpa.status), (spec, None));
+        assert_eq!(hpa.metadata.managed_fields, None);
     }
 }

@@ -2032,7 +2032,7 @@ async fn evictions_mark_the_pod_disrupted_as_kube_apiserver_and_the_kubelet_do()
 }
 
 #[tokio::test]
-async fn an_autoscaler_gets_kube_apiservers_defaults_and_bounds() {
+async fn an_autoscaler_gets_kube_apiservers_defaults_and_bounds_and_no_generation() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     let (_cluster, client) = cluster().await;
     let api: Api<HorizontalPodAutoscaler> = Api::default_namespaced(client);
@@ -2051,6 +2051,17 @@ async fn an_autoscaler_gets_kube_apiservers_defaults_and_bounds() {
         .create(&PostParams::default(), &hpa("defaulted", None, 3))
         .await
         .unwrap();
+    // kube-apiserver 1.36 keeps no generation for an HPA, spec changes included.
+    let spec_change = json!({"spec": {"maxReplicas": 5}});
+    let after_spec = api
+        .patch(
+            "defaulted",
+            &PatchParams::default(),
+            &Patch::Merge(&spec_change),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after_spec.metadata.generation, None);
     let spec = created.spec.unwrap();
     assert_eq!(spec.min_replicas, Some(1));
     let metric = serde_json::to_value(&spec.metrics.unwrap()[0]).unwrap();
