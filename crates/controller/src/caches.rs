@@ -386,9 +386,9 @@ where
         .boxed()
 }
 
-/// The jobs whose reconcile the changes in `stream` call for, of children whose status
-/// another controller writes often: only a new child, a change of its spec, or its deletion
-/// (see [`SpecChanges`]). `cache` is the cache the stream fills, which shows a deleted child
+/// The jobs whose reconcile the changes in `stream` call for, as [`triggers`] finds them, of
+/// children whose status another controller writes often: only a new child, a change of its
+/// spec, or its deletion (see [`SpecChanges`]). `cache` is the cache the stream fills, which shows a deleted child
 /// gone by the time the stream yields it.
 fn spec_triggers<K>(
     stream: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
@@ -398,28 +398,16 @@ where
     K: Resource<DynamicType = ()> + serde::Serialize + Clone + Send + Sync + 'static,
 {
     let mut changes = SpecChanges::default();
-    stream
-        .filter_map(move |changed| {
-            let trigger = match changed {
-                Ok(object) => {
-                    let gone = cache.get(&ObjectRef::from_obj(&object)).is_none();
-                    let spec = serde_json::to_value(&object)
-                        .map(|value| value["spec"].clone())
-                        .unwrap_or_default();
-                    let uid = object.meta().uid.as_deref();
-                    changes
-                        .calls_for_reconcile(uid, &spec, gone)
-                        .then(|| owner_trigger(object.meta()))
-                        .flatten()
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "watch error; retrying");
-                    None
-                }
-            };
-            std::future::ready(trigger)
-        })
-        .boxed()
+    triggers(stream.filter(move |changed| {
+        let calls_for_reconcile = changed.as_ref().map_or(true, |object| {
+            let gone = cache.get(&ObjectRef::from_obj(object)).is_none();
+            let spec = serde_json::to_value(object)
+                .map(|value| value["spec"].clone())
+                .unwrap_or_default();
+            changes.calls_for_reconcile(object.meta().uid.as_deref(), &spec, gone)
+        });
+        std::future::ready(calls_for_reconcile)
+    }))
 }
 
 /// Whether the objects of `resource` can be listed in every namespace of `scope`: `false`

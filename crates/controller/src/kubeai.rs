@@ -106,10 +106,7 @@ pub fn outcome(
 /// reported by why it did not answer, not as [`Outcome::Gone`]: the pod's silence is what the
 /// user needs to hear about.
 pub async fn send_one(client: &Client, namespace: &str, stop: &Stop) -> Outcome {
-    let path = format!(
-        "/api/v1/namespaces/{namespace}/pods/{}:{}/proxy/stop",
-        stop.pod, stop.port
-    );
+    let path = eto_engine::pods::proxy_path(namespace, &stop.pod, stop.port, "/stop");
     let mut last = Outcome::NoAnswer;
     for attempt in 0..STOP_TRIES {
         if attempt > 0 {

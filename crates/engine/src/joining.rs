@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, Pod};
 
 use crate::pods;
 
@@ -51,6 +51,12 @@ fn gate_script() -> String {
          while [ ! -s /etc/edl/{START_FILE} ] && [ \"$waited\" -lt {GATE_LIMIT_SECONDS} ]; do sleep 1; waited=$((waited + 1)); done\n\
          exec \"$0\" \"$@\""
     )
+}
+
+/// The file the gate reads, [`START_FILE`] beside the notice, holding the pod's annotation
+/// [`START_ANNOTATION`].
+pub fn start_file() -> DownwardAPIVolumeFile {
+    crate::build::annotation_file(START_FILE, START_ANNOTATION, 0o444)
 }
 
 /// Puts `container`'s command behind the gate, if the container names its command.

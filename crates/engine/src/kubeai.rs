@@ -37,11 +37,7 @@ pub struct Stop {
 
 /// Whether `pod` asked for the stop signal by its annotation.
 fn opted_in(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|annotations| annotations.get(KUBEAI_MANAGED_ANNOTATION))
-        .is_some_and(|value| value == "true")
+    pods::annotation(pod, KUBEAI_MANAGED_ANNOTATION) == Some("true")
 }
 
 /// The stop signals that go with the notices that `changes` (a plan's changes of pod

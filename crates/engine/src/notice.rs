@@ -39,8 +39,7 @@ pub fn annotations(notice: Option<&Notice>) -> BTreeMap<String, String> {
 
 /// The notice `pod` shows now, if any (its annotation, when it parses).
 pub fn shown(pod: &Pod) -> Option<Notice> {
-    let json = pod.metadata.annotations.as_ref()?.get(NOTICE_ANNOTATION)?;
-    serde_json::from_str(json).ok()
+    serde_json::from_str(pods::annotation(pod, NOTICE_ANNOTATION)?).ok()
 }
 
 /// The notice `pod` should show: its own `Reclaim` notice while it is being disrupted and the

@@ -102,6 +102,12 @@ pub fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata.labels.as_ref()?.get(key).map(String::as_str)
 }
 
+/// The path of `path` on port `port` of pod `pod` in `namespace` through the API server's
+/// pod proxy, which reaches a pod wherever eto runs.
+pub fn proxy_path(namespace: &str, pod: &str, port: impl std::fmt::Display, path: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy{path}")
+}
+
 /// The value of the pod's annotation `key`, if set.
 pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata

@@ -319,17 +319,19 @@ impl<'a> Job<'a> {
     }
 }
 
-/// The volume showing a pod its notice (see [`crate::notice`]) as `notice`.
-pub fn notice_volume() -> Volume {
+/// The volume showing a pod its notice (see [`crate::notice`]) as `notice`, and the files
+/// `beside` it.
+pub fn notice_volume(beside: &[DownwardAPIVolumeFile]) -> Volume {
+    let notice = annotation_file("notice", eto_api::well_known::NOTICE_ANNOTATION, 0o444);
     Volume {
         name: NOTICE_VOLUME.into(),
         downward_api: Some(DownwardAPIVolumeSource {
             default_mode: Some(0o444),
-            items: Some(vec![annotation_file(
-                "notice",
-                eto_api::well_known::NOTICE_ANNOTATION,
-                0o444,
-            )]),
+            items: Some(
+                std::iter::once(notice)
+                    .chain(beside.iter().cloned())
+                    .collect(),
+            ),
         }),
         ..Volume::default()
     }

@@ -52,7 +52,7 @@ pub fn ssh_worker_pod(
     cooldown::avoiding(&mut spec, in_cooldown);
     let volumes = spec.volumes.get_or_insert_default();
     volumes.push(job.ssh_volume());
-    volumes.push(notice_volume());
+    volumes.push(notice_volume(&[]));
     for (position, container) in spec.containers.iter_mut().enumerate() {
         let mounts = container.volume_mounts.get_or_insert_default();
         if ssh.keys_in_every_container || position == 0 {

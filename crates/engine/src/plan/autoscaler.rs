@@ -20,11 +20,8 @@ impl Planner {
         let desired = autoscaler::autoscaler(job).filter(|_| self.going_on_with_launcher.is_some());
         match (desired, observed.autoscaler) {
             (Some(desired), existing) => {
-                let name = autoscaler::name(job.name());
-                let taken = observed
-                    .taken
-                    .iter()
-                    .any(|held| held.kind == "HorizontalPodAutoscaler" && held.name == name);
+                let taken =
+                    observed.is_taken("HorizontalPodAutoscaler", &autoscaler::name(job.name()));
                 if !taken && !existing.is_some_and(|e| autoscaler::is_current(&desired, e)) {
                     self.plan.apply.push(Child::Autoscaler(Box::new(desired)));
                 }

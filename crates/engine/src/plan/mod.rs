@@ -172,6 +172,14 @@ impl<'a> Observed<'a> {
             autoscaler: None,
         }
     }
+
+    /// Whether the name `name` of a child of `kind` is held by an object the job does not
+    /// control ([`Observed::taken`]).
+    pub fn is_taken(&self, kind: &str, name: &str) -> bool {
+        self.taken
+            .iter()
+            .any(|held| held.kind == kind && held.name == name)
+    }
 }
 
 /// An object to apply.
@@ -412,7 +420,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
 
 /// The run `status` describes: `status.run`, or for statuses written before it existed, the
 /// restart count (runs were counted by restarts then).
-fn current_run(status: &TrainingJobStatus) -> i32 {
+pub(crate) fn current_run(status: &TrainingJobStatus) -> i32 {
     status.run.unwrap_or(status.restart_count)
 }
 
@@ -615,11 +623,7 @@ impl Planner {
             gang: Some(scheduler),
         };
         let desired = gang::pod_group(job, scheduler, launcher_exists);
-        let name = gang::pod_group_name(observed.job);
-        let taken = observed
-            .taken
-            .iter()
-            .any(|held| held.kind == "PodGroup" && held.name == name);
+        let taken = observed.is_taken("PodGroup", gang::pod_group_name(observed.job));
         if taken
             || observed
                 .pod_group

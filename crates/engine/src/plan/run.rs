@@ -563,17 +563,13 @@ impl<'p, 'o> Run<'p, 'o> {
     /// (`Ready=False`, `Stalled=True`, reason `NameTaken`, one Warning event) until they are
     /// free; it looks again every [`NAME_TAKEN_RECHECK`].
     fn names_taken(self) {
-        let taken = self.observed.taken;
-        let is_taken = |kind: &str, name: &str| {
-            taken
-                .iter()
-                .any(|held| held.kind == kind && held.name == name)
-        };
+        let observed = self.observed;
+        let taken = observed.taken;
         let plan = &mut self.planner.plan;
         plan.apply
-            .retain(|child| !is_taken(child.kind(), child.name()));
+            .retain(|child| !observed.is_taken(child.kind(), child.name()));
         if plan.create_ssh_secret.as_ref().is_some_and(|secret| {
-            is_taken(
+            observed.is_taken(
                 "Secret",
                 secret.metadata.name.as_deref().unwrap_or_default(),
             )

@@ -103,7 +103,7 @@ pub fn launcher_job(
     let volumes = spec.volumes.get_or_insert_default();
     volumes.push(job.ssh_volume());
     volumes.push(config_volume(job.name()));
-    volumes.push(notice_volume());
+    volumes.push(notice_volume(&[]));
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();
         mounts.extend(job.ssh_mounts());

@@ -6,12 +6,11 @@
 use eto_api::PyTorchJob;
 use eto_api::pytorch_job::PyTorchReplicaType;
 use eto_api::training_job::NodeCooldown;
-use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
+use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::build::{
-    Job, NOTICE_VOLUME, Role, annotation_file, merged, notice_mount, notice_volume, place_launcher,
-    worker_metadata,
+    Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
 };
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
@@ -24,7 +23,7 @@ pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
     let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Master, 0, None)?;
-    let mut spec = with_notice(built.spec.unwrap_or_default());
+    let mut spec = with_notice(built.spec.unwrap_or_default(), &[]);
     place_launcher(&job, &mut spec, avoided);
     let mut metadata = master_metadata(job);
     job.join_gang(&mut metadata, &mut spec, Role::Launcher);
@@ -64,13 +63,18 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
         index,
         run.as_ref(),
     )?;
-    let mut spec = with_notice(built.spec.unwrap_or_default());
+    // Workers joining a running group start together, behind a gate whose file sits beside
+    // the notice (see crate::joining).
+    let gate = hosted.as_ref().map(|_| joining::start_file());
+    let mut spec = with_notice(built.spec.unwrap_or_default(), gate.as_slice());
     if let Some(hosted) = &hosted {
         // Named in the Service that publishes every pod of the job, so that the address
         // torchrun's rank 0 advertises (its fully qualified host name) resolves.
         spec.hostname = Some(crate::names::worker(job.name(), index));
         spec.subdomain = Some(hosted.service_name());
-        behind_the_gate(&mut spec);
+        if let Some(container) = super::training_container(&mut spec) {
+            joining::gate_command(container);
+        }
         if job.spec.elastic.checkpoint_on_termination {
             time_to_save_on_sigterm(&mut spec, job.spec.elastic.checkpoint_grace);
         }
@@ -156,33 +160,12 @@ pub const SHUTDOWN_TIMEOUT_ENV: &str = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT";
 /// How much sooner than the grace period's end torchrun stops waiting.
 pub const SHUTDOWN_MARGIN_SECONDS: i64 = 10;
 
-/// Puts the `pytorch` container's command (the first container's, if none has that name)
-/// behind the gate that lets workers joining a running group start together, and shows the
-/// gate's file beside the notice (see [`crate::joining`]).
-fn behind_the_gate(spec: &mut PodSpec) {
-    if let Some(container) = super::training_container(spec) {
-        joining::gate_command(container);
-    }
-    let notice = spec
-        .volumes
-        .iter_mut()
-        .flatten()
-        .find(|volume| volume.name == NOTICE_VOLUME);
-    if let Some(items) = notice
-        .and_then(|volume| volume.downward_api.as_mut())
-        .and_then(|downward| downward.items.as_mut())
-    {
-        items.push(annotation_file(
-            joining::START_FILE,
-            joining::START_ANNOTATION,
-            0o444,
-        ));
-    }
-}
-
-/// `spec` with the notice volume mounted in every container.
-fn with_notice(mut spec: PodSpec) -> PodSpec {
-    spec.volumes.get_or_insert_default().push(notice_volume());
+/// `spec` with the notice volume, holding the files `beside` the notice too, mounted in every
+/// container.
+fn with_notice(mut spec: PodSpec, beside: &[DownwardAPIVolumeFile]) -> PodSpec {
+    spec.volumes
+        .get_or_insert_default()
+        .push(notice_volume(beside));
     for container in &mut spec.containers {
         container
             .volume_mounts

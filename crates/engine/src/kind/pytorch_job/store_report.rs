@@ -42,10 +42,7 @@ pub struct ReportSource {
 impl ReportSource {
     /// The pod proxy's path to the report in `namespace`.
     pub fn proxy_path(&self, namespace: &str) -> String {
-        format!(
-            "/api/v1/namespaces/{namespace}/pods/{}:{}/proxy{REPORT_PATH}",
-            self.pod, self.port
-        )
+        pods::proxy_path(namespace, &self.pod, self.port, REPORT_PATH)
     }
 }
 
@@ -60,7 +57,7 @@ pub fn source<'p>(
     };
     let hosted = HostedRendezvous::of(pytorch)?;
     let name = hosted.store_name();
-    let run = job.status().run.unwrap_or_default().to_string();
+    let run = crate::plan::current_run(&job.status()).to_string();
     pods.into_iter()
         .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
         .filter(|pod| pods::phase(pod) == "Running" && !pods::is_terminating(pod))
