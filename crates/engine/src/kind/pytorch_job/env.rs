@@ -20,7 +20,19 @@
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
 //! hosts the store; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
-//! a notice asked for (see [`super::store_report`]).
+//! a notice asked for (see [`super::store_report`]). Two more keep the group alive through
+//! the loss of any Worker, on every torch torchrun has:
+//! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
+//!   Worker's loss fails the training processes of every other Worker (their collective
+//!   operations break), and each agent spends one restart on it: with none to spend, the
+//!   agent exits, and an agent that exits for any reason but a signal closes the rendezvous
+//!   for every other one, ending the run. 100 is what v1's own elastic examples set.
+//! - `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`. Since torch 2.5 the agent of group rank 0 hosts,
+//!   by default, the store its workers form their process group with, and the other agents
+//!   keep its address from round to round (pytorch#167302): once that pod goes, the
+//!   survivors' workers dial a store that no longer exists at every restart and never train
+//!   again. With the variable, workers form their process group on a store of rank 0's own
+//!   worker, found through the rendezvous, as torch 1.x always did (which ignores it).
 //!
 //! Two departures from v1, both where v1 broke what its users wrote: a variable the container
 //! sets itself is kept, not followed by eto's (v1 appended its own after it, so Arena's
@@ -96,7 +108,8 @@ pub fn variables(
         ),
         var("PET_NNODES", format!("{}:{}", elastic.min, elastic.max)),
     ]);
-    if let Some(restarts) = policy.max_restarts {
+    let restarts = policy.max_restarts.or(hosted.map(|_| HOSTED_MAX_RESTARTS));
+    if let Some(restarts) = restarts {
         variables.push(var("PET_MAX_RESTARTS", restarts));
     }
     if let Some(nproc) = policy.n_proc_per_node {
@@ -129,9 +142,18 @@ pub fn variables(
     }
     if let Some(hosted) = hosted {
         variables.push(var("ETO_SAVED_URL", &hosted.saved_url));
+        variables.push(var(UNSHARED_STORE_ENV, "1"));
     }
     variables
 }
+
+/// The restarts torchrun's agents of a run eto hosts may spend where `maxRestarts` is unset
+/// (see the module documentation).
+pub const HOSTED_MAX_RESTARTS: i32 = 100;
+
+/// The variable that makes torch 2.5 and later form the workers' process group on a store of
+/// rank 0's worker rather than of its agent (see the module documentation).
+pub const UNSHARED_STORE_ENV: &str = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE";
 
 /// Appends `variables` to every container of `spec` (not its init containers, as with v1),
 /// after the container's own; a variable a container sets itself is left as it set it.
@@ -326,6 +348,44 @@ mod tests {
                 ("PET_NPROC_PER_NODE", "2"),
             ])
         );
+    }
+
+    #[test]
+    fn a_hosted_run_keeps_its_group_through_a_lost_worker_on_every_torch() {
+        let hosted = RunRendezvous {
+            endpoint: "ddp-rdzv.ddp-workers:29400".into(),
+            id: "uid-0".into(),
+            saved_url: "http://ddp-rdzv.ddp-workers:29401/saved".into(),
+        };
+        // (elasticPolicy, hosted by eto, PET_MAX_RESTARTS, TORCH_DISABLE_SHARE_RDZV_TCP_STORE)
+        let cases = [
+            (json!({}), true, Some("100"), Some("1")),
+            (json!({"maxRestarts": 3}), true, Some("3"), Some("1")),
+            (json!({"maxRestarts": 0}), true, Some("0"), Some("1")),
+            (json!({}), false, None, None),
+            (json!({"maxRestarts": 3}), false, Some("3"), None),
+        ];
+        for (policy, is_hosted, restarts, unshared) in cases {
+            let job = job(json!({
+                "elasticPolicy": policy,
+                "pytorchReplicaSpecs": {"Worker": {"replicas": 2}}
+            }));
+            let variables = variables(
+                "ddp",
+                &Defaulted::of(&job),
+                PyTorchReplicaType::Worker,
+                0,
+                is_hosted.then_some(&hosted),
+            );
+            let value = |name: &str| {
+                variables
+                    .iter()
+                    .find(|var| var.name == name)
+                    .and_then(|var| var.value.as_deref())
+            };
+            assert_eq!(value("PET_MAX_RESTARTS"), restarts, "{policy} {is_hosted}");
+            assert_eq!(value(UNSHARED_STORE_ENV), unshared, "{policy} {is_hosted}");
+        }
     }
 
     #[test]
