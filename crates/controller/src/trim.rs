@@ -17,7 +17,8 @@
 //!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
 //!   message, the type and status of the conditions the engine reads (`Ready` and
 //!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container, its
-//!   name, readiness, restart count and how it terminated (exit code and reason); a
+//!   name, readiness, restart count, whether it runs, why it waits, how it terminated (exit
+//!   code and reason) and how it last terminated before that; a
 //!   HorizontalPodAutoscaler's status (kube-controller-manager's, which eto does not read).
 //! - Everything else is kept: metadata, the other kinds' specs.
 //!
@@ -29,8 +30,9 @@ use eto_engine::pods::CONDITIONS_READ;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodCondition,
-    PodSpec, PodStatus, Secret, Service, ServiceAccount,
+    ConfigMap, ContainerState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus, Secret, Service,
+    ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -121,25 +123,35 @@ fn kept_conditions(conditions: Vec<PodCondition>) -> Vec<PodCondition> {
     kept
 }
 
-/// What is kept of a container's status: its identity and how it terminated, if it did.
+/// What is kept of a container's status: its identity, whether it runs, waits (and why) or
+/// terminated (and how), and how it last terminated before that.
 fn kept_of_container(status: ContainerStatus) -> ContainerStatus {
-    let terminated = status
-        .state
-        .and_then(|state| state.terminated)
-        .map(|terminated| ContainerStateTerminated {
-            exit_code: terminated.exit_code,
-            reason: terminated.reason,
-            ..ContainerStateTerminated::default()
-        });
     ContainerStatus {
         name: status.name,
         ready: status.ready,
         restart_count: status.restart_count,
-        state: terminated.map(|terminated| ContainerState {
-            terminated: Some(terminated),
-            ..ContainerState::default()
-        }),
+        state: status.state.map(kept_state),
+        last_state: status
+            .last_state
+            .map(kept_state)
+            .filter(|last| last.terminated.is_some()),
         ..ContainerStatus::default()
+    }
+}
+
+/// What is kept of a container's state: that it runs, why it waits, how it terminated.
+fn kept_state(state: ContainerState) -> ContainerState {
+    ContainerState {
+        running: state.running.map(|_| ContainerStateRunning::default()),
+        waiting: state.waiting.map(|waiting| ContainerStateWaiting {
+            reason: waiting.reason,
+            ..ContainerStateWaiting::default()
+        }),
+        terminated: state.terminated.map(|terminated| ContainerStateTerminated {
+            exit_code: terminated.exit_code,
+            reason: terminated.reason,
+            ..ContainerStateTerminated::default()
+        }),
     }
 }
 
@@ -243,6 +255,41 @@ mod tests {
                     "image": "", "imageID": "",
                     "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],
             })
+        );
+    }
+
+    #[test]
+    fn a_container_keeps_whether_it_runs_why_it_waits_and_how_it_last_ended() {
+        let status = |state: serde_json::Value, last: serde_json::Value| -> ContainerStatus {
+            serde_json::from_value(serde_json::json!({"name": "pytorch", "ready": false,
+                "restartCount": 3, "image": "torch", "imageID": "sha256:0",
+                "containerID": "containerd://1", "state": state, "lastState": last}))
+            .expect("a container status")
+        };
+        let kept = |status: ContainerStatus| {
+            serde_json::to_value(kept_of_container(status)).expect("a status serializes")
+        };
+        let ended = serde_json::json!({"terminated": {"exitCode": 1, "reason": "Error",
+            "message": "RendezvousClosedError", "startedAt": "2026-11-22T12:00:00Z",
+            "finishedAt": "2026-11-22T12:00:04Z", "containerID": "containerd://1"}});
+        assert_eq!(
+            kept(status(
+                serde_json::json!({"waiting": {"reason": "CrashLoopBackOff",
+                    "message": "back-off 40s restarting failed container"}}),
+                ended.clone()
+            )),
+            serde_json::json!({"name": "pytorch", "ready": false, "restartCount": 3,
+                "image": "", "imageID": "",
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}})
+        );
+        assert_eq!(
+            kept(status(
+                serde_json::json!({"running": {"startedAt": "2026-11-22T12:00:14Z"}}),
+                serde_json::json!({})
+            )),
+            serde_json::json!({"name": "pytorch", "ready": false, "restartCount": 3,
+                "image": "", "imageID": "", "state": {"running": {}}})
         );
     }
 

@@ -139,6 +139,9 @@ pub struct Vocabulary {
     /// Worker `index` of a job of the kind, avoiding the nodes `in_cooldown`; `None` if the
     /// spec cannot give one (validation reports why).
     pub worker_pod: fn(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod>,
+    /// The container of a worker's pod that runs the training, by name; a pod without a
+    /// container of that name (or a kind that names none) trains in its first.
+    pub training_container: Option<&'static str>,
 }
 
 impl Kind {
@@ -340,6 +343,12 @@ impl Kind {
     /// How it names the workers of a run.
     pub fn worker_names(self) -> WorkerNames {
         self.vocabulary().worker_names
+    }
+
+    /// What the training container of a worker's pod `pod` is doing (see
+    /// [`Vocabulary::training_container`]).
+    pub fn training_activity(self, pod: &Pod) -> crate::pods::Activity {
+        crate::pods::activity(pod, self.vocabulary().training_container)
     }
 
     /// The stored `status` of a job of this kind that does not decode, in the engine's shape,

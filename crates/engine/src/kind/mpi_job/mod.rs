@@ -49,6 +49,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
     worker_pod: objects::worker_pod,
+    training_container: None,
 };
 
 /// The launcher's pod template, if the spec has one.

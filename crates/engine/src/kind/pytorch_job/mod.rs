@@ -87,6 +87,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::PerRun,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
+    training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
 };
 
 /// The Master's pod template, if the spec has one.

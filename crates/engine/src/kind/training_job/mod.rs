@@ -47,6 +47,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
+    training_container: None,
 };
 
 /// The launcher's pod template.

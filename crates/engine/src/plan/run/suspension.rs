@@ -132,10 +132,13 @@ impl Run<'_, '_> {
 
     /// Whether something of the run trains, and can checkpoint, even if it is being taken
     /// away: its launcher, or where the workers decide the run (torchrun's agents), one of
-    /// its workers. Until they exit, their training can save a checkpoint.
+    /// its workers whose training container runs a process. Until they exit, their training
+    /// can save a checkpoint; a worker whose container is failing (`CrashLoopBackOff`) or has
+    /// not started has no process to hear a notice, and nothing waits for it.
     pub(super) fn training(&self) -> bool {
         if self.workers_decide() {
             let target = &self.planner.status.target_workers;
+            let kind = self.job.kind();
             self.observed.pods.iter().any(|pod| {
                 pod.metadata
                     .name
@@ -143,6 +146,7 @@ impl Run<'_, '_> {
                     .is_some_and(|name| target.contains(name))
                     && !self.is_stale(pod)
                     && pods::phase(pod) == "Running"
+                    && kind.training_activity(pod).may_run()
             })
         } else {
             self.launcher().is_some_and(|l| l.is_running())
