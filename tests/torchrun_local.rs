@@ -210,10 +210,21 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
     for out in &printed {
         assert!(out.contains("world=2 sum=2"), "{out}");
     }
-    let rendezvous = report(port + 1).expect("the store reports")["rendezvous"].clone();
+    // A group that finished closes its rendezvous, and the store, which looks every second,
+    // says for how long.
+    let rendezvous = until(
+        "the store has seen it closed",
+        Duration::from_secs(10),
+        async || {
+            let rendezvous = report(port + 1)?["rendezvous"].clone();
+            (rendezvous["closed_for"].as_f64()? >= 1.0).then_some(rendezvous)
+        },
+    )
+    .await;
     println!("the store reports: {rendezvous}");
     assert_eq!(rendezvous["participants"], 2, "{rendezvous}");
     assert_eq!(rendezvous["round"], 0, "one rendezvous");
+    assert_eq!(rendezvous["closed"], true, "{rendezvous}");
     store.kill().unwrap();
     store.wait().unwrap();
 }

@@ -639,6 +639,12 @@ pub struct RendezvousStatus {
     pub waiting: i64,
     /// Whether the round's group has formed.
     pub complete: bool,
+    /// Whether an agent closed the rendezvous: no group forms in it again. An agent closes it
+    /// when it ends for any reason but a signal (its training done, or failed past
+    /// `maxRestarts`); a run whose rendezvous is closed before it succeeded cannot go on, and
+    /// eto starts the next one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
 }
 
 /// A worker on its way out of the job.

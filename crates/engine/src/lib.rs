@@ -15,8 +15,10 @@
 //! # Where each rule lives
 //! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
 //!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; a launcher the
-//!   platform takes: `plan/run/launcher_loss.rs`; the launcher, its restarts and the phase:
-//!   `plan/run.rs`; a finished job: `plan/mod.rs`.
+//!   platform takes: `plan/run/launcher_loss.rs`; a torchrun group that cannot go on:
+//!   `plan/run/lost_group.rs`; a run the workers' own failure ended:
+//!   `plan/run/worker_failure.rs`; the launcher, its restarts and the phase: `plan/run.rs`; a
+//!   finished job: `plan/mod.rs`.
 //! - Whether the platform, not the training code, took a pod: [`disruption`]; where a
 //!   launcher would rather not run: [`spot_capacity`].
 //! - Which workers a job should have: [`workers`]; why a worker stopped counting: [`loss`];

@@ -470,6 +470,24 @@ pub(crate) mod world {
             );
         }
 
+        /// The pod runs, Ready, its training container's process running, as a kubelet
+        /// reports it.
+        pub fn training(&mut self, name: &str) {
+            self.ready(name);
+            self.set_status(name, json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "pytorch", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                    "state": {"running": {"startedAt": "2027-01-15T08:00:00Z"}}}]}));
+        }
+
+        /// The pod's training container failed with `code` and waits to be started again
+        /// (`CrashLoopBackOff`): the pod stays `Running`, not Ready.
+        pub fn crash_loop(&mut self, name: &str, code: i32) {
+            self.set_status(name, json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                "containerStatuses": [{"name": "pytorch", "image": "i", "imageID": "", "ready": false, "restartCount": 3,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                    "lastState": {"terminated": {"exitCode": code, "reason": "Error"}}}]}));
+        }
+
         /// The pod's containers exited with `code`.
         pub fn exit(&mut self, name: &str, code: i32) {
             let phase = if code == 0 { "Succeeded" } else { "Failed" };

@@ -493,10 +493,11 @@ impl<'a> JobRef<'a> {
         }
     }
 
-    /// The restart policy of its workers when they are the run's ranks
-    /// ([`WorkerNames::PerRun`]): the Worker replica's, which decides whether a rank's
-    /// failure restarts the run. `None` for kinds whose workers are replaced within a run.
-    pub fn rank_restart_policy(self) -> Option<ReplicaRestartPolicy> {
+    /// The restart policy its users gave the Worker replica, where it decides whether a run
+    /// the training's own failure ended restarts: a PyTorchJob's, for a lost rank of a static
+    /// job ([`WorkerNames::PerRun`]) and a lost group of an elastic one. `None` for kinds whose
+    /// launcher's failure decides it.
+    pub fn replica_restart_policy(self) -> Option<ReplicaRestartPolicy> {
         match self {
             Self::PyTorch(job) => Some(pytorch_job::worker_restart_policy(job)),
             Self::Training(_) | Self::Mpi(_) => None,

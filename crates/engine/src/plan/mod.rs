@@ -942,6 +942,8 @@ mod joining_tests;
 #[cfg(test)]
 mod launcher_loss_tests;
 #[cfg(test)]
+mod lost_group_tests;
+#[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]
 mod node_warning_tests;

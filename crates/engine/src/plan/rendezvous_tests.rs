@@ -341,6 +341,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             round,
             complete,
             closed: false,
+            closed_for: None,
             participants: 2,
             waiting,
         }),
@@ -353,7 +354,8 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             round: 3,
             agents: 2,
             waiting: 1,
-            complete: false
+            complete: false,
+            closed: false,
         })
     );
     assert!(

@@ -4,9 +4,11 @@
 
 mod collateral;
 mod launcher_loss;
+mod lost_group;
 mod rank_loss;
 mod state;
 mod suspension;
+mod worker_failure;
 mod workers;
 
 use state::{RunState, Seen};
@@ -353,9 +355,10 @@ impl<'p, 'o> Run<'p, 'o> {
         if !suspending && !regrouping && self.every_worker_succeeded() {
             return self.succeed("its Workers succeeded");
         }
-        // Before the launcher's failure: a lost rank makes every other rank fail too, and
-        // a new run leaves the old launcher behind.
-        if !self.ranks_kept() {
+        // Before the launcher's failure: a lost rank makes every other rank fail too, a
+        // torchrun group whose rendezvous closed never forms again, and a new run leaves the
+        // old launcher behind.
+        if !self.ranks_kept() || !self.group_kept() {
             return;
         }
         let launcher = launcher.filter(|_| !self.restarted);

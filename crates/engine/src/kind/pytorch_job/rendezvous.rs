@@ -48,7 +48,8 @@ pub const STORE_REPLICA_TYPE: &str = "rendezvous";
 /// PyTorch, serving until it is stopped, and beside it the store's report (see
 /// [`super::store_report`]) over HTTP on the report port: `POST /saved` records that the
 /// training code saved the checkpoint a notice asked for, `GET /report` answers the latest
-/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it.
+/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it. It
+/// reads that state every second too, to say for how long the rendezvous has been closed.
 const STORE_PROGRAM: &str = r#"import base64, json, pickle, signal, sys, threading, time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,6 +57,7 @@ from torch.distributed import TCPStore
 port, report_port, run_id = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 store = TCPStore("0.0.0.0", port, None, True, timedelta(seconds=300), wait_for_workers=False)
 saved, lock = [], threading.Lock()
+closed_at = []
 NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
 def rendezvous():
     key = "torch.rendezvous." + run_id
@@ -65,10 +67,20 @@ def rendezvous():
         if raw == NULL.encode():
             return None
         state = pickle.loads(base64.b64decode(raw))
-        return {"round": state.round, "complete": state.complete, "closed": state.closed,
-                "participants": len(state.participants), "waiting": len(state.wait_list)}
+        found = {"round": state.round, "complete": state.complete, "closed": state.closed,
+                 "participants": len(state.participants), "waiting": len(state.wait_list)}
     except Exception:
         return None
+    with lock:
+        if state.closed and not closed_at:
+            closed_at.append(time.monotonic())
+        if closed_at:
+            found["closed_for"] = round(time.monotonic() - closed_at[0], 1)
+    return found
+def watch():
+    while True:
+        rendezvous()
+        time.sleep(1)
 class Report(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
@@ -95,6 +107,7 @@ class Report(BaseHTTPRequestHandler):
         pass
 server = ThreadingHTTPServer(("0.0.0.0", report_port), Report)
 threading.Thread(target=server.serve_forever, daemon=True).start()
+threading.Thread(target=watch, daemon=True).start()
 print(f"eto: rendezvous store serving on port {port}, its report on {report_port}", flush=True)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:

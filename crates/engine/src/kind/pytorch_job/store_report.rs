@@ -69,7 +69,7 @@ pub fn source<'p>(
 }
 
 /// The store's report, as `GET /report` answers it.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct StoreReport {
     /// The latest checkpoints the training code said it saved, oldest first.
     #[serde(default)]
@@ -93,14 +93,17 @@ pub struct SavedCheckpoint {
 }
 
 /// torchrun's rendezvous of the run.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
 pub struct RendezvousState {
     /// The round: one more each time the group re-forms.
     pub round: i64,
     /// Whether the round's group has formed.
     pub complete: bool,
-    /// Whether an agent closed it (the run's training ended).
+    /// Whether an agent closed it (the run's training ended, or an agent failed for good).
     pub closed: bool,
+    /// For how long the store has seen it closed, in seconds (it looks every second).
+    #[serde(default)]
+    pub closed_for: Option<f64>,
     /// The agents of the round.
     pub participants: i64,
     /// Agents waiting for the next round.
@@ -115,6 +118,7 @@ impl RendezvousState {
             agents: self.participants,
             waiting: self.waiting,
             complete: self.complete,
+            closed: self.closed,
         }
     }
 
@@ -147,8 +151,8 @@ mod tests {
             r#"{"saved": [{"pod": "ddp-worker-1", "step": 12, "since": "2027-01-15T08:00:05Z"},
                           {"pod": "ddp-worker-0", "step": null, "since": "2027-01-15T08:00:00Z"},
                           {"pod": "x", "step": 1, "since": "not a time"}],
-                "rendezvous": {"round": 3, "complete": true, "closed": false,
-                               "participants": 3, "waiting": 1}}"#,
+                "rendezvous": {"round": 3, "complete": true, "closed": true,
+                               "participants": 3, "waiting": 1, "closed_for": 12.5}}"#,
         )
         .unwrap();
         assert_eq!(
@@ -157,8 +161,10 @@ mod tests {
             "the latest notice answered, whatever the order"
         );
         assert_eq!(
-            report.rendezvous.map(|r| (r.round, r.participants)),
-            Some((3, 3))
+            report
+                .rendezvous
+                .map(|r| (r.round, r.participants, r.closed, r.closed_for)),
+            Some((3, 3, true, Some(12.5)))
         );
         let empty: StoreReport =
             serde_json::from_str(r#"{"saved": [], "rendezvous": null}"#).unwrap();

@@ -38,16 +38,7 @@ impl Run<'_, '_> {
     /// What the failure of `launcher` is the collateral damage of, if it is (see the module
     /// documentation): the cause, for the suspend's condition and event.
     pub(super) fn collateral_of(&self, launcher: &Launcher<'_>) -> Option<String> {
-        let now = self.planner.now;
-        let since = now - jiff::SignedDuration::try_from(COLLATERAL_WINDOW).ok()?;
-        let loss: &BlacklistEntry = self
-            .planner
-            .status
-            .blacklist
-            .iter()
-            .filter(|entry| PLATFORM_REASONS.contains(&entry.reason.as_str()))
-            .filter(|entry| entry.time.0 >= since && entry.time.0 <= now)
-            .max_by_key(|entry| entry.time.0)?;
+        let (loss, what) = self.recent_platform_loss()?;
         let how = match launcher.pod.and_then(|pod| Loss::of(Some(pod))) {
             Some(loss) => loss.describe(),
             None => match launcher.job_failure {
@@ -55,21 +46,37 @@ impl Run<'_, '_> {
                 None => "failed".to_string(),
             },
         };
-        let after = now.duration_since(loss.time.0).as_secs();
+        let after = self.planner.now.duration_since(loss.time.0).as_secs();
         let on = loss
             .node
             .as_deref()
             .map(|node| format!(" on node {node}"))
             .unwrap_or_default();
+        Some(format!(
+            "the launcher {how} {after}s after worker {} was lost to the platform ({what}{on}): the training did not survive that loss",
+            loss.pod,
+        ))
+    }
+
+    /// The latest loss of a worker to the platform the blacklist recorded within
+    /// [`COLLATERAL_WINDOW`], and how it was lost ("evicted").
+    pub(super) fn recent_platform_loss(&self) -> Option<(&BlacklistEntry, &'static str)> {
+        let now = self.planner.now;
+        let since = now - jiff::SignedDuration::try_from(COLLATERAL_WINDOW).ok()?;
+        let loss = self
+            .planner
+            .status
+            .blacklist
+            .iter()
+            .filter(|entry| PLATFORM_REASONS.contains(&entry.reason.as_str()))
+            .filter(|entry| entry.time.0 >= since && entry.time.0 <= now)
+            .max_by_key(|entry| entry.time.0)?;
         let what = match loss.reason.as_str() {
             "Disrupted" => "disrupted",
             "Evicted" => "evicted",
             "Deleted" => "deleted",
             _ => "its node announced it goes",
         };
-        Some(format!(
-            "the launcher {how} {after}s after worker {} was lost to the platform ({what}{on}): the training did not survive that loss",
-            loss.pod,
-        ))
+        Some((loss, what))
     }
 }

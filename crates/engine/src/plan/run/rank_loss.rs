@@ -56,35 +56,7 @@ impl Run<'_, '_> {
             self.start_new_run(&message, Restart::Uncounted);
             return true;
         }
-        let policy = self
-            .job
-            .job
-            .rank_restart_policy()
-            .unwrap_or(self.job.spec.worker_restart_policy);
-        let restarts = self.planner.old.restart_count;
-        let limit = self.job.spec.backoff_limit;
-        if loss.is_replaced_under(policy) && u32::try_from(restarts).is_ok_and(|r| r < limit) {
-            let message = format!(
-                "{what}; restarting the job (restart {} of {limit})",
-                restarts + 1
-            );
-            self.start_new_run(&message, Restart::Counted);
-            return true;
-        }
-        let why = if loss.is_replaced_under(policy) {
-            format!("; the backoff limit of {limit} restarts is reached")
-        } else {
-            format!(" (worker restartPolicy {policy:?})")
-        };
-        let reason = self.job.kind().reason("Failed");
-        self.planner.fail(
-            self.observed,
-            self.job,
-            &reason,
-            &format!("{what}{why}"),
-            true,
-        );
-        false
+        self.restart_after_worker_failure(&what, loss)
     }
 }
 

@@ -82,6 +82,7 @@ pub fn resumes_by_itself(reason: &str) -> bool {
         BELOW_MIN_WORKERS,
         super::launcher_loss::LAUNCHER_DISRUPTED,
         super::collateral::WORKER_DISRUPTED,
+        super::lost_group::GROUP_LOST,
     ]
     .contains(&reason)
 }
@@ -240,10 +241,18 @@ impl Run<'_, '_> {
     /// Posts the `Suspend` notice, which gives the pods `grace` to checkpoint, or suspends at
     /// once when nothing trains or there is no grace period (the pods are shown the notice
     /// before they are deleted). Returns whether the run goes on.
-    fn start_suspending(&mut self, reason: &str, why: String, grace: std::time::Duration) -> bool {
+    pub(super) fn start_suspending(
+        &mut self,
+        reason: &str,
+        why: String,
+        grace: std::time::Duration,
+    ) -> bool {
         if !self.training() || grace.is_zero() {
             self.show_before_deleting(reason, &why);
-            self.suspend(reason, None);
+            // A loss below the minimum says itself in counts; any other loss says its cause.
+            let cause =
+                (resumes_by_itself(reason) && reason != BELOW_MIN_WORKERS).then_some(why.as_str());
+            self.suspend(reason, cause);
             return false;
         }
         let now = self.planner.now;
@@ -419,7 +428,10 @@ impl Run<'_, '_> {
                 None if reason == BELOW_MIN_WORKERS => format!(
                     "suspended with {ready} of the {min} workers it needs ready ({pending} pending)"
                 ),
-                None => "suspended: the platform took its launcher".to_string(),
+                None if reason == super::launcher_loss::LAUNCHER_DISRUPTED => {
+                    "suspended: the platform took its launcher".to_string()
+                }
+                None => format!("suspended ({reason})"),
             };
             (
                 format!(
