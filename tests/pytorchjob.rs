@@ -2,8 +2,9 @@
 //! Workers) to Succeeded with v1's objects and status, what `arena submit pytorchjob`
 //! renders, Kueue's suspend, admission and preemption, a Worker the platform takes, one
 //! whose training fails under `ExitCode`, a job of Workers only, and an elastic job whose
-//! rendezvous eto hosts (worker 0 lost, grown through its replicas, its store lost), and one
-//! with v1's autoscaler from `elasticPolicy.metrics`.
+//! rendezvous eto hosts (worker 0 lost, grown through its replicas, its store lost, its
+//! rendezvous closed after a lost Worker), and one with v1's autoscaler from
+//! `elasticPolicy.metrics`.
 
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
@@ -662,6 +663,32 @@ async fn report_stand_in() -> (
     (address, body)
 }
 
+/// [`ELASTIC_JOB`] with eto's elastic `settings` (lines of `elasticPolicy`) running on a
+/// cluster of `config`, its store's report answered by a [`report_stand_in`], whose body the
+/// returned cell holds.
+async fn running_with_report(
+    config: eto_sim::SimConfig,
+    settings: &str,
+) -> (Env, std::sync::Arc<std::sync::Mutex<String>>) {
+    let env = Env::start(config).await;
+    let (address, report) = report_stand_in().await;
+    env.cluster
+        .forward_pod_port("default", "elastic-rdzv", 29401, address);
+    let job = ELASTIC_JOB.replace("maxRestarts: 3", &format!("maxRestarts: 3\n    {settings}"));
+    env.apply::<PyTorchJob>(&job).await;
+    ready(
+        &env,
+        &["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"],
+    )
+    .await;
+    env.wait_pod("elastic-rdzv", "is ready", pod_ready)
+        .await
+        .unwrap();
+    env.wait::<PyTorchJob>("elastic", "runs", |job| has(job, "Running"))
+        .await;
+    (env, report)
+}
+
 /// The notice pod `pod` shows, if any.
 fn notice_on(pod: &Pod) -> Option<eto_api::training_job::Notice> {
     let annotations = pod.metadata.annotations.as_ref()?;
@@ -679,19 +706,8 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
     // Pods take two seconds to go once deleted, as a real kubelet stopping torchrun does.
     let mut config = sim_config(4, 1);
     config.kubelet.termination_delay = std::time::Duration::from_secs(2);
-    let env = Env::start(config).await;
-    let (address, report) = report_stand_in().await;
-    env.cluster
-        .forward_pod_port("default", "elastic-rdzv", 29401, address);
-    let job = ELASTIC_JOB.replace("maxRestarts: 3", "maxRestarts: 3\n    drainSeconds: 600");
-    env.apply::<PyTorchJob>(&job).await;
+    let (env, report) = running_with_report(config, "drainSeconds: 600").await;
     let workers = ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"];
-    ready(&env, &workers).await;
-    env.wait_pod("elastic-rdzv", "is ready", pod_ready)
-        .await
-        .unwrap();
-    env.wait::<PyTorchJob>("elastic", "runs", |job| has(job, "Running"))
-        .await;
     let leaving = env.pods().get("elastic-worker-1").await.unwrap();
     let node = leaving.spec.unwrap().node_name.unwrap();
     let warning = eto_sim::nodes::warnings::Warning {
@@ -767,6 +783,79 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
         job.status.unwrap().eto.run.unwrap_or(0),
         0,
         "the run goes on"
+    );
+}
+
+/// Worker 1 of a running group is force-deleted; the survivors' agents close the rendezvous
+/// (the store's report says so) and their containers crash-loop: eto ends the run at once,
+/// without waiting `belowMinSeconds` or a grace period for containers that run no training,
+/// and the next run resumes at a rendezvous of its own, nothing counted.
+#[tokio::test]
+async fn a_rendezvous_closed_after_a_lost_worker_starts_the_next_run_at_once() {
+    let settings = "belowMinSeconds: 600\n    checkpointGraceSeconds: 600";
+    let (env, report) = running_with_report(sim_config(2, 8), settings).await;
+
+    let pods: Api<Pod> = env.pods();
+    let now = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    pods.delete("elastic-worker-1", &now).await.unwrap();
+    env.wait_pod("elastic-worker-3", "replaces worker 1", |pod| pod.is_some())
+        .await;
+    *report.lock().unwrap() = json!({"saved": [], "rendezvous": {"round": 1, "complete": false,
+        "closed": true, "participants": 0, "waiting": 0}})
+    .to_string();
+    for survivor in ["elastic-worker-0", "elastic-worker-2"] {
+        env.cluster.crash_loop_pod("default", survivor, 1).unwrap();
+    }
+    let suspended = env
+        .wait::<PyTorchJob>("elastic", "ends the run", |job| {
+            job.status.as_ref().and_then(|s| s.eto.run).unwrap_or(0) >= 1
+        })
+        .await;
+    let condition = suspended
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Suspended")
+        .cloned()
+        .expect("a Suspended condition");
+    assert_eq!(condition.reason.as_deref(), Some("GroupLost"));
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.contains("rendezvous was closed in round 1"),
+        "{message}"
+    );
+    *report.lock().unwrap() = r#"{"saved": [], "rendezvous": null}"#.to_string();
+    let job = env
+        .wait::<PyTorchJob>("elastic", "runs again", |job| {
+            has(job, "Running") && !has(job, "Suspended")
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+    assert_eq!(job.status.unwrap().eto.restart_count.unwrap_or(0), 0);
+    let of_new_run: Vec<Pod> = pods
+        .list(
+            &kube::api::ListParams::default()
+                .labels(&format!("{}=1", eto_api::well_known::RUN_LABEL)),
+        )
+        .await
+        .unwrap()
+        .items;
+    let ids: Vec<Option<String>> = of_new_run
+        .iter()
+        .filter(|pod| pod.metadata.name.as_deref() != Some("elastic-rdzv"))
+        .map(|pod| env_of(pod, "PET_RDZV_ID"))
+        .collect();
+    assert!(
+        ids.len() >= 2
+            && ids
+                .iter()
+                .all(|id| id.as_ref().is_some_and(|id| id.ends_with("-1"))),
+        "the new run's Workers meet at a rendezvous of their own: {ids:?}"
     );
 }
 

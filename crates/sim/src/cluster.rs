@@ -431,6 +431,31 @@ impl SimCluster {
             message: None,
             final_: false,
             disruption: None,
+            crash_loop: false,
+        };
+        self.terminate_pod(namespace, name, &termination)
+    }
+
+    /// Fails a pod's containers with `exit_code` for good: those its restart policy restarts
+    /// wait in `CrashLoopBackOff`, the pod `Running` but not Ready, as a real kubelet shows a
+    /// container that fails at every start.
+    ///
+    /// # Errors
+    /// No such pod, or it is not running on a node.
+    pub fn crash_loop_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        exit_code: i32,
+    ) -> Result<(), ApiError> {
+        let termination = Termination {
+            exit_code,
+            reason: "Error".into(),
+            pod_reason: None,
+            message: None,
+            final_: false,
+            disruption: None,
+            crash_loop: true,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -447,6 +472,7 @@ impl SimCluster {
             message: None,
             final_: false,
             disruption: None,
+            crash_loop: false,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -465,6 +491,7 @@ impl SimCluster {
             message: Some(message.into()),
             final_: true,
             disruption: Some("TerminationByKubelet".into()),
+            crash_loop: false,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -694,6 +721,7 @@ fn shut_down(state: &mut State, node: &str) {
         final_: true,
         // Marked when the reclaim began (see `kubelet::mark_disruption`).
         disruption: None,
+        crash_loop: false,
     };
     for (key, _) in kubelet::pods_on(state, node) {
         let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);

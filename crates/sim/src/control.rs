@@ -49,6 +49,10 @@ pub struct TerminateRequest {
     /// End the pod whatever its restart policy.
     #[serde(default, rename = "final")]
     pub final_: bool,
+    /// The containers keep failing: those the restart policy restarts wait in
+    /// `CrashLoopBackOff`.
+    #[serde(default)]
+    pub crash_loop: bool,
 }
 
 impl TerminateRequest {
@@ -68,6 +72,7 @@ impl TerminateRequest {
             // A kubelet that evicts a pod marks it as it ends it.
             disruption: (self.pod_reason.as_deref() == Some("Evicted"))
                 .then(|| "TerminationByKubelet".to_string()),
+            crash_loop: self.crash_loop,
         }
     }
 }

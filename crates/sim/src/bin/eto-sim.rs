@@ -209,6 +209,10 @@ struct PodArgs {
     /// Container termination reason.
     #[arg(long, default_value = "Error")]
     reason: String,
+    /// The containers keep failing: those the restart policy restarts wait in
+    /// CrashLoopBackOff.
+    #[arg(long)]
+    crash_loop: bool,
     #[command(flatten)]
     target: Target,
 }
@@ -364,6 +368,7 @@ async fn run(command: Command) -> Result<(), CliError> {
                 pod_reason: None,
                 message: None,
                 final_: false,
+                crash_loop: args.crash_loop,
             };
             terminate(&args.target, &args.namespace, &args.name, &request).await
         }
@@ -378,6 +383,7 @@ async fn run(command: Command) -> Result<(), CliError> {
                 pod_reason: None,
                 message: None,
                 final_: false,
+                crash_loop: false,
             };
             terminate(&target, &namespace, &name, &request).await
         }
@@ -392,6 +398,7 @@ async fn run(command: Command) -> Result<(), CliError> {
                 pod_reason: Some("Evicted".into()),
                 message: Some("The node was low on resource: memory.".into()),
                 final_: true,
+                crash_loop: false,
             };
             terminate(&target, &namespace, &name, &request).await
         }

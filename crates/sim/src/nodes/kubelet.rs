@@ -247,12 +247,17 @@ pub struct Termination {
     /// The reason of the `DisruptionTarget=True` condition the kubelet sets on a pod it ends
     /// for its node's sake (`TerminationByKubelet`: node-pressure eviction, node shutdown).
     pub disruption: Option<String>,
+    /// The containers keep failing: a container the restart policy restarts is held back
+    /// (`CrashLoopBackOff`: waiting, not ready) instead of running again. A real kubelet starts
+    /// it again after each back-off, and it fails again; here it waits until the pod is ended
+    /// or deleted.
+    pub crash_loop: bool,
 }
 
 /// Ends the containers of a running pod. With `restartPolicy: Never` (or a final
 /// termination) the pod becomes `Failed` (non-zero exit) or `Succeeded`; `OnFailure` restarts
 /// failed containers and `Always` every container, bumping `restartCount` and keeping the pod
-/// Running.
+/// Running (a crash loop leaves them waiting, and the pod not Ready).
 ///
 /// # Errors
 /// NotFound for a missing pod; BadRequest for one that is not bound to a node.
@@ -292,7 +297,15 @@ pub fn terminate(
         .into_iter()
         .flatten()
     {
-        if restart {
+        if restart && termination.crash_loop {
+            let container = status["name"].as_str().unwrap_or_default().to_string();
+            status["lastState"] = json!({"terminated": terminated});
+            status["restartCount"] = json!(status["restartCount"].as_i64().unwrap_or(0) + 1);
+            status["state"] = json!({"waiting": {"reason": "CrashLoopBackOff",
+                "message": format!("back-off 10s restarting failed container={container} pod={name}_{namespace}")}});
+            status["ready"] = json!(false);
+            status["started"] = json!(false);
+        } else if restart {
             status["lastState"] = json!({"terminated": terminated});
             status["restartCount"] = json!(status["restartCount"].as_i64().unwrap_or(0) + 1);
             status["state"] = json!({"running": {"startedAt": now}});
@@ -300,6 +313,14 @@ pub fn terminate(
             status["state"] = json!({"terminated": terminated});
             status["ready"] = json!(false);
             status["started"] = json!(false);
+        }
+    }
+    if restart && termination.crash_loop {
+        for type_ in ["Ready", "ContainersReady"] {
+            set_condition(
+                &mut ended,
+                json!({"type": type_, "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": now}),
+            );
         }
     }
     if !restart {

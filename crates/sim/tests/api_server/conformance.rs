@@ -870,6 +870,29 @@ async fn the_kubelet_runs_fails_and_restarts_pods() {
     assert_eq!(restarted.phase.as_deref(), Some("Running"));
     assert_eq!(restarted.container_statuses.unwrap()[0].restart_count, 1);
 
+    // A container that fails at every start waits in CrashLoopBackOff, as a real kubelet
+    // shows it: the pod stays Running, not Ready, with the last exit kept.
+    cluster.crash_loop_pod("default", "always", 3).unwrap();
+    let looping = pods.get("always").await.unwrap().status.unwrap();
+    assert_eq!(looping.phase.as_deref(), Some("Running"));
+    let container = looping.container_statuses.clone().unwrap()[0].clone();
+    assert_eq!(
+        container.state.unwrap().waiting.unwrap().reason.as_deref(),
+        Some("CrashLoopBackOff")
+    );
+    assert_eq!(
+        container.last_state.unwrap().terminated.unwrap().exit_code,
+        3
+    );
+    assert_eq!((container.ready, container.restart_count), (false, 2));
+    assert!(
+        looping
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "False")
+    );
+
     cluster
         .evict_pod("default", "always", "The node was low on resource: memory.")
         .unwrap();
