@@ -529,6 +529,18 @@ impl<'a> JobRef<'a> {
         }
     }
 
+    /// How long the agents of a group that re-forms (see [`LauncherObject::group_reforms`])
+    /// go without a heartbeat before the others take them for dead; `None` for jobs without
+    /// such a group.
+    pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
+        match self {
+            Self::PyTorch(job) if self.launcher().group_reforms() => {
+                Some(pytorch_job::rendezvous::heartbeat_timeout(job))
+            }
+            Self::PyTorch(_) | Self::Training(_) | Self::Mpi(_) => None,
+        }
+    }
+
     /// How it names the workers of a run: its kind's (see [`Kind::worker_names`]), or for an
     /// elastic PyTorchJob whose rendezvous eto hosts, a name never used twice.
     pub fn worker_names(self) -> WorkerNames {

@@ -10,7 +10,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::pytorch_tests::env;
-use crate::kind::pytorch_job::store_report::{RendezvousState, StoreReport};
+use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names};
 
@@ -49,8 +49,9 @@ fn status(world: &World) -> TrainingJobStatus {
     world.observed().job.status()
 }
 
-/// The store's report of a rendezvous in `round`, closed or not.
-fn report(round: i64, closed: bool) -> StoreReport {
+/// The store's report of a complete rendezvous in `round`, closed or not, whose members are
+/// `members` with the age of their heartbeats.
+fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> StoreReport {
     StoreReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
@@ -58,10 +59,32 @@ fn report(round: i64, closed: bool) -> StoreReport {
             complete: true,
             closed,
             closed_for: closed.then_some(1.0),
-            participants: 2,
+            participants: i64::try_from(members.len()).unwrap(),
             waiting: 0,
+            members: members
+                .iter()
+                .map(|(host, age)| Member {
+                    host: host.to_string(),
+                    heartbeat_age: Some(*age),
+                })
+                .collect(),
         }),
     }
+}
+
+/// The store's report of a complete rendezvous in `round`, closed or not, whose three first
+/// Workers' agents beat a second ago.
+fn report(round: i64, closed: bool) -> StoreReport {
+    report_of(
+        round,
+        closed,
+        &[("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0), ("ddp-worker-2", 1.0)],
+    )
+}
+
+/// The survivors' agents exited after the rendezvous closed: their heartbeats are old.
+fn survivors_gone(round: i64) -> StoreReport {
+    report_of(round, true, &[("ddp-worker-0", 20.0), ("ddp-worker-2", 20.0)])
 }
 
 /// The `Suspended` condition's reason, while it holds.
@@ -91,7 +114,7 @@ fn a_rendezvous_closed_after_a_lost_worker_ends_the_run_at_once_and_the_next_res
     lose_worker_1(&mut world);
     // The survivors' agents close the rendezvous, and their containers fail.
     world.advance(3);
-    world.store_report = Some(report(1, true));
+    world.store_report = Some(survivors_gone(1));
     world.crash_loop("ddp-worker-0", 1);
     world.crash_loop("ddp-worker-2", 1);
     let plan = world.reconcile();
@@ -143,11 +166,53 @@ fn a_rendezvous_closed_after_a_lost_worker_ends_the_run_at_once_and_the_next_res
 }
 
 #[test]
+fn a_rendezvous_torch_1_closes_five_minutes_after_the_loss_is_still_the_losss_doing() {
+    let mut world = training(job(json!({})));
+    lose_worker_1(&mut world);
+    world.ready("ddp-worker-3");
+    world.reconcile();
+    // The survivors' agents waited at their exit barrier for the lost one, then closed it.
+    world.advance(305);
+    world.store_report = Some(survivors_gone(0));
+    world.crash_loop("ddp-worker-0", 1);
+    world.crash_loop("ddp-worker-2", 1);
+    world.reconcile();
+    let message = status(&world)
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Suspended" && c.status == ConditionStatus::True)
+        .and_then(|c| c.message.clone())
+        .expect("suspended at once: the replacement waits to join, it trains nothing");
+    assert!(
+        message.contains("305s after worker ddp-worker-1 was lost to the platform (deleted)"),
+        "{message}"
+    );
+    assert_eq!(status(&world).restart_count, 0, "nothing counted");
+    // Long after any loss, the same closure is the training's own failure.
+    let mut world = training(job(json!({})));
+    world.advance(400);
+    world.store_report = Some(report(0, true));
+    world.crash_loop("ddp-worker-0", 1);
+    world.reconcile();
+    assert_eq!(status(&world).restart_count, 1, "counted");
+    assert_eq!(
+        status(&world).rendezvous,
+        None,
+        "the new run does not show the rendezvous of the one that ended"
+    );
+}
+
+#[test]
 fn workers_still_training_in_a_closed_rendezvous_are_told_to_save_and_only_they_are_waited_for() {
     let mut world = training(job(json!({})));
     lose_worker_1(&mut world);
     world.advance(3);
-    world.store_report = Some(report(1, true));
+    // Worker 0's agent still beats, in the group of the round that formed.
+    world.store_report = Some(report_of(
+        1,
+        true,
+        &[("ddp-worker-0", 1.0), ("ddp-worker-2", 20.0)],
+    ));
     world.crash_loop("ddp-worker-2", 1);
     world.reconcile();
     let notice = status(&world).notice.expect("a notice");
@@ -277,8 +342,18 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
             complete: true,
             closed: true,
             closed_for: Some(seconds),
-            participants: 3,
+            participants: 2,
             waiting: 0,
+            members: vec![
+                Member {
+                    host: "ddp-worker-0".into(),
+                    heartbeat_age: Some(seconds),
+                },
+                Member {
+                    host: "ddp-worker-2".into(),
+                    heartbeat_age: Some(seconds),
+                },
+            ],
         }),
     };
     let mut world = training(job(json!({})));
@@ -299,12 +374,11 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
     );
     // Restarted agents that will fail once they meet it again run meanwhile.
     world.advance(6);
-    world.store_report = Some(closed_for(10.0));
+    world.store_report = Some(closed_for(20.0));
     world.reconcile();
-    let notice = status(&world).notice.expect("a notice");
     assert_eq!(
-        (notice.kind, notice.reason.as_str()),
-        (NoticeKind::Suspend, "GroupLost"),
-        "the two training Workers are told to save"
+        suspended_for(&world).as_deref(),
+        Some("GroupLost"),
+        "nothing waits for agents that met the closed rendezvous"
     );
 }

@@ -344,6 +344,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             closed_for: None,
             participants: 2,
             waiting,
+            members: Vec::new(),
         }),
     };
     world.store_report = Some(report(3, false, 1));
@@ -435,5 +436,69 @@ fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
         ));
         world.reconcile();
         assert_eq!(grace(&world), (None, None), "{settings}: as v1 runs it");
+    }
+}
+
+#[test]
+fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group() {
+    use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
+    use eto_api::training_job::NoticeKind;
+    let report = |complete: bool, age: f64| StoreReport {
+        saved: Vec::new(),
+        rendezvous: Some(RendezvousState {
+            round: 2,
+            complete,
+            closed: false,
+            closed_for: None,
+            participants: 2,
+            waiting: 0,
+            members: ["ddp-worker-0", "ddp-worker-1"]
+                .into_iter()
+                .map(|host| Member {
+                    host: host.into(),
+                    heartbeat_age: Some(age),
+                })
+                .collect(),
+        }),
+    };
+    // (what the store reports, the keep-alive the job sets, the suspend waits for a save)
+    let cases = [
+        (None, json!([]), true),
+        (Some(report(true, 2.0)), json!([]), true),
+        // The agents left the round to re-form the group: their training is stopped.
+        (Some(report(false, 2.0)), json!([]), false),
+        // Their heartbeats stopped: torchrun takes them for dead after 5 s × 3.
+        (Some(report(true, 16.0)), json!([]), false),
+        (
+            Some(report(true, 16.0)),
+            json!([{"key": "keep_alive_interval", "value": "10"}]),
+            true,
+        ),
+    ];
+    for (index, (store_report, conf, waits)) in cases.into_iter().enumerate() {
+        let mut world = running(elastic(json!({"spec": {"elasticPolicy": {
+            "checkpointGraceSeconds": 60, "rdzvConf": conf
+        }}})));
+        world.store_report = store_report;
+        world
+            .pytorch_job
+            .as_mut()
+            .unwrap()
+            .spec
+            .run_policy
+            .get_or_insert_default()
+            .suspend = Some(true);
+        world.reconcile();
+        let status = world.observed().job.status();
+        let suspending = status
+            .notice
+            .as_ref()
+            .is_some_and(|notice| notice.kind == NoticeKind::Suspend);
+        assert_eq!(suspending, waits, "case {index}: {:?}", status.phase);
+        assert_eq!(
+            status.phase == Some(JobPhase::Suspended),
+            !waits,
+            "case {index}"
+        );
     }
 }

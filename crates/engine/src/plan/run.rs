@@ -415,9 +415,18 @@ impl<'p, 'o> Run<'p, 'o> {
 
     /// Shows the rendezvous the run's store reports in the status (see
     /// [`crate::kind::pytorch_job::store_report`]), and reads it again soon while the group
-    /// forms; without a report the status keeps what it showed.
+    /// forms; without a report, or once this reconcile started a new run, the status keeps
+    /// what it showed.
     fn show_rendezvous(&mut self) {
-        let Some(state) = self.observed.store_report.and_then(|r| r.rendezvous) else {
+        // The report was read from the store of the run the reconcile began in.
+        if self.run != current_run(&self.planner.old) {
+            return;
+        }
+        let Some(state) = self
+            .observed
+            .store_report
+            .and_then(|report| report.rendezvous.as_ref())
+        else {
             return;
         };
         self.planner.status.rendezvous = Some(state.status());

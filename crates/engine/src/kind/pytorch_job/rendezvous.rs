@@ -48,10 +48,11 @@ pub const STORE_REPLICA_TYPE: &str = "rendezvous";
 /// PyTorch, serving until it is stopped, and beside it the store's report (see
 /// [`super::store_report`]) over HTTP on the report port: `POST /saved` records that the
 /// training code saved the checkpoint a notice asked for, `GET /report` answers the latest
-/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it. It
+/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it (with
+/// each member of the round: its host, and how long ago its agent's heartbeat came). It
 /// reads that state every second too, to say for how long the rendezvous has been closed.
 const STORE_PROGRAM: &str = r#"import base64, json, pickle, signal, sys, threading, time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from torch.distributed import TCPStore
 port, report_port, run_id = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -68,7 +69,8 @@ def rendezvous():
             return None
         state = pickle.loads(base64.b64decode(raw))
         found = {"round": state.round, "complete": state.complete, "closed": state.closed,
-                 "participants": len(state.participants), "waiting": len(state.wait_list)}
+                 "participants": len(state.participants), "waiting": len(state.wait_list),
+                 "members": [member(node, state) for node in state.participants]}
     except Exception:
         return None
     with lock:
@@ -77,6 +79,15 @@ def rendezvous():
         if closed_at:
             found["closed_for"] = round(time.monotonic() - closed_at[0], 1)
     return found
+def member(node, state):
+    # torch 1.x names a node's host fqdn, 2.x addr; 1.x keeps naive UTC times, 2.x aware ones.
+    host = getattr(node, "addr", None) or getattr(node, "fqdn", "")
+    beat = state.last_heartbeats.get(node)
+    age = None
+    if beat is not None:
+        now = datetime.now(timezone.utc) if beat.tzinfo else datetime.utcnow()
+        age = round((now - beat).total_seconds(), 1)
+    return {"host": host.split(".")[0], "heartbeat_age": age}
 def watch():
     while True:
         rendezvous()
@@ -113,6 +124,31 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:
     time.sleep(3600)
 "#;
+
+/// How long torchrun's agents of `job` go without a heartbeat before the others take them
+/// for dead: `keep_alive_interval` times `keep_alive_max_attempt` of its `rdzvConf`, torchrun's
+/// 5 s and 3 where unset (or unreadable: torchrun then fails at start, and the value does
+/// not matter).
+pub fn heartbeat_timeout(job: &PyTorchJob) -> std::time::Duration {
+    let conf = |key: &str| {
+        job.spec
+            .elastic_policy
+            .as_ref()?
+            .rdzv_conf
+            .iter()
+            .flatten()
+            .find(|entry| entry.key.as_deref() == Some(key))?
+            .value
+            .as_deref()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|value| value.is_finite() && *value > 0.0)
+    };
+    let interval = conf("keep_alive_interval").unwrap_or(5.0);
+    let attempts = conf("keep_alive_max_attempt").unwrap_or(3.0);
+    std::time::Duration::from_secs_f64((interval * attempts).min(86_400.0))
+}
 
 /// The rendezvous eto hosts for a job.
 #[derive(Clone, Debug, PartialEq, Eq)]

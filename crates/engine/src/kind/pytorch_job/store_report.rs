@@ -93,7 +93,7 @@ pub struct SavedCheckpoint {
 }
 
 /// torchrun's rendezvous of the run.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct RendezvousState {
     /// The round: one more each time the group re-forms.
     pub round: i64,
@@ -108,11 +108,43 @@ pub struct RendezvousState {
     pub participants: i64,
     /// Agents waiting for the next round.
     pub waiting: i64,
+    /// The agents of the round, as far as the store's program could name them.
+    #[serde(default)]
+    pub members: Vec<Member>,
+}
+
+/// An agent of a round.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Member {
+    /// Its host: the pod it runs in (the first label of the name it joined with).
+    pub host: String,
+    /// Seconds since its heartbeat last came, if one did: an agent keeps beating while it
+    /// lives, whatever its training does.
+    #[serde(default)]
+    pub heartbeat_age: Option<f64>,
 }
 
 impl RendezvousState {
+    /// The pods whose agents train in the round's group: the round formed, and their
+    /// heartbeat came within `dead_after` (after which torchrun itself takes an agent for
+    /// dead). An agent that left to re-form the group, or waits to join one, trains nothing.
+    pub fn training_hosts(&self, dead_after: std::time::Duration) -> Vec<&str> {
+        if !self.complete {
+            return Vec::new();
+        }
+        self.members
+            .iter()
+            .filter(|member| {
+                member
+                    .heartbeat_age
+                    .is_some_and(|age| age < dead_after.as_secs_f64())
+            })
+            .map(|member| member.host.as_str())
+            .collect()
+    }
+
     /// The state as the job's status shows it.
-    pub fn status(self) -> RendezvousStatus {
+    pub fn status(&self) -> RendezvousStatus {
         RendezvousStatus {
             round: self.round,
             agents: self.participants,
@@ -124,7 +156,7 @@ impl RendezvousState {
 
     /// Whether the group is still forming: the round is not complete, or agents wait to
     /// join the next.
-    pub fn forming(self) -> bool {
+    pub fn forming(&self) -> bool {
         !self.complete || self.waiting > 0
     }
 }

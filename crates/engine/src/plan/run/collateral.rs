@@ -38,7 +38,7 @@ impl Run<'_, '_> {
     /// What the failure of `launcher` is the collateral damage of, if it is (see the module
     /// documentation): the cause, for the suspend's condition and event.
     pub(super) fn collateral_of(&self, launcher: &Launcher<'_>) -> Option<String> {
-        let (loss, what) = self.recent_platform_loss()?;
+        let (loss, what) = self.recent_platform_loss(COLLATERAL_WINDOW)?;
         let how = match launcher.pod.and_then(|pod| Loss::of(Some(pod))) {
             Some(loss) => loss.describe(),
             None => match launcher.job_failure {
@@ -58,11 +58,14 @@ impl Run<'_, '_> {
         ))
     }
 
-    /// The latest loss of a worker to the platform the blacklist recorded within
-    /// [`COLLATERAL_WINDOW`], and how it was lost ("evicted").
-    pub(super) fn recent_platform_loss(&self) -> Option<(&BlacklistEntry, &'static str)> {
+    /// The latest loss of a worker to the platform the blacklist recorded within `window`,
+    /// and how it was lost ("evicted").
+    pub(super) fn recent_platform_loss(
+        &self,
+        window: Duration,
+    ) -> Option<(&BlacklistEntry, &'static str)> {
         let now = self.planner.now;
-        let since = now - jiff::SignedDuration::try_from(COLLATERAL_WINDOW).ok()?;
+        let since = now - jiff::SignedDuration::try_from(window).ok()?;
         let loss = self
             .planner
             .status

@@ -20,9 +20,9 @@
 //! Waiting for such a group is waiting for nothing: not `belowMinSeconds`, not a grace period
 //! for pods that run no training process. The run ends in this reconcile:
 //!
-//! - When the platform took a Worker of the run within [`COLLATERAL_WINDOW`](super::collateral::COLLATERAL_WINDOW) (evicted,
-//!   disrupted, deleted, gone with its node, or on a node that announced it goes), the group
-//!   is that loss's collateral damage: the job suspends with reason [`GROUP_LOST`] and
+//! - When the platform took a Worker of the run within [`LOSS_WINDOW`] (evicted, disrupted,
+//!   deleted, gone with its node, or on a node that announced it goes), the group is that
+//!   loss's collateral damage: the job suspends with reason [`GROUP_LOST`] and
 //!   resumes in a new run, with a new rendezvous id, the `Resume` notice and nothing counted,
 //!   exactly as after a suspend below its minimum. Workers whose training still runs are
 //!   shown the `Suspend` notice and have `checkpointGraceSeconds` to save; when none runs,
@@ -39,6 +39,11 @@ use crate::pods::{self, Activity};
 /// Reason of the `Suspended` condition, the notices and the events when a run's torchrun group
 /// could not go on after the platform took one of its Workers.
 pub const GROUP_LOST: &str = "GroupLost";
+
+/// How long after the platform took a Worker a lost group is that loss's doing: torch 1.x's
+/// agents whose restarts are spent wait at their exit barrier, for every agent of the round
+/// (the lost one too), 300 s before they exit and close the rendezvous.
+pub const LOSS_WINDOW: std::time::Duration = std::time::Duration::from_secs(360);
 
 /// How long a closed rendezvous that no failed Worker confirms may be a finished group whose
 /// Workers are about to exit with 0.
@@ -119,7 +124,7 @@ impl Run<'_, '_> {
         let closed = self
             .observed
             .store_report
-            .and_then(|report| report.rendezvous)
+            .and_then(|report| report.rendezvous.as_ref())
             .filter(|rendezvous| rendezvous.closed);
         let why = if let Some(rendezvous) = closed {
             let seen = std::time::Duration::from_secs_f64(
@@ -146,8 +151,7 @@ impl Run<'_, '_> {
         Some(Lost { why, failed: first })
     }
 
-    /// The platform's latest loss of a Worker of the run within
-    /// [`COLLATERAL_WINDOW`](super::collateral::COLLATERAL_WINDOW), said
+    /// The platform's latest loss of a Worker of the run within [`LOSS_WINDOW`], said
     /// as a clause ("after worker w-1 was deleted 4s ago"): a Worker gone, being deleted or
     /// disrupted now, or one the blacklist recorded lost to the platform.
     fn platform_loss(&self) -> Option<String> {
@@ -166,7 +170,7 @@ impl Run<'_, '_> {
         if let Some(worker) = gone_now {
             return Some(format!("after worker {worker} was lost to the platform"));
         }
-        let (entry, what) = self.recent_platform_loss()?;
+        let (entry, what) = self.recent_platform_loss(LOSS_WINDOW)?;
         let seconds = self.planner.now.duration_since(entry.time.0).as_secs();
         Some(format!(
             "{seconds}s after worker {} was lost to the platform ({what})",

@@ -61,7 +61,7 @@ use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Counts, Launcher, Run, RunState, WAITING_FOR_WORKERS};
+use super::{Counts, Launcher, Run, RunState, WAITING_FOR_WORKERS, current_run};
 use crate::conditions as c;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
@@ -135,23 +135,38 @@ impl Run<'_, '_> {
     /// away: its launcher, or where the workers decide the run (torchrun's agents), one of
     /// its workers whose training container runs a process. Until they exit, their training
     /// can save a checkpoint; a worker whose container is failing (`CrashLoopBackOff`) or has
-    /// not started has no process to hear a notice, and nothing waits for it.
+    /// not started has no process to hear a notice, and nothing waits for it. Where the
+    /// rendezvous's store reports its round, a worker of a group that re-forms trains only
+    /// while its agent is a living member of a round that formed: an agent that left to
+    /// re-form the group, waits to join one, or met a closed rendezvous runs no training.
     pub(super) fn training(&self) -> bool {
         if self.workers_decide() {
             let target = &self.planner.status.target_workers;
             let kind = self.job.kind();
+            let in_group = self.training_hosts();
             self.observed.pods.iter().any(|pod| {
-                pod.metadata
-                    .name
-                    .as_ref()
-                    .is_some_and(|name| target.contains(name))
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                target.iter().any(|worker| worker == name)
                     && !self.is_stale(pod)
                     && pods::phase(pod) == "Running"
                     && kind.training_activity(pod).may_run()
+                    && in_group.as_ref().is_none_or(|hosts| hosts.contains(&name))
             })
         } else {
             self.launcher().is_some_and(|l| l.is_running())
         }
+    }
+
+    /// The pods whose agents train in the group of the run's store, as it reports it (see
+    /// [`crate::kind::pytorch_job::store_report::RendezvousState::training_hosts`]); `None`
+    /// without a report of this run.
+    fn training_hosts(&self) -> Option<Vec<&str>> {
+        let dead_after = self.job.job.heartbeat_timeout()?;
+        if self.run != current_run(&self.planner.old) {
+            return None;
+        }
+        let rendezvous = self.observed.store_report?.rendezvous.as_ref()?;
+        Some(rendezvous.training_hosts(dead_after))
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted
@@ -291,8 +306,13 @@ impl Run<'_, '_> {
                     .mode(jiff::RoundMode::Ceil),
             )
             .unwrap_or(due);
+        let exits = if self.workers_decide() {
+            "every worker's training has exited"
+        } else {
+            "the launcher exits"
+        };
         let message = format!(
-            "{} {} is suspending: {why}{CHECKPOINT_ASK} at {deadline} ({}) or when the launcher exits",
+            "{} {} is suspending: {why}{CHECKPOINT_ASK} at {deadline} ({}) or when {exits}",
             self.job.kind().name(),
             self.name(),
             match capped {
