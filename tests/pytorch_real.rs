@@ -471,8 +471,14 @@ async fn every_log(pods: &Api<Pod>) -> String {
 
 /// The start lines `log` printed.
 fn starts(log: &str) -> Vec<&str> {
+    marked(log, "eto-elastic-start:")
+}
+
+/// The lines `log` printed that carry `marker`, from it on: torchrun may put the local rank
+/// before what a training process prints (`[default0]:`).
+fn marked<'a>(log: &'a str, marker: &str) -> Vec<&'a str> {
     log.lines()
-        .filter(|line| line.starts_with("eto-elastic-start:"))
+        .filter_map(|line| line.find(marker).map(|at| &line[at..]))
         .collect()
 }
 
@@ -614,15 +620,16 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
 
 /// [`ELASTIC_STEPS`] with its checkpoint in `/ckpt/step`, which every pod of the job mounts
 /// from the same directory: rank 0 saves each step it finished, and every start goes on from
-/// the step saved.
+/// the step saved, printing its pod's host name and its torch; `TOTAL_STEPS` (80 unless set)
+/// steps in all.
 const ELASTIC_CHECKPOINTED: &str = r#"
-import os, time, torch, torch.distributed as dist
+import os, socket, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 path = "/ckpt/step"
 step = int(open(path).read()) if os.path.exists(path) else 0
-print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']}", flush=True)
-while step < 80:
+print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
+while step < int(os.environ.get("TOTAL_STEPS", "80")):
     value = torch.tensor([1.0])
     dist.all_reduce(value)
     step += 1
@@ -630,7 +637,7 @@ while step < 80:
         with open(path + ".tmp", "w") as saved:
             saved.write(str(step))
         os.replace(path + ".tmp", path)
-        print(f"eto-elastic-step: {step} world={int(value.item())}", flush=True)
+        print(f"eto-elastic-step: {step} world={int(value.item())} at={time.time():.2f}", flush=True)
     time.sleep(0.5)
 print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
 dist.destroy_process_group()
@@ -1074,4 +1081,315 @@ async fn benchmark_worker_0_evicted_with_etos_store_and_with_v1s_wiring() {
     for cost in &costs {
         assert_eq!(cost.outcome, "Succeeded");
     }
+}
+
+/// How a Worker is taken from a running group.
+#[derive(Clone, Copy, Debug)]
+enum Taken {
+    /// Its pod force-deleted (`--grace-period=0 --force`): gone from the API at once, its
+    /// processes killed, as a node that vanishes takes them.
+    ForceDeleted,
+    /// Evicted through the Eviction API, as a drain or a spot handler does: SIGTERM, then its
+    /// grace period.
+    Evicted,
+}
+
+/// Which Worker is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Victim {
+    /// The pod holding group rank 0, as the training printed it.
+    GroupRankZero,
+    /// Another one.
+    Another,
+}
+
+/// What losing a Worker cost a running group, as the training printed it.
+struct WorkerLoss {
+    /// The pod taken.
+    pod: String,
+    /// Seconds from the loss to the first step saved after it.
+    seconds_to_next_step: f64,
+    /// Steps saved before the loss and trained again.
+    steps_redone: u32,
+    /// The training's own lines about the loss: rank 0's step before it, the starts after it.
+    lines: Vec<String>,
+}
+
+/// The pod whose training is rank 0 of the group now: the host of the newest start line
+/// with `rank=0`, by its time.
+async fn group_rank_zero(pods: &Api<Pod>) -> String {
+    let mut newest: Option<(f64, String)> = None;
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap_or_default();
+        for line in starts(&log_of(pods, &name).await) {
+            let at: f64 = field(line, "at=")
+                .and_then(|at| at.parse().ok())
+                .unwrap_or(0.0);
+            if field(line, "rank=") == Some("0") && newest.as_ref().is_none_or(|(t, _)| at > *t) {
+                newest = Some((at, field(line, "host=").unwrap_or_default().to_string()));
+            }
+        }
+    }
+    newest.expect("a rank 0 started").1
+}
+
+/// Runs [`ELASTIC_CHECKPOINTED`] for `total_steps` as an elastic job of three Workers (two to
+/// four) with the environment eto gives it where the container and the job set nothing
+/// (`settings` aside), takes `victim` as `taken` once 10 steps are saved, and returns what it
+/// cost and the job once it ended. Asserts that the group trained again and grew back to
+/// three (the status's rendezvous, as the store reports it).
+async fn lose_a_worker(
+    scratch: &Scratch,
+    victim: Victim,
+    taken: Taken,
+    settings: serde_json::Value,
+) -> (WorkerLoss, PyTorchJob) {
+    let (mut template, saved) = checkpointed_template(scratch);
+    template["spec"]["containers"][0]["env"] =
+        serde_json::json!([{"name": "TOTAL_STEPS", "value": "160"}]);
+    let mut policy = serde_json::json!({"maxRestarts": null});
+    json_patch::merge(&mut policy, &settings);
+    let job = elastic_job(&scratch.namespace, template, policy);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut loss = None;
+    let job = run_to_the_end(scratch, job, async |pods| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let rank_zero = group_rank_zero(pods).await;
+        let pod = match victim {
+            Victim::GroupRankZero => rank_zero,
+            Victim::Another => ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
+                .into_iter()
+                .find(|name| *name != rank_zero)
+                .unwrap()
+                .to_string(),
+        };
+        let before = saved().unwrap_or_default();
+        let lost_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let taken_at = std::time::Instant::now();
+        match taken {
+            Taken::ForceDeleted => {
+                let now = kube::api::DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                };
+                pods.delete(&pod, &now).await.unwrap();
+            }
+            Taken::Evicted => {
+                pods.evict(&pod, &Default::default()).await.unwrap();
+            }
+        }
+        println!(
+            "{pod} (group rank 0: {}) {taken:?} at step {before}",
+            victim == Victim::GroupRankZero
+        );
+        until(
+            "a step after the loss",
+            Duration::from_secs(420),
+            async || (saved()? > before).then_some(()),
+        )
+        .await;
+        let seconds = taken_at.elapsed().as_secs_f64();
+        println!("{pod} {taken:?}: next step {seconds:.1} s after the loss");
+        let regrown = until(
+            "the group grows back to three",
+            Duration::from_secs(420),
+            async || {
+                let shown = jobs.get("ddp").await.ok()?.status?.eto.rendezvous?;
+                (shown.agents == 3 && shown.complete && shown.round >= 1).then_some(shown)
+            },
+        )
+        .await;
+        println!("the rendezvous once grown back: {regrown:?}");
+        loss = Some((pod, seconds, before, lost_at));
+    })
+    .await;
+    let (pod, seconds, before, lost_at) = loss.unwrap();
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    let resumed_from = starts(&printed)
+        .into_iter()
+        .filter(|line| field(line, "at=").and_then(|at| at.parse::<f64>().ok()) > Some(lost_at))
+        .filter_map(|line| field(line, "from_step=")?.parse::<u32>().ok())
+        .min()
+        .unwrap_or(before);
+    let mut lines: Vec<String> = marked(&printed, "eto-elastic-step:")
+        .into_iter()
+        .filter(|line| {
+            line.split_whitespace()
+                .nth(1)
+                .and_then(|step| step.parse::<u32>().ok())
+                .is_some_and(|step| step == before || step == before + 1)
+        })
+        .map(String::from)
+        .collect();
+    let mut after: Vec<&str> = starts(&printed)
+        .into_iter()
+        .filter(|line| field(line, "at=").and_then(|at| at.parse::<f64>().ok()) > Some(lost_at))
+        .collect();
+    after.sort_by(|a, b| field(a, "at=").cmp(&field(b, "at=")));
+    lines.extend(after.into_iter().map(String::from));
+    (
+        WorkerLoss {
+            pod,
+            seconds_to_next_step: seconds,
+            steps_redone: before.saturating_sub(resumed_from),
+            lines,
+        },
+        job,
+    )
+}
+
+/// Asserts that the job succeeded in the run it started in, and trained to its end.
+async fn went_on_in_its_run(scratch: &Scratch, job: &PyTorchJob) {
+    succeeded_last(job);
+    let status = job.status.clone().unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
+    let printed = every_log(&scratch.pods()).await;
+    assert!(
+        marked(&printed, "eto-elastic-done:")
+            .iter()
+            .any(|line| line.ends_with("steps=160")),
+        "the training ended after its 160 steps"
+    );
+}
+
+/// Losing one Worker of a group whose rendezvous eto hosts, `victim` `taken`: the survivors
+/// re-form the group and train on from the step they reached, and it grows back to three
+/// when the replacement joins (in the same round, when it comes within the last call);
+/// the job succeeds in the run it started in. Prints the training's lines and the seconds
+/// from the loss to the next step.
+async fn the_group_trains_through(name: &str, victim: Victim, taken: Taken) {
+    let scratch = Scratch::start(name).await;
+    let (loss, job) = lose_a_worker(&scratch, victim, taken, serde_json::json!({})).await;
+    println!(
+        "{name}: {} {taken:?}: next step {:.1} s later, {} step(s) trained twice; the training printed:\n{}",
+        loss.pod,
+        loss.seconds_to_next_step,
+        loss.steps_redone,
+        loss.lines.join("\n")
+    );
+    let after: Vec<&String> = loss
+        .lines
+        .iter()
+        .filter(|line| line.starts_with("eto-elastic-start:"))
+        .collect();
+    assert!(
+        after.len() >= 2
+            && after.iter().all(|line| {
+                field(line, "from_step=").and_then(|step| step.parse::<u32>().ok()) > Some(0)
+            }),
+        "the survivors re-formed the group and went on from the step they reached: {after:#?}"
+    );
+    went_on_in_its_run(&scratch, &job).await;
+    scratch.end().await;
+}
+
+/// The pod holding group rank 0 (as the training prints it) is force-deleted mid-training:
+/// the others re-form the group and train on, whatever torch (on torch 2.5 and later, its
+/// agent held the store their workers formed their group with, see
+/// `TORCH_DISABLE_SHARE_RDZV_TCP_STORE` in `kind/pytorch_job/env.rs`).
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_group_trains_on_when_the_pod_of_group_rank_0_is_force_deleted() {
+    the_group_trains_through("rank0-gone", Victim::GroupRankZero, Taken::ForceDeleted).await;
+}
+
+/// Another Worker is force-deleted mid-training: the others train on (each agent spends a
+/// restart on it, of the 100 eto gives it where `maxRestarts` is unset).
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_group_trains_on_when_another_worker_is_force_deleted() {
+    the_group_trains_through("other-gone", Victim::Another, Taken::ForceDeleted).await;
+}
+
+/// The pod of group rank 0 is evicted (SIGTERM, its grace period): the others train on.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_group_trains_on_when_the_pod_of_group_rank_0_is_evicted() {
+    the_group_trains_through("rank0-evicted", Victim::GroupRankZero, Taken::Evicted).await;
+}
+
+/// A job that spends no restart (`maxRestarts: 0`, set by its user) loses a Worker: each
+/// survivor's agent exits and the first to do so closes the rendezvous. eto sees the store
+/// report it closed, and starts the next run at once (no `belowMinSeconds`, no grace period
+/// for containers that run no training), which resumes from the checkpoint with nothing
+/// counted.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_closed_rendezvous_ends_the_run_at_once_and_the_next_resumes_from_the_checkpoint() {
+    let scratch = Scratch::start("closed").await;
+    let (template, saved) = checkpointed_template(&scratch);
+    let mut job = elastic_job(
+        &scratch.namespace,
+        template,
+        serde_json::json!({"maxRestarts": 0, "checkpointGraceSeconds": 300, "belowMinSeconds": 300}),
+    );
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] =
+        serde_json::json!([{"name": "TOTAL_STEPS", "value": "60"}]);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let before = saved().unwrap_or_default();
+        let taken_at = std::time::Instant::now();
+        let now = kube::api::DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        pods.delete("ddp-worker-1", &now).await.unwrap();
+        // torch 1.13's agents wait at their exit barrier for every agent of the round,
+        // the lost one too, for 300 s before they exit and close it; 2.x's do not.
+        let suspended = until("the run ends", Duration::from_secs(420), async || {
+            let status = jobs.get("ddp").await.ok()?.status?;
+            (status.eto.run.unwrap_or(0) >= 1).then_some(status)
+        })
+        .await;
+        let reason = suspended
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Suspended")
+            .and_then(|c| c.reason.clone());
+        println!(
+            "the run ended {:.1} s after the loss ({reason:?}); the rendezvous last shown: {:?}",
+            taken_at.elapsed().as_secs_f64(),
+            suspended.eto.rendezvous
+        );
+        assert_eq!(reason.as_deref(), Some("GroupLost"));
+        until(
+            "the next run trains",
+            Duration::from_secs(300),
+            async || (saved()? > before).then_some(()),
+        )
+        .await;
+        println!(
+            "closed rendezvous: next step {:.1} s after the loss, in the next run",
+            taken_at.elapsed().as_secs_f64()
+        );
+    })
+    .await;
+    let printed = every_log(&scratch.pods()).await;
+    let types = condition_types(&job);
+    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
+    succeeded_last(&job);
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run, Some(1), "one new run");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    let resumed: Vec<&str> = starts(&printed)
+        .into_iter()
+        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
+        .collect();
+    assert!(
+        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
+        "the new run met at its own rendezvous and went on from the checkpoint: {resumed:#?}"
+    );
+    scratch.end().await;
 }
