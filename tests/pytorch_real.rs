@@ -732,7 +732,7 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
     assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
     let resumed: Vec<&str> = starts(&printed)
         .into_iter()
-        .filter(|line| line.ends_with("-1"))
+        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
         .collect();
     assert!(
         !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),

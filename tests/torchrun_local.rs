@@ -225,13 +225,15 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
     assert_eq!(rendezvous["participants"], 2, "{rendezvous}");
     assert_eq!(rendezvous["round"], 0, "one rendezvous");
     assert_eq!(rendezvous["closed"], true, "{rendezvous}");
-    let members = rendezvous["members"].as_array().expect("the round's members");
+    let members = rendezvous["members"]
+        .as_array()
+        .expect("the round's members");
     assert_eq!(members.len(), 2, "{rendezvous}");
     assert!(
-        members
-            .iter()
-            .all(|member| member["host"].as_str().is_some_and(|host| !host.is_empty())
-                && member["heartbeat_age"].as_f64().is_some()),
+        members.iter().all(
+            |member| member["host"].as_str().is_some_and(|host| !host.is_empty())
+                && member["heartbeat_age"].as_f64().is_some()
+        ),
         "each named, with the age of its last heartbeat: {rendezvous}"
     );
     store.kill().unwrap();

@@ -78,13 +78,21 @@ fn report(round: i64, closed: bool) -> StoreReport {
     report_of(
         round,
         closed,
-        &[("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0), ("ddp-worker-2", 1.0)],
+        &[
+            ("ddp-worker-0", 1.0),
+            ("ddp-worker-1", 1.0),
+            ("ddp-worker-2", 1.0),
+        ],
     )
 }
 
 /// The survivors' agents exited after the rendezvous closed: their heartbeats are old.
 fn survivors_gone(round: i64) -> StoreReport {
-    report_of(round, true, &[("ddp-worker-0", 20.0), ("ddp-worker-2", 20.0)])
+    report_of(
+        round,
+        true,
+        &[("ddp-worker-0", 20.0), ("ddp-worker-2", 20.0)],
+    )
 }
 
 /// The `Suspended` condition's reason, while it holds.
