@@ -409,7 +409,7 @@ spec:
 #[tokio::test]
 #[ignore = "needs cluster (KUBECONFIG) with nodes for four workers of nvidia.com/gpu and a kubelet running their pods (a fake one will do)"]
 async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_resumes() {
-    use eto_api::training_job::JobPhase;
+    use eto_api::job_status::JobPhase;
     let scratch = Scratch::start("quitter").await;
     scratch.apply(QUITTING).await;
     let (pods, jobs) = (scratch.pods(), scratch.jobs());
@@ -528,7 +528,7 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         async || {
             let pod = pods.get("warned-worker-0").await.ok()?;
             let json = pod.metadata.annotations?.get("eto.dev/notice")?.clone();
-            let notice: eto_api::training_job::Notice = serde_json::from_str(&json).ok()?;
+            let notice: eto_api::job_status::Notice = serde_json::from_str(&json).ok()?;
             (notice.reason == "NodeWarning").then_some(notice)
         },
     )
@@ -613,7 +613,7 @@ fn failing_named(name: &str) -> TrainingJob {
 /// Waits until the job `name` runs again in a new run after its launcher's loss, and checks
 /// it was suspended for it and never failed nor restarted.
 async fn resumed_after_launcher_loss(scratch: &Scratch, name: &str, lost: Instant) {
-    use eto_api::training_job::JobPhase;
+    use eto_api::job_status::JobPhase;
     let jobs = scratch.jobs();
     let job = until(
         "the job runs again in a new run",
@@ -695,7 +695,7 @@ async fn a_warning_on_the_launchers_node_tells_every_pod_then_resumes_elsewhere(
             async || {
                 let pod = pods.get(pod).await.ok()?;
                 let json = pod.metadata.annotations?.get("eto.dev/notice")?.clone();
-                let notice: eto_api::training_job::Notice = serde_json::from_str(&json).ok()?;
+                let notice: eto_api::job_status::Notice = serde_json::from_str(&json).ok()?;
                 (notice.reason == "LauncherDisrupted").then_some(notice)
             },
         )

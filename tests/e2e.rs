@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_tests::poll::{until, within};
 use eto_tests::scratch::Scratch;
 use eto_tests::workspace_root;
@@ -293,14 +293,13 @@ impl E2e {
         name
     }
 
-    /// The job `name`'s status, read through the kind's API.
-    async fn status(
-        &self,
-        kind: Kind,
-        name: &str,
-    ) -> Option<eto_api::training_job::TrainingJobStatus> {
+    /// The job `name`'s status, read through the kind's API, in the engine's shape.
+    async fn status(&self, kind: Kind, name: &str) -> Option<eto_engine::status::JobStatus> {
         match kind {
-            Kind::TrainingJob => self.scratch.jobs().get(name).await.ok()?.status,
+            Kind::TrainingJob => {
+                let job = self.scratch.jobs().get(name).await.ok()?;
+                Some(eto_engine::kind::JobRef::Training(&job).status())
+            }
             Kind::MpiJob => {
                 let api: Api<eto_api::MPIJob> =
                     Api::namespaced(self.scratch.client.clone(), &self.scratch.namespace);
@@ -316,7 +315,7 @@ impl E2e {
         name: &str,
         phase: JobPhase,
         within: Duration,
-    ) -> eto_api::training_job::TrainingJobStatus {
+    ) -> eto_engine::status::JobStatus {
         until(&format!("{name} is {phase:?}"), within, async || {
             let status = self.status(kind, name).await?;
             (status.phase == Some(phase)).then_some(status)

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config, spot_nodes};
 use eto_tests::history::PodHistory;

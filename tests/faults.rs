@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::{Fault, FaultAction};
 use eto_tests::env::{Env, JobYaml, hostfile, hostfile_shown, in_phase, job_yaml, sim_config};
 use futures::StreamExt;

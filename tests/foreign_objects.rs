@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use eto_api::TrainingJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_engine::plan::NAME_TAKEN_RECHECK;
 use eto_tests::env::{Env, in_phase, job_yaml, sim_config};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use eto_api::MPIJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_controller::Settings;
 use eto_engine::gang::GangScheduler;
 use eto_sim::NodeSpec;

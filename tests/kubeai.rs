@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, JobYaml, WAIT, in_phase, sim_config};
 use eto_tests::{poll, tools};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use eto_api::TrainingJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::{Fault, FaultAction, Verb};
 use eto_tests::env::{Env, FOREVER, hanging_pod_writes, in_phase, job_yaml, sim_config, slow_list};
 use kube::api::{Patch, PatchParams};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use eto_api::MPIJob;
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::ReplicaType;
+use eto_api::common::ReplicaType;
 use eto_controller::metrics::Outcome;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, WAIT, pod_ready, sim_config};

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use eto_api::training_job::{JobPhase, Notice, NoticeKind};
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use eto_sim::nodes::warnings::Warning;
 use eto_sim::{NodeSpec, SimConfig};

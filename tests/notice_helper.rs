@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use eto_api::training_job::{Notice, NoticeKind};
+use eto_api::job_status::{Notice, NoticeKind};
 use eto_tests::workspace_root;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, WAIT, hostfile, in_phase, job_yaml, pod_ready, sim_config};
 use eto_tests::poll;

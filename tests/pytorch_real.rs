@@ -861,7 +861,7 @@ async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_t
         )
         .await;
         println!("notice: {notice:?}");
-        assert_eq!(notice.kind, eto_api::training_job::NoticeKind::Checkpoint);
+        assert_eq!(notice.kind, eto_api::job_status::NoticeKind::Checkpoint);
         let deadline = notice.deadline.expect("a deadline").0;
         until(
             "the removed Worker goes",
@@ -882,7 +882,7 @@ async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_t
         println!("step saved when it left: {:?}", saved());
         // The status shows the group that re-formed, as the store reports it.
         let rendezvous = until("the group re-forms", Duration::from_secs(120), async || {
-            let shown = jobs.get("ddp").await.ok()?.status?.eto.rendezvous?;
+            let shown = jobs.get("ddp").await.ok()?.status?.rendezvous?;
             (shown.agents == 2 && shown.complete).then_some(shown)
         })
         .await;
@@ -1200,7 +1200,7 @@ async fn lose_a_worker(
             "the group grows back to three",
             Duration::from_secs(420),
             async || {
-                let shown = jobs.get("ddp").await.ok()?.status?.eto.rendezvous?;
+                let shown = jobs.get("ddp").await.ok()?.status?.rendezvous?;
                 (shown.agents == 3 && shown.complete && shown.round >= 1).then_some(shown)
             },
         )
@@ -1361,7 +1361,7 @@ async fn a_closed_rendezvous_ends_the_run_at_once_and_the_next_resumes_from_the_
         println!(
             "the run ended {:.1} s after the loss ({reason:?}); the rendezvous last shown: {:?}",
             taken_at.elapsed().as_secs_f64(),
-            suspended.eto.rendezvous
+            suspended.rendezvous
         );
         assert_eq!(reason.as_deref(), Some("GroupLost"));
         until(

@@ -690,7 +690,7 @@ async fn running_with_report(
 }
 
 /// The notice pod `pod` shows, if any.
-fn notice_on(pod: &Pod) -> Option<eto_api::training_job::Notice> {
+fn notice_on(pod: &Pod) -> Option<eto_api::job_status::Notice> {
     let annotations = pod.metadata.annotations.as_ref()?;
     serde_json::from_str(annotations.get(eto_api::well_known::NOTICE_ANNOTATION)?).ok()
 }
@@ -702,7 +702,7 @@ fn notice_on(pod: &Pod) -> Option<eto_api::training_job::Notice> {
 /// starts in the same moment, off the warned node.
 #[tokio::test]
 async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
-    use eto_api::training_job::NoticeKind;
+    use eto_api::job_status::NoticeKind;
     // Pods take two seconds to go once deleted, as a real kubelet stopping torchrun does.
     let mut config = sim_config(4, 1);
     config.kubelet.termination_delay = std::time::Duration::from_secs(2);

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use eto_api::common::{JobCondition, ScalerPhase};
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_api::{ScaleIn, ScaleOut, TrainingJob};
 use eto_tests::env::{Env, JobYaml, in_phase, sim_config};
 use eto_tests::history::PodHistory;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::{JobPhase, Notice, NoticeKind};
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 use eto_sim::{NodeSpec, SimConfig};
 use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::{Fault, FaultAction};
 use eto_tests::env::{Env, hostfile, hostfile_shown, in_phase, job_yaml, sim_config};
 use eto_tests::history::PodHistory;

@@ -488,7 +488,7 @@ impl Env {
 }
 
 /// Whether the job is in `phase`.
-pub fn in_phase(phase: eto_api::training_job::JobPhase) -> impl Fn(&TrainingJob) -> bool {
+pub fn in_phase(phase: eto_api::job_status::JobPhase) -> impl Fn(&TrainingJob) -> bool {
     move |job| job.status.as_ref().and_then(|s| s.phase) == Some(phase)
 }
 

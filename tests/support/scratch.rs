@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eto_api::TrainingJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_controller::{Metrics, Settings};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Client;
@@ -103,7 +103,7 @@ impl Scratch {
         let jobs = self.jobs();
         until("the job runs", within, async || {
             let job = jobs.get(name).await.ok()?;
-            (phase_of(&job)? == eto_api::training_job::JobPhase::Running).then_some(())
+            (phase_of(&job)? == eto_api::job_status::JobPhase::Running).then_some(())
         })
         .await;
     }

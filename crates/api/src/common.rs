@@ -1,4 +1,4 @@
-//! Types shared by the TrainingJob, ScaleIn and ScaleOut resources.
+//! Types shared by the resources eto serves.
 //
 // Doc comments on items in this module become CRD descriptions and so `kubectl explain`
 // text: they are written for users. Developer notes belong in `//` comments.
@@ -141,4 +141,27 @@ pub enum ScalerPhase {
     Succeeded,
     /// Given up; the message of the `Failed` condition says why.
     Failed,
+}
+
+/// Which pods are deleted when a job finishes.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum CleanPodPolicy {
+    /// Delete every worker.
+    All,
+    /// Delete the workers that are still running (in practice: every worker).
+    Running,
+    /// Keep every pod.
+    None,
+}
+
+/// A replica type of a job that has a launcher: the launcher or the workers.
+#[derive(
+    Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+pub enum ReplicaType {
+    /// The launcher pod.
+    Launcher,
+    /// The worker pods.
+    Worker,
 }

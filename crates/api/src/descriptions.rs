@@ -89,6 +89,28 @@ fn reflow_text(text: &str) -> String {
         .join("\n\n")
 }
 
+/// Appends `more` to the description of the property `property` of `schema` (an object's
+/// schema as schemars builds it): what a shared field means beyond its own text for the kind
+/// whose schema this is.
+pub(crate) fn extend(schema: &mut schemars::Schema, property: &str, more: &str) {
+    let described = schema
+        .get_mut("properties")
+        .and_then(|properties| properties.get_mut(property))
+        .and_then(serde_json::Value::as_object_mut);
+    if let Some(described) = described {
+        let text = described
+            .get("description")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let joined = if text.is_empty() {
+            more.to_string()
+        } else {
+            format!("{text} {more}")
+        };
+        described.insert("description".into(), joined.into());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::reflow_text;

@@ -11,9 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::training_job::{
+use crate::job_status::{
     BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, RendezvousStatus, WarnedNode, WorkerSummary,
+    NodeCooldown, Notice, WarnedNode, WorkerSummary,
 };
 
 /// Gang-scheduling settings of a Kubeflow job.
@@ -118,14 +118,6 @@ pub struct EtoJobStatus {
     /// eto: workers removed from the job whose pods are deleted once their drain ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub draining_workers: Vec<DrainingWorker>,
-
-    /// eto: workers not created yet because workers drain out of the group they join.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub held_workers: Vec<String>,
-
-    /// eto: torchrun's rendezvous of the current run, as the store eto hosts reported it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rendezvous: Option<RendezvousStatus>,
 
     /// eto: nodes the job's new workers avoid because a worker failed there recently.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

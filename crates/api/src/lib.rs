@@ -19,6 +19,8 @@
 
 pub mod common;
 mod descriptions;
+pub mod elastic;
+pub mod job_status;
 pub mod kubeflow;
 pub mod mpi_job;
 pub mod pytorch_job;

@@ -22,11 +22,12 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::common::{CleanPodPolicy, ReplicaType};
 use crate::common::{
     JobCondition, ReplicaRestartPolicy, conditions_schema, open_string, without_description,
 };
+use crate::elastic::ElasticPolicy;
 use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
-use crate::training_job::{CleanPodPolicy, ElasticPolicy, ReplicaType};
 
 /// The value of `runPolicy.managedBy` that names eto. An MPIJob without `managedBy`, or with
 /// this value, is eto's; one with any other value (mpi-operator's `kubeflow.org/mpi-operator`,
@@ -243,6 +244,7 @@ pub enum MpiImplementation {
 /// eto's elastic bounds and settings of an MPIJob.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = elastic_texts)]
 #[schemars(extend("x-kubernetes-validations" = [{
     "rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
     "message": "spec.elasticPolicy.minReplicas must not be greater than maxReplicas",
@@ -262,9 +264,18 @@ pub struct MpiElasticPolicy {
     #[schemars(range(min = 1))]
     pub max_replicas: Option<i32>,
 
-    /// Waiting, suspend, drain and cooldown settings, as for a TrainingJob.
+    /// Waiting, suspend, drain and cooldown settings.
     #[serde(flatten)]
     pub policy: ElasticPolicy,
+}
+
+// What eto's shared elastic settings mean for an MPIJob beyond their own text.
+fn elastic_texts(schema: &mut schemars::Schema) {
+    crate::descriptions::extend(
+        schema,
+        "checkpointOnTermination",
+        "An MPIJob without `elasticPolicy` runs its pods' commands as written.",
+    );
 }
 
 /// Observed state of an MPIJob: mpi-operator's fields, then eto's additions.

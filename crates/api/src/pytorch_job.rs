@@ -27,11 +27,12 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::common::CleanPodPolicy;
 use crate::common::{
     JobCondition, ReplicaRestartPolicy, conditions_schema, open_string, without_description,
 };
+use crate::elastic::ElasticPolicy;
 use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
-use crate::training_job::{CleanPodPolicy, ElasticPolicy};
 
 /// The value of `runPolicy.managedBy` that names training-operator v1, whose jobs eto runs in
 /// its place. A PyTorchJob without `managedBy`, or with this value, is eto's; one with
@@ -242,6 +243,7 @@ pub struct RunPolicy {
 /// Elastic training settings of a PyTorchJob, as training-operator v1 names them.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = elastic_texts)]
 #[schemars(extend("x-kubernetes-validations" = [{
     "rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
     "message": "spec.elasticPolicy.minReplicas must not be greater than maxReplicas",
@@ -306,12 +308,44 @@ pub struct PyTorchElasticPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Vec<MetricSpec>>,
 
-    /// eto's waiting, suspend, drain and cooldown settings, as for a TrainingJob. They apply
-    /// to an elastic job whose rendezvous eto hosts (no Master, no `rdzvHost`, backend
-    /// `c10d`, not `standalone`); a job that sets none of them suspends at once when its spec
-    /// says so, as training-operator v1 does.
+    /// eto's waiting, suspend, drain and cooldown settings. They apply to an elastic job
+    /// whose rendezvous eto hosts (no Master, no `rdzvHost`, backend `c10d`, not
+    /// `standalone`); a job that sets none of them suspends at once when its spec says so, as
+    /// training-operator v1 does.
     #[serde(flatten)]
     pub eto: ElasticPolicy,
+}
+
+// What eto's shared elastic settings mean for a PyTorchJob beyond their own text.
+fn elastic_texts(schema: &mut schemars::Schema) {
+    use crate::descriptions::extend;
+    extend(
+        schema,
+        "drainSeconds",
+        "When eto hosts the rendezvous, the time every Worker is given to save a checkpoint \
+         (a `Checkpoint` notice) before a Worker leaves and the group re-forms, cut short once \
+         the training code says it saved; a Worker on a node that announced it goes away \
+         leaves the same way.",
+    );
+    extend(
+        schema,
+        "checkpointOnTermination",
+        "A PyTorchJob's Workers run their command as written, since torchrun forwards SIGTERM \
+         to its training processes itself: eto gives it the time instead, the grace period as \
+         above and `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` (torchrun's wait before it kills them, \
+         read by torchrun 2.12 and later) 10 seconds less.",
+    );
+    extend(
+        schema,
+        "checkpointGraceSeconds",
+        "When eto hosts the rendezvous, the pods go as soon as no Worker's agent trains in a \
+         formed group any more.",
+    );
+    extend(
+        schema,
+        "launcherAvoidsSpot",
+        "For a PyTorchJob, the launcher is its Master, or the rendezvous store eto hosts.",
+    );
 }
 
 /// One rendezvous setting.
@@ -369,4 +403,34 @@ pub struct PyTorchJobStatus {
     /// eto's additions.
     #[serde(flatten)]
     pub eto: EtoJobStatus,
+
+    /// eto: Workers not created yet because Workers drain out of the group they join: they
+    /// join the group that re-forms without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_workers: Vec<String>,
+
+    /// eto: torchrun's rendezvous of the current run, as the store eto hosts last reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<RendezvousStatus>,
+}
+
+/// torchrun's rendezvous of a run, as its store reports it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RendezvousStatus {
+    /// The round: one more each time the group re-formed.
+    pub round: i64,
+    /// The agents (pods) of the round's group; the world size is this times the processes
+    /// per pod.
+    pub agents: i64,
+    /// Agents waiting to join at the next round.
+    pub waiting: i64,
+    /// Whether the round's group has formed.
+    pub complete: bool,
+    /// Whether an agent closed the rendezvous: no group forms in it again. An agent closes it
+    /// when it ends for any reason but a signal (its training done, or failed past
+    /// `maxRestarts`); a run whose rendezvous is closed before it succeeded cannot go on, and
+    /// eto starts the next one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
 }

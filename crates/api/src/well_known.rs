@@ -38,7 +38,7 @@ pub const RUN_LABEL: &str = "eto.dev/run";
 /// before [`RUN_LABEL`] existed; read as their run.
 pub const RESTART_LABEL: &str = "eto.dev/restart";
 /// Annotation on every pod holding the notice shown in `/etc/edl/notice` (see
-/// [`crate::training_job::Notice`]).
+/// [`crate::job_status::Notice`]).
 pub const NOTICE_ANNOTATION: &str = "eto.dev/notice";
 /// Annotation on a worker of an elastic PyTorchJob whose rendezvous eto hosts: `go` once the
 /// worker may start its training, shown in `/etc/edl/start`.

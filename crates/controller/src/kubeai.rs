@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eto_api::training_job::NoticeKind;
+use eto_api::job_status::NoticeKind;
 use eto_engine::kubeai::Stop;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;

@@ -3,7 +3,7 @@
 //! (the caches hold only eto's own objects), and a Secret a job names. Each reads metadata
 //! only, and only when the caches leave the question open.
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_engine::children::Children;
 use eto_engine::effective_spec::SshSecretSource;
 use eto_engine::kind::JobRef;

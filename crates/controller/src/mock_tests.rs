@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eto_api::TrainingJob;
+use eto_engine::kind::training_job::status::from_engine;
 use eto_engine::kind::{JobRef, Kind};
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
 use eto_engine::scaling::ScalerKind;
@@ -249,16 +250,16 @@ fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
 fn running_job() -> (TrainingJob, Cached) {
     let mut job = job();
     let (first, mut cached) = first_reconcile(&job);
-    job.status = first.status;
+    job.status = first.status.map(from_engine);
     cached.all_ready();
     let launched = cached.plan_for(&job);
     cached.absorb(&launched);
-    job.status = launched.status.or(job.status);
+    job.status = launched.status.map(from_engine).or(job.status);
     cached.all_ready();
     let running = cached.plan_for(&job);
-    job.status = running.status.or(job.status);
+    job.status = running.status.map(from_engine).or(job.status);
     let phase = job.status.as_ref().and_then(|s| s.phase);
-    assert_eq!(phase, Some(eto_api::training_job::JobPhase::Running));
+    assert_eq!(phase, Some(eto_api::job_status::JobPhase::Running));
     (job, cached)
 }
 
@@ -452,7 +453,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
 async fn a_reconcile_with_nothing_to_change_sends_no_request() {
     let mut job = job();
     let (first, cached) = first_reconcile(&job);
-    job.status = first.status.clone();
+    job.status = first.status.clone().map(from_engine);
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
     reconcile(Kind::TrainingJob, dynamic(&job), Arc::clone(&ctx))
@@ -467,9 +468,9 @@ async fn a_finished_job_deletes_its_workers_and_service() {
     let mut job = job();
     let (first, cached) = first_reconcile(&job);
     let mut status = first.status.clone().expect("a status");
-    status.phase = Some(eto_api::training_job::JobPhase::Succeeded);
+    status.phase = Some(eto_api::job_status::JobPhase::Succeeded);
     status.completion_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
-    job.status = Some(status);
+    job.status = Some(from_engine(status));
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
     let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
@@ -1225,8 +1226,8 @@ async fn pods_whose_checkpoint_window_ended_are_deleted_with_a_short_grace_perio
     // A Suspend notice whose deadline has passed, with the launcher still running.
     let since = now() - jiff::SignedDuration::from_secs(301);
     let status = job.status.as_mut().expect("a status");
-    status.notice = Some(eto_api::training_job::Notice {
-        kind: eto_api::training_job::NoticeKind::Suspend,
+    status.notice = Some(eto_api::job_status::Notice {
+        kind: eto_api::job_status::NoticeKind::Suspend,
         reason: "Suspended".into(),
         since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(since),
         deadline: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(

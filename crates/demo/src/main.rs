@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use eto_api::TrainingJob;
-use eto_api::training_job::{ElasticPolicy, JobPhase, NoticeKind};
+use eto_api::elastic::ElasticPolicy;
+use eto_api::job_status::{JobPhase, NoticeKind};
 use eto_api::well_known::{KUBEAI_MANAGED_ANNOTATION, KUBEAI_PORT, NOTICE_ANNOTATION, RESUME_ENV};
 use eto_controller::{Metrics, Settings};
 use eto_sim::nodes::warnings::Warning;

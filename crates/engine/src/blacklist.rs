@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use eto_api::training_job::{BLACKLIST_LIMIT, BlacklistEntry};
+use eto_api::job_status::{BLACKLIST_LIMIT, BlacklistEntry};
 
 use crate::names;
 

@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use eto_api::training_job::{COOLDOWN_LIMIT, NodeCooldown};
+use eto_api::job_status::{COOLDOWN_LIMIT, NodeCooldown};
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     PreferredSchedulingTerm,

@@ -21,7 +21,7 @@
 
 use std::time::Duration;
 
-use eto_api::training_job::DrainingWorker;
+use eto_api::job_status::DrainingWorker;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 

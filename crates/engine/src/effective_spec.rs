@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::kubeflow::SchedulingPolicy;
 use eto_api::mpi_job::MpiImplementation;
-use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
+use eto_api::training_job::JobRestartPolicy;
 
 /// What a job asks for, validated and with every default applied.
 ///

@@ -15,7 +15,7 @@
 //! pod that shows that notice already is not sent it again. The notice file is written either
 //! way; the stop is a courtesy on top of it, and nothing waits for its answer.
 
-use eto_api::training_job::{Notice, NoticeKind};
+use eto_api::job_status::{Notice, NoticeKind};
 use eto_api::well_known::{KUBEAI_MANAGED_ANNOTATION, NOTICE_ANNOTATION};
 use k8s_openapi::api::core::v1::Pod;
 

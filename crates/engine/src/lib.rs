@@ -56,6 +56,7 @@ pub mod quantity;
 pub mod regroup;
 pub mod scaling;
 pub mod spot_capacity;
+pub mod status;
 pub mod time;
 pub mod validation;
 pub mod workers;

@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use eto_api::training_job::{NODE_WARNINGS_LIMIT, NodeCooldown, WarnedNode};
+use eto_api::job_status::{NODE_WARNINGS_LIMIT, NodeCooldown, WarnedNode};
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

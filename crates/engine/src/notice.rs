@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{Notice, NoticeKind, WarnedNode};
+use eto_api::job_status::{Notice, NoticeKind, WarnedNode};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -27,7 +27,7 @@
 
 use std::time::Duration;
 
-use eto_api::training_job::{DrainingWorker, Notice, NoticeKind};
+use eto_api::job_status::{DrainingWorker, Notice, NoticeKind};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

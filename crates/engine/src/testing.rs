@@ -126,7 +126,7 @@ pub(crate) fn worker_container(job: &mut TrainingJob) -> &mut Container {
 pub(crate) mod world {
     use std::collections::BTreeMap;
 
-    use eto_api::training_job::TrainingJobStatus;
+    use crate::status::JobStatus;
     use eto_api::{MPIJob, PyTorchJob, TrainingJob};
     use k8s_openapi::api::batch::v1::Job as BatchJob;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
@@ -547,7 +547,7 @@ pub(crate) mod world {
         }
 
         /// The status of the MPIJob, in the engine's shape.
-        pub fn mpi_status(&self) -> TrainingJobStatus {
+        pub fn mpi_status(&self) -> JobStatus {
             self.observed().job.status()
         }
 

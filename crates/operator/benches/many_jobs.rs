@@ -26,7 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_sim::{SimCluster, SimConfig};
 use eto_tests::env::job_yaml;
 use eto_tests::floor;

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use eto_tests::env::{
     Env, FOREVER, WAIT, hanging_pod_writes, in_phase, job_yaml, sim_config, slow_list,
 };

@@ -11,7 +11,7 @@ mod worker;
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{NodeCooldown, Notice, NoticeKind};
+use eto_api::job_status::{NodeCooldown, Notice, NoticeKind};
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, RUN_LABEL};
 use k8s_openapi::api::core::v1::{
     DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,

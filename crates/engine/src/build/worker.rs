@@ -1,6 +1,6 @@
 //! Worker pods.
 
-use eto_api::training_job::NodeCooldown;
+use eto_api::job_status::NodeCooldown;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -6,9 +6,11 @@
 //! it was planned. A status a Kubeflow operator wrote has no `phase`; it is read from the
 //! conditions that operator set, so that a job it finished stays finished under eto.
 
+use crate::status::JobStatus;
+use eto_api::common::ReplicaType;
 use eto_api::common::{ConditionStatus, JobCondition, ReplicaStatus};
+use eto_api::job_status::JobPhase;
 use eto_api::kubeflow::{EtoJobStatus, KubeflowReplicaStatus};
-use eto_api::training_job::{JobPhase, ReplicaType, TrainingJobStatus};
 
 use crate::conditions as c;
 
@@ -19,8 +21,8 @@ pub fn kubeflow_to_engine<'a>(
     conditions: &[JobCondition],
     replica_statuses: impl Iterator<Item = (ReplicaType, &'a KubeflowReplicaStatus)>,
     eto: &EtoJobStatus,
-    times: TrainingJobStatus,
-) -> TrainingJobStatus {
+    times: JobStatus,
+) -> JobStatus {
     let mut engine = eto_to_engine(eto);
     engine.phase = engine.phase.or_else(|| phase_from_conditions(conditions));
     engine.conditions = conditions.to_vec();
@@ -63,8 +65,8 @@ pub fn counts_from_engine(
 }
 
 /// eto's part of a Kubeflow job's status in the engine's shape; the rest is left default.
-fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
-    TrainingJobStatus {
+fn eto_to_engine(eto: &EtoJobStatus) -> JobStatus {
+    JobStatus {
         phase: eto.phase,
         restart_count: eto.restart_count.unwrap_or_default(),
         target_workers: eto.target_workers.clone(),
@@ -76,16 +78,14 @@ fn eto_to_engine(eto: &EtoJobStatus) -> TrainingJobStatus {
         workers: eto.workers.clone(),
         blacklist: eto.blacklist.clone(),
         draining_workers: eto.draining_workers.clone(),
-        held_workers: eto.held_workers.clone(),
-        rendezvous: eto.rendezvous,
         nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
         node_warnings: eto.node_warnings.clone(),
-        ..TrainingJobStatus::default()
+        ..JobStatus::default()
     }
 }
 
 /// eto's part of `status`, as a Kubeflow job's status has it.
-pub fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
+pub fn eto_from_engine(status: &JobStatus) -> EtoJobStatus {
     EtoJobStatus {
         observed_generation: status.observed_generation,
         phase: status.phase,
@@ -98,8 +98,6 @@ pub fn eto_from_engine(status: &TrainingJobStatus) -> EtoJobStatus {
         notice: status.notice.clone(),
         blacklist: status.blacklist.clone(),
         draining_workers: status.draining_workers.clone(),
-        held_workers: status.held_workers.clone(),
-        rendezvous: status.rendezvous,
         nodes_in_cooldown: status.nodes_in_cooldown.clone(),
         node_warnings: status.node_warnings.clone(),
     }

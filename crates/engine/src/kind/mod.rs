@@ -6,8 +6,9 @@
 //! labels as its users and their tools know them, and the shape of its runs: what runs the
 //! launcher, how workers are named, how a worker pod is built), its validation and defaults
 //! (`validation`), its objects (`objects`), and its status document: the engine plans a
-//! status in TrainingJob's shape, the richest, and [`ApiStatus`] converts it for the kind's API
-//! (the Kubeflow kinds share [`kubeflow_status`]).
+//! status in its own shape ([`crate::status::JobStatus`]), and [`ApiStatus`] converts it for
+//! the kind's API, which holds only what means something for the kind (the Kubeflow kinds
+//! share [`kubeflow_status`]).
 //!
 //! This module is the one place that names every kind: [`Kind`], [`OwnedJob`] and [`JobRef`]
 //! dispatch to the kind's module, and everything else (the engine's rules, the controller,
@@ -19,9 +20,10 @@ pub mod mpi_job;
 pub mod pytorch_job;
 pub mod training_job;
 
+use crate::status::JobStatus;
+use eto_api::TrainingJobStatus;
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::NodeCooldown;
-use eto_api::training_job::TrainingJobStatus;
+use eto_api::job_status::NodeCooldown;
 use eto_api::well_known::WORKER_ROLE;
 use eto_api::{MPIJob, MPIJobStatus, PyTorchJob, PyTorchJobStatus, TrainingJob};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
@@ -353,7 +355,7 @@ impl Kind {
 
     /// The stored `status` of a job of this kind that does not decode, in the engine's shape,
     /// when the status itself does.
-    pub fn stored_status(self, status: serde_json::Value) -> Option<TrainingJobStatus> {
+    pub fn stored_status(self, status: serde_json::Value) -> Option<JobStatus> {
         match self {
             Self::TrainingJob => training_job::stored_status(status),
             Self::MpiJob => mpi_job::stored_status(status),
@@ -470,9 +472,9 @@ impl<'a> JobRef<'a> {
     }
 
     /// Its status in the engine's shape (see the module documentation).
-    pub fn status(self) -> TrainingJobStatus {
+    pub fn status(self) -> JobStatus {
         match self {
-            Self::Training(job) => training_job::status(job),
+            Self::Training(job) => training_job::engine_status(job),
             Self::Mpi(job) => mpi_job::status(job),
             Self::PyTorch(job) => pytorch_job::engine_status(job),
         }
@@ -627,9 +629,9 @@ pub enum ApiStatus {
 
 impl ApiStatus {
     /// `status` of job `job`, planned in the engine's shape, as `kind`'s API has it.
-    pub fn of(kind: Kind, job: &str, status: TrainingJobStatus) -> Self {
+    pub fn of(kind: Kind, job: &str, status: JobStatus) -> Self {
         match kind {
-            Kind::TrainingJob => Self::TrainingJob(status),
+            Kind::TrainingJob => Self::TrainingJob(training_job::status::from_engine(status)),
             Kind::MpiJob => Self::MpiJob(mpi_job::status::from_engine(status)),
             Kind::PyTorchJob => Self::PyTorchJob(pytorch_job::status::from_engine(job, status)),
         }

@@ -3,7 +3,7 @@
 //! the spec drops its metrics.
 
 use eto_api::PyTorchJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use pretty_assertions::assert_eq;
 use serde_json::json;

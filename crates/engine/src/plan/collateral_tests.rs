@@ -3,7 +3,8 @@
 //! such loss before it, or long after, is the training code's.
 
 use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
-use eto_api::training_job::{JobPhase, JobRestartPolicy, NoticeKind};
+use eto_api::job_status::{JobPhase, NoticeKind};
+use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 
 use crate::conditions as c;

@@ -1,7 +1,7 @@
 //! The PodGroup through a job's life: created before the pods that belong to it, the
 //! launcher joining the gang once it exists, removed while the job is suspended or finished.
 
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use pretty_assertions::assert_eq;
 
 use super::*;

@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use eto_api::job_status::JobPhase;
 use eto_api::mpi_job::{MpiElasticPolicy, RunPolicy};
-use eto_api::training_job::{JobPhase, JobRestartPolicy};
+use eto_api::training_job::JobRestartPolicy;
 use eto_api::{MPIJob, PyTorchJob, TrainingJob};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! scale-out wait behind their gate until all of them run, or their batch wait ends.
 
 use eto_api::PyTorchJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pretty_assertions::assert_eq;
 use serde_json::json;

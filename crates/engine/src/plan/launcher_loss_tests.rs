@@ -4,7 +4,9 @@
 //! fails is still a failure.
 
 use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
-use eto_api::training_job::{ElasticPolicy, JobPhase, JobRestartPolicy, Notice, NoticeKind};
+use eto_api::elastic::ElasticPolicy;
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
+use eto_api::training_job::JobRestartPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pretty_assertions::assert_eq;
 use serde_json::json;

@@ -3,9 +3,10 @@
 //! Worker the next run resumes from the checkpoint with nothing counted, and a Suspend notice
 //! waits only for Workers whose training still runs.
 
+use crate::status::JobStatus;
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::{JobPhase, NoticeKind, TrainingJobStatus};
+use eto_api::job_status::{JobPhase, NoticeKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -45,7 +46,7 @@ fn training(job: PyTorchJob) -> World {
 }
 
 /// The job's status, in the engine's shape.
-fn status(world: &World) -> TrainingJobStatus {
+fn status(world: &World) -> JobStatus {
     world.observed().job.status()
 }
 
@@ -152,7 +153,7 @@ fn a_rendezvous_closed_after_a_lost_worker_ends_the_run_at_once_and_the_next_res
     assert_eq!(suspended.run, Some(1), "a new run");
     assert_eq!(suspended.restart_count, 0, "nothing counted");
     assert_eq!(
-        suspended.rendezvous, None,
+        suspended.group, None,
         "the old run's rendezvous is not shown"
     );
     // The new run's Workers start at once, at a rendezvous of their own, told to resume.
@@ -204,7 +205,7 @@ fn a_rendezvous_torch_1_closes_five_minutes_after_the_loss_is_still_the_losss_do
     world.reconcile();
     assert_eq!(status(&world).restart_count, 1, "counted");
     assert_eq!(
-        status(&world).rendezvous,
+        status(&world).group,
         None,
         "the new run does not show the rendezvous of the one that ended"
     );
@@ -338,7 +339,7 @@ fn the_status_shows_a_closed_rendezvous() {
     let mut world = training(job(json!({})));
     world.store_report = Some(report(0, true));
     world.reconcile();
-    assert_eq!(status(&world).rendezvous.map(|r| r.closed), Some(true));
+    assert_eq!(status(&world).group.map(|r| r.closed), Some(true));
 }
 
 #[test]

@@ -32,7 +32,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use eto_api::training_job::{CleanPodPolicy, JobPhase, ReplicaType, TrainingJobStatus, WarnedNode};
+use crate::status::JobStatus;
+use eto_api::common::{CleanPodPolicy, ReplicaType};
+use eto_api::job_status::{JobPhase, WarnedNode};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
@@ -322,7 +324,7 @@ pub struct Plan {
     /// Children to delete.
     pub delete: Vec<Deletion>,
     /// The new status, when it changed.
-    pub status: Option<TrainingJobStatus>,
+    pub status: Option<JobStatus>,
     /// Events to record.
     pub events: Vec<EventSpec>,
     /// When to look again although nothing changes (deadlines).
@@ -420,7 +422,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
 
 /// The run `status` describes: `status.run`, or for statuses written before it existed, the
 /// restart count (runs were counted by restarts then).
-pub(crate) fn current_run(status: &TrainingJobStatus) -> i32 {
+pub(crate) fn current_run(status: &JobStatus) -> i32 {
     status.run.unwrap_or(status.restart_count)
 }
 
@@ -430,7 +432,7 @@ pub(crate) fn current_run(status: &TrainingJobStatus) -> i32 {
 pub fn plan_undecodable(
     kind: Kind,
     metadata: &ObjectMeta,
-    status: Option<TrainingJobStatus>,
+    status: Option<JobStatus>,
     error: &FieldError,
     now: jiff::Timestamp,
 ) -> Plan {
@@ -453,8 +455,8 @@ struct Planner {
     /// Whether another operator started the job (see [`JobRef::started_by_another_operator`]).
     foreign: bool,
     generation: Option<i64>,
-    old: TrainingJobStatus,
-    status: TrainingJobStatus,
+    old: JobStatus,
+    status: JobStatus,
     plan: Plan,
     now: jiff::Timestamp,
     /// Set by a run that goes on: whether its launcher exists (see [`crate::gang`]). A job
@@ -467,12 +469,7 @@ struct Planner {
 }
 
 impl Planner {
-    fn new(
-        kind: Kind,
-        generation: Option<i64>,
-        old: TrainingJobStatus,
-        now: jiff::Timestamp,
-    ) -> Self {
+    fn new(kind: Kind, generation: Option<i64>, old: JobStatus, now: jiff::Timestamp) -> Self {
         let mut status = old.clone();
         status.observed_generation = generation;
         Self {
@@ -797,7 +794,7 @@ impl Planner {
         // no notice is worth showing.
         self.status.draining_workers.clear();
         self.status.held_workers.clear();
-        self.status.rendezvous = None;
+        self.status.group = None;
         self.status.notice = None;
         if job.job.launcher() == LauncherObject::RendezvousStore {
             // The store serves no one once the job ended, whatever cleanPodPolicy keeps.

@@ -3,8 +3,9 @@
 
 use eto_api::MPIJob;
 use eto_api::common::ReplicaRestartPolicy;
+use eto_api::common::ReplicaType;
+use eto_api::job_status::JobPhase;
 use eto_api::mpi_job::{LauncherCreationPolicy, MpiElasticPolicy, RunPolicy, WORKER};
-use eto_api::training_job::{JobPhase, ReplicaType};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -165,7 +166,7 @@ fn losing_workers_after_the_minimum_was_reached_suspends_the_job() {
     world.advance(31);
     world.reconcile();
     let notice = world.mpi_status().notice.expect("a checkpoint notice");
-    assert_eq!(notice.kind, eto_api::training_job::NoticeKind::Suspend);
+    assert_eq!(notice.kind, eto_api::job_status::NoticeKind::Suspend);
     assert!(notice.message.starts_with("MPIJob pi is suspending"));
     let launcher = world.launcher_pod_name();
     assert!(
@@ -359,7 +360,7 @@ fn a_job_created_suspended_creates_nothing_and_starts_afresh_when_admitted() {
 fn suspending_a_running_job_removes_its_launcher_job_and_workers() {
     let mut job = mpi_job();
     job.spec.elastic_policy = Some(MpiElasticPolicy {
-        policy: eto_api::training_job::ElasticPolicy {
+        policy: eto_api::elastic::ElasticPolicy {
             checkpoint_grace_seconds: Some(0),
             ..Default::default()
         },

@@ -3,7 +3,8 @@
 //! minimum posts its `Suspend` notice at once, ending no later than the node goes.
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{ElasticPolicy, JobPhase, Notice, NoticeKind};
+use eto_api::elastic::ElasticPolicy;
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 use pretty_assertions::assert_eq;
 
 use crate::node_warnings::{NODE_WARNING, NodeWarning};
@@ -309,7 +310,7 @@ fn a_finished_job_lists_no_warned_nodes() {
     warn(&mut world, "mnist-worker-3", 120);
     world.reconcile();
     assert_eq!(world.status().node_warnings.len(), 1);
-    world.job.spec.clean_pod_policy = Some(eto_api::training_job::CleanPodPolicy::None);
+    world.job.spec.clean_pod_policy = Some(eto_api::common::CleanPodPolicy::None);
     world.exit("mnist-launcher", 0);
     world.reconcile();
     assert!(world.pods.contains_key("mnist-worker-3"), "pods are kept");

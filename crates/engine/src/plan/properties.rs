@@ -25,7 +25,8 @@
 use std::collections::BTreeSet;
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{JobPhase, JobRestartPolicy};
+use eto_api::job_status::JobPhase;
+use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{HOSTFILE_ANNOTATION, RUN_LABEL};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -131,7 +132,7 @@ fn world_of(shape: &JobShape) -> World {
     worker.restart_policy = Some(shape.worker_policy);
     job.spec.restart_policy = Some(shape.job_policy);
     job.spec.backoff_limit = Some(2);
-    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+    job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
         suspend_below_min_workers: Some(shape.suspend_below_min),
         below_min_seconds: Some(shape.below_min_seconds),
         checkpoint_grace_seconds: Some(shape.checkpoint_grace_seconds),
@@ -212,7 +213,7 @@ fn happen(world: &mut World, happening: &Happening) {
 /// Checks one reconcile: `before` is the world it planned from, `plan` what it decided.
 fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<(), String> {
     let job = before.job.metadata.name.as_deref().unwrap_or_default();
-    let status = before.job.status.clone().unwrap_or_default();
+    let status = before.observed().job.status();
     let finished = matches!(status.phase, Some(JobPhase::Succeeded | JobPhase::Failed));
     let planned_status = plan.status.clone().unwrap_or(status.clone());
     for child in &plan.apply {
@@ -265,8 +266,8 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
 /// TrainingJob's launcher starts only once its run had the minimum).
 fn check_launcher_exit(
     before: &World,
-    status: &eto_api::TrainingJobStatus,
-    planned: &eto_api::TrainingJobStatus,
+    status: &crate::status::JobStatus,
+    planned: &crate::status::JobStatus,
 ) -> Result<(), String> {
     let Ok(spec) = crate::kind::training_job::validation::validate(&before.job) else {
         return Ok(());
@@ -306,8 +307,8 @@ fn check_launcher_exit(
 /// any worker.
 fn check_platform_losses(
     before: &World,
-    status: &eto_api::TrainingJobStatus,
-    planned: &eto_api::TrainingJobStatus,
+    status: &crate::status::JobStatus,
+    planned: &crate::status::JobStatus,
 ) -> Result<(), String> {
     let failed = planned.phase == Some(JobPhase::Failed) && status.phase != Some(JobPhase::Failed);
     let restarted = planned.restart_count > status.restart_count;
@@ -334,7 +335,7 @@ fn check_platform_losses(
 fn check_hosts(
     before: &World,
     hosts: &str,
-    status: &eto_api::TrainingJobStatus,
+    status: &crate::status::JobStatus,
 ) -> Result<(), String> {
     for line in hosts.lines() {
         let pod_name = line.split('.').next().unwrap_or_default();

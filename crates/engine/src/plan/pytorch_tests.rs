@@ -2,7 +2,7 @@
 //! Service per pod, v1's environment, each run's Workers numbered from 0, v1's status.
 
 use eto_api::PyTorchJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use k8s_openapi::api::core::v1::Pod;
 use pretty_assertions::assert_eq;
 use serde_json::json;

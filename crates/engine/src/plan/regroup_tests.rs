@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use eto_api::PyTorchJob;
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 use eto_api::kubeflow::EtoJobStatus;
-use eto_api::training_job::{JobPhase, Notice, NoticeKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

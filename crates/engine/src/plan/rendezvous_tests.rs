@@ -3,7 +3,7 @@
 //! loss handled as a launcher's.
 
 use eto_api::PyTorchJob;
-use eto_api::training_job::JobPhase;
+use eto_api::job_status::JobPhase;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -256,7 +256,7 @@ fn the_first_worker_to_succeed_ends_the_job_and_the_store_goes() {
 }
 
 /// The notice pod `name` shows, if any.
-fn notice_of(world: &World, name: &str) -> Option<eto_api::training_job::Notice> {
+fn notice_of(world: &World, name: &str) -> Option<eto_api::job_status::Notice> {
     let annotations = world.pods[name].metadata.annotations.as_ref()?;
     let json = annotations.get(eto_api::well_known::NOTICE_ANNOTATION)?;
     Some(serde_json::from_str(json).expect("a notice is JSON"))
@@ -265,7 +265,7 @@ fn notice_of(world: &World, name: &str) -> Option<eto_api::training_job::Notice>
 #[test]
 fn below_its_minimum_it_checkpoints_suspends_once_its_workers_exit_and_resumes_at_a_new_rendezvous()
 {
-    use eto_api::training_job::NoticeKind;
+    use eto_api::job_status::NoticeKind;
     let mut world = running(elastic(
         json!({"spec": {"elasticPolicy": {"minReplicas": 2}}}),
     ));
@@ -328,11 +328,11 @@ fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
 #[test]
 fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_forms() {
     use crate::kind::pytorch_job::store_report::{RendezvousState, StoreReport};
-    use eto_api::training_job::RendezvousStatus;
+    use eto_api::pytorch_job::RendezvousStatus;
     let mut world = running(elastic(json!({})));
     let rendezvous = |world: &World| {
         let status = world.pytorch_job.as_ref()?.status.as_ref()?;
-        status.eto.rendezvous
+        status.rendezvous
     };
     assert_eq!(rendezvous(&world), None, "no report, nothing shown");
     let report = |round, complete, waiting| StoreReport {
@@ -442,7 +442,7 @@ fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
 #[test]
 fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group() {
     use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
-    use eto_api::training_job::NoticeKind;
+    use eto_api::job_status::NoticeKind;
     let report = |complete: bool, age: f64| StoreReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {

@@ -15,8 +15,9 @@ use state::{RunState, Seen};
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::{JobPhase, JobRestartPolicy};
-use eto_api::training_job::{Notice, NoticeKind};
+use eto_api::job_status::JobPhase;
+use eto_api::job_status::{Notice, NoticeKind};
+use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -429,7 +430,7 @@ impl<'p, 'o> Run<'p, 'o> {
         else {
             return;
         };
-        self.planner.status.rendezvous = Some(state.status());
+        self.planner.status.group = Some(state.status());
         if state.forming() {
             let again =
                 crate::time::after(self.planner.now, pytorch_job::store_report::FORMING_POLL);
@@ -456,7 +457,7 @@ impl<'p, 'o> Run<'p, 'o> {
         planner.status.target_workers.clear();
         planner.status.draining_workers.clear();
         planner.status.held_workers.clear();
-        planner.status.rendezvous = None;
+        planner.status.group = None;
         planner.status.workers = None;
         let reason = kind.reason("Restarting");
         planner.condition(c::RESTARTING, true, &reason, message);

@@ -2,7 +2,8 @@
 //! in-memory world.
 
 use eto_api::common::{ReplicaRestartPolicy, ScalerPhase};
-use eto_api::training_job::{JobPhase, JobRestartPolicy};
+use eto_api::job_status::JobPhase;
+use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

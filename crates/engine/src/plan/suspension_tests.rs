@@ -1,7 +1,9 @@
 //! Suspending a job and resuming it, stepped through the in-memory world with time passed in.
 
 use eto_api::common::{ConditionStatus, ReplicaRestartPolicy};
-use eto_api::training_job::{ElasticPolicy, JobPhase, JobRestartPolicy, Notice, NoticeKind};
+use eto_api::elastic::ElasticPolicy;
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
+use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, NOTICE_ANNOTATION, RUN_LABEL};
 use pretty_assertions::assert_eq;
 

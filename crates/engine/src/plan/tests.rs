@@ -1,7 +1,9 @@
 //! Scenarios of a job's life, stepped through the in-memory world.
 
+use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{CleanPodPolicy, JobPhase, JobRestartPolicy};
+use eto_api::job_status::JobPhase;
+use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -154,7 +156,7 @@ fn a_running_launcher_makes_the_job_running_once() {
         world.status().current_workers,
         ["mnist-worker-0", "mnist-worker-1"]
     );
-    let launcher = &world.status().replica_statuses[&eto_api::training_job::ReplicaType::Launcher];
+    let launcher = &world.status().replica_statuses[&eto_api::common::ReplicaType::Launcher];
     assert_eq!(launcher.active, 1);
 }
 
@@ -755,7 +757,7 @@ fn a_drain_ends_early_when_the_worker_stops_or_the_launcher_finishes() {
 #[test]
 fn a_zero_drain_deletes_removed_workers_at_once() {
     let mut world = running_four();
-    world.job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+    world.job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
         drain_seconds: Some(0),
         ..Default::default()
     });
@@ -789,7 +791,7 @@ fn a_scale_out_while_workers_drain_takes_new_indices() {
 /// A job (two workers, both needed) that may wait `seconds` for them.
 fn waiting_at_most(seconds: i32) -> World {
     let mut job = training_job();
-    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+    job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
         max_wait_seconds: Some(seconds),
         ..Default::default()
     });
@@ -1009,7 +1011,7 @@ fn replacements_after_failures_on_three_nodes_avoid_all_three() {
 fn a_zero_cooldown_turns_node_avoidance_off() {
     let mut job = training_job();
     job.spec.et_replica_specs.worker.restart_policy = Some(ReplicaRestartPolicy::OnFailure);
-    job.spec.elastic_policy = Some(eto_api::training_job::ElasticPolicy {
+    job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
         blacklist_cooldown_seconds: Some(0),
         ..Default::default()
     });

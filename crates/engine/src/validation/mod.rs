@@ -10,7 +10,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use eto_api::training_job::ElasticPolicy;
+use eto_api::elastic::ElasticPolicy;
 use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, KUBEAI_PORT, MAX_WAIT_TIME_ANNOTATION};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

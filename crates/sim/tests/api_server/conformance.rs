@@ -1086,7 +1086,7 @@ async fn status_and_scale_subresources_and_generation() {
         .unwrap();
     assert_eq!(
         after_main.status.unwrap().phase,
-        Some(eto_api::training_job::JobPhase::Running)
+        Some(eto_api::job_status::JobPhase::Running)
     );
     assert_eq!(
         after_main.metadata.generation,

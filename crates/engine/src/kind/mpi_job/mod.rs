@@ -8,8 +8,8 @@ pub mod validation;
 #[cfg(test)]
 mod objects_tests;
 
+use crate::status::JobStatus;
 use eto_api::mpi_job::{ETO_MANAGED_BY, LAUNCHER, WORKER};
-use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{
     LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_JOB_ROLE_LABEL, MPI_OPERATOR_NAME,
     MPI_OPERATOR_NAME_LABEL, MPI_REPLICA_INDEX_LABEL,
@@ -63,7 +63,7 @@ pub fn worker_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
 }
 
 /// Its status in the engine's shape.
-pub fn status(job: &MPIJob) -> TrainingJobStatus {
+pub fn status(job: &MPIJob) -> JobStatus {
     job.status
         .as_ref()
         .map(status::to_engine)
@@ -72,7 +72,7 @@ pub fn status(job: &MPIJob) -> TrainingJobStatus {
 
 /// A stored status read without the rest of the job (a job that does not decode), in the
 /// engine's shape.
-pub fn stored_status(status: serde_json::Value) -> Option<TrainingJobStatus> {
+pub fn stored_status(status: serde_json::Value) -> Option<JobStatus> {
     serde_json::from_value::<MPIJobStatus>(status)
         .ok()
         .map(|status| status::to_engine(&status))

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use eto_api::job_status::NodeCooldown;
 use eto_api::mpi_job::MpiImplementation;
-use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::{
     HOSTFILE_ANNOTATION, LAUNCHER_ROLE, MPI_JOB_NAME_LABEL, MPI_OPERATOR_NAME,
     MPI_OPERATOR_NAME_LABEL, MPI_ROLE_ENV, RESUME_ENV, WORKER_ROLE,

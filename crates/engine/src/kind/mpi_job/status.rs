@@ -3,16 +3,17 @@
 
 use std::collections::BTreeMap;
 
+use crate::status::JobStatus;
+use eto_api::common::ReplicaType;
 use eto_api::kubeflow::KubeflowReplicaStatus;
 use eto_api::mpi_job::MPIJobStatus;
-use eto_api::training_job::{ReplicaType, TrainingJobStatus};
 
 use crate::kind::kubeflow_status::{
     counts_from_engine, eto_from_engine, kubeflow_to_engine, started_elsewhere_by,
 };
 
 /// `status` in the engine's shape.
-pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
+pub fn to_engine(status: &MPIJobStatus) -> JobStatus {
     kubeflow_to_engine(
         &status.conditions,
         status
@@ -20,16 +21,16 @@ pub fn to_engine(status: &MPIJobStatus) -> TrainingJobStatus {
             .iter()
             .map(|(replica, counts)| (*replica, counts)),
         &status.eto,
-        TrainingJobStatus {
+        JobStatus {
             start_time: status.start_time.clone(),
             completion_time: status.completion_time.clone(),
-            ..TrainingJobStatus::default()
+            ..JobStatus::default()
         },
     )
 }
 
 /// `status`, planned in the engine's shape, as an MPIJob's status.
-pub fn from_engine(status: TrainingJobStatus) -> MPIJobStatus {
+pub fn from_engine(status: JobStatus) -> MPIJobStatus {
     let eto = eto_from_engine(&status);
     let selector = status.selector;
     let replica_statuses: BTreeMap<ReplicaType, KubeflowReplicaStatus> = status
@@ -59,7 +60,7 @@ pub fn started_elsewhere(status: &MPIJobStatus) -> bool {
 #[cfg(test)]
 mod tests {
     use eto_api::common::ReplicaStatus;
-    use eto_api::training_job::{JobPhase, NoticeKind, WorkerSummary};
+    use eto_api::job_status::{JobPhase, NoticeKind, WorkerSummary};
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -133,7 +134,7 @@ mod tests {
 
     #[test]
     fn what_eto_writes_reads_back_unchanged() {
-        let engine = TrainingJobStatus {
+        let engine = JobStatus {
             phase: Some(JobPhase::Running),
             restart_count: 2,
             run: Some(3),
@@ -169,7 +170,7 @@ mod tests {
                 min: 1,
                 max: None,
             }),
-            notice: Some(eto_api::training_job::Notice {
+            notice: Some(eto_api::job_status::Notice {
                 kind: NoticeKind::Resume,
                 reason: "BelowMinWorkers".into(),
                 since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
@@ -178,7 +179,7 @@ mod tests {
                 deadline: None,
                 message: "resume".into(),
             }),
-            ..TrainingJobStatus::default()
+            ..JobStatus::default()
         };
         let written = from_engine(engine.clone());
         assert!(!started_elsewhere(&written));

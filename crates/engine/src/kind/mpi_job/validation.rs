@@ -4,11 +4,12 @@
 //! policies `ExitCode` and `Always`, and Worker replicas that default to the minimum (or 1)
 //! instead of being required.
 
+use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::mpi_job::{
     LAUNCHER, LauncherCreationPolicy, MPIJob, MpiImplementation, MpiReplicaSpec, WORKER,
 };
-use eto_api::training_job::{CleanPodPolicy, JobRestartPolicy};
+use eto_api::training_job::JobRestartPolicy;
 
 use crate::build::{DISCOVERY_DIR, MPI_CONFIG_DIR};
 use crate::effective_spec::{

@@ -20,12 +20,13 @@ pub mod status;
 pub mod store_report;
 pub mod validation;
 
+use crate::status::JobStatus;
+use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::pytorch_job::{
     DEFAULT_PORT, MASTER, PORT_NAME, PYTORCH_CONTAINER, PyTorchElasticPolicy, PyTorchReplicaSpec,
     PyTorchReplicaType, TRAINING_OPERATOR, WORKER,
 };
-use eto_api::training_job::{CleanPodPolicy, TrainingJobStatus};
 use eto_api::{PyTorchJob, PyTorchJobStatus};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 
@@ -109,7 +110,7 @@ pub fn worker_template(job: &PyTorchJob) -> Option<&PodTemplateSpec> {
 }
 
 /// Its status in the engine's shape.
-pub fn engine_status(job: &PyTorchJob) -> TrainingJobStatus {
+pub fn engine_status(job: &PyTorchJob) -> JobStatus {
     job.status
         .as_ref()
         .map(status::to_engine)
@@ -118,7 +119,7 @@ pub fn engine_status(job: &PyTorchJob) -> TrainingJobStatus {
 
 /// A stored status read without the rest of the job (a job that does not decode), in the
 /// engine's shape.
-pub fn stored_status(value: serde_json::Value) -> Option<TrainingJobStatus> {
+pub fn stored_status(value: serde_json::Value) -> Option<JobStatus> {
     serde_json::from_value::<PyTorchJobStatus>(value)
         .ok()
         .map(|status| status::to_engine(&status))

@@ -4,8 +4,8 @@
 //! cooldown).
 
 use eto_api::PyTorchJob;
+use eto_api::job_status::NodeCooldown;
 use eto_api::pytorch_job::PyTorchReplicaType;
-use eto_api::training_job::NodeCooldown;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

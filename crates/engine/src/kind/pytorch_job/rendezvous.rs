@@ -25,8 +25,8 @@
 use std::collections::BTreeMap;
 
 use eto_api::PyTorchJob;
+use eto_api::job_status::NodeCooldown;
 use eto_api::pytorch_job::PYTORCH_CONTAINER;
-use eto_api::training_job::NodeCooldown;
 use eto_api::well_known::RUN_LABEL;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, Pod, PodSpec, ResourceRequirements, Service, ServiceSpec,

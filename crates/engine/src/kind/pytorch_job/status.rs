@@ -9,10 +9,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::status::{GroupStatus, JobStatus};
 use eto_api::PyTorchJobStatus;
+use eto_api::common::ReplicaType;
 use eto_api::common::{ConditionStatus, JobCondition};
-use eto_api::pytorch_job::PyTorchReplicaType;
-use eto_api::training_job::{ReplicaType, TrainingJobStatus};
+use eto_api::pytorch_job::{PyTorchReplicaType, RendezvousStatus};
 
 use super::{JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, REPLICA_TYPE_LABEL, type_label};
 use crate::conditions as c;
@@ -30,24 +31,50 @@ const V1_TYPES: [&str; 6] = [
 ];
 
 /// `status` in the engine's shape.
-pub fn to_engine(status: &PyTorchJobStatus) -> TrainingJobStatus {
-    kubeflow_to_engine(
-        &status.conditions,
-        status
-            .replica_statuses
-            .iter()
-            .map(|(type_, counts)| (engine_type(*type_), counts)),
-        &status.eto,
-        TrainingJobStatus {
-            start_time: status.start_time.clone(),
-            completion_time: status.completion_time.clone(),
-            ..TrainingJobStatus::default()
-        },
-    )
+pub fn to_engine(status: &PyTorchJobStatus) -> JobStatus {
+    JobStatus {
+        held_workers: status.held_workers.clone(),
+        group: status.rendezvous.map(group_to_engine),
+        ..kubeflow_to_engine(
+            &status.conditions,
+            status
+                .replica_statuses
+                .iter()
+                .map(|(type_, counts)| (engine_type(*type_), counts)),
+            &status.eto,
+            JobStatus {
+                start_time: status.start_time.clone(),
+                completion_time: status.completion_time.clone(),
+                ..JobStatus::default()
+            },
+        )
+    }
+}
+
+/// torchrun's rendezvous as the engine's training group.
+fn group_to_engine(rendezvous: RendezvousStatus) -> GroupStatus {
+    GroupStatus {
+        round: rendezvous.round,
+        members: rendezvous.agents,
+        waiting: rendezvous.waiting,
+        complete: rendezvous.complete,
+        closed: rendezvous.closed,
+    }
+}
+
+/// The engine's training group as torchrun's rendezvous.
+fn group_from_engine(group: GroupStatus) -> RendezvousStatus {
+    RendezvousStatus {
+        round: group.round,
+        agents: group.members,
+        waiting: group.waiting,
+        complete: group.complete,
+        closed: group.closed,
+    }
 }
 
 /// `status` of job `job`, planned in the engine's shape, as a PyTorchJob's status.
-pub fn from_engine(job: &str, status: TrainingJobStatus) -> PyTorchJobStatus {
+pub fn from_engine(job: &str, status: JobStatus) -> PyTorchJobStatus {
     let eto = eto_from_engine(&status);
     let replica_statuses = status
         .replica_statuses
@@ -72,6 +99,8 @@ pub fn from_engine(job: &str, status: TrainingJobStatus) -> PyTorchJobStatus {
         completion_time: status.completion_time,
         last_reconcile_time: None,
         eto,
+        held_workers: status.held_workers,
+        rendezvous: status.group.map(group_from_engine),
     }
 }
 
@@ -215,7 +244,7 @@ mod tests {
 
     #[test]
     fn the_master_is_the_engines_launcher_and_every_type_has_v1s_selector() {
-        let engine = TrainingJobStatus {
+        let engine = JobStatus {
             conditions: vec![condition("Created", true, "00")],
             replica_statuses: BTreeMap::from([
                 (
@@ -234,11 +263,11 @@ mod tests {
                     },
                 ),
             ]),
-            phase: Some(eto_api::training_job::JobPhase::Running),
+            phase: Some(eto_api::job_status::JobPhase::Running),
             run: Some(2),
             restart_count: 1,
             selector: Some(selector("ddp", PyTorchReplicaType::Worker)),
-            ..TrainingJobStatus::default()
+            ..JobStatus::default()
         };
         let written = from_engine("ddp", engine.clone());
         let json = serde_json::to_value(&written).unwrap();
@@ -265,10 +294,7 @@ mod tests {
         }))
         .unwrap();
         let engine = to_engine(&status);
-        assert_eq!(
-            engine.phase,
-            Some(eto_api::training_job::JobPhase::Succeeded)
-        );
+        assert_eq!(engine.phase, Some(eto_api::job_status::JobPhase::Succeeded));
         assert_eq!(engine.replica_statuses[&ReplicaType::Launcher].succeeded, 1);
     }
 }

@@ -13,7 +13,7 @@
 //! status shows it (`rendezvous`), read at each reconcile while the store runs and every
 //! [`FORMING_POLL`] while the group forms.
 
-use eto_api::training_job::RendezvousStatus;
+use crate::status::GroupStatus;
 use eto_api::well_known::RUN_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
@@ -144,10 +144,10 @@ impl RendezvousState {
     }
 
     /// The state as the job's status shows it.
-    pub fn status(&self) -> RendezvousStatus {
-        RendezvousStatus {
+    pub fn status(&self) -> GroupStatus {
+        GroupStatus {
             round: self.round,
-            agents: self.participants,
+            members: self.participants,
             waiting: self.waiting,
             complete: self.complete,
             closed: self.closed,

@@ -14,8 +14,9 @@
 
 use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
+use eto_api::elastic::ElasticPolicy;
 use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
-use eto_api::training_job::{ElasticPolicy, JobRestartPolicy};
+use eto_api::training_job::JobRestartPolicy;
 
 use crate::build::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::NodeCooldown;
+use eto_api::job_status::NodeCooldown;
 use eto_api::well_known::{
     DEEPSPEED_HOSTFILE_ANNOTATION, HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESUME_ENV,
 };

@@ -3,11 +3,13 @@
 
 pub mod launcher;
 pub mod objects;
+pub mod status;
 pub mod validation;
 
 #[cfg(test)]
 mod objects_tests;
 
+use crate::status::JobStatus;
 use eto_api::TrainingJob;
 use eto_api::training_job::TrainingJobStatus;
 use eto_api::well_known::{
@@ -60,12 +62,18 @@ pub fn worker_template(job: &TrainingJob) -> Option<&PodTemplateSpec> {
     Some(&job.spec.et_replica_specs.worker.template)
 }
 
-/// Its status in the engine's shape, which is a TrainingJob's own.
-pub fn status(job: &TrainingJob) -> TrainingJobStatus {
-    job.status.clone().unwrap_or_default()
+/// Its status in the engine's shape.
+pub fn engine_status(job: &TrainingJob) -> JobStatus {
+    job.status
+        .as_ref()
+        .map(status::to_engine)
+        .unwrap_or_default()
 }
 
-/// A stored status read without the rest of the job (a job that does not decode).
-pub fn stored_status(status: serde_json::Value) -> Option<TrainingJobStatus> {
-    serde_json::from_value(status).ok()
+/// A stored status read without the rest of the job (a job that does not decode), in the
+/// engine's shape.
+pub fn stored_status(value: serde_json::Value) -> Option<JobStatus> {
+    serde_json::from_value::<TrainingJobStatus>(value)
+        .ok()
+        .map(|status| status::to_engine(&status))
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use eto_api::training_job::NodeCooldown;
+use eto_api::job_status::NodeCooldown;
 use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, WORKER_ROLE};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount, ServiceSpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};

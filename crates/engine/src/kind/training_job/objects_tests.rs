@@ -207,7 +207,7 @@ fn a_provided_ssh_secret_is_mounted_instead_of_the_generated_one() {
 
 #[test]
 fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
-    use eto_api::training_job::{Notice, NoticeKind};
+    use eto_api::job_status::{Notice, NoticeKind};
     let job = training_job();
     let spec = validate(&job).expect("the fixture is valid");
     let resume = Notice {

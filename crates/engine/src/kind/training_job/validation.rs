@@ -1,9 +1,8 @@
 //! Validation and defaulting of a TrainingJob.
 
+use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{
-    CleanPodPolicy, JobRestartPolicy, LauncherAttachMode, TrainingJob, WorkerSpec,
-};
+use eto_api::training_job::{JobRestartPolicy, LauncherAttachMode, TrainingJob, WorkerSpec};
 use eto_api::well_known::SSH_SECRET_ANNOTATION;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
@@ -185,7 +184,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use pretty_assertions::assert_eq;
 
-    use eto_api::training_job::ElasticPolicy;
+    use eto_api::elastic::ElasticPolicy;
     use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, MAX_WAIT_TIME_ANNOTATION};
 
     use super::*;

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use eto_api::training_job::BlacklistEntry;
+use eto_api::job_status::BlacklistEntry;
 
 use super::{Launcher, Run};
 use crate::loss::Loss;

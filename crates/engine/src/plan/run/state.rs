@@ -45,8 +45,9 @@
 //!   `Never` policy or `activeDeadlineSeconds` lead (the phase `Succeeded` or `Failed`). It is
 //!   terminal: a finished job only applies its `cleanPodPolicy` and `ttlSecondsAfterFinished`.
 
+use crate::status::JobStatus;
 use eto_api::common::ConditionStatus;
-use eto_api::training_job::{JobPhase, Notice, NoticeKind, TrainingJobStatus};
+use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 
 use super::suspension::{BELOW_MIN_WORKERS, resumes_by_itself};
 use crate::conditions as c;
@@ -113,7 +114,7 @@ pub(crate) struct Seen {
 
 impl RunState {
     /// The state `status` (the last reconcile's) records, with what is `seen` of the run.
-    pub(crate) fn of(status: &TrainingJobStatus, seen: Seen) -> Self {
+    pub(crate) fn of(status: &JobStatus, seen: Seen) -> Self {
         if let Some(phase @ (JobPhase::Succeeded | JobPhase::Failed)) = status.phase {
             return Self::Finished {
                 succeeded: phase == JobPhase::Succeeded,
@@ -246,10 +247,10 @@ mod tests {
 
     #[test]
     fn the_state_is_read_from_the_status_the_last_reconcile_wrote() {
-        let status = |conditions: Vec<JobCondition>, notice: Option<Notice>| TrainingJobStatus {
+        let status = |conditions: Vec<JobCondition>, notice: Option<Notice>| JobStatus {
             conditions,
             notice,
-            ..TrainingJobStatus::default()
+            ..JobStatus::default()
         };
         // (status, the launcher that waited for the minimum runs, state)
         let cases = [
@@ -344,10 +345,10 @@ mod tests {
             launcher_waited: false,
             earlier_run_remains: true,
         };
-        let status = |conditions: Vec<JobCondition>, phase: Option<JobPhase>| TrainingJobStatus {
+        let status = |conditions: Vec<JobCondition>, phase: Option<JobPhase>| JobStatus {
             conditions,
             phase,
-            ..TrainingJobStatus::default()
+            ..JobStatus::default()
         };
         let restarting = |new_run: RunState| RunState::Restarting {
             new_run: Box::new(new_run),

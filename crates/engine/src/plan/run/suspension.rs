@@ -57,7 +57,7 @@
 //! `activeDeadlineSeconds` does not run while the job is suspended: `startTime` is set again
 //! when it resumes. A resume is no restart: `restartCount` does not move.
 
-use eto_api::training_job::{JobPhase, Notice, NoticeKind, WorkerSummary};
+use eto_api::job_status::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -504,7 +504,7 @@ impl Run<'_, '_> {
         planner.status.current_workers.clear();
         planner.status.draining_workers.clear();
         planner.status.held_workers.clear();
-        planner.status.rendezvous = None;
+        planner.status.group = None;
         if let Some(workers) = planner.status.workers.as_mut() {
             *workers = WorkerSummary {
                 ready: 0,

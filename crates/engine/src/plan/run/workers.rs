@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::training_job::{BlacklistEntry, DrainingWorker, NoticeKind, WorkerSummary};
+use eto_api::job_status::{BlacklistEntry, DrainingWorker, NoticeKind, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -1,0 +1,163 @@
+//! The parts of a job's status that every kind eto serves shares: where the job is in its
+//! life, its workers at a glance, the workers it lost, the nodes it avoids or was warned of,
+//! and the notices its training reads.
+//
+// Doc comments on items in this module become CRD descriptions and so `kubectl explain`
+// text: they are written for users. Developer notes belong in `//` comments.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::without_description;
+
+/// Most entries `status.blacklist` holds; the oldest are dropped first.
+pub const BLACKLIST_LIMIT: usize = 64;
+
+/// Most entries `status.nodesInCooldown` holds; those whose cooldown ends first are dropped
+/// first.
+pub const COOLDOWN_LIMIT: usize = 64;
+
+/// Most entries `status.nodeWarnings` holds; those ending first are kept.
+pub const NODE_WARNINGS_LIMIT: usize = 64;
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[schemars(transform = without_description)]
+pub enum JobPhase {
+    /// Accepted; workers are being created or are not ready yet.
+    Created,
+    /// The training runs.
+    Running,
+    /// A ScaleIn or ScaleOut request is being carried out.
+    Scaling,
+    /// The job is being restarted after its training failed.
+    Restarting,
+    /// Suspended: its pods are deleted (by its suspend field), or it waits for the minimum of
+    /// new workers to resume (after too few were left).
+    Suspended,
+    /// The training finished successfully.
+    Succeeded,
+    /// The job failed and will not be restarted.
+    Failed,
+}
+
+/// Worker counts of a job.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerSummary {
+    /// Workers that are running, ready and listed by host discovery.
+    pub ready: i32,
+    /// Workers that exist but are not ready yet (waiting for a node, starting).
+    pub pending: i32,
+    /// Workers the job holds to: `worker.replicas` (with defaults applied), or the number a
+    /// ScaleIn or ScaleOut left the job with since `worker.replicas` last changed.
+    pub desired: i32,
+    /// The value of `worker.replicas` eto last acted on. When `worker.replicas` changes
+    /// (`kubectl scale`, an autoscaler, an edited spec), the job is resized to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_replicas: Option<i32>,
+    /// Fewest workers the job runs with (`worker.minReplicas` with defaults applied).
+    pub min: i32,
+    /// Most workers the job may have; absent when unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i32>,
+}
+
+/// A worker that failed or was lost, and why.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BlacklistEntry {
+    /// Name of the worker pod.
+    pub pod: String,
+    /// Node the pod ran on, when it had been scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Why the worker was lost, for example `Error`, `Evicted`, `NodeReclaimed` or `Deleted`.
+    pub reason: String,
+    /// Exit code of the worker's main container, when it terminated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When eto noticed the loss.
+    pub time: Time,
+}
+
+/// A node the job's new workers avoid for a while.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCooldown {
+    /// Name of the node.
+    pub node: String,
+    /// The worker whose failure there started (or last renewed) the cooldown.
+    pub pod: String,
+    /// When the cooldown ends.
+    pub until: Time,
+}
+
+/// A node that announced it goes away, with the job's workers on it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WarnedNode {
+    /// Name of the node.
+    pub node: String,
+    /// What announced it: `taint karpenter.sh/disrupted`, `condition InstanceExpired`.
+    pub signal: String,
+    /// When it was announced: the taint's or condition's time, else when eto first saw it.
+    pub since: Time,
+    /// When the node goes: the time the announcement carries, else `since` plus the
+    /// operator's `--node-warning-lead-seconds`.
+    pub deadline: Time,
+    /// The job's worker pods on the node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<String>,
+}
+
+/// A worker on its way out of the job.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainingWorker {
+    /// Name of the worker pod.
+    pub pod: String,
+    /// When it left host discovery (to the microsecond: drains may be short).
+    pub since: MicroTime,
+}
+
+/// A notice to the training processes of a job, written as one line of JSON to the file
+/// `/etc/edl/notice` of its pods (an empty file: no notice). Training
+/// code polls it, for example before each batch: the `eto_notice.py` helper in eto's
+/// repository reads it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Notice {
+    /// What is happening.
+    pub kind: NoticeKind,
+    /// Why: `BelowMinWorkers`, `LauncherDisrupted` (the platform takes the launcher),
+    /// `WorkerDisrupted` or `GroupLost` (the training did not survive a worker's loss) or
+    /// `Suspended` (asked for) for the job; `Disrupted` or `NodeWarning` for a pod whose node
+    /// is going away; `WorkersLeaving` before a group of workers re-forms without one.
+    pub reason: String,
+    /// When eto posted it.
+    pub since: Time,
+    /// When the pods go: save a checkpoint and exit before then. Absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Time>,
+    /// What happens, in words.
+    pub message: String,
+}
+
+/// What a notice announces.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum NoticeKind {
+    /// The job is being suspended: save a checkpoint and exit before the deadline.
+    Suspend,
+    /// This pod is going away (its node is reclaimed or drained): save what it must and exit
+    /// before the deadline. Only in the pod's own file.
+    Reclaim,
+    /// This run resumes a suspended job: load the latest checkpoint.
+    Resume,
+    /// The group of workers re-forms soon (a worker leaves it): save a checkpoint now and say
+    /// so, then wait; the re-formed group resumes from it. Training goes on if the notice is
+    /// withdrawn.
+    Checkpoint,
+}
