@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use eto_controller::rbac::{CLUSTER_GRANTS, Grant, LEASE_GRANTS, NODE_GRANTS};
+use eto_controller::rbac::{Grant, cluster_grants, lease_grants, node_grants};
 use eto_tests::workspace_root;
 use serde_json::Value;
 
@@ -136,9 +136,9 @@ fn triples_of_rules(rules: &Value) -> BTreeSet<(String, String, String)> {
 fn triples_of_grants(grants: &[Grant]) -> BTreeSet<(String, String, String)> {
     let mut triples = BTreeSet::new();
     for grant in grants {
-        for resource in grant.resources {
+        for resource in &grant.resources {
             for verb in grant.verbs {
-                triples.insert((grant.group.into(), (*resource).into(), (*verb).into()));
+                triples.insert((grant.group.into(), resource.clone(), (*verb).into()));
             }
         }
     }
@@ -186,7 +186,7 @@ fn the_cluster_role_grants_exactly_what_the_code_uses() {
         let role = find(&objects, "ClusterRole").unwrap();
         assert_eq!(
             triples_of_rules(&role["rules"]),
-            triples_of_grants(CLUSTER_GRANTS),
+            triples_of_grants(&cluster_grants()),
             "values {values:?}"
         );
         assert!(
@@ -206,7 +206,7 @@ fn the_cluster_role_grants_exactly_what_the_code_uses() {
     assert_eq!(lease_role["metadata"]["namespace"], "eto-system");
     assert_eq!(
         triples_of_rules(&lease_role["rules"]),
-        triples_of_grants(LEASE_GRANTS)
+        triples_of_grants(&lease_grants())
     );
     let node_reader = objects
         .iter()
@@ -214,7 +214,7 @@ fn the_cluster_role_grants_exactly_what_the_code_uses() {
         .unwrap();
     assert_eq!(
         triples_of_rules(&node_reader["rules"]),
-        triples_of_grants(NODE_GRANTS)
+        triples_of_grants(&node_grants())
     );
     let per_namespace = template(&["watchNamespaces={team-a}", "rbac.bindPerNamespace=true"]);
     assert!(

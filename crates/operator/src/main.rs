@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use eto_controller::node_warnings::{InvalidSignal, Rules as NodeWarningRules, Signal};
 use eto_controller::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler, Kind, Metrics, Settings};
@@ -43,16 +44,17 @@ struct RunArgs {
     /// Jobs reconciled at the same time.
     #[arg(long, default_value_t = 16)]
     concurrency: u16,
-    /// The kinds of job to serve, comma-separated: TrainingJob, MPIJob, PyTorchJob. Serve only
+    /// The kinds of job to serve, comma-separated. Serve only
     /// TrainingJob to run beside an mpi-operator that keeps MPIJob; add PyTorchJob to run
     /// PyTorchJobs in training-operator v1's place. Every kind served needs its CRD installed.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "TrainingJob,MPIJob",
-        ignore_case = true
+        ignore_case = true,
+        value_parser = kind_parser()
     )]
-    kinds: Vec<ServedKind>,
+    kinds: Vec<Kind>,
     /// Compete for a Lease with the other replicas and reconcile only while holding it. Turn
     /// off only when a single replica runs.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -149,30 +151,14 @@ enum LogFormat {
     Json,
 }
 
-/// A kind of job `--kinds` names.
-// The variants are the kinds' own names, which all end in `Job`.
-#[allow(clippy::enum_variant_names)]
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ServedKind {
-    /// `TrainingJob` (kai.alibabacloud.com/v1alpha1) with its ScaleIn and ScaleOut requests.
-    #[value(name = "TrainingJob")]
-    TrainingJob,
-    /// `MPIJob` (kubeflow.org/v2beta1).
-    #[value(name = "MPIJob")]
-    MpiJob,
-    /// `PyTorchJob` (kubeflow.org/v1), in training-operator v1's place.
-    #[value(name = "PyTorchJob")]
-    PyTorchJob,
-}
-
-impl From<ServedKind> for Kind {
-    fn from(kind: ServedKind) -> Self {
-        match kind {
-            ServedKind::TrainingJob => Self::TrainingJob,
-            ServedKind::MpiJob => Self::MpiJob,
-            ServedKind::PyTorchJob => Self::PyTorchJob,
-        }
-    }
+/// `--kinds`' values: the name of a kind of [`Kind::ALL`], as in `kind:`, in any case.
+fn kind_parser() -> impl TypedValueParser<Value = Kind> {
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name)).try_map(|named: String| {
+        Kind::ALL
+            .into_iter()
+            .find(|kind| kind.name().eq_ignore_ascii_case(&named))
+            .ok_or_else(|| format!("eto serves no kind named {named}"))
+    })
 }
 
 /// How long blocking tasks may delay the exit once the operator has stopped.
@@ -334,9 +320,9 @@ fn identity() -> String {
 }
 
 /// The kinds named, each once, in the order first named.
-fn unique_kinds(named: &[ServedKind]) -> Vec<Kind> {
+fn unique_kinds(named: &[Kind]) -> Vec<Kind> {
     let mut kinds: Vec<Kind> = Vec::new();
-    for kind in named.iter().map(|&kind| Kind::from(kind)) {
+    for &kind in named {
         if !kinds.contains(&kind) {
             kinds.push(kind);
         }
@@ -358,5 +344,36 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kinds `eto-operator run` serves for `args` (after `run`).
+    fn kinds_of(args: &[&str]) -> Result<Vec<Kind>, clap::Error> {
+        let cli = Cli::try_parse_from(["eto-operator", "run"].iter().chain(args))?;
+        match cli.command {
+            Command::Run(args) => Ok(unique_kinds(&args.kinds)),
+            Command::Crd => unreachable!("parsed `run`"),
+        }
+    }
+
+    #[test]
+    fn kinds_are_named_as_in_kind_in_any_case_each_served_once() {
+        assert_eq!(kinds_of(&[]).unwrap(), [Kind::TrainingJob, Kind::MpiJob]);
+        assert_eq!(
+            kinds_of(&["--kinds", "pytorchjob,MPIJob,PyTorchJob"]).unwrap(),
+            [Kind::PyTorchJob, Kind::MpiJob]
+        );
+        for kind in Kind::ALL {
+            assert_eq!(kinds_of(&["--kinds", kind.name()]).unwrap(), [kind]);
+        }
+        let error = kinds_of(&["--kinds", "TFJob"]).unwrap_err().to_string();
+        assert!(
+            Kind::ALL.iter().all(|kind| error.contains(kind.name())),
+            "the kinds served are listed: {error}"
+        );
     }
 }

@@ -194,6 +194,13 @@ impl Kind {
             .map_or("", |(_, group)| group)
     }
 
+    /// Its resource's plural name, the part of [`Kind::resource`] before the group.
+    pub fn plural(self) -> &'static str {
+        self.resource()
+            .split_once('.')
+            .map_or(self.resource(), |(plural, _)| plural)
+    }
+
     /// The kind a person names with `alias` (`tj`, `mpijobs`, ...; any case).
     pub fn of_alias(alias: &str) -> Option<Self> {
         let alias = alias.to_ascii_lowercase();
