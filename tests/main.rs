@@ -20,6 +20,7 @@ mod examples;
 mod faults;
 mod foreign_objects;
 mod gang;
+mod kind_boundaries;
 mod kubeai;
 mod launcher_loss;
 mod lifecycle;

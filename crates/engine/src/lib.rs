@@ -33,6 +33,7 @@
 pub mod applied;
 pub mod blacklist;
 pub mod build;
+pub mod child;
 pub mod children;
 pub mod conditions;
 pub mod cooldown;

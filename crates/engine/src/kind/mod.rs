@@ -16,6 +16,7 @@
 //! of those three types, and its entry in [`Kind::ALL`].
 
 pub mod kubeflow_status;
+pub mod launcher;
 pub mod mpi_job;
 pub mod pytorch_job;
 pub mod training_job;
@@ -32,9 +33,12 @@ use kube::core::ApiResource;
 use serde::Serialize;
 
 use crate::build::Job;
+use crate::child::Child;
+use crate::discovery::Host;
 use crate::effective_spec::EffectiveSpec;
 use crate::parse::parse;
 use crate::validation::{FieldError, InvalidSpec};
+use launcher::{LauncherInputs, LauncherObjects};
 
 /// A kind of job.
 // The variants are the kinds' own names, which all end in `Job`.
@@ -141,6 +145,16 @@ pub struct Vocabulary {
     /// Worker `index` of a job of the kind, avoiding the nodes `in_cooldown`; `None` if the
     /// spec cannot give one (validation reports why).
     pub worker_pod: fn(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod>,
+    /// The objects a run of job `job` needs beside its pods and its launcher, as they should
+    /// be now (the Services that name its pods; a launcher's ServiceAccount, Role and
+    /// RoleBinding): applied where they differ from what the job has.
+    pub supporting_objects: fn(job: Job<'_>) -> Vec<Child>,
+    /// The launcher of a run of job `job` as it would be now, with what it reads (see
+    /// [`launcher`]).
+    pub launcher_objects: fn(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects,
+    /// The launcher as a host of discovery, when it trains beside the workers (an MPIJob's
+    /// with `runLauncherAsWorker`).
+    pub launcher_host: fn(job: Job<'_>) -> Option<Host>,
     /// The container of a worker's pod that runs the training, by name; a pod without a
     /// container of that name (or a kind that names none) trains in its first.
     pub training_container: Option<&'static str>,

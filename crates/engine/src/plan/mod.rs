@@ -44,6 +44,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::applied::is_applied;
 use crate::build::Job;
+pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self as c, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
@@ -52,7 +53,6 @@ use crate::kind::{JobRef, Kind, LauncherObject};
 use crate::kubeai::{self, Stop};
 use crate::loss::Loss;
 use crate::node_warnings::{self, NodeWarning};
-use crate::pod_metadata::PodMetadata;
 use crate::pods;
 use crate::scaling::{self, Scaler, ScalerUpdate};
 use crate::validation::FieldError;
@@ -175,6 +175,32 @@ impl<'a> Observed<'a> {
         }
     }
 
+    /// Whether `child` differs from the object of its kind and name that the job has, or the
+    /// job has none: a Service, a ServiceAccount, a Role, a RoleBinding or a ConfigMap.
+    /// Children of other kinds are found elsewhere, and always need applying here.
+    pub fn needs_apply(&self, child: &Child) -> bool {
+        match child {
+            Child::Service(service) => needs_apply(service.as_ref(), self.service(child.name())),
+            Child::ServiceAccount(account) => needs_apply(account.as_ref(), self.service_account),
+            Child::Role(role) => needs_apply(role.as_ref(), self.role),
+            Child::RoleBinding(binding) => needs_apply(binding.as_ref(), self.role_binding),
+            Child::ConfigMap(config_map) => needs_apply(config_map.as_ref(), self.config_map),
+            Child::Pod(_)
+            | Child::PodMetadata(_)
+            | Child::LauncherJob(_)
+            | Child::PodGroup(_)
+            | Child::Autoscaler(_) => true,
+        }
+    }
+
+    /// The Service named `name` that the job has.
+    fn service(&self, name: &str) -> Option<&'a Service> {
+        self.worker_service
+            .into_iter()
+            .chain(self.pod_services.iter().copied())
+            .find(|service| service.metadata.name.as_deref() == Some(name))
+    }
+
     /// Whether the name `name` of a child of `kind` is held by an object the job does not
     /// control ([`Observed::taken`]).
     pub fn is_taken(&self, kind: &str, name: &str) -> bool {
@@ -182,95 +208,6 @@ impl<'a> Observed<'a> {
             .iter()
             .any(|held| held.kind == kind && held.name == name)
     }
-}
-
-/// An object to apply.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Child {
-    /// A pod to create. Its spec is immutable: a pod that exists gets
-    /// [`Child::PodMetadata`] instead.
-    Pod(Box<Pod>),
-    /// New labels and annotations of a pod that exists.
-    PodMetadata(PodMetadata),
-    /// The headless Service.
-    Service(Box<Service>),
-    /// The discovery ConfigMap.
-    ConfigMap(Box<ConfigMap>),
-    /// The launcher's ServiceAccount.
-    ServiceAccount(Box<ServiceAccount>),
-    /// The launcher's Role.
-    Role(Box<Role>),
-    /// The launcher's RoleBinding.
-    RoleBinding(Box<RoleBinding>),
-    /// An MPIJob's launcher Job: created once per run, never updated (its pod template is
-    /// immutable); one that already exists is left as it is.
-    LauncherJob(Box<BatchJob>),
-    /// The job's PodGroup, when the operator uses a gang scheduler; listed before the pods
-    /// that belong to it.
-    PodGroup(Box<PodGroup>),
-    /// A PyTorchJob's HorizontalPodAutoscaler.
-    Autoscaler(Box<HorizontalPodAutoscaler>),
-}
-
-impl Child {
-    /// The kind of the object, as the API names it.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Pod(_) | Self::PodMetadata(_) => "Pod",
-            Self::Service(_) => "Service",
-            Self::ConfigMap(_) => "ConfigMap",
-            Self::ServiceAccount(_) => "ServiceAccount",
-            Self::Role(_) => "Role",
-            Self::RoleBinding(_) => "RoleBinding",
-            Self::LauncherJob(_) => "Job",
-            Self::PodGroup(_) => "PodGroup",
-            Self::Autoscaler(_) => "HorizontalPodAutoscaler",
-        }
-    }
-
-    /// Its name.
-    pub fn name(&self) -> &str {
-        let metadata = match self {
-            Self::PodMetadata(change) => return &change.name,
-            Self::Pod(pod) => &pod.metadata,
-            Self::Service(service) => &service.metadata,
-            Self::ConfigMap(config_map) => &config_map.metadata,
-            Self::ServiceAccount(account) => &account.metadata,
-            Self::Role(role) => &role.metadata,
-            Self::RoleBinding(binding) => &binding.metadata,
-            Self::LauncherJob(job) => &job.metadata,
-            Self::PodGroup(group) => &group.metadata,
-            Self::Autoscaler(autoscaler) => &autoscaler.metadata,
-        };
-        metadata.name.as_deref().unwrap_or_default()
-    }
-}
-
-/// The kind of a child to delete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChildKind {
-    /// A pod.
-    Pod,
-    /// A Service.
-    Service,
-    /// A batch Job (an MPIJob's launcher), deleted with its pods.
-    Job,
-    /// The job's PodGroup (see [`crate::gang`]).
-    PodGroup,
-    /// A PyTorchJob's HorizontalPodAutoscaler.
-    Autoscaler,
-}
-
-/// A child to delete.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deletion {
-    /// Its kind.
-    pub kind: ChildKind,
-    /// Its name, in the job's namespace.
-    pub name: String,
-    /// The grace period of a pod's deletion, when not its own: a pod whose training had its
-    /// whole checkpoint window already is not given another.
-    pub grace_seconds: Option<i64>,
 }
 
 /// The reason of the Warning event recorded for each worker that left host discovery because

@@ -20,13 +20,12 @@ use eto_api::job_status::{Notice, NoticeKind};
 use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{HOSTFILE_ANNOTATION, NOTICE_ANNOTATION, RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{
-    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Plan,
-    Planner, RejectedPod, SameStall, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run,
-    needs_apply,
+    Child, NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, Planner,
+    RejectedPod, SameStall, SecretPresence, WAITING_RESOURCE_TIMEOUT, current_run, needs_apply,
 };
 use crate::build::{self, Job};
 use crate::conditions as c;
@@ -35,7 +34,8 @@ use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, Gang, GangScheduler};
 use crate::joining;
-use crate::kind::{LauncherObject, mpi_job, pytorch_job, training_job};
+use crate::kind::launcher::{LauncherInputs, RunningLauncher};
+use crate::kind::{LauncherObject, pytorch_job};
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods, scaling};
@@ -811,38 +811,10 @@ impl<'p, 'o> Run<'p, 'o> {
         let job = self.job;
         let observed = self.observed;
         let plan = &mut self.planner.plan;
-        let service = match job.job.launcher() {
-            LauncherObject::Pod => {
-                let account = training_job::objects::launcher_service_account(job);
-                if needs_apply(&account, observed.service_account) {
-                    plan.apply.push(Child::ServiceAccount(Box::new(account)));
-                }
-                let role = training_job::objects::launcher_role(job);
-                if needs_apply(&role, observed.role) {
-                    plan.apply.push(Child::Role(Box::new(role)));
-                }
-                let binding = training_job::objects::launcher_role_binding(job);
-                if needs_apply(&binding, observed.role_binding) {
-                    plan.apply.push(Child::RoleBinding(Box::new(binding)));
-                }
-                training_job::objects::worker_service(job)
+        for child in (job.job.kind().vocabulary().supporting_objects)(job) {
+            if observed.needs_apply(&child) {
+                plan.apply.push(child);
             }
-            LauncherObject::Job => mpi_job::objects::service(job),
-            LauncherObject::Master => {
-                // A Service per pod, named like it, for the run's workers as the spec has them.
-                let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
-                let services = pytorch_job::objects::pod_services(job, &workers);
-                return apply_pod_services(plan, observed, services);
-            }
-            LauncherObject::RendezvousStore => {
-                let services = pytorch_job::objects::store_service(job)
-                    .into_iter()
-                    .collect();
-                return apply_pod_services(plan, observed, services);
-            }
-        };
-        if needs_apply(&service, observed.worker_service) {
-            plan.apply.push(Child::Service(Box::new(service)));
         }
         if observed.ssh_secret == SecretPresence::Missing
             && job.spec.ssh_secret == SshSecretSource::Generated
@@ -851,33 +823,15 @@ impl<'p, 'o> Run<'p, 'o> {
         }
     }
 
-    /// The ready workers `hosts`, after the launcher of an MPIJob with `runLauncherAsWorker`,
-    /// which trains too.
+    /// The ready workers `hosts`, after the launcher when it trains too.
     fn with_launcher_as_worker(&self, hosts: Vec<Host>) -> Vec<Host> {
-        match &self.job.spec.mpi {
-            Some(mpi) if mpi.run_launcher_as_worker => {
-                std::iter::once(self.launcher_host()).chain(hosts).collect()
-            }
-            _ => hosts,
-        }
+        let launcher = (self.job.kind().vocabulary().launcher_host)(self.job());
+        launcher.into_iter().chain(hosts).collect()
     }
 
-    /// The launcher as a host of an MPIJob's hostfile and discovery.
-    fn launcher_host(&self) -> Host {
-        Host {
-            name: names::mpi_host(
-                self.name(),
-                self.job.namespace(),
-                &self.job.job.launcher_name(),
-            ),
-            slots: self.job.spec.slots_per_worker,
-        }
-    }
-
-    /// An MPIJob's hostfile: every worker of the target (ready or not, as mpirun is given
-    /// them all at its start), after the launcher when it trains too, in the implementation's
-    /// format.
-    fn mpi_hostfile(&self, implementation: eto_api::mpi_job::MpiImplementation) -> String {
+    /// Every worker of the target as a host, ready or not, after the launcher when it trains
+    /// too.
+    fn target_hosts(&self) -> Vec<Host> {
         let name = self.name();
         let workers = self
             .planner
@@ -890,7 +844,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 slots: self.job.spec.slots_per_worker,
             })
             .collect();
-        discovery::mpi_hostfile(&self.with_launcher_as_worker(workers), implementation)
+        self.with_launcher_as_worker(workers)
     }
 
     /// Whether a pod named `name` exists, of any run.
@@ -902,7 +856,6 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     fn discovery_and_launcher(&mut self, hosts: &[Host]) {
-        let ready_hosts = discovery::hostfile(hosts);
         let min = self.job.spec.workers.min as usize;
         let name = self.job.job.launcher_name();
         if self.launcher().is_some()
@@ -915,73 +868,29 @@ impl<'p, 'o> Run<'p, 'o> {
         }
         // What the launcher would be if created now, and whether an earlier one (of any run)
         // still holds its name.
-        let (desired, old_launcher_present) = match self.job.job.launcher() {
-            LauncherObject::Master => {
-                let avoided = node_warnings::avoided(&self.planner.warned);
-                let Some(pod) = pytorch_job::objects::master_pod(self.job(), &avoided) else {
-                    return;
-                };
-                if let Some(master) = self.launcher().and_then(|l| l.pod) {
-                    // The Master trains: it shows the job's notice as the workers do.
-                    if !pods::is_finished(master)
-                        && let Some(change) = metadata_change(&pod.metadata, master)
-                    {
-                        self.planner.plan.apply.push(change);
-                    }
-                    return;
-                }
-                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
+        let avoided = node_warnings::avoided(&self.planner.warned);
+        let target = self.target_hosts();
+        let inputs = LauncherInputs {
+            ready: hosts,
+            target: &target,
+            avoided: &avoided,
+        };
+        let built = (self.job.kind().vocabulary().launcher_objects)(self.job(), inputs);
+        if let Some(config_map) = built.config_map {
+            self.apply_config_map(config_map);
+        }
+        let Some(desired) = built.launcher else {
+            return;
+        };
+        if let Some(launcher) = self.launcher() {
+            if let Some(pod) = launcher.pod.filter(|p| !pods::is_finished(p)) {
+                self.update_running_launcher(pod, &desired, built.running, hosts);
             }
-            LauncherObject::RendezvousStore => {
-                if self.launcher().is_some() {
-                    return;
-                }
-                let avoided = node_warnings::avoided(&self.planner.warned);
-                let Some(pod) = pytorch_job::objects::store_pod(self.job(), &avoided) else {
-                    return;
-                };
-                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
-            }
-            LauncherObject::Pod => {
-                let deepspeed = discovery::deepspeed_hostfile(hosts);
-                let config_map =
-                    training_job::objects::config_map(self.job(), &ready_hosts, &deepspeed);
-                self.apply_config_map(config_map);
-                let avoided = node_warnings::avoided(&self.planner.warned);
-                let pod = training_job::launcher::launcher_pod(
-                    self.job(),
-                    &ready_hosts,
-                    &deepspeed,
-                    &avoided,
-                );
-                if let Some(launcher) = self.launcher().and_then(|l| l.pod) {
-                    if let Some(change) = metadata_change(&pod.metadata, launcher) {
-                        self.planner.plan.apply.push(change);
-                    }
-                    return;
-                }
-                (Child::Pod(Box::new(pod)), self.pod_exists(&name))
-            }
-            LauncherObject::Job => {
-                let Some(mpi) = &self.job.spec.mpi else {
-                    return;
-                };
-                let hostfile = self.mpi_hostfile(mpi.implementation);
-                let config_map = mpi_job::objects::config_map(self.job(), &hostfile);
-                self.apply_config_map(config_map);
-                if let Some(launcher) = self.launcher() {
-                    if let Some(pod) = launcher.pod.filter(|p| !pods::is_finished(p)) {
-                        self.annotate_launcher_pod(pod, &ready_hosts);
-                    }
-                    return;
-                }
-                let avoided = node_warnings::avoided(&self.planner.warned);
-                let job = mpi_job::objects::launcher_job(self.job(), mpi, &ready_hosts, &avoided);
-                (
-                    Child::LauncherJob(Box::new(job)),
-                    self.observed.launcher_job.is_some(),
-                )
-            }
+            return;
+        }
+        let old_launcher_present = match desired {
+            Child::LauncherJob(_) => self.observed.launcher_job.is_some(),
+            _ => self.pod_exists(&name),
         };
         let may_create = !c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED);
         let workers_allow = match self.job.spec.launcher_start {
@@ -1017,8 +926,31 @@ impl<'p, 'o> Run<'p, 'o> {
         }
     }
 
-    /// Shows the ready hosts and the job's notice on the pod of an MPIJob's launcher Job. The
-    /// pod belongs to the Job, so eto applies only these annotations to it.
+    /// Changes the launcher pod `pod`, which runs, as its kind says (`running`): toward the
+    /// launcher as it would be created now (`desired`), or only the annotations of the ready
+    /// `hosts` and the job's notice.
+    fn update_running_launcher(
+        &mut self,
+        pod: &Pod,
+        desired: &Child,
+        running: RunningLauncher,
+        hosts: &[Host],
+    ) {
+        match (running, desired) {
+            (RunningLauncher::Relabelled, Child::Pod(desired)) => {
+                if let Some(change) = metadata_change(&desired.metadata, pod) {
+                    self.planner.plan.apply.push(change);
+                }
+            }
+            (RunningLauncher::Annotated, _) => {
+                self.annotate_launcher_pod(pod, &discovery::hostfile(hosts));
+            }
+            _ => {}
+        }
+    }
+
+    /// Shows the ready hosts and the job's notice on a launcher pod the job does not control
+    /// (an MPIJob's launcher Job's), applying only these annotations to it.
     fn annotate_launcher_pod(&mut self, pod: &Pod, ready_hosts: &str) {
         let mut annotations =
             BTreeMap::from([(HOSTFILE_ANNOTATION.to_string(), ready_hosts.to_string())]);
@@ -1210,19 +1142,4 @@ const WAITING_FOR_WORKERS: &str = "WaitingForWorkers";
 /// longer wants. `None` when it shows them already.
 fn metadata_change(desired: &ObjectMeta, observed: &Pod) -> Option<Child> {
     PodMetadata::change(desired, &observed.metadata, &[NOTICE_ANNOTATION]).map(Child::PodMetadata)
-}
-
-/// Applies those of `services` that differ from the Service of the same name found by name
-/// (`observed.pod_services`), or that no Service of their name was found for.
-fn apply_pod_services(plan: &mut Plan, observed: &Observed<'_>, services: Vec<Service>) {
-    for service in services {
-        let existing = observed
-            .pod_services
-            .iter()
-            .copied()
-            .find(|existing| existing.metadata.name == service.metadata.name);
-        if needs_apply(&service, existing) {
-            plan.apply.push(Child::Service(Box::new(service)));
-        }
-    }
 }

@@ -49,6 +49,9 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
     worker_pod: objects::worker_pod,
+    supporting_objects: objects::supporting_objects,
+    launcher_objects: objects::launcher_objects,
+    launcher_host: objects::launcher_host,
     training_container: None,
 };
 

@@ -24,8 +24,10 @@ use crate::build::{
     Job, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, SshWorker, annotation_file, merged, notice_mount,
     notice_volume, resume_value, set_env, ssh_worker_pod,
 };
-use crate::discovery::MPI_DISCOVER_HOSTS_SCRIPT;
+use crate::child::Child;
+use crate::discovery::{self, Host, MPI_DISCOVER_HOSTS_SCRIPT};
 use crate::effective_spec::MpiSettings;
+use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::{names, notice};
 
 /// The file of `/etc/mpi` that lists the ready hosts, one `host:slots` line each; the
@@ -236,6 +238,42 @@ fn config_volume(job: &str) -> Volume {
         }),
         ..Volume::default()
     }
+}
+
+/// The launcher of MPIJob `job`: its launcher Job, whose pod shows the ready hosts
+/// `inputs.ready`, and the ConfigMap of its hostfile, which lists every worker of the target
+/// `inputs.target` (mpirun is given them all at its start) in the implementation's format.
+pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+    let Some(mpi) = &job.spec.mpi else {
+        return LauncherObjects::default();
+    };
+    let hostfile = discovery::mpi_hostfile(inputs.target, mpi.implementation);
+    let ready = discovery::hostfile(inputs.ready);
+    LauncherObjects {
+        config_map: Some(config_map(job, &hostfile)),
+        launcher: Some(Child::LauncherJob(Box::new(launcher_job(
+            job,
+            mpi,
+            &ready,
+            inputs.avoided,
+        )))),
+        running: RunningLauncher::Annotated,
+    }
+}
+
+/// The launcher of MPIJob `job` as a host of its hostfile and discovery, when it trains too
+/// (`runLauncherAsWorker`).
+pub fn launcher_host(job: Job<'_>) -> Option<Host> {
+    let trains = job.spec.mpi.as_ref()?.run_launcher_as_worker;
+    trains.then(|| Host {
+        name: names::mpi_host(job.name(), job.namespace(), &job.job.launcher_name()),
+        slots: job.spec.slots_per_worker,
+    })
+}
+
+/// What a run of MPIJob `job` needs beside its pods and launcher Job: its Service.
+pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
+    vec![Child::Service(Box::new(service(job)))]
 }
 
 /// The headless Service `<job>` that gives the launcher and the workers of MPIJob `job` their

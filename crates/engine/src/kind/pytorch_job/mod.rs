@@ -88,6 +88,9 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::PerRun,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
+    supporting_objects: objects::supporting_objects,
+    launcher_objects: objects::launcher_objects,
+    launcher_host: |_| None,
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
 };
 

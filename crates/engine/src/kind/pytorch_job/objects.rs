@@ -12,10 +12,27 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::build::{
     Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
 };
-use crate::kind::JobRef;
+use crate::child::Child;
+use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, service};
+use crate::kind::{JobRef, LauncherObject};
 use crate::{cooldown, joining, notice};
+
+/// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, or the Master, which
+/// trains and shows the job's notice as the Workers do.
+pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+    let (pod, running) = if job.job.launcher() == LauncherObject::RendezvousStore {
+        (store_pod(job, inputs.avoided), RunningLauncher::Left)
+    } else {
+        (master_pod(job, inputs.avoided), RunningLauncher::Relabelled)
+    };
+    LauncherObjects {
+        config_map: None,
+        launcher: pod.map(|pod| Child::Pod(Box::new(pod))),
+        running,
+    }
+}
 
 /// The Master of `job`, if it is a PyTorchJob with one (see [`pod::pod`]), placed away from
 /// the nodes `avoided`.
@@ -94,6 +111,22 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
         spec: Some(spec),
         status: None,
     })
+}
+
+/// What a run of PyTorchJob `job` needs beside its pods: the Service that names every pod
+/// when eto hosts its rendezvous, else a Service per pod, named like it, for the Master and
+/// the run's Workers as the spec has them.
+pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
+    let services = if job.job.launcher() == LauncherObject::RendezvousStore {
+        store_service(job).into_iter().collect()
+    } else {
+        let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
+        pod_services(job, &workers)
+    };
+    services
+        .into_iter()
+        .map(|service| Child::Service(Box::new(service)))
+        .collect()
 }
 
 /// The headless Services of the Master and of the Workers `workers` of `job`, if it is a

@@ -15,7 +15,11 @@ use crate::build::{
     DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, Role, annotation_file,
     resume_value,
 };
-use crate::{names, notice};
+use crate::child::Child;
+use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::{discovery, names, notice};
+
+use super::objects;
 
 /// Environment the launcher's first container gets unless its template sets it: OpenMPI keeps
 /// the hostfile's host names as they are (they resolve only in their full form) and finds the
@@ -24,6 +28,24 @@ const LAUNCHER_ENV: [(&str, &str); 2] = [
     ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
     ("OMPI_MCA_orte_default_hostfile", "/etc/edl/hostfile"),
 ];
+
+/// The launcher of TrainingJob `job`: its pod, and the ConfigMap of host discovery it reads,
+/// both showing the ready hosts `inputs.ready` (as `/etc/edl/hostfile` and DeepSpeed's
+/// hostfile).
+pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+    let hostfile = discovery::hostfile(inputs.ready);
+    let deepspeed = discovery::deepspeed_hostfile(inputs.ready);
+    LauncherObjects {
+        config_map: Some(objects::config_map(job, &hostfile, &deepspeed)),
+        launcher: Some(Child::Pod(Box::new(launcher_pod(
+            job,
+            &hostfile,
+            &deepspeed,
+            inputs.avoided,
+        )))),
+        running: RunningLauncher::Relabelled,
+    }
+}
 
 /// The launcher pod of TrainingJob `job`, showing `hostfile` and `deepspeed_hostfile` to host discovery.
 ///

@@ -49,6 +49,9 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
+    supporting_objects: objects::supporting_objects,
+    launcher_objects: launcher::launcher_objects,
+    launcher_host: |_| None,
     training_container: None,
 };
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount, Servic
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
 use crate::build::{Job, SshWorker, ssh_worker_pod};
+use crate::child::Child;
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
 use crate::names;
 
@@ -21,6 +22,17 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
         keys_in_every_container: true,
     };
     Some(ssh_worker_pod(job, index, in_cooldown, ssh))
+}
+
+/// What a run of TrainingJob `job` needs beside its pods: the launcher's ServiceAccount, Role
+/// and RoleBinding, and the workers' Service.
+pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
+    vec![
+        Child::ServiceAccount(Box::new(launcher_service_account(job))),
+        Child::Role(Box::new(launcher_role(job))),
+        Child::RoleBinding(Box::new(launcher_role_binding(job))),
+        Child::Service(Box::new(worker_service(job))),
+    ]
 }
 
 /// The headless Service `<job>-workers`: it gives every worker the DNS name

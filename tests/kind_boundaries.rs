@@ -1,0 +1,169 @@
+//! A kind of job lives in its own module. The shared code (the engine's rules, the
+//! controller, the binaries, eto-sim) reaches what differs between kinds through `Kind`,
+//! `JobRef` and the kind's `Vocabulary`, and does not name a kind's module (`training_job`,
+//! `mpi_job`, `pytorch_job`, in `eto_engine::kind` or in `eto_api`). The places that still do
+//! are listed below with what they name; a new one fails here. docs/development.md's "Adding a
+//! kind" lists the touch points a new kind has.
+
+use std::path::{Path, PathBuf};
+
+use eto_tests::workspace_root;
+
+/// Shared source files allowed to name a kind's module, with the one module path each names.
+const ALLOWED: &[(&str, &str)] = &[
+    // A PyTorchJob's HorizontalPodAutoscaler, which no other kind has.
+    ("crates/engine/src/children.rs", "pytorch_job::autoscaler"),
+    (
+        "crates/engine/src/plan/autoscaler.rs",
+        "pytorch_job::autoscaler",
+    ),
+    // What the rendezvous store of a PyTorchJob reports about its training group.
+    ("crates/engine/src/plan/mod.rs", "pytorch_job::store_report"),
+    ("crates/engine/src/plan/run.rs", "pytorch_job::store_report"),
+    (
+        "crates/engine/src/plan/run/workers.rs",
+        "pytorch_job::store_report",
+    ),
+    (
+        "crates/controller/src/store_report.rs",
+        "pytorch_job::store_report",
+    ),
+    // The shared spec's enums, defined by the API that introduced them.
+    (
+        "crates/engine/src/effective_spec.rs",
+        "eto_api::training_job::JobRestartPolicy",
+    ),
+    (
+        "crates/engine/src/effective_spec.rs",
+        "eto_api::mpi_job::MpiImplementation",
+    ),
+    (
+        "crates/engine/src/discovery.rs",
+        "eto_api::mpi_job::MpiImplementation",
+    ),
+    (
+        "crates/engine/src/plan/run.rs",
+        "eto_api::training_job::JobRestartPolicy",
+    ),
+];
+
+/// The modules that hold one kind each.
+const KIND_MODULES: [&str; 3] = ["training_job", "mpi_job", "pytorch_job"];
+
+/// Whether `path` (relative to the workspace) is shared product code: not the API crate
+/// (a module per kind), not a kind's own module, not a test, a benchmark or test support.
+fn is_shared_code(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or_default();
+    !(path.starts_with("crates/api/")
+        || path.starts_with("crates/engine/src/kind/")
+        || path.contains("/tests/")
+        || path.contains("/benches/")
+        || file.ends_with("_tests.rs")
+        || ["tests.rs", "testing.rs", "mock_tests.rs", "properties.rs"].contains(&file))
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The module paths naming a kind's module in `line` (code, not a comment): each from its
+/// first segment to the item named, `pytorch_job::store_report` or
+/// `eto_api::mpi_job::MpiImplementation`.
+fn kind_paths(line: &str) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or_default();
+    let mut paths = Vec::new();
+    for module in KIND_MODULES {
+        let needle = format!("{module}::");
+        let mut from = 0;
+        while let Some(at) = code[from..].find(&needle) {
+            let start = from + at;
+            from = start + needle.len();
+            let prefix_start = code[..start]
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .map_or(0, |i| i + 1);
+            let end = code[from..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .map_or(code.len(), |i| from + i);
+            let path = code[prefix_start..end]
+                .trim_start_matches("crate::kind::")
+                .trim_start_matches("eto_engine::kind::")
+                .trim_end_matches(':')
+                .split("::{")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+#[test]
+fn shared_code_names_no_kind_module_but_where_listed() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    let mut named = Vec::new();
+    for file in files {
+        let relative = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if !is_shared_code(&relative) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            for path in kind_paths(line) {
+                let allowed = ALLOWED
+                    .iter()
+                    .any(|(place, what)| *place == relative && path.starts_with(what));
+                if !allowed {
+                    named.push(format!("{relative}:{}: {path}", number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "shared code names a kind's module; reach the kind through Kind, JobRef or its \
+         Vocabulary instead:\n{}",
+        named.join("\n")
+    );
+}
+
+#[test]
+fn every_allowed_place_still_names_its_kind_module() {
+    let root = workspace_root();
+    for (place, what) in ALLOWED {
+        let text = std::fs::read_to_string(root.join(place)).unwrap();
+        assert!(
+            text.lines()
+                .flat_map(kind_paths)
+                .any(|path| path.starts_with(what)),
+            "{place} no longer names {what}: take it off the list"
+        );
+    }
+}
+
+#[test]
+fn module_paths_are_read_from_code_not_comments() {
+    assert_eq!(
+        kind_paths("use crate::kind::pytorch_job::store_report::{self, StoreReport};"),
+        ["pytorch_job::store_report"]
+    );
+    assert_eq!(
+        kind_paths("    let x = eto_api::mpi_job::MpiImplementation::Intel; // mpi_job::x"),
+        ["eto_api::mpi_job::MpiImplementation::Intel"]
+    );
+    assert!(kind_paths("/// see [`crate::kind::training_job`]").is_empty());
+}
