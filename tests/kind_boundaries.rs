@@ -19,7 +19,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
     // What the rendezvous store of a PyTorchJob reports about its training group.
     ("crates/engine/src/plan/mod.rs", "pytorch_job::store_report"),
-    ("crates/engine/src/plan/run.rs", "pytorch_job::store_report"),
+    (
+        "crates/engine/src/plan/run/notices.rs",
+        "pytorch_job::store_report",
+    ),
     (
         "crates/engine/src/plan/run/workers.rs",
         "pytorch_job::store_report",
@@ -42,7 +45,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "eto_api::mpi_job::MpiImplementation",
     ),
     (
-        "crates/engine/src/plan/run.rs",
+        "crates/engine/src/plan/run/outcome.rs",
         "eto_api::training_job::JobRestartPolicy",
     ),
 ];

@@ -12,7 +12,7 @@
 //!    only to create them: the labels and annotations eto shows a pod that exists (the
 //!    launcher's hostfile, a worker's notice, the hosts on an MPIJob launcher Job's pod) are
 //!    written as a JSON merge patch of its metadata, since a pod's spec cannot change and
-//!    the caches do not keep it (see [`crate::trim`]). Pods listed one after another (new
+//!    the caches do not keep it (see [`crate::cache_trim`]). Pods listed one after another (new
 //!    workers, or notices for every worker) are written concurrently, in batches that grow
 //!    from one (see [`steps`] and [`batches`]).
 //! 3. Deletions (scale-in victims, pods of a failed run, clean-up after the job finished).
@@ -47,7 +47,7 @@ use serde_json::json;
 use crate::context::Context;
 use crate::error::Error;
 use crate::freshness::Written;
-use crate::kubeai;
+use crate::kubeai_stop;
 use crate::metrics::DecisionLabels;
 use crate::ownership::Owner;
 use crate::pod_groups;
@@ -270,7 +270,7 @@ where
 
 /// Applies `pods` concurrently, in [`batches`]. A batch with a failed write is the last: the
 /// pods it created are recorded, and the first failure is returned. The next reconcile keeps
-/// the pods created and adds the missing ones (see `eto_engine::workers`).
+/// the pods created and adds the missing ones (see `eto_engine::target_workers`).
 async fn apply_pods(
     ctx: &Context,
     namespace: &str,
@@ -591,7 +591,7 @@ pub async fn execute(
     // The notices are written: their stop signals go now, before a deletion, in a task of
     // their own.
     if let Some(client) = ctx.pod_proxy.clone() {
-        kubeai::Sender {
+        kubeai_stop::Sender {
             client,
             events: ctx.events.clone(),
             metrics: std::sync::Arc::clone(&ctx.metrics),

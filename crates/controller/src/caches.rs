@@ -3,7 +3,7 @@
 //! launcher's RBAC objects and ScaleIn and ScaleOut requests (TrainingJobs), launcher Jobs
 //! (MPIJobs) and PodGroups (with a gang scheduler). A kind not served gets an empty cache and
 //! no watch, and so needs no RBAC. Every watch selects eto's own objects by label (see
-//! [`crate::watches`]). Starting the controllers over them is [`crate::run`]'s.
+//! [`crate::watches`]). Starting the controllers over them is [`crate::controllers`]'s.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use kube::{Client, Resource};
 use tokio::sync::watch;
 
 use crate::context::Stores;
-use crate::listed::Listed;
+use crate::first_lists::Listed;
 use crate::metrics::Metrics;
 use crate::name_index::name_index;
 use crate::observe;

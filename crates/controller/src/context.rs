@@ -16,7 +16,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 
 use crate::events::EventPublisher;
-use crate::listed::Listed;
+use crate::first_lists::Listed;
 use crate::metrics::Metrics;
 use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
@@ -122,7 +122,7 @@ pub struct Context {
     pub gang: Option<GangSettings>,
     /// Which node warnings eto acts on (see [`eto_engine::node_warnings`]); `None`: none.
     pub node_warnings: Option<NodeWarningRules>,
-    /// The client of the pod proxy, which does not retry (see [`crate::kubeai`]); `None`
+    /// The client of the pod proxy, which does not retry (see [`crate::kubeai_stop`]); `None`
     /// sends no `kubeai` stop signals.
     pub pod_proxy: Option<Client>,
 }

@@ -30,8 +30,8 @@ use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 
 use crate::context::Clock;
+use crate::controllers::{RunError, Settings, run};
 use crate::metrics::Metrics;
-use crate::run::{RunError, Settings, run};
 
 /// How often the leader reads its Lease to confirm it still holds it.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);

@@ -10,32 +10,36 @@
 //! that wrote waits until the caches show its writes ([`freshness`]), so that the next one does
 //! not decide from older state.
 //!
-//! Start with [`run::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
+//! Start with [`controllers::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
 //!
 //! # Layers
 //! Each module uses only those below it:
 //! 1. Identities and settings, which depend on no other module: [`resources`] (the typed
 //!    objects eto reads and writes, the request resources, the caches' names), [`scope`],
-//!    [`listed`], [`error`].
+//!    [`first_lists`], [`error`].
 //! 2. The caches and their context: [`pod_cache`], [`name_index`], [`warned_nodes`],
 //!    [`context`] (the stores, the gang settings, the clock), `caches` (wiring the watches).
 //! 3. Reading: [`observe`] from the caches only, [`lookups`] from the API server where a
-//!    cache cannot answer, [`ownership`] (which objects a job may write).
-//! 4. Writing: [`apply`] (children, requests, status, events), [`pod_groups`], [`freshness`].
-//! 5. Reconciling and running: [`reconcile`], [`requests`], [`mod@run`] (the checks at start,
+//!    cache cannot answer, [`ownership`] (which objects a job may write), [`rendezvous_report`]
+//!    (what a rendezvous store reports).
+//! 4. Writing: [`apply`] (children, requests, status, events), [`pod_groups`], [`freshness`],
+//!    [`kubeai_stop`].
+//! 5. Reconciling and running: [`reconcile`], [`scale_requests`], [`controllers`] (the checks at start,
 //!    the context, the controllers), [`leader`], [`shutdown`].
 
 pub mod apply;
+pub mod cache_trim;
 mod caches;
 pub mod context;
+pub mod controllers;
 pub mod crds;
 pub mod error;
 pub mod events;
+pub mod first_lists;
 pub mod freshness;
 pub mod job_gauges;
-pub mod kubeai;
+pub mod kubeai_stop;
 pub mod leader;
-pub mod listed;
 pub mod lookups;
 pub mod metrics;
 #[cfg(test)]
@@ -47,22 +51,21 @@ pub mod pod_cache;
 pub mod pod_groups;
 pub mod rbac;
 pub mod reconcile;
-pub mod requests;
+pub mod rendezvous_report;
 pub mod resources;
 pub mod retries;
-pub mod run;
+pub mod scale_requests;
 pub mod scope;
 pub mod shutdown;
 mod spec_changes;
 pub mod ssh_keys;
-pub mod store_report;
 #[cfg(test)]
 mod testing;
-pub mod trim;
 pub mod warned_nodes;
 mod watches;
 
 pub use context::{Clock, Context, Stores};
+pub use controllers::{RunError, Settings, run};
 pub use crds::{CrdError, install_crds};
 pub use error::Error;
 pub use eto_engine::gang::{COSCHEDULING_DEFAULT_SCHEDULER, GangScheduler};
@@ -70,6 +73,5 @@ pub use eto_engine::kind::Kind;
 pub use eto_engine::node_warnings;
 pub use leader::{Election, run_elected};
 pub use metrics::Metrics;
-pub use run::{RunError, Settings, run};
 pub use scope::Scope;
 pub use shutdown::SHUTDOWN_GRACE;

@@ -25,8 +25,8 @@ use crate::context::GangSettings;
 use crate::context::{Context, Stores};
 use crate::metrics::Metrics;
 use crate::reconcile::reconcile;
-use crate::requests;
 use crate::resources::POD_GROUPS;
+use crate::scale_requests;
 use crate::testing::{listed, listed_index, listed_pods};
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
@@ -629,13 +629,13 @@ fn scale_outs(
     client: Client,
     cached: Cached,
 ) -> (
-    Arc<requests::Requests>,
+    Arc<scale_requests::Requests>,
     futures::channel::mpsc::UnboundedReceiver<kube::runtime::reflector::ObjectRef<DynamicObject>>,
 ) {
     let (poke, poked) = futures::channel::mpsc::unbounded();
-    let listed = crate::listed::Listed::default();
+    let listed = crate::first_lists::Listed::default();
     listed.mark(crate::resources::JOBS);
-    let requests = Arc::new(requests::Requests {
+    let requests = Arc::new(scale_requests::Requests {
         kind: ScalerKind::ScaleOut,
         resource: crate::resources::request_resource(ScalerKind::ScaleOut),
         job_resource: ApiResource::erase::<TrainingJob>(&()),
@@ -653,7 +653,7 @@ async fn a_request_for_an_existing_job_asks_for_its_reconcile_and_writes_nothing
     cached.jobs.push(job());
     let (requests, mut poked) = scale_outs(client, cached);
     let request = Arc::new(scale_out("grow", "mnist", 1));
-    requests::reconcile(request, Arc::clone(&requests))
+    scale_requests::reconcile(request, Arc::clone(&requests))
         .await
         .expect("the request is handled");
     let job = poked.try_recv().expect("a reconcile was asked for");
@@ -670,7 +670,7 @@ async fn a_request_for_a_job_that_does_not_exist_fails_with_a_warning_on_it() {
     let (client, mut handle) = mock();
     let (requests, _poked) = scale_outs(client, Cached::default());
     let request = Arc::new(scale_out("grow", "gone", 1));
-    let handled = tokio::spawn(requests::reconcile(request, requests));
+    let handled = tokio::spawn(scale_requests::reconcile(request, requests));
     let path = "/apis/kai.alibabacloud.com/v1alpha1/namespaces/default/scaleouts/grow/status";
     let status = expect(&mut handle, "PATCH", &format!("{path}{APPLY}"), None).await;
     assert_eq!(status["status"]["phase"], "Failed");
@@ -696,8 +696,8 @@ async fn a_request_for_a_job_that_does_not_exist_fails_with_a_warning_on_it() {
 async fn a_request_is_not_judged_before_the_job_cache_has_listed() {
     let (client, mut handle) = mock();
     let (requests, mut poked) = scale_outs(client, Cached::default());
-    let waiting = requests::Requests {
-        listed: crate::listed::Listed::default(),
+    let waiting = scale_requests::Requests {
+        listed: crate::first_lists::Listed::default(),
         kind: requests.kind,
         resource: requests.resource.clone(),
         job_resource: requests.job_resource.clone(),
@@ -705,12 +705,12 @@ async fn a_request_is_not_judged_before_the_job_cache_has_listed() {
         poke: requests.poke.clone(),
     };
     let request = Arc::new(scale_out("grow", "gone", 1));
-    let action = requests::reconcile(request, Arc::new(waiting))
+    let action = scale_requests::reconcile(request, Arc::new(waiting))
         .await
         .expect("the request is handled");
     assert_eq!(
         action,
-        kube::runtime::controller::Action::requeue(requests::LISTING_RETRY)
+        kube::runtime::controller::Action::requeue(scale_requests::LISTING_RETRY)
     );
     drop(requests);
     assert!(poked.try_recv().is_err(), "no job reconcile asked for");
@@ -1114,7 +1114,7 @@ async fn new_workers_go_out_in_doubling_batches_and_a_rejected_one_ends_them_wit
 
 #[tokio::test]
 async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_only() {
-    use crate::trim::Trim;
+    use crate::cache_trim::Trim;
 
     let (job, mut cached) = running_job();
     // The caches hold pods as the watches trim them: no spec but the node.
@@ -1160,7 +1160,7 @@ async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_o
 /// Caches of an operator set to gang-schedule with Volcano, whose PodGroup API is served when
 /// `served`.
 fn volcano(served: bool) -> Cached {
-    let listed = crate::listed::Listed::default();
+    let listed = crate::first_lists::Listed::default();
     if served {
         listed.mark(POD_GROUPS);
     }

@@ -60,7 +60,7 @@ pub fn cluster_grants() -> Vec<Grant> {
             &["get", "list", "watch", "create", "patch", "delete"],
         ),
         // The kubeai SDK's stop signal, sent to training pods through the API server's pod proxy
-        // (crate::kubeai): `get` of a pod's port, nothing else.
+        // (crate::kubeai_stop): `get` of a pod's port, nothing else.
         grant("", &["pods/proxy"], &["get"]),
         // The job's ConfigMap; `get` because the launcher's Role grants it (a Role can only grant
         // what its writer holds).

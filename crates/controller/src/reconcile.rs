@@ -17,7 +17,7 @@ use crate::lookups;
 use crate::metrics::Outcome;
 use crate::ownership::Owner;
 use crate::retries;
-use crate::{observe, store_report};
+use crate::{observe, rendezvous_report};
 
 /// How many taken names one reconcile finds and plans around; the next reconcile finds any
 /// others.
@@ -162,7 +162,7 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             let node_warnings = ctx.stores.warned_nodes.all();
             // The word of the training code that it saved, while workers wait for it.
             let report =
-                store_report::read(ctx, job, children.pods.iter().map(AsRef::as_ref)).await;
+                rendezvous_report::read(ctx, job, children.pods.iter().map(AsRef::as_ref)).await;
             loop {
                 let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());

@@ -1,5 +1,5 @@
 //! The operator's watches: one per kind of object it plans from, over every namespace of its
-//! scope, each trimmed before it is cached (see [`crate::trim`]).
+//! scope, each trimmed before it is cached (see [`crate::cache_trim`]).
 //!
 //! Every watch built by [`Watches`] tells the same two parties about each event, after the
 //! event has reached its cache: `changes` (which wakes whatever waits for a cache to catch up,
@@ -21,10 +21,10 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use crate::listed::Listed;
+use crate::cache_trim::Trim;
+use crate::first_lists::Listed;
 use crate::name_index::NameIndexWriter;
 use crate::scope::{Scope, merged};
-use crate::trim::Trim;
 
 /// A kind of object eto creates, and watches by its label: the built-in kinds of a job's
 /// children (its PodGroups, which are custom objects, are watched by

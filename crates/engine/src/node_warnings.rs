@@ -24,7 +24,7 @@
 //!
 //! A warning that is withdrawn (the taint removed, the condition cleared) takes its `Reclaim`
 //! notice with it, and a worker it took out that still runs comes back (see
-//! [`crate::workers`]): into its replacement's place while that is not ready yet, else it is
+//! [`crate::target_workers`]): into its replacement's place while that is not ready yet, else it is
 //! deleted, its replacement having taken over.
 
 use std::collections::BTreeMap;

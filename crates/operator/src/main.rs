@@ -205,7 +205,7 @@ fn init_logs(format: LogFormat) {
     tracing_subscriber::registry()
         .with(
             logs.with_filter(filter)
-                .with_filter(eto_controller::kubeai::quiet_stop_answers()),
+                .with_filter(eto_controller::kubeai_stop::quiet_stop_answers()),
         )
         .init();
 }

@@ -12,7 +12,7 @@ use eto_api::common::{ConditionStatus, JobCondition, ReplicaStatus};
 use eto_api::job_status::JobPhase;
 use eto_api::kubeflow::{EtoJobStatus, KubeflowReplicaStatus};
 
-use crate::conditions as c;
+use crate::conditions;
 
 /// A Kubeflow job's status in the engine's shape: its `conditions`, its replica counts by
 /// the engine's replica type (the Worker's carry the scale selector), eto's part, and the
@@ -114,19 +114,19 @@ pub fn started_elsewhere_by(conditions: &[JobCondition], eto: &EtoJobStatus) -> 
 
 /// The phase the conditions of a status written by a Kubeflow operator describe.
 fn phase_from_conditions(conditions: &[JobCondition]) -> Option<JobPhase> {
-    let holds = |type_| c::is_true(conditions, type_);
+    let holds = |type_| conditions::is_true(conditions, type_);
     [
-        (c::FAILED, JobPhase::Failed),
-        (c::SUCCEEDED, JobPhase::Succeeded),
-        (c::SUSPENDED, JobPhase::Suspended),
-        (c::RESTARTING, JobPhase::Restarting),
-        (c::RUNNING, JobPhase::Running),
+        (conditions::FAILED, JobPhase::Failed),
+        (conditions::SUCCEEDED, JobPhase::Succeeded),
+        (conditions::SUSPENDED, JobPhase::Suspended),
+        (conditions::RESTARTING, JobPhase::Restarting),
+        (conditions::RUNNING, JobPhase::Running),
     ]
     .into_iter()
     .find(|(type_, _)| holds(type_))
     .map(|(_, phase)| phase)
     .or_else(|| {
-        c::find(conditions, c::CREATED)
+        conditions::find(conditions, conditions::CREATED)
             .filter(|created| created.status == ConditionStatus::True)
             .map(|_| JobPhase::Created)
     })

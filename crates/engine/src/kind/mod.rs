@@ -314,9 +314,10 @@ impl Kind {
         self.vocabulary().launcher_called
     }
 
-    /// Where the training's hosts are listed, in messages: ` in host discovery` for the
-    /// kinds whose launcher finds its workers there, nothing for a PyTorchJob's.
-    pub fn in_discovery(self) -> &'static str {
+    /// The suffix of a message that counts workers, saying where they are listed: ` in host
+    /// discovery` for the kinds whose launcher finds its workers there, nothing for a
+    /// PyTorchJob's.
+    pub fn hosts_listed_suffix(self) -> &'static str {
         match self.launcher() {
             LauncherObject::Pod | LauncherObject::Job => " in host discovery",
             LauncherObject::Master | LauncherObject::RendezvousStore => "",

@@ -7,7 +7,7 @@ use eto_api::job_status::{JobPhase, NoticeKind};
 use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::training_job;
 use crate::testing::world::{World, reasons};
 
@@ -24,7 +24,7 @@ fn running() -> World {
 }
 
 fn suspended_reason(world: &World) -> Option<String> {
-    c::find(&world.status().conditions, c::SUSPENDED)
+    conditions::find(&world.status().conditions, conditions::SUSPENDED)
         .filter(|condition| condition.status == ConditionStatus::True)
         .and_then(|condition| condition.reason.clone())
 }
@@ -63,7 +63,7 @@ fn a_launcher_failing_soon_after_a_worker_was_evicted_resumes_the_job() {
             Some("WorkerDisrupted"),
             "{how}"
         );
-        let message = c::find(&world.status().conditions, c::SUSPENDED)
+        let message = conditions::find(&world.status().conditions, conditions::SUSPENDED)
             .and_then(|s| s.message.clone())
             .unwrap();
         assert!(

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::world::{World, deleted_pods, reasons};
 use crate::testing::{mpi_job, training_job};
 
@@ -35,7 +35,7 @@ fn shown(world: &World, pod: &str) -> Option<Notice> {
 }
 
 fn suspended_reason(world: &World) -> Option<String> {
-    c::find(&world.status().conditions, c::SUSPENDED)
+    conditions::find(&world.status().conditions, conditions::SUSPENDED)
         .filter(|condition| condition.status == ConditionStatus::True)
         .and_then(|condition| condition.reason.clone())
 }
@@ -107,7 +107,10 @@ fn resumes(world: &mut World, case: &str) {
     let status = world.status();
     assert_eq!(status.phase, Some(JobPhase::Running), "{case}");
     assert_eq!(status.restart_count, 0, "{case}: no restart counted");
-    assert!(c::find(&status.conditions, c::FAILED).is_none(), "{case}");
+    assert!(
+        conditions::find(&status.conditions, conditions::FAILED).is_none(),
+        "{case}"
+    );
 }
 
 #[test]
@@ -170,8 +173,11 @@ fn a_launcher_the_platform_took_suspends_the_run_and_a_new_one_resumes_from_the_
                 "{case}"
             );
             assert_eq!(status.restart_count, 0, "{case}");
-            assert!(c::find(&status.conditions, c::FAILED).is_none(), "{case}");
-            let message = c::find(&status.conditions, c::SUSPENDED)
+            assert!(
+                conditions::find(&status.conditions, conditions::FAILED).is_none(),
+                "{case}"
+            );
+            let message = conditions::find(&status.conditions, conditions::SUSPENDED)
                 .and_then(|s| s.message.clone())
                 .unwrap();
             assert!(message.contains(says), "{case}: {message}");
@@ -218,7 +224,7 @@ fn a_launcher_whose_own_code_fails_with_the_minimum_ready_is_still_a_failure() {
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
     assert!(!reasons(&plan).contains(&"LauncherDisrupted".to_string()));
     assert_eq!(
-        c::find(&world.status().conditions, c::FAILED)
+        conditions::find(&world.status().conditions, conditions::FAILED)
             .and_then(|f| f.message.clone())
             .as_deref(),
         Some("the launcher failed (exit code 1, Error)")

@@ -10,7 +10,7 @@
 //! # Life of a job
 //! - An invalid spec creates nothing; `Ready=False` and `Stalled=True` (reason `InvalidSpec`)
 //!   and a Warning event name the field. Fixing the spec resumes the job.
-//! - Workers are created at once (see [`crate::workers`]); the launcher once at least
+//! - Workers are created at once (see [`crate::target_workers`]); the launcher once at least
 //!   `minReplicas` of them are ready (an MPIJob with `launcherCreationPolicy: AtStartup`: at
 //!   once). Its host discovery lists exactly the ready workers that are not being deleted,
 //!   disrupted or lost.
@@ -45,7 +45,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use crate::applied::is_applied;
 use crate::build::Job;
 pub use crate::child::{Child, ChildKind, Deletion};
-use crate::conditions::{self as c, Observation};
+use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
 use crate::kind::pytorch_job::store_report::StoreReport;
@@ -423,7 +423,7 @@ impl Planner {
     }
 
     fn condition(&mut self, type_: &str, holds: bool, reason: &str, message: &str) {
-        c::set(
+        conditions::set(
             &mut self.status.conditions,
             type_,
             Observation {
@@ -440,12 +440,13 @@ impl Planner {
     /// and a Warning event (`action`, `note`) unless the last status already reported the same
     /// stall, which `same` tells: the same reason, or the same reason and message.
     fn stall(&mut self, reason: &str, message: &str, same: SameStall, action: &str, note: String) {
-        let reported = c::find(&self.old.conditions, c::STALLED).is_some_and(|stalled| {
-            stalled.reason.as_deref() == Some(reason)
-                && (same == SameStall::Reason || stalled.message.as_deref() == Some(message))
-        });
-        self.condition(c::READY, false, reason, message);
-        self.condition(c::STALLED, true, reason, message);
+        let reported =
+            conditions::find(&self.old.conditions, conditions::STALLED).is_some_and(|stalled| {
+                stalled.reason.as_deref() == Some(reason)
+                    && (same == SameStall::Reason || stalled.message.as_deref() == Some(message))
+            });
+        self.condition(conditions::READY, false, reason, message);
+        self.condition(conditions::STALLED, true, reason, message);
         if !reported {
             self.event(true, reason, action, note);
         }
@@ -520,9 +521,9 @@ impl Planner {
             gang: observed.gang.ready(),
         };
         let kind = self.kind;
-        if !c::is_true(&self.status.conditions, c::CREATED) {
+        if !conditions::is_true(&self.status.conditions, conditions::CREATED) {
             self.condition(
-                c::CREATED,
+                conditions::CREATED,
                 true,
                 &kind.reason("Created"),
                 &format!("{} {} is created.", kind.name(), job.name()),
@@ -590,7 +591,7 @@ impl Planner {
                 .push((kind.to_string(), finished.succeeded));
         }
         if let Some((holds, reason, message)) = scaling::job_condition(&step) {
-            self.condition(c::SCALING, holds, reason, &message);
+            self.condition(conditions::SCALING, holds, reason, &message);
         }
         self.status.current_scaler = step
             .under_way
@@ -619,8 +620,8 @@ impl Planner {
     ) {
         self.status.phase = Some(JobPhase::Failed);
         self.status.completion_time = Some(Time(self.now));
-        self.condition(c::FAILED, true, reason, message);
-        self.condition(c::RUNNING, false, reason, message);
+        self.condition(conditions::FAILED, true, reason, message);
+        self.condition(conditions::RUNNING, false, reason, message);
         self.event(
             true,
             reason,
@@ -690,9 +691,13 @@ impl Planner {
     /// A finished job: health conditions, `cleanPodPolicy`, time to live.
     fn finished(&mut self, observed: &Observed<'_>, job: Job<'_>) {
         let succeeded = self.status.phase == Some(JobPhase::Succeeded);
-        let (reason, message) = c::find(
+        let (reason, message) = conditions::find(
             &self.status.conditions,
-            if succeeded { c::SUCCEEDED } else { c::FAILED },
+            if succeeded {
+                conditions::SUCCEEDED
+            } else {
+                conditions::FAILED
+            },
         )
         .map(|cond| {
             (
@@ -701,8 +706,8 @@ impl Planner {
             )
         })
         .unwrap_or_default();
-        self.condition(c::READY, succeeded, &reason, &message);
-        self.condition(c::STALLED, !succeeded, &reason, &message);
+        self.condition(conditions::READY, succeeded, &reason, &message);
+        self.condition(conditions::STALLED, !succeeded, &reason, &message);
         let ended = format!(
             "{} {} {}",
             self.kind.name(),

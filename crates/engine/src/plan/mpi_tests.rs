@@ -10,14 +10,14 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::mpi_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
 fn condition(world: &World, type_: &str) -> (bool, String) {
     let status = world.mpi_status();
-    let condition =
-        c::find(&status.conditions, type_).unwrap_or_else(|| panic!("no {type_} condition"));
+    let condition = conditions::find(&status.conditions, type_)
+        .unwrap_or_else(|| panic!("no {type_} condition"));
     (
         condition.status == eto_api::common::ConditionStatus::True,
         condition.reason.clone().unwrap_or_default(),
@@ -83,7 +83,7 @@ fn a_new_job_gets_its_service_workers_config_and_launcher_job_at_startup() {
         Some("training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker")
     );
     assert_eq!(
-        condition(&world, c::CREATED),
+        condition(&world, conditions::CREATED),
         (true, "MPIJobCreated".into())
     );
     assert_eq!(status.eto.phase, Some(JobPhase::Created));
@@ -131,7 +131,7 @@ fn discovery_follows_the_workers_through_the_launcher_pods_annotation() {
     );
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Running));
     assert_eq!(
-        condition(&world, c::RUNNING),
+        condition(&world, conditions::RUNNING),
         (true, "MPIJobRunning".into())
     );
     assert!(world.reconcile().is_empty());
@@ -149,7 +149,7 @@ fn a_launcher_started_with_pending_workers_is_not_below_its_minimum() {
     assert!(world.mpi_status().notice.is_none(), "{plan:#?}");
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Created));
     assert_eq!(
-        condition(&world, c::WORKERS_READY),
+        condition(&world, conditions::WORKERS_READY),
         (false, "WaitingForWorkers".into())
     );
 }
@@ -160,7 +160,7 @@ fn losing_workers_after_the_minimum_was_reached_suspends_the_job() {
     world.evict("pi-worker-0");
     world.reconcile();
     assert_eq!(
-        condition(&world, c::WORKERS_READY),
+        condition(&world, conditions::WORKERS_READY),
         (false, "BelowMinWorkers".into())
     );
     world.advance(31);
@@ -183,11 +183,11 @@ fn the_launcher_jobs_success_is_the_jobs() {
     assert_eq!(reasons(&plan), ["MPIJobSucceeded"]);
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Succeeded));
     assert_eq!(
-        condition(&world, c::SUCCEEDED),
+        condition(&world, conditions::SUCCEEDED),
         (true, "MPIJobSucceeded".into())
     );
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (true, "MPIJobSucceeded".into())
     );
     assert!(
@@ -230,7 +230,7 @@ fn a_failed_launcher_restarts_the_job_until_the_backoff_limit() {
     let plan = world.reconcile();
     assert_eq!(reasons(&plan), ["MPIJobFailed"]);
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Failed));
-    let (holds, reason) = condition(&world, c::FAILED);
+    let (holds, reason) = condition(&world, conditions::FAILED);
     assert!(holds);
     assert_eq!(reason, "MPIJobFailed");
 }
@@ -296,7 +296,7 @@ fn a_job_created_suspended_creates_nothing_and_starts_afresh_when_admitted() {
     let plan = world.reconcile();
     assert!(plan.apply.is_empty() && plan.create_ssh_secret.is_none());
     assert_eq!(
-        condition(&world, c::SUSPENDED),
+        condition(&world, conditions::SUSPENDED),
         (true, "MPIJobSuspended".into())
     );
     // Kueue admits the job: it writes a node selector into the templates and unsuspends it.
@@ -324,7 +324,7 @@ fn a_job_created_suspended_creates_nothing_and_starts_afresh_when_admitted() {
         ["MPIJobResumed", "WorkersCreated", "LauncherCreated"]
     );
     assert_eq!(
-        condition(&world, c::SUSPENDED),
+        condition(&world, conditions::SUSPENDED),
         (false, "MPIJobResumed".into())
     );
     let status = world.mpi_status();
@@ -376,11 +376,11 @@ fn suspending_a_running_job_removes_its_launcher_job_and_workers() {
     assert_eq!(plan.tallies.suspends, ["Suspended"]);
     assert!(world.pods.is_empty(), "{:?}", world.pods.keys());
     assert_eq!(
-        condition(&world, c::SUSPENDED),
+        condition(&world, conditions::SUSPENDED),
         (true, "MPIJobSuspended".into())
     );
     assert_eq!(
-        condition(&world, c::RUNNING),
+        condition(&world, conditions::RUNNING),
         (false, "MPIJobSuspended".into())
     );
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Suspended));
@@ -403,7 +403,7 @@ fn a_job_mpi_operator_started_is_left_alone_with_a_clear_condition() {
     assert!(plan.apply.is_empty() && plan.delete.is_empty() && plan.create_ssh_secret.is_none());
     assert_eq!(reasons(&plan), ["StartedByAnotherOperator"]);
     assert_eq!(
-        condition(&world, c::STALLED),
+        condition(&world, conditions::STALLED),
         (true, "StartedByAnotherOperator".into())
     );
     let status = world.mpi_job.as_ref().unwrap().status.clone().unwrap();
@@ -437,7 +437,7 @@ fn a_job_mpi_operator_finished_stays_finished() {
     assert!(plan.delete_job, "its time to live ran out long ago");
     assert_eq!(world.mpi_status().phase, Some(JobPhase::Succeeded));
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (true, "MPIJobSucceeded".into())
     );
     assert_eq!(
@@ -509,7 +509,7 @@ fn without_an_elastic_policy_kueues_suspend_deletes_the_pods_at_once_after_showi
     );
     assert!(world.pods.is_empty(), "{:?}", world.pods.keys());
     assert_eq!(
-        condition(&world, c::SUSPENDED),
+        condition(&world, conditions::SUSPENDED),
         (true, "MPIJobSuspended".into())
     );
 }

@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
@@ -362,7 +362,7 @@ fn a_job_training_operator_v1_started_is_left_as_it_is_and_one_it_finished_stays
     let stalled = status(&world)
         .conditions
         .into_iter()
-        .find(|c| c.type_ == c::STALLED)
+        .find(|c| c.type_ == conditions::STALLED)
         .and_then(|c| c.message)
         .unwrap_or_default();
     assert!(stalled.contains("training-operator v1"), "{stalled}");

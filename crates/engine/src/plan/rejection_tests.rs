@@ -3,7 +3,7 @@
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::training_job;
 use crate::testing::world::{World, pod_names, reasons};
 
@@ -52,10 +52,16 @@ fn a_new_job_whose_first_worker_is_rejected_creates_no_pod_and_says_why_once() {
         "no worker is the job's yet"
     );
     assert_eq!(status.next_worker_index, None, "no index is used up");
-    assert_eq!(world.condition(c::READY), (false, POD_REJECTED.into()));
-    assert_eq!(world.condition(c::STALLED), (true, POD_REJECTED.into()));
+    assert_eq!(
+        world.condition(conditions::READY),
+        (false, POD_REJECTED.into())
+    );
+    assert_eq!(
+        world.condition(conditions::STALLED),
+        (true, POD_REJECTED.into())
+    );
     assert!(
-        !c::is_true(&world.status().conditions, c::LAUNCHER_CREATED),
+        !conditions::is_true(&world.status().conditions, conditions::LAUNCHER_CREATED),
         "no launcher either"
     );
 
@@ -69,7 +75,7 @@ fn a_new_job_whose_first_worker_is_rejected_creates_no_pod_and_says_why_once() {
     let plan = world.reconcile();
     assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
     assert_eq!(reasons(&plan), ["WorkersCreated"]);
-    assert_eq!(world.condition(c::STALLED).0, false);
+    assert_eq!(world.condition(conditions::STALLED).0, false);
 }
 
 #[test]

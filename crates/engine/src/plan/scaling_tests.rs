@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::scaling::ScalerKind::{ScaleIn, ScaleOut};
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
@@ -38,7 +38,7 @@ fn phase(world: &World, name: &str) -> Option<ScalerPhase> {
 
 /// The reason and message of a request's condition of `type_`.
 fn scaler_condition(world: &World, name: &str, type_: &str) -> (String, String) {
-    let condition = c::find(&world.scaler(name).state.conditions, type_)
+    let condition = conditions::find(&world.scaler(name).state.conditions, type_)
         .unwrap_or_else(|| panic!("{name} has no {type_} condition"));
     (
         condition.reason.clone().unwrap_or_default(),
@@ -88,7 +88,7 @@ fn a_scale_out_adds_workers_under_new_names_and_succeeds_once_they_are_ready() {
         Some("ScaleOut:default/out")
     );
     assert_eq!(
-        scaler_condition(&world, "out", c::SCALING).0,
+        scaler_condition(&world, "out", conditions::SCALING).0,
         "ScalingStart"
     );
     assert_eq!(
@@ -122,7 +122,7 @@ fn a_scale_out_adds_workers_under_new_names_and_succeeds_once_they_are_ready() {
             "mnist-worker-3"
         ]
     );
-    let scaling = c::find(&world.status().conditions, c::SCALING).unwrap();
+    let scaling = conditions::find(&world.status().conditions, conditions::SCALING).unwrap();
     assert_eq!(scaling.reason.as_deref(), Some("ScaleSucceeded"));
 
     // Done for good: the next reconciles carry out nothing more.
@@ -293,7 +293,7 @@ fn requests_run_one_at_a_time_newest_first() {
     assert_eq!(phase(&world, "newer"), Some(ScalerPhase::Scaling));
     assert_eq!(phase(&world, "older"), Some(ScalerPhase::Created));
     assert_eq!(
-        scaler_condition(&world, "older", c::CREATED).1,
+        scaler_condition(&world, "older", conditions::CREATED).1,
         "waiting for ScaleOut:default/newer to finish"
     );
     world.ready("mnist-worker-2");
@@ -312,7 +312,7 @@ fn a_request_waits_until_its_job_runs() {
     world.reconcile();
     assert_eq!(phase(&world, "early"), Some(ScalerPhase::Created));
     assert_eq!(
-        scaler_condition(&world, "early", c::CREATED).1,
+        scaler_condition(&world, "early", conditions::CREATED).1,
         "waiting for TrainingJob mnist to run"
     );
     world.ready("mnist-worker-0");

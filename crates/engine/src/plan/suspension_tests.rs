@@ -8,7 +8,7 @@ use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, NOTICE_ANNOTATION, RUN_LABEL
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
@@ -37,7 +37,7 @@ fn shown(world: &World, name: &str) -> Option<Notice> {
 }
 
 fn suspended(world: &World) -> Option<(bool, String)> {
-    c::find(&world.status().conditions, c::SUSPENDED).map(|condition| {
+    conditions::find(&world.status().conditions, conditions::SUSPENDED).map(|condition| {
         (
             condition.status == ConditionStatus::True,
             condition.reason.clone().unwrap_or_default(),
@@ -110,7 +110,7 @@ fn a_job_below_its_minimum_for_long_enough_posts_a_checkpoint_notice_to_every_po
         Some(JobPhase::Running),
         "still training, checkpointing"
     );
-    let ready = c::find(&world.status().conditions, c::READY).unwrap();
+    let ready = conditions::find(&world.status().conditions, conditions::READY).unwrap();
     assert_eq!(ready.reason.as_deref(), Some("Suspending"));
     assert!(deleted_pods(&plan).is_empty());
 }
@@ -271,11 +271,11 @@ fn the_launcher_exiting_during_the_grace_period_is_part_of_the_suspend() {
             "{case}: no restart counted"
         );
         assert!(
-            c::find(&world.status().conditions, c::FAILED).is_none(),
+            conditions::find(&world.status().conditions, conditions::FAILED).is_none(),
             "{case}"
         );
         assert!(
-            c::find(&world.status().conditions, c::SUCCEEDED).is_none(),
+            conditions::find(&world.status().conditions, conditions::SUCCEEDED).is_none(),
             "{case}"
         );
         assert!(
@@ -480,7 +480,7 @@ fn max_wait_bounds_the_wait_for_workers_after_a_suspend_below_the_minimum() {
     world.reconcile();
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
     assert_eq!(
-        c::find(&world.status().conditions, c::FAILED)
+        conditions::find(&world.status().conditions, conditions::FAILED)
             .and_then(|f| f.reason.clone())
             .as_deref(),
         Some(WAITING_RESOURCE_TIMEOUT)
@@ -543,10 +543,13 @@ fn a_launcher_created_but_not_recorded_is_taken_as_created() {
     let mut status = world.status().clone();
     status
         .conditions
-        .retain(|condition| condition.type_ != c::LAUNCHER_CREATED);
+        .retain(|condition| condition.type_ != conditions::LAUNCHER_CREATED);
     world.job.status = Some(status);
     world.reconcile();
-    assert!(c::is_true(&world.status().conditions, c::LAUNCHER_CREATED));
+    assert!(conditions::is_true(
+        &world.status().conditions,
+        conditions::LAUNCHER_CREATED
+    ));
 
     // So a suspend and resume starts a new run that resumes from the checkpoint.
     world.job.spec.suspend = Some(true);
@@ -670,8 +673,11 @@ fn a_launcher_that_fails_soon_after_workers_are_lost_completes_a_suspend() {
                 "{case}"
             );
             assert_eq!(status.restart_count, 0, "{case}: no restart counted");
-            assert!(c::find(&status.conditions, c::FAILED).is_none(), "{case}");
-            let message = c::find(&status.conditions, c::SUSPENDED)
+            assert!(
+                conditions::find(&status.conditions, conditions::FAILED).is_none(),
+                "{case}"
+            );
+            let message = conditions::find(&status.conditions, conditions::SUSPENDED)
                 .and_then(|s| s.message.clone())
                 .unwrap();
             assert!(

@@ -7,13 +7,13 @@ use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use crate::kind::Kind;
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
 fn condition(world: &World, type_: &str) -> (bool, String) {
-    let condition = c::find(&world.status().conditions, type_)
+    let condition = conditions::find(&world.status().conditions, type_)
         .unwrap_or_else(|| panic!("no {type_} condition"));
     (
         condition.status == eto_api::common::ConditionStatus::True,
@@ -64,11 +64,11 @@ fn a_new_job_gets_its_supporting_objects_and_workers_but_no_launcher() {
         Some("training-job-name=mnist,training-job-role=worker")
     );
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (false, "WaitingForWorkers".into())
     );
     assert_eq!(
-        condition(&world, c::WORKERS_READY),
+        condition(&world, conditions::WORKERS_READY),
         (false, "WaitingForWorkers".into())
     );
 }
@@ -112,7 +112,7 @@ fn the_launcher_waits_until_min_replicas_workers_are_ready() {
         Some("mnist-worker-0.mnist-workers:1\nmnist-worker-1.mnist-workers:1\n")
     );
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (false, "LauncherPending".into())
     );
     assert_eq!(world.status().phase, Some(JobPhase::Created));
@@ -145,11 +145,11 @@ fn a_running_launcher_makes_the_job_running_once() {
     assert_eq!(reasons(&plan), ["TrainingJobRunning"]);
     assert_eq!(world.status().phase, Some(JobPhase::Running));
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (true, "TrainingJobRunning".into())
     );
     assert_eq!(
-        condition(&world, c::RUNNING),
+        condition(&world, conditions::RUNNING),
         (true, "TrainingJobRunning".into())
     );
     assert_eq!(
@@ -292,7 +292,7 @@ fn launcher_success_applies_the_clean_pod_policy() {
         assert!(world.status().completion_time.is_some());
         assert_eq!(reasons(&plan), ["TrainingJobSucceeded"]);
         assert_eq!(
-            condition(&world, c::READY),
+            condition(&world, conditions::READY),
             (true, "TrainingJobSucceeded".into())
         );
         let expected: Vec<String> = if workers_deleted {
@@ -329,11 +329,11 @@ fn launcher_failure_fails_the_job_under_never() {
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
     assert_eq!(reasons(&plan), ["TrainingJobFailed"]);
     assert_eq!(
-        condition(&world, c::STALLED),
+        condition(&world, conditions::STALLED),
         (true, "TrainingJobFailed".into())
     );
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (false, "TrainingJobFailed".into())
     );
 }
@@ -396,7 +396,7 @@ fn launcher_failure_restarts_the_job_until_the_backoff_limit() {
     world.reconcile();
     assert_eq!(world.status().phase, Some(JobPhase::Running));
     assert_eq!(
-        condition(&world, c::RESTARTING),
+        condition(&world, conditions::RESTARTING),
         (false, "RestartDone".into())
     );
 
@@ -433,7 +433,7 @@ fn a_restarted_job_is_restarting_until_the_earlier_runs_pods_are_gone() {
     assert_eq!(world.status().phase, Some(JobPhase::Restarting));
     assert!(pod_names(&plan).is_empty(), "{:?}", pod_names(&plan));
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (false, "TrainingJobRestarting".into())
     );
 
@@ -443,7 +443,7 @@ fn a_restarted_job_is_restarting_until_the_earlier_runs_pods_are_gone() {
     assert_eq!(pod_names(&plan), ["mnist-launcher"]);
     assert_eq!(world.status().phase, Some(JobPhase::Created));
     assert_eq!(
-        condition(&world, c::RESTARTING),
+        condition(&world, conditions::RESTARTING),
         (false, "RestartDone".into())
     );
 }
@@ -462,7 +462,7 @@ fn the_active_deadline_fails_the_job_and_stops_its_pods() {
     let plan = world.reconcile();
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
     assert_eq!(
-        condition(&world, c::FAILED),
+        condition(&world, conditions::FAILED),
         (true, "DeadlineExceeded".into())
     );
     assert_eq!(
@@ -500,14 +500,23 @@ fn an_invalid_spec_creates_nothing_reports_once_and_recovers_when_fixed() {
         "{}",
         plan.events[0].note
     );
-    assert_eq!(condition(&world, c::READY), (false, "InvalidSpec".into()));
-    assert_eq!(condition(&world, c::STALLED), (true, "InvalidSpec".into()));
+    assert_eq!(
+        condition(&world, conditions::READY),
+        (false, "InvalidSpec".into())
+    );
+    assert_eq!(
+        condition(&world, conditions::STALLED),
+        (true, "InvalidSpec".into())
+    );
     assert!(world.reconcile().is_empty(), "reported once");
 
     world.job.spec.et_replica_specs.worker.min_replicas = Some(1);
     let plan = world.reconcile();
     assert_eq!(pod_names(&plan), ["mnist-worker-0", "mnist-worker-1"]);
-    assert_eq!(condition(&world, c::STALLED), (false, "Progressing".into()));
+    assert_eq!(
+        condition(&world, conditions::STALLED),
+        (false, "Progressing".into())
+    );
 }
 
 #[test]
@@ -519,7 +528,7 @@ fn an_undecodable_job_gets_a_condition_naming_the_field() {
     let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
     let plan = plan_undecodable(Kind::TrainingJob, &ObjectMeta::default(), None, &error, now);
     let status = plan.status.unwrap();
-    let ready = c::find(&status.conditions, c::READY).unwrap();
+    let ready = conditions::find(&status.conditions, conditions::READY).unwrap();
     assert_eq!(ready.reason.as_deref(), Some("InvalidSpec"));
     assert!(
         ready
@@ -550,7 +559,7 @@ fn a_missing_provided_ssh_secret_holds_the_pods_back() {
     );
     assert_eq!(reasons(&plan), ["SSHSecretNotFound"]);
     assert_eq!(
-        condition(&world, c::READY),
+        condition(&world, conditions::READY),
         (false, "SSHSecretNotFound".into())
     );
     assert!(world.reconcile().is_empty());
@@ -593,9 +602,15 @@ fn a_taken_name_is_neither_written_nor_built_on_and_the_job_says_so_once() {
         assert_eq!(secret.is_none(), held.kind == "Secret", "{what}");
         assert!(pod_names(&plan).is_empty(), "no pod while {what} is taken");
         assert_eq!(reasons(&plan), ["NameTaken"], "{what}");
-        assert_eq!(condition(&world, c::STALLED), (true, "NameTaken".into()));
-        assert_eq!(condition(&world, c::READY), (false, "NameTaken".into()));
-        let message = c::find(&world.status().conditions, c::STALLED)
+        assert_eq!(
+            condition(&world, conditions::STALLED),
+            (true, "NameTaken".into())
+        );
+        assert_eq!(
+            condition(&world, conditions::READY),
+            (false, "NameTaken".into())
+        );
+        let message = conditions::find(&world.status().conditions, conditions::STALLED)
             .and_then(|s| s.message.clone())
             .unwrap_or_default();
         assert!(
@@ -614,7 +629,10 @@ fn a_taken_name_is_neither_written_nor_built_on_and_the_job_says_so_once() {
             ["mnist-worker-0", "mnist-worker-1"],
             "{what}"
         );
-        assert_eq!(condition(&world, c::STALLED), (false, "Progressing".into()));
+        assert_eq!(
+            condition(&world, conditions::STALLED),
+            (false, "Progressing".into())
+        );
     }
 }
 
@@ -627,7 +645,10 @@ fn a_running_job_that_finds_a_name_taken_keeps_its_pods_and_creates_none() {
     assert!(pod_names(&plan).is_empty(), "{:?}", pod_names(&plan));
     assert!(deleted_pods(&plan).is_empty());
     assert!(world.pods.contains_key("mnist-launcher"));
-    assert_eq!(condition(&world, c::STALLED), (true, "NameTaken".into()));
+    assert_eq!(
+        condition(&world, conditions::STALLED),
+        (true, "NameTaken".into())
+    );
 }
 
 #[test]
@@ -817,10 +838,10 @@ fn a_job_short_of_min_workers_fails_when_max_wait_runs_out() {
     let plan = world.reconcile();
     assert_eq!(world.status().phase, Some(JobPhase::Failed));
     assert_eq!(
-        condition(&world, c::FAILED),
+        condition(&world, conditions::FAILED),
         (true, WAITING_RESOURCE_TIMEOUT.into())
     );
-    let message = c::find(&world.status().conditions, c::FAILED)
+    let message = conditions::find(&world.status().conditions, conditions::FAILED)
         .and_then(|f| f.message.clone())
         .unwrap();
     assert!(
@@ -887,7 +908,7 @@ fn the_wait_starts_again_with_each_run() {
     world.advance(1);
     world.reconcile();
     assert_eq!(
-        condition(&world, c::FAILED),
+        condition(&world, conditions::FAILED),
         (true, WAITING_RESOURCE_TIMEOUT.into())
     );
 }

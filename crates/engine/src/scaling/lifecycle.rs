@@ -5,7 +5,7 @@ use eto_api::common::ScalerPhase;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
-use crate::conditions::{self as c, Observation};
+use crate::conditions::{self, Observation};
 use crate::loss::Loss;
 use crate::{names, pods};
 
@@ -26,7 +26,7 @@ impl<'a> Transition<'a> {
     }
 
     fn condition(mut self, type_: &str, holds: bool, reason: &str, message: &str) -> Self {
-        c::set(
+        conditions::set(
             &mut self.state.conditions,
             type_,
             Observation {
@@ -41,15 +41,20 @@ impl<'a> Transition<'a> {
     }
 
     fn queued(self, message: &str) -> ScalerUpdate {
-        let mut transition = self.condition(c::CREATED, true, "Queued", message);
+        let mut transition = self.condition(conditions::CREATED, true, "Queued", message);
         transition.state.phase = Some(ScalerPhase::Created);
         transition.done()
     }
 
     fn started(self, pods: Vec<String>, message: &str) -> ScalerUpdate {
         let mut transition = self
-            .condition(c::CREATED, true, "Started", "the request is carried out")
-            .condition(c::SCALING, true, "ScalingStart", message);
+            .condition(
+                conditions::CREATED,
+                true,
+                "Started",
+                "the request is carried out",
+            )
+            .condition(conditions::SCALING, true, "ScalingStart", message);
         transition.state.phase = Some(ScalerPhase::Scaling);
         transition.state.start_time = Some(Time(transition.now));
         transition.state.pods = pods;
@@ -63,8 +68,8 @@ impl<'a> Transition<'a> {
             (SCALE_FAILED, ScalerPhase::Failed)
         };
         let mut transition = self.condition(type_, true, reason, message);
-        if c::find(&transition.state.conditions, c::SCALING).is_some() {
-            transition = transition.condition(c::SCALING, false, reason, message);
+        if conditions::find(&transition.state.conditions, conditions::SCALING).is_some() {
+            transition = transition.condition(conditions::SCALING, false, reason, message);
         }
         transition.state.phase = Some(phase);
         transition.state.completion_time = Some(Time(transition.now));

@@ -4,7 +4,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::conditions as c;
+use crate::conditions;
 use eto_api::common::ScalerPhase;
 
 fn at(seconds: i64) -> jiff::Timestamp {
@@ -105,7 +105,8 @@ fn orphan_at(
     let message = orphaned.map(|orphaned| {
         let state = orphaned.update.status.expect("a status").state();
         assert_eq!(state.phase, Some(ScalerPhase::Failed));
-        let condition = c::find(&state.conditions, SCALE_FAILED).and_then(|c| c.message.clone());
+        let condition =
+            conditions::find(&state.conditions, SCALE_FAILED).and_then(|c| c.message.clone());
         assert_eq!(condition.as_ref(), Some(&orphaned.message));
         orphaned.message
     });

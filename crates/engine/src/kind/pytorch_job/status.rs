@@ -16,18 +16,18 @@ use eto_api::common::{ConditionStatus, JobCondition};
 use eto_api::pytorch_job::{PyTorchReplicaType, RendezvousStatus};
 
 use super::{JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, REPLICA_TYPE_LABEL, type_label};
-use crate::conditions as c;
+use crate::conditions;
 use crate::kind::kubeflow_status::{counts_from_engine, eto_from_engine, kubeflow_to_engine};
 
 /// v1's condition types, in the order that breaks ties between conditions changed at the same
 /// moment: the later one is what the job is now.
 const V1_TYPES: [&str; 6] = [
-    c::CREATED,
-    c::RUNNING,
-    c::RESTARTING,
-    c::SUSPENDED,
-    c::SUCCEEDED,
-    c::FAILED,
+    conditions::CREATED,
+    conditions::RUNNING,
+    conditions::RESTARTING,
+    conditions::SUSPENDED,
+    conditions::SUCCEEDED,
+    conditions::FAILED,
 ];
 
 /// `status` in the engine's shape.

@@ -31,7 +31,7 @@
 //! a run cannot go on without its launcher.
 
 use super::{Launcher, Run};
-use crate::conditions as c;
+use crate::conditions;
 use crate::kind::LauncherObject;
 use crate::{node_warnings, pods};
 
@@ -110,7 +110,11 @@ impl Run<'_, '_> {
                 }
                 _ => return false,
             },
-            None if c::is_true(&self.planner.status.conditions, c::LAUNCHER_CREATED) => {
+            None if conditions::is_true(
+                &self.planner.status.conditions,
+                conditions::LAUNCHER_CREATED,
+            ) =>
+            {
                 format!("its launcher {name} disappeared (deleted, or gone with its node)")
             }
             None => return false,

@@ -1,10 +1,10 @@
 //! Where a job's current run stands, as one value.
 //!
 //! [`RunState::of`] derives it once per reconcile from the status the last reconcile wrote;
-//! every rule of the run asks it, rather than reading conditions back. A rule that moves the
-//! run to another state ([`super::Run::enter`]) sets it for the rest of the reconcile, and the
-//! conditions and events that report the move are written by that transition: they are its
-//! output, never its input.
+//! every rule of the run asks it, rather than reading conditions back. A run changes state in
+//! one function, [`RunState::step`], from what a rule of the reconcile found ([`Fact`]); the
+//! conditions and events that report the move are written by that rule: they are its output,
+//! never its input. The phase is a mapping of the state ([`RunState::phase`]).
 //!
 //! # States and transitions
 //!
@@ -45,12 +45,13 @@
 //!   `Never` policy or `activeDeadlineSeconds` lead (the phase `Succeeded` or `Failed`). It is
 //!   terminal: a finished job only applies its `cleanPodPolicy` and `ttlSecondsAfterFinished`.
 
-use crate::status::JobStatus;
 use eto_api::common::ConditionStatus;
 use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 
+use crate::status::JobStatus;
+
 use super::suspension::{BELOW_MIN_WORKERS, resumes_by_itself};
-use crate::conditions as c;
+use crate::conditions;
 
 /// Where a job's current run stands (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +102,36 @@ pub(crate) enum RunState {
     },
 }
 
+/// What a rule of the reconcile found that moves the run (see [`RunState::step`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Fact {
+    /// A new run starts (a restart, a resume) and waits for its minimum, or a suspended run's
+    /// new run got its launcher.
+    RunStarted,
+    /// The `Suspend` notice went out to the run's pods.
+    NoticeOut(Notice),
+    /// The run lost what it trains with and is suspended: it resumes by itself, for `reason`.
+    SuspendedAfterLoss {
+        /// The reason of the suspend.
+        reason: String,
+    },
+    /// The spec suspended the job.
+    SuspendedBySpec {
+        /// Whether a launcher ever ran.
+        ran: bool,
+    },
+    /// The run's ready workers, counted at the end of a reconcile.
+    Counted {
+        /// Whether the minimum is ready.
+        minimum_ready: bool,
+        /// Whether the run has had its minimum (or was told to checkpoint), so that fewer is a
+        /// drop below it.
+        had_minimum: bool,
+        /// When they were counted.
+        now: jiff::Timestamp,
+    },
+}
+
 /// What the status cannot tell about the run, observed from its objects.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Seen {
@@ -128,7 +159,7 @@ impl RunState {
             return Self::Suspending(notice.clone());
         }
         let conditions = &status.conditions;
-        if let Some(suspended) = c::find(conditions, c::SUSPENDED)
+        if let Some(suspended) = conditions::find(conditions, conditions::SUSPENDED)
             .filter(|condition| condition.status == ConditionStatus::True)
         {
             return if let Some(reason) =
@@ -139,11 +170,11 @@ impl RunState {
                 }
             } else {
                 Self::SuspendedBySpec {
-                    ran: c::find(conditions, c::LAUNCHER_CREATED).is_some(),
+                    ran: conditions::find(conditions, conditions::LAUNCHER_CREATED).is_some(),
                 }
             };
         }
-        let progress = match c::find(conditions, c::WORKERS_READY) {
+        let progress = match conditions::find(conditions, conditions::WORKERS_READY) {
             Some(ready) if ready.status == ConditionStatus::True => Self::AtMinimum,
             Some(ready)
                 if ready.reason.as_deref() == Some(BELOW_MIN_WORKERS) || seen.launcher_waited =>
@@ -159,6 +190,46 @@ impl RunState {
             _ => Self::WaitingForMinimum,
         };
         progress.restarting_if(seen.earlier_run_remains)
+    }
+
+    /// The state after `fact`, inside [`RunState::Restarting`] while `earlier_run_remains`.
+    /// A finished run stays finished, and so does a suspended or suspending one for the
+    /// workers counted: counting moves only a run towards or at its minimum.
+    pub(crate) fn step(self, fact: Fact, earlier_run_remains: bool) -> Self {
+        let next = match fact {
+            _ if matches!(self, Self::Finished { .. }) => return self,
+            Fact::RunStarted => Self::WaitingForMinimum,
+            Fact::NoticeOut(notice) => Self::Suspending(notice),
+            Fact::SuspendedAfterLoss { reason } => Self::SuspendedAfterLoss { reason },
+            Fact::SuspendedBySpec { ran } => Self::SuspendedBySpec { ran },
+            Fact::Counted {
+                minimum_ready,
+                had_minimum,
+                now,
+            } => match self.current_run() {
+                Self::Suspending(_) | Self::SuspendedAfterLoss { .. } => return self,
+                Self::SuspendedBySpec { .. } => return self,
+                _ if minimum_ready => Self::AtMinimum,
+                Self::BelowMinimum { since } => Self::BelowMinimum { since: *since },
+                _ if had_minimum => Self::BelowMinimum { since: now },
+                _ => Self::WaitingForMinimum,
+            },
+        };
+        next.restarting_if(earlier_run_remains)
+    }
+
+    /// The job's phase in this state, while its training runs (`training`) and a request
+    /// scales it (`scaling`) or not.
+    pub(crate) fn phase(&self, training: bool, scaling: bool) -> JobPhase {
+        match self {
+            Self::Finished { succeeded: true } => JobPhase::Succeeded,
+            Self::Finished { succeeded: false } => JobPhase::Failed,
+            Self::SuspendedAfterLoss { .. } | Self::SuspendedBySpec { .. } => JobPhase::Suspended,
+            Self::Restarting { .. } => JobPhase::Restarting,
+            _ if training && scaling => JobPhase::Scaling,
+            _ if training => JobPhase::Running,
+            _ => JobPhase::Created,
+        }
     }
 
     /// `self` inside [`RunState::Restarting`] when `earlier_run_remains` and `self` is one of
@@ -258,7 +329,11 @@ mod tests {
             (status(vec![], None), true, RunState::AtMinimum),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, false, "WaitingForWorkers")],
+                    vec![condition(
+                        conditions::WORKERS_READY,
+                        false,
+                        "WaitingForWorkers",
+                    )],
                     None,
                 ),
                 false,
@@ -266,7 +341,7 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, true, "WorkersReady")],
+                    vec![condition(conditions::WORKERS_READY, true, "WorkersReady")],
                     None,
                 ),
                 false,
@@ -274,7 +349,11 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, false, BELOW_MIN_WORKERS)],
+                    vec![condition(
+                        conditions::WORKERS_READY,
+                        false,
+                        BELOW_MIN_WORKERS,
+                    )],
                     None,
                 ),
                 false,
@@ -282,7 +361,11 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, false, "WaitingForWorkers")],
+                    vec![condition(
+                        conditions::WORKERS_READY,
+                        false,
+                        "WaitingForWorkers",
+                    )],
                     None,
                 ),
                 true,
@@ -290,7 +373,11 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, false, BELOW_MIN_WORKERS)],
+                    vec![condition(
+                        conditions::WORKERS_READY,
+                        false,
+                        BELOW_MIN_WORKERS,
+                    )],
                     Some(notice(NoticeKind::Suspend)),
                 ),
                 true,
@@ -302,22 +389,28 @@ mod tests {
                 RunState::WaitingForMinimum,
             ),
             (
-                status(vec![condition(c::SUSPENDED, true, BELOW_MIN_WORKERS)], None),
+                status(
+                    vec![condition(conditions::SUSPENDED, true, BELOW_MIN_WORKERS)],
+                    None,
+                ),
                 false,
                 RunState::SuspendedAfterLoss {
                     reason: BELOW_MIN_WORKERS.into(),
                 },
             ),
             (
-                status(vec![condition(c::SUSPENDED, true, "Suspended")], None),
+                status(
+                    vec![condition(conditions::SUSPENDED, true, "Suspended")],
+                    None,
+                ),
                 false,
                 RunState::SuspendedBySpec { ran: false },
             ),
             (
                 status(
                     vec![
-                        condition(c::SUSPENDED, true, "Suspended"),
-                        condition(c::LAUNCHER_CREATED, false, "Suspended"),
+                        condition(conditions::SUSPENDED, true, "Suspended"),
+                        condition(conditions::LAUNCHER_CREATED, false, "Suspended"),
                     ],
                     None,
                 ),
@@ -325,7 +418,10 @@ mod tests {
                 RunState::SuspendedBySpec { ran: true },
             ),
             (
-                status(vec![condition(c::SUSPENDED, false, "Resumed")], None),
+                status(
+                    vec![condition(conditions::SUSPENDED, false, "Resumed")],
+                    None,
+                ),
                 false,
                 RunState::WaitingForMinimum,
             ),
@@ -361,20 +457,27 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, true, "WorkersReady")],
+                    vec![condition(conditions::WORKERS_READY, true, "WorkersReady")],
                     Some(JobPhase::Restarting),
                 ),
                 restarting(RunState::AtMinimum),
             ),
             (
                 status(
-                    vec![condition(c::WORKERS_READY, false, BELOW_MIN_WORKERS)],
+                    vec![condition(
+                        conditions::WORKERS_READY,
+                        false,
+                        BELOW_MIN_WORKERS,
+                    )],
                     None,
                 ),
                 restarting(RunState::BelowMinimum { since: at(7) }),
             ),
             (
-                status(vec![condition(c::SUSPENDED, true, BELOW_MIN_WORKERS)], None),
+                status(
+                    vec![condition(conditions::SUSPENDED, true, BELOW_MIN_WORKERS)],
+                    None,
+                ),
                 RunState::SuspendedAfterLoss {
                     reason: BELOW_MIN_WORKERS.into(),
                 },
@@ -385,7 +488,7 @@ mod tests {
             ),
             (
                 status(
-                    vec![condition(c::SUSPENDED, true, "Suspended")],
+                    vec![condition(conditions::SUSPENDED, true, "Suspended")],
                     Some(JobPhase::Failed),
                 ),
                 RunState::Finished { succeeded: false },
@@ -408,5 +511,164 @@ mod tests {
             RunState::WaitingForMinimum.restarting_if(false),
             RunState::WaitingForMinimum
         );
+    }
+
+    #[test]
+    fn a_run_moves_in_one_function_from_what_a_reconcile_found() {
+        use RunState::{AtMinimum, BelowMinimum, Finished, Suspending, WaitingForMinimum};
+        let counted = |minimum_ready, had_minimum| Fact::Counted {
+            minimum_ready,
+            had_minimum,
+            now: at(9),
+        };
+        let restarting = |new_run: RunState| RunState::Restarting {
+            new_run: Box::new(new_run),
+        };
+        let suspending = || Suspending(notice(NoticeKind::Suspend));
+        let after_loss = || RunState::SuspendedAfterLoss {
+            reason: BELOW_MIN_WORKERS.into(),
+        };
+        let by_spec = RunState::SuspendedBySpec { ran: true };
+        // (state, fact, an earlier run's pods remain, next state)
+        let cases = [
+            (
+                WaitingForMinimum,
+                counted(false, false),
+                false,
+                WaitingForMinimum,
+            ),
+            (WaitingForMinimum, counted(true, false), false, AtMinimum),
+            (
+                AtMinimum,
+                counted(false, true),
+                false,
+                BelowMinimum { since: at(9) },
+            ),
+            (
+                BelowMinimum { since: at(7) },
+                counted(false, true),
+                false,
+                BelowMinimum { since: at(7) },
+            ),
+            (
+                BelowMinimum { since: at(7) },
+                counted(true, true),
+                false,
+                AtMinimum,
+            ),
+            // Its launcher waited for the minimum and runs: it had it.
+            (
+                WaitingForMinimum,
+                counted(false, true),
+                false,
+                BelowMinimum { since: at(9) },
+            ),
+            (
+                restarting(AtMinimum),
+                counted(false, true),
+                true,
+                restarting(BelowMinimum { since: at(9) }),
+            ),
+            (restarting(AtMinimum), counted(true, true), false, AtMinimum),
+            // Counting moves only a run towards or at its minimum.
+            (suspending(), counted(true, true), false, suspending()),
+            (after_loss(), counted(true, true), true, after_loss()),
+            (by_spec.clone(), counted(true, true), false, by_spec.clone()),
+            (
+                AtMinimum,
+                Fact::NoticeOut(notice(NoticeKind::Suspend)),
+                false,
+                suspending(),
+            ),
+            (
+                suspending(),
+                Fact::SuspendedAfterLoss {
+                    reason: BELOW_MIN_WORKERS.into(),
+                },
+                true,
+                after_loss(),
+            ),
+            (
+                restarting(AtMinimum),
+                Fact::SuspendedBySpec { ran: true },
+                true,
+                by_spec.clone(),
+            ),
+            (
+                after_loss(),
+                Fact::RunStarted,
+                true,
+                restarting(WaitingForMinimum),
+            ),
+            (by_spec, Fact::RunStarted, false, WaitingForMinimum),
+            (
+                Finished { succeeded: true },
+                Fact::RunStarted,
+                false,
+                Finished { succeeded: true },
+            ),
+        ];
+        for (index, (state, fact, earlier_run_remains, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                state.step(fact, earlier_run_remains),
+                expected,
+                "case {index}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_phase_is_a_mapping_of_the_state() {
+        let restarting = RunState::Restarting {
+            new_run: Box::new(RunState::AtMinimum),
+        };
+        // (state, training, scaling, phase)
+        let cases = [
+            (RunState::WaitingForMinimum, false, false, JobPhase::Created),
+            (RunState::AtMinimum, true, false, JobPhase::Running),
+            (RunState::AtMinimum, true, true, JobPhase::Scaling),
+            (
+                RunState::BelowMinimum { since: at(7) },
+                true,
+                false,
+                JobPhase::Running,
+            ),
+            (
+                RunState::Suspending(notice(NoticeKind::Suspend)),
+                true,
+                false,
+                JobPhase::Running,
+            ),
+            (restarting, true, false, JobPhase::Restarting),
+            (
+                RunState::SuspendedAfterLoss {
+                    reason: BELOW_MIN_WORKERS.into(),
+                },
+                false,
+                false,
+                JobPhase::Suspended,
+            ),
+            (
+                RunState::SuspendedBySpec { ran: false },
+                false,
+                false,
+                JobPhase::Suspended,
+            ),
+            (
+                RunState::Finished { succeeded: true },
+                false,
+                false,
+                JobPhase::Succeeded,
+            ),
+            (
+                RunState::Finished { succeeded: false },
+                false,
+                false,
+                JobPhase::Failed,
+            ),
+        ];
+        for (index, (state, training, scaling, phase)) in cases.into_iter().enumerate() {
+            assert_eq!(state.phase(training, scaling), phase, "case {index}");
+        }
     }
 }

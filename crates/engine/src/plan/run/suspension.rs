@@ -61,8 +61,8 @@ use eto_api::job_status::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Counts, Launcher, Run, RunState, WAITING_FOR_WORKERS, current_run};
-use crate::conditions as c;
+use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS, current_run};
+use crate::conditions;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
 use crate::plan::{Child, ChildKind};
@@ -331,7 +331,7 @@ impl Run<'_, '_> {
         self.planner
             .event(false, "CheckpointNotice", "Suspend", message);
         self.set_notice(Some(notice.clone()));
-        self.enter(RunState::Suspending(notice));
+        self.step(Fact::NoticeOut(notice));
         self.planner.requeue_at(deadline);
         true
     }
@@ -371,7 +371,7 @@ impl Run<'_, '_> {
         }
         self.planner.requeue_at(deadline);
         self.planner
-            .condition(c::READY, false, "Suspending", &notice.message);
+            .condition(conditions::READY, false, "Suspending", &notice.message);
         true
     }
 
@@ -490,15 +490,15 @@ impl Run<'_, '_> {
             kind.suspended_reason()
         };
         let planner = &mut *self.planner;
-        planner.condition(c::SUSPENDED, true, reason, &message);
+        planner.condition(conditions::SUSPENDED, true, reason, &message);
         // Whether the job had a launcher is kept: a job that never ran starts afresh when it
         // is unsuspended, with nothing to resume.
-        for type_ in [c::LAUNCHER_CREATED, c::RUNNING] {
-            if c::find(&planner.status.conditions, type_).is_some() {
+        for type_ in [conditions::LAUNCHER_CREATED, conditions::RUNNING] {
+            if conditions::find(&planner.status.conditions, type_).is_some() {
                 planner.condition(type_, false, reason, &message);
             }
         }
-        planner.condition(c::READY, false, reason, &message);
+        planner.condition(conditions::READY, false, reason, &message);
         planner.status.phase = Some(JobPhase::Suspended);
         planner.status.target_workers.clear();
         planner.status.current_workers.clear();
@@ -512,15 +512,16 @@ impl Run<'_, '_> {
                 ..workers.clone()
             };
         }
-        let ran = c::find(&planner.status.conditions, c::LAUNCHER_CREATED).is_some();
+        let ran =
+            conditions::find(&planner.status.conditions, conditions::LAUNCHER_CREATED).is_some();
         self.set_notice(None);
         if after_loss {
             self.new_run(reason);
-            self.enter(RunState::SuspendedAfterLoss {
+            self.step(Fact::SuspendedAfterLoss {
                 reason: reason.to_string(),
             });
         } else {
-            self.enter(RunState::SuspendedBySpec { ran });
+            self.step(Fact::SuspendedBySpec { ran });
         }
     }
 
@@ -540,7 +541,7 @@ impl Run<'_, '_> {
                 "starts"
             }
         );
-        planner.condition(c::READY, false, kind.suspended_reason(), &message);
+        planner.condition(conditions::READY, false, kind.suspended_reason(), &message);
         let idle = scaling::JobSide::idle(self.job.name(), self.job.job.uid(), planner.now);
         planner.scaling(scaling::step(&idle, self.observed.scalers));
     }
@@ -561,11 +562,16 @@ impl Run<'_, '_> {
         } else {
             "unsuspended: the job starts"
         };
-        self.enter(RunState::WaitingForMinimum);
+        self.step(Fact::RunStarted);
         let planner = &mut *self.planner;
-        planner.condition(c::SUSPENDED, false, kind.resumed_reason(), message);
+        planner.condition(conditions::SUSPENDED, false, kind.resumed_reason(), message);
         if ran {
-            planner.condition(c::LAUNCHER_CREATED, false, kind.resumed_reason(), message);
+            planner.condition(
+                conditions::LAUNCHER_CREATED,
+                false,
+                kind.resumed_reason(),
+                message,
+            );
         } else {
             // The workers it had were deleted with the suspend: it asks for them afresh.
             planner.status.target_workers.clear();
@@ -586,7 +592,7 @@ impl Run<'_, '_> {
         let RunState::SuspendedAfterLoss { reason } = self.state.clone() else {
             return;
         };
-        self.enter(RunState::WaitingForMinimum);
+        self.step(Fact::RunStarted);
         let name = self.name().to_string();
         let planner = &mut *self.planner;
         let message = format!(
@@ -600,7 +606,12 @@ impl Run<'_, '_> {
         );
         let kind = planner.kind;
         planner.plan.tallies.resumes.push(reason);
-        planner.condition(c::SUSPENDED, false, kind.resumed_reason(), &message);
+        planner.condition(
+            conditions::SUSPENDED,
+            false,
+            kind.resumed_reason(),
+            &message,
+        );
         planner.status.start_time = Some(Time(planner.now));
         planner.event(
             false,
@@ -633,7 +644,7 @@ impl Run<'_, '_> {
         status.target_workers.clear();
         status.workers = None;
         self.planner.condition(
-            c::WORKERS_READY,
+            conditions::WORKERS_READY,
             false,
             WAITING_FOR_WORKERS,
             "a new run starts with new workers",

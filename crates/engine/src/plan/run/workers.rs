@@ -1,5 +1,5 @@
 //! The workers of a run: losses, replacements, requests, resizes, drains, node cooldowns. The
-//! rules each follows live in their own modules: [`crate::workers`] decides the target,
+//! rules each follows live in their own modules: [`crate::target_workers`] decides the target,
 //! [`crate::blacklist`] records losses and keeps indices unused, [`crate::cooldown`] and
 //! [`crate::drain`] their parts; this module applies them to the run.
 
@@ -13,13 +13,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::super::{Child, WORKER_LOST, replica_statuses};
 use super::{Run, RunState};
-use crate::conditions as c;
+use crate::conditions;
 use crate::discovery::Host;
 use crate::kind::WorkerNames;
 use crate::kind::pytorch_job::store_report::StoreReport;
 use crate::loss::Loss;
 use crate::scaling;
-use crate::workers::{self, WorkerInput};
+use crate::target_workers::{self, WorkerInput};
 use crate::{blacklist, cooldown, drain, joining, names, node_warnings, pods, regroup};
 
 /// The number of workers a job holds to.
@@ -90,7 +90,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|d| names::worker_index(&name, &d.pod))
             .collect();
         // Workers lost to a node's warning that was withdrawn while they run (see
-        // crate::workers).
+        // crate::target_workers).
         let returning: BTreeSet<u32> = self
             .planner
             .old
@@ -142,7 +142,7 @@ impl<'o> Run<'_, 'o> {
         } else {
             spec.worker_restart_policy
         };
-        let decision = workers::decide(&WorkerInput {
+        let decision = target_workers::decide(&WorkerInput {
             policy,
             desired: desired.now,
             previous_desired: desired.previous,
@@ -201,7 +201,7 @@ impl<'o> Run<'_, 'o> {
                     lost.loss.describe()
                 ),
             );
-            // A loss to a node's warning says so: the worker may return (see crate::workers).
+            // A loss to a node's warning says so: the worker may return (see crate::target_workers).
             let reason = pod
                 .and_then(|p| pods::disruption_reason(p))
                 .filter(|reason| *reason == node_warnings::NODE_WARNING)
@@ -403,7 +403,7 @@ impl<'o> Run<'_, 'o> {
         );
         if !decision.target.is_empty() {
             self.planner.condition(
-                c::WORKERS_CREATED,
+                conditions::WORKERS_CREATED,
                 true,
                 &self.job.kind().reason("WorkerCreated"),
                 &format!("{} workers created", decision.target.len()),

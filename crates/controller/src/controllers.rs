@@ -27,11 +27,11 @@ use crate::caches::{self, Caches, served};
 use crate::context::GangSettings;
 use crate::context::{Clock, Context};
 use crate::events::EventPublisher;
+use crate::first_lists::Listed;
 use crate::freshness::CACHE_WAIT;
-use crate::listed::Listed;
 use crate::metrics::Metrics;
 use crate::reconcile::{RECONCILE_TIMEOUT, error_policy, reconcile};
-use crate::requests::{self, Requests};
+use crate::scale_requests::{self, Requests};
 use crate::scope::Scope;
 use crate::shutdown::{InFlight, SHUTDOWN_GRACE};
 use crate::watches::Watches;
@@ -57,7 +57,7 @@ pub struct Settings {
     /// The gang scheduler every job gets a PodGroup of; none by default.
     pub gang: Option<GangScheduler>,
     /// How eto reaches pods through the API server's pod proxy, for the `kubeai` SDK's stop
-    /// signal (see [`crate::kubeai`]): the configuration of the operator's client, from which
+    /// signal (see [`crate::kubeai_stop`]): the configuration of the operator's client, from which
     /// a client that does not retry is made (a `503` of the pod proxy is the pod's answer).
     /// `None` sends no stop signals.
     pub pod_proxy: Option<kube::Config>,
@@ -414,9 +414,9 @@ fn start_controllers(
                 .graceful_shutdown_on(shutdown.clone())
                 .run(
                     move |request, requests| {
-                        in_flight.track(requests::reconcile(request, requests))
+                        in_flight.track(scale_requests::reconcile(request, requests))
                     },
-                    requests::error_policy,
+                    scale_requests::error_policy,
                     requests,
                 )
                 .for_each(log_result)

@@ -21,7 +21,7 @@ use kube::runtime::reflector::ObjectRef;
 use crate::apply;
 use crate::context::Context;
 use crate::error::Error;
-use crate::listed::Listed;
+use crate::first_lists::Listed;
 use crate::resources::JOBS;
 use crate::retries;
 

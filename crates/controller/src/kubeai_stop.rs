@@ -4,7 +4,7 @@
 //! `GET /api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/stop`: through the API server's pod
 //! proxy, which reaches the pod whether eto runs in the cluster or outside it, needs no network
 //! path from eto's namespace to the training pods, and needs RBAC `get` on `pods/proxy`. The
-//! client it goes through does not retry (see [`crate::run::Settings::pod_proxy`]): a `503`
+//! client it goes through does not retry (see [`crate::controllers::Settings::pod_proxy`]): a `503`
 //! from the pod proxy is the pod's answer, not the API server's load.
 //!
 //! # Guarantees

@@ -2,7 +2,7 @@
 //! [`eto_engine::kind::pytorch_job::store_report`]) before the job is planned.
 //!
 //! `GET /api/v1/namespaces/<ns>/pods/<job>-rdzv:<report port>/proxy/report`, through the API
-//! server's pod proxy as the `kubeai` stop signal goes (see [`crate::kubeai`]), while the
+//! server's pod proxy as the `kubeai` stop signal goes (see [`crate::kubeai_stop`]), while the
 //! job's store runs. One request of at most [`READ_TIMEOUT`]: a report that cannot be read is
 //! no report; a drain then ends at its deadline as it would without the training's word, and
 //! the status keeps the rendezvous it last showed.

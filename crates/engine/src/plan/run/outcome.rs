@@ -1,0 +1,144 @@
+//! How a run ends on its own: its launcher or its workers succeed, its deadline passes, or
+//! its launcher fails and the job restarts or fails.
+
+use eto_api::job_status::JobPhase;
+use eto_api::training_job::JobRestartPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::conditions;
+use crate::kind::LauncherObject;
+use crate::loss::Loss;
+use crate::pods;
+
+use super::{Launcher, Restart, Run};
+
+impl Run<'_, '_> {
+    /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
+    /// Master (see [`LauncherObject::Master`]), or whose rendezvous store eto runs (see
+    /// [`LauncherObject::RendezvousStore`]).
+    pub(super) fn workers_decide(&self) -> bool {
+        match self.job.job.launcher() {
+            LauncherObject::Master => self.job.job.launcher_template().is_none(),
+            LauncherObject::RendezvousStore => true,
+            LauncherObject::Pod | LauncherObject::Job => false,
+        }
+    }
+
+    /// Whether the workers of a run they decide finished successfully: every worker of the
+    /// run's target, or for an elastic PyTorchJob any one, as v1 decides.
+    pub(super) fn every_worker_succeeded(&self) -> bool {
+        let target = &self.planner.old.target_workers;
+        let succeeded = |worker: &String| {
+            self.observed.pods.iter().any(|pod| {
+                pod.metadata.name.as_deref() == Some(worker.as_str())
+                    && !self.is_stale(pod)
+                    && pods::phase(pod) == "Succeeded"
+            })
+        };
+        self.workers_decide()
+            && !target.is_empty()
+            && if self.job.job.first_worker_success_decides() {
+                target.iter().any(succeeded)
+            } else {
+                target.iter().all(succeeded)
+            }
+    }
+
+    /// Applies `activeDeadlineSeconds`, which does not run while the job is suspended: the
+    /// job fails with reason `DeadlineExceeded` once that long has passed since `startTime`,
+    /// and its unfinished pods are deleted. Returns whether the job goes on.
+    pub(super) fn within_deadline(&mut self) -> bool {
+        let Some(deadline) = self
+            .job
+            .spec
+            .active_deadline
+            .filter(|_| !self.state.is_suspended())
+        else {
+            return true;
+        };
+        let start = self
+            .planner
+            .status
+            .start_time
+            .as_ref()
+            .map_or(self.planner.now, |time| time.0);
+        let due = crate::time::after(start, deadline);
+        if self.planner.now >= due {
+            let seconds = deadline.as_secs();
+            self.planner.fail(
+                self.observed,
+                self.job,
+                "DeadlineExceeded",
+                &format!("the job ran longer than activeDeadlineSeconds ({seconds}s)"),
+                true,
+            );
+            return false;
+        }
+        self.planner.requeue_at(due);
+        true
+    }
+
+    /// The job succeeded; `message` says how.
+    pub(super) fn succeed(self, message: &str) {
+        let planner = self.planner;
+        let kind = planner.kind;
+        let reason = kind.reason("Succeeded");
+        planner.status.phase = Some(JobPhase::Succeeded);
+        planner.status.completion_time = Some(Time(planner.now));
+        planner.condition(conditions::SUCCEEDED, true, &reason, message);
+        planner.condition(conditions::RUNNING, false, &reason, message);
+        planner.event(
+            false,
+            &reason,
+            "Complete",
+            format!("{} {} succeeded: {message}", kind.name(), self.job.name()),
+        );
+        planner.finished(self.observed, self.job);
+    }
+
+    /// Restarts the job after its launcher failed, if the restart policy and the backoff limit
+    /// allow; fails it otherwise. Returns whether the job goes on.
+    /// The platform's losses of the launcher never come here (see `launcher_loss.rs`): this
+    /// is the training code's failure.
+    pub(super) fn restart_after_failure(&mut self, launcher: &Launcher<'_>) -> bool {
+        let how = match launcher.pod.and_then(|pod| Loss::of(Some(pod))) {
+            Some(loss) => loss.describe(),
+            None => match launcher.job_failure {
+                Some(why) => format!("failed ({why})"),
+                None => "failed".to_string(),
+            },
+        };
+        let kind = self.job.kind();
+        let spec = self.job.spec;
+        let restarts = self.planner.old.restart_count;
+        if spec.job_restart_policy == JobRestartPolicy::OnFailure
+            && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
+        {
+            let message = format!(
+                "the {} {how}; restarting the job (restart {} of {})",
+                self.job.job.launcher_called(),
+                restarts + 1,
+                spec.backoff_limit
+            );
+            self.start_new_run(&message, Restart::Counted);
+            return true;
+        }
+        let limit = if spec.job_restart_policy == JobRestartPolicy::OnFailure {
+            format!(
+                "; the backoff limit of {} restarts is reached",
+                spec.backoff_limit
+            )
+        } else {
+            String::new()
+        };
+        let reason = kind.reason("Failed");
+        self.planner.fail(
+            self.observed,
+            self.job,
+            &reason,
+            &format!("the {} {how}{limit}", self.job.job.launcher_called()),
+            false,
+        );
+        false
+    }
+}

@@ -1,0 +1,174 @@
+//! The job's phase and the conditions that go with it, at the end of a reconcile.
+
+use eto_api::job_status::JobPhase;
+
+use crate::conditions;
+use crate::discovery::Host;
+use crate::effective_spec::LauncherStart;
+
+use super::state::{Fact, RunState};
+use super::{Run, suspension};
+
+impl Run<'_, '_> {
+    pub(super) fn phase(&mut self, hosts: &[Host]) {
+        let name = self.name().to_string();
+        let min = self.job.spec.workers.min as usize;
+        // What the run trains with: the hosts of discovery, which include an MPIJob's launcher
+        // when it trains too ([`Run::counts`] counts the target's workers only).
+        let ready = hosts.len();
+        let target = self.planner.status.target_workers.len();
+        let kind = self.job.kind();
+        // A job whose workers decide its outcome trains while its workers run (out of host
+        // discovery too, when told to checkpoint).
+        let launcher_running = if self.workers_decide() {
+            ready > 0 || self.training()
+        } else {
+            self.launcher().is_some_and(|l| l.is_running())
+        };
+        let workers_ready = ready >= min;
+        let workers_message = format!(
+            "{ready} of {target} workers ready ({} {min})",
+            self.job.job.min_field()
+        );
+        // Below the minimum after having reached it in this run, as opposed to not there yet:
+        // only the former may suspend a running job.
+        // A run told to checkpoint had it too.
+        let dropped = self.state.had_minimum()
+            || self.launcher_waited()
+            || matches!(self.state, RunState::Suspending(_));
+        // The training runs: its launcher runs and the run has had its minimum.
+        let training = launcher_running && (workers_ready || dropped);
+        let reason = if workers_ready {
+            "WorkersReady"
+        } else if dropped {
+            suspension::BELOW_MIN_WORKERS
+        } else {
+            WAITING_FOR_WORKERS
+        };
+        self.planner.condition(
+            conditions::WORKERS_READY,
+            workers_ready,
+            reason,
+            &workers_message,
+        );
+        self.step(Fact::Counted {
+            minimum_ready: workers_ready,
+            had_minimum: dropped,
+            now: self.planner.now,
+        });
+        let suspended = self.state.is_suspended();
+        let suspending = matches!(self.state, RunState::Suspending(_));
+        let elastic = self.job.spec.elastic;
+        let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
+        if !workers_ready && training && watch_minimum {
+            // Looked at again when too few workers have been ready for too long.
+            let since = match *self.state.current_run() {
+                RunState::BelowMinimum { since } => since,
+                _ => self.planner.now,
+            };
+            let due = crate::time::after(since, elastic.below_min);
+            self.planner.requeue_at(due);
+        }
+        let phase = self.state.phase(training, self.scaling);
+        if phase != JobPhase::Restarting
+            && conditions::find(&self.planner.status.conditions, conditions::RESTARTING).is_some()
+        {
+            self.planner.condition(
+                conditions::RESTARTING,
+                false,
+                "RestartDone",
+                "the earlier run's pods are gone",
+            );
+        }
+        match phase {
+            JobPhase::Running | JobPhase::Scaling => {
+                let message = format!(
+                    "training runs with {ready} workers{}",
+                    kind.hosts_listed_suffix()
+                );
+                let reason = kind.reason("Running");
+                if !matches!(
+                    self.planner.old.phase,
+                    Some(JobPhase::Running | JobPhase::Scaling)
+                ) {
+                    self.planner.event(
+                        false,
+                        &reason,
+                        "Run",
+                        format!("{} {name} is running: {message}", kind.name()),
+                    );
+                }
+                self.planner
+                    .condition(conditions::RUNNING, true, &reason, &message);
+                self.planner
+                    .condition(conditions::READY, true, &reason, &message);
+            }
+            JobPhase::Restarting => {
+                let message = "waiting for the pods of the failed run to go".to_string();
+                self.planner.condition(
+                    conditions::READY,
+                    false,
+                    &kind.reason("Restarting"),
+                    &message,
+                );
+            }
+            JobPhase::Suspended => {
+                let pending = target.saturating_sub(ready);
+                let message = format!(
+                    "suspended: it resumes from its checkpoint once {} ready ({ready} ready, {pending} pending)",
+                    suspension::workers(self.job.spec.workers.min, "worker is", "workers are")
+                );
+                let reason = match self.state.current_run() {
+                    RunState::SuspendedAfterLoss { reason } => reason.clone(),
+                    _ => suspension::BELOW_MIN_WORKERS.to_string(),
+                };
+                self.planner
+                    .condition(conditions::READY, false, &reason, &message);
+            }
+            _ => {
+                let (reason, message) = if !workers_ready && !launcher_running {
+                    let when = match self.job.spec.launcher_start {
+                        LauncherStart::WhenMinReady => "the launcher starts",
+                        LauncherStart::AtStartup => "training starts",
+                    };
+                    (
+                        WAITING_FOR_WORKERS,
+                        format!("{workers_message}; {when} once {min} are ready"),
+                    )
+                } else {
+                    (
+                        "LauncherPending",
+                        format!(
+                            "{} {} is starting",
+                            self.job.job.launcher_called(),
+                            self.job.job.launcher_name()
+                        ),
+                    )
+                };
+                if conditions::find(&self.planner.status.conditions, conditions::RUNNING)
+                    .is_some_and(|r| r.status == eto_api::common::ConditionStatus::True)
+                {
+                    self.planner
+                        .condition(conditions::RUNNING, false, reason, &message);
+                }
+                self.planner
+                    .condition(conditions::READY, false, reason, &message);
+            }
+        }
+        if let RunState::Suspending(notice) = &self.state {
+            self.planner
+                .condition(conditions::READY, false, "Suspending", &notice.message);
+        }
+        self.planner.condition(
+            conditions::STALLED,
+            false,
+            "Progressing",
+            "the job makes progress",
+        );
+        self.planner.status.phase = Some(phase);
+    }
+}
+
+/// Reason of `WorkersReady=False` while a run waits for its first `minReplicas` ready workers
+/// (after it had them, the reason is `BelowMinWorkers`).
+pub(super) const WAITING_FOR_WORKERS: &str = "WaitingForWorkers";
