@@ -1,17 +1,19 @@
-//! Properties of the planner over random lives of a job: random specs, random sequences of
+//! Properties of the planner over random lives of a job of each kind: random specs, random sequences of
 //! what happens to its pods (ready, failing, evicted, disrupted, deleted), time passing, scaling
 //! and suspending, each followed by a reconcile. After every reconcile:
 //!
 //! - nothing panics;
-//! - no worker name (index) is created twice in the job's life;
+//! - no worker name (index) is created twice in the job's life, where a kind never reuses one;
 //! - host discovery lists only workers that were ready, running and not being deleted, of the
 //!   current run, and not blacklisted;
 //! - the target never has more workers than the maximum;
 //! - a finished job creates nothing;
-//! - a launcher that exits while its run, having had its minimum, is below it never fails nor
-//!   restarts the job: the exit completes a suspend (when `suspendBelowMinWorkers` holds);
+//! - a TrainingJob's launcher that exits while its run, having had its minimum, is below it
+//!   never fails nor restarts the job: the exit completes a suspend (when
+//!   `suspendBelowMinWorkers` holds);
 //! - no loss the platform caused, of any pod, ever fails or restarts the job: a job fails or
-//!   restarts only when its launcher's own code failed (see [`crate::disruption`]);
+//!   restarts only when the code of one of its pods failed (a TrainingJob's, only its
+//!   launcher's; see [`crate::disruption`]);
 //!
 //! and, once nothing happens any more, a few reconciles reach a plan that changes nothing.
 //!
@@ -30,16 +32,21 @@ use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{HOSTFILE_ANNOTATION, RUN_LABEL};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
 
 use super::{Child, Plan};
+use crate::kind::{Kind, WorkerNames};
 use crate::names;
 use crate::pods;
-use crate::testing::training_job;
 use crate::testing::world::World;
+use crate::testing::{mpi_job, pytorch_job, training_job};
 
 /// The shape of a job.
 #[derive(Clone, Debug)]
 struct JobShape {
+    kind: Kind,
     replicas: i32,
     min: i32,
     max: Option<i32>,
@@ -69,7 +76,7 @@ enum Happening {
     Suspend(bool),
 }
 
-fn job_shape() -> impl Strategy<Value = JobShape> {
+fn job_shape(kind: Kind) -> impl Strategy<Value = JobShape> {
     (1..6i32)
         .prop_flat_map(|replicas| {
             (
@@ -90,8 +97,9 @@ fn job_shape() -> impl Strategy<Value = JobShape> {
             )
         })
         .prop_map(
-            |(replicas, min, max, worker_policy, job_policy, suspend, below, grace, drain)| {
+            move |(replicas, min, max, worker_policy, job_policy, suspend, below, grace, drain)| {
                 JobShape {
+                    kind,
                     replicas,
                     min,
                     max,
@@ -124,22 +132,74 @@ fn happening() -> impl Strategy<Value = Happening> {
 }
 
 fn world_of(shape: &JobShape) -> World {
-    let mut job = training_job();
-    let worker = &mut job.spec.et_replica_specs.worker;
-    worker.replicas = Some(shape.replicas);
-    worker.min_replicas = Some(shape.min);
-    worker.max_replicas = shape.max;
-    worker.restart_policy = Some(shape.worker_policy);
-    job.spec.restart_policy = Some(shape.job_policy);
-    job.spec.backoff_limit = Some(2);
-    job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
-        suspend_below_min_workers: Some(shape.suspend_below_min),
-        below_min_seconds: Some(shape.below_min_seconds),
-        checkpoint_grace_seconds: Some(shape.checkpoint_grace_seconds),
-        drain_seconds: Some(shape.drain_seconds),
-        ..Default::default()
+    let elastic = json!({
+        "minReplicas": shape.min,
+        "maxReplicas": shape.max,
+        "suspendBelowMinWorkers": shape.suspend_below_min,
+        "belowMinSeconds": shape.below_min_seconds,
+        "checkpointGraceSeconds": shape.checkpoint_grace_seconds,
+        "drainSeconds": shape.drain_seconds,
     });
-    World::new(job)
+    let workers = json!({"replicas": shape.replicas, "restartPolicy": shape.worker_policy});
+    match shape.kind {
+        Kind::TrainingJob => {
+            let mut job = training_job();
+            let worker = &mut job.spec.et_replica_specs.worker;
+            worker.replicas = Some(shape.replicas);
+            worker.min_replicas = Some(shape.min);
+            worker.max_replicas = shape.max;
+            worker.restart_policy = Some(shape.worker_policy);
+            job.spec.restart_policy = Some(shape.job_policy);
+            job.spec.backoff_limit = Some(2);
+            job.spec.elastic_policy = Some(eto_api::elastic::ElasticPolicy {
+                suspend_below_min_workers: Some(shape.suspend_below_min),
+                below_min_seconds: Some(shape.below_min_seconds),
+                checkpoint_grace_seconds: Some(shape.checkpoint_grace_seconds),
+                drain_seconds: Some(shape.drain_seconds),
+                ..Default::default()
+            });
+            World::new(job)
+        }
+        Kind::MpiJob => World::mpi(patched(
+            mpi_job(),
+            json!({"spec": {
+                "mpiReplicaSpecs": {"Worker": workers},
+                "elasticPolicy": elastic,
+                "runPolicy": {"backoffLimit": 2},
+            }}),
+        )),
+        // An elastic PyTorchJob, whose rendezvous eto hosts.
+        Kind::PyTorchJob => {
+            let mut elastic = elastic;
+            elastic["maxReplicas"] = json!(shape.max.unwrap_or(shape.replicas));
+            World::pytorch(patched(
+                pytorch_job(),
+                json!({"spec": {
+                    "pytorchReplicaSpecs": {"Master": null, "Worker": workers},
+                    "elasticPolicy": elastic,
+                    "runPolicy": {"backoffLimit": 2},
+                }}),
+            ))
+        }
+    }
+}
+
+/// `job` with the JSON merge patch `patch`.
+fn patched<T: Serialize + DeserializeOwned>(job: T, patch: serde_json::Value) -> T {
+    let mut value = serde_json::to_value(job).expect("a job serializes");
+    json_patch::merge(&mut value, &patch);
+    serde_json::from_value(value).expect("the patched job decodes")
+}
+
+/// The world's job with the JSON merge patch `patch`.
+fn patch_job(world: &mut World, patch: serde_json::Value) {
+    if let Some(job) = world.mpi_job.take() {
+        world.mpi_job = Some(patched(job, patch));
+    } else if let Some(job) = world.pytorch_job.take() {
+        world.pytorch_job = Some(patched(job, patch));
+    } else {
+        world.job = patched(world.job.clone(), patch);
+    }
 }
 
 fn happen(world: &mut World, happening: &Happening) {
@@ -203,17 +263,29 @@ fn happen(world: &mut World, happening: &Happening) {
             }
         }
         Happening::Advance(seconds) => world.advance(*seconds),
-        Happening::Scale(replicas) => {
-            world.job.spec.et_replica_specs.worker.replicas = Some(*replicas);
-        }
-        Happening::Suspend(suspend) => world.job.spec.suspend = Some(*suspend),
+        Happening::Scale(replicas) => match world.observed().job.kind() {
+            Kind::TrainingJob => world.job.spec.et_replica_specs.worker.replicas = Some(*replicas),
+            Kind::MpiJob => patch_job(
+                world,
+                json!({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": replicas}}}}),
+            ),
+            Kind::PyTorchJob => world.set_worker_replicas(*replicas),
+        },
+        Happening::Suspend(suspend) => match world.observed().job.kind() {
+            Kind::TrainingJob => world.job.spec.suspend = Some(*suspend),
+            Kind::MpiJob | Kind::PyTorchJob => {
+                patch_job(world, json!({"spec": {"runPolicy": {"suspend": suspend}}}));
+            }
+        },
     }
 }
 
 /// Checks one reconcile: `before` is the world it planned from, `plan` what it decided.
 fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<(), String> {
-    let job = before.job.metadata.name.as_deref().unwrap_or_default();
-    let status = before.observed().job.status();
+    let observed = before.observed();
+    let job = observed.job.name();
+    let names_never_reused = observed.job.worker_names() == WorkerNames::NeverReused;
+    let status = observed.job.status();
     let finished = matches!(status.phase, Some(JobPhase::Succeeded | JobPhase::Failed));
     let planned_status = plan.status.clone().unwrap_or(status.clone());
     for child in &plan.apply {
@@ -227,7 +299,10 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
         if finished {
             return Err(format!("the finished job creates {name}"));
         }
-        if names::worker_index(job, &name).is_some() && !created.insert(name.clone()) {
+        if names_never_reused
+            && names::worker_index(job, &name).is_some()
+            && !created.insert(name.clone())
+        {
             return Err(format!("worker {name} is created a second time"));
         }
         if let Some(hosts) = pod
@@ -248,10 +323,8 @@ fn check(before: &World, plan: &Plan, created: &mut BTreeSet<String>) -> Result<
     }
     check_launcher_exit(before, &status, &planned_status)?;
     check_platform_losses(before, &status, &planned_status)?;
-    if let (Ok(spec), Some(status)) = (
-        crate::kind::training_job::validation::validate(&before.job),
-        plan.status.as_ref(),
-    ) && let Some(max) = spec.workers.max
+    if let (Ok(spec), Some(status)) = (observed.job.validate(), plan.status.as_ref())
+        && let Some(max) = spec.workers.max
         && status.target_workers.len() > max as usize
     {
         return Err(format!(
@@ -269,7 +342,11 @@ fn check_launcher_exit(
     status: &crate::status::JobStatus,
     planned: &crate::status::JobStatus,
 ) -> Result<(), String> {
-    let Ok(spec) = crate::kind::training_job::validation::validate(&before.job) else {
+    let observed = before.observed();
+    if observed.job.kind() != Kind::TrainingJob {
+        return Ok(());
+    }
+    let Ok(spec) = observed.job.validate() else {
         return Ok(());
     };
     let launcher = names::launcher(before.job.metadata.name.as_deref().unwrap_or_default());
@@ -315,11 +392,16 @@ fn check_platform_losses(
     if !(failed || restarted) {
         return Ok(());
     }
-    let launcher = names::launcher(before.job.metadata.name.as_deref().unwrap_or_default());
-    let own_failure = before
-        .pods
-        .get(&launcher)
-        .is_some_and(|pod| pods::phase(pod) == "Failed" && crate::disruption::of(pod).is_none());
+    let observed = before.observed();
+    let launcher = observed.job.launcher_name();
+    let failed_on_its_own = |pod: &k8s_openapi::api::core::v1::Pod| {
+        pods::phase(pod) == "Failed" && crate::disruption::of(pod).is_none()
+    };
+    let own_failure = if observed.job.kind() == Kind::TrainingJob {
+        before.pods.get(&launcher).is_some_and(failed_on_its_own)
+    } else {
+        before.pods.values().any(failed_on_its_own)
+    };
     if own_failure {
         return Ok(());
     }
@@ -370,7 +452,16 @@ fn life(shape: &JobShape, happenings: &[Happening]) -> Result<(), TestCaseError>
         world.apply(&plan);
         Ok(plan)
     };
-    reconcile(&mut world)?;
+    let first = reconcile(&mut world)?;
+    if !first
+        .apply
+        .iter()
+        .any(|child| matches!(child, Child::Pod(_)))
+    {
+        return Err(TestCaseError::fail(format!(
+            "the job's first reconcile created no pod: {first:#?}"
+        )));
+    }
     for happening in happenings {
         happen(&mut world, happening);
         reconcile(&mut world)?;
@@ -406,14 +497,29 @@ fn runner_of_share(share: u32) -> TestRunner {
     })
 }
 
-#[test]
-fn random_lives_of_a_job_keep_the_planners_promises() {
-    let mut runner = runner();
-    let strategy = (job_shape(), prop::collection::vec(happening(), 0..24));
+/// Random lives of jobs of `kind`, a third of the cases each kind.
+fn random_lives_of(kind: Kind) {
+    let mut runner = runner_of_share(3);
+    let strategy = (job_shape(kind), prop::collection::vec(happening(), 0..24));
     let result = runner.run(&strategy, |(shape, happenings)| life(&shape, &happenings));
     if let Err(failure) = result {
         panic!("{failure}");
     }
+}
+
+#[test]
+fn random_lives_of_a_training_job_keep_the_planners_promises() {
+    random_lives_of(Kind::TrainingJob);
+}
+
+#[test]
+fn random_lives_of_an_mpi_job_keep_the_planners_promises() {
+    random_lives_of(Kind::MpiJob);
+}
+
+#[test]
+fn random_lives_of_an_elastic_pytorch_job_keep_the_planners_promises() {
+    random_lives_of(Kind::PyTorchJob);
 }
 
 /// Any JSON value, a few levels deep.
