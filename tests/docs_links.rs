@@ -1,6 +1,6 @@
 //! Every link between eto's documents leads somewhere: README.md, `docs/` and the examples'
 //! READMEs link to files that exist and to headings that exist (as GitHub names their
-//! anchors).
+//! anchors). The source files docs/development.md names, where each rule lives, exist.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -119,5 +119,60 @@ fn headings_are_anchored_as_github_anchors_them() {
     assert_eq!(
         links("see [a](docs/a.md#b) and [`c`](../c.rs)\n```\n[no](x)\n```"),
         ["docs/a.md#b", "../c.rs"]
+    );
+}
+
+/// Every source file under `dir`, as a path relative to the workspace.
+fn source_files(dir: &Path, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if !path.ends_with("target") {
+                source_files(&path, found);
+            }
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            let relative = path.strip_prefix(workspace_root()).unwrap();
+            found.push(relative.to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// The Rust files a text names in code spans: `plan/run/phase.rs`, `rbac.rs`.
+fn named_sources(text: &str) -> Vec<&str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| {
+            span.ends_with(".rs")
+                && span
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_/.".contains(c))
+        })
+        .collect()
+}
+
+#[test]
+fn every_source_file_the_development_guide_names_exists() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["crates", "tests"] {
+        source_files(&root.join(dir), &mut files);
+    }
+    let guide = std::fs::read_to_string(root.join("docs/development.md")).unwrap();
+    let missing: Vec<&str> = named_sources(&guide)
+        .into_iter()
+        .filter(|named| {
+            !files
+                .iter()
+                .any(|file| file == named || file.ends_with(&format!("/{named}")))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/development.md names files that do not exist: {missing:?}"
+    );
+    assert_eq!(
+        named_sources("see `plan/run/phase.rs` and `kubectl eto` and `rbac.rs`"),
+        ["plan/run/phase.rs", "rbac.rs"]
     );
 }
