@@ -869,36 +869,4 @@ mod run;
 use run::Run;
 
 #[cfg(test)]
-mod autoscaler_tests;
-#[cfg(test)]
-mod collateral_tests;
-#[cfg(test)]
-mod gang_tests;
-#[cfg(test)]
-mod health_fixtures_tests;
-#[cfg(test)]
-mod joining_tests;
-#[cfg(test)]
-mod launcher_loss_tests;
-#[cfg(test)]
-mod lost_group_tests;
-#[cfg(test)]
-mod mpi_tests;
-#[cfg(test)]
-mod node_warning_tests;
-#[cfg(test)]
-mod properties;
-#[cfg(test)]
-mod pytorch_tests;
-#[cfg(test)]
-mod regroup_tests;
-#[cfg(test)]
-mod rejection_tests;
-#[cfg(test)]
-mod rendezvous_tests;
-#[cfg(test)]
-mod scaling_tests;
-#[cfg(test)]
-mod suspension_tests;
-#[cfg(test)]
 mod tests;

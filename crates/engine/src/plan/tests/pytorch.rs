@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::Pod;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::*;
 use crate::conditions;
+use crate::plan::*;
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 

@@ -8,7 +8,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::*;
+use crate::plan::*;
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, reasons};
 

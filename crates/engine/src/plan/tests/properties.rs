@@ -36,9 +36,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{Child, Plan};
 use crate::kind::{Kind, WorkerNames};
 use crate::names;
+use crate::plan::{Child, Plan};
 use crate::pods;
 use crate::testing::world::World;
 use crate::testing::{mpi_job, pytorch_job, training_job};
@@ -446,7 +446,7 @@ fn life(shape: &JobShape, happenings: &[Happening]) -> Result<(), TestCaseError>
     let mut world = world_of(shape);
     let mut created = BTreeSet::new();
     let mut reconcile = |world: &mut World| -> Result<Plan, TestCaseError> {
-        let plan = super::plan(&world.observed(), world.now);
+        let plan = crate::plan::plan(&world.observed(), world.now);
         check(world, &plan, &mut created)
             .map_err(|problem| TestCaseError::fail(format!("{problem}\nplan: {plan:#?}")))?;
         world.apply(&plan);
@@ -642,7 +642,7 @@ fn plan_mutated(
     }
     let now = jiff::Timestamp::from_second(1_800_000_000).unwrap_or_default();
     let undecodable = |error: crate::validation::FieldError| -> Result<(), TestCaseError> {
-        let plan = super::plan_undecodable(kind, &Default::default(), None, &error, now);
+        let plan = crate::plan::plan_undecodable(kind, &Default::default(), None, &error, now);
         let status = plan.status.unwrap_or_default();
         let stalled = crate::conditions::find(&status.conditions, crate::conditions::STALLED)
             .and_then(|c| c.message.clone())

@@ -4,8 +4,8 @@
 use eto_api::job_status::JobPhase;
 use pretty_assertions::assert_eq;
 
-use super::*;
 use crate::gang::{GANG_SCHEDULER_MISSING, GangScheduler, VOLCANO_GROUP_ANNOTATION};
+use crate::plan::*;
 use crate::testing::world::{World, pod_names};
 use crate::testing::{mpi_job, training_job};
 

@@ -7,8 +7,8 @@ use eto_api::training_job::JobRestartPolicy;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::*;
 use crate::conditions;
+use crate::plan::*;
 use crate::scaling::ScalerKind::{ScaleIn, ScaleOut};
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};

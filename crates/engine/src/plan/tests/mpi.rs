@@ -9,8 +9,8 @@ use eto_api::mpi_job::{LauncherCreationPolicy, MpiElasticPolicy, RunPolicy, WORK
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::*;
 use crate::conditions;
+use crate::plan::*;
 use crate::testing::mpi_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 

@@ -7,8 +7,8 @@ use eto_api::training_job::JobRestartPolicy;
 use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, NOTICE_ANNOTATION, RUN_LABEL};
 use pretty_assertions::assert_eq;
 
-use super::*;
 use crate::conditions;
+use crate::plan::*;
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 

@@ -10,7 +10,7 @@ use eto_api::job_status::{JobPhase, NoticeKind};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::pytorch_tests::env;
+use super::pytorch::env;
 use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names};

@@ -2,8 +2,8 @@
 
 use pretty_assertions::assert_eq;
 
-use super::*;
 use crate::conditions;
+use crate::plan::*;
 use crate::testing::training_job;
 use crate::testing::world::{World, pod_names, reasons};
 

@@ -1,4 +1,22 @@
-//! Scenarios of a job's life, stepped through the in-memory world.
+//! Scenarios of a job's life, stepped through the in-memory world: the general ones here, the
+//! others by subject in the modules below, and the property tests over random lives.
+
+mod autoscaler;
+mod collateral;
+mod gang;
+mod health_fixtures;
+mod joining;
+mod launcher_loss;
+mod lost_group;
+mod mpi;
+mod node_warning;
+mod properties;
+mod pytorch;
+mod regroup;
+mod rejection;
+mod rendezvous;
+mod scaling;
+mod suspension;
 
 use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;
