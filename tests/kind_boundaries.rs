@@ -28,7 +28,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "pytorch_job::store_report",
     ),
     (
-        "crates/controller/src/store_report.rs",
+        "crates/controller/src/rendezvous_report.rs",
         "pytorch_job::store_report",
     ),
     // The shared spec's enums, defined by the API that introduced them.
