@@ -170,13 +170,15 @@ async fn the_real_kubeai_sdk_hears_the_stop_before_its_pods_are_deleted() {
     }
     let job = env.jobs().get("sdk").await.unwrap();
     assert_eq!(job.status.unwrap().phase, Some(JobPhase::Running));
-    let notes = env.event_notes("sdk", "KubeaiStop").await;
-    assert!(
+    // The Event is written once the stop was sent, which the SDK may hear first.
+    poll::until("the stop's Event is recorded", WAIT, async || {
+        let notes = env.event_notes("sdk", "KubeaiStop").await;
         notes
             .iter()
-            .any(|n| n.contains("acknowledged") && n.contains("Suspend notice")),
-        "{notes:?}"
-    );
+            .any(|n| n.contains("acknowledged") && n.contains("Suspend notice"))
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
