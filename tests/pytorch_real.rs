@@ -338,6 +338,25 @@ fn succeeded_last(job: &PyTorchJob) -> Vec<String> {
     types
 }
 
+/// Asserts that `job` never failed and succeeded in its second run, started without counting
+/// a failure, whose Workers (as `printed` shows) met at the new run's rendezvous and went on
+/// from the checkpoint.
+fn succeeded_in_one_uncounted_new_run(job: &PyTorchJob, printed: &str) {
+    let types = succeeded_last(job);
+    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
+    let status = job.status.as_ref().unwrap();
+    assert_eq!(status.eto.run, Some(1), "one new run");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    let resumed: Vec<&str> = starts(printed)
+        .into_iter()
+        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
+        .collect();
+    assert!(
+        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
+        "the new run met at its own rendezvous and went on from the checkpoint: {resumed:#?}"
+    );
+}
+
 fn condition_types(job: &PyTorchJob) -> Vec<String> {
     job.status
         .iter()
@@ -720,24 +739,7 @@ async fn an_elastic_job_below_its_minimum_suspends_and_resumes_from_its_checkpoi
     })
     .await;
     let printed = every_log(&scratch.pods()).await;
-    let types = condition_types(&job);
-    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
-    assert_eq!(
-        types.last().map(String::as_str),
-        Some("Succeeded"),
-        "{types:?}"
-    );
-    let status = job.status.unwrap();
-    assert_eq!(status.eto.run, Some(1), "one new run");
-    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
-    let resumed: Vec<&str> = starts(&printed)
-        .into_iter()
-        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
-        .collect();
-    assert!(
-        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
-        "the new run met at its own rendezvous and went on from the checkpoint: {resumed:#?}"
-    );
+    succeeded_in_one_uncounted_new_run(&job, &printed);
     assert!(
         printed
             .lines()
@@ -1377,19 +1379,6 @@ async fn a_closed_rendezvous_ends_the_run_at_once_and_the_next_resumes_from_the_
     })
     .await;
     let printed = every_log(&scratch.pods()).await;
-    let types = condition_types(&job);
-    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
-    succeeded_last(&job);
-    let status = job.status.unwrap();
-    assert_eq!(status.eto.run, Some(1), "one new run");
-    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
-    let resumed: Vec<&str> = starts(&printed)
-        .into_iter()
-        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
-        .collect();
-    assert!(
-        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
-        "the new run met at its own rendezvous and went on from the checkpoint: {resumed:#?}"
-    );
+    succeeded_in_one_uncounted_new_run(&job, &printed);
     scratch.end().await;
 }
