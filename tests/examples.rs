@@ -49,7 +49,9 @@ fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> 
             .iter()
             .map(|cause| format!("{}: {}", cause.field, cause.message)),
     );
-    let served = Kind::ALL.into_iter().find(|served| served.name() == kind);
+    let served = Kind::ALL
+        .into_iter()
+        .find(|served| served.vocabulary().name == kind);
     let decoded = match (served, kind) {
         (Some(served), _) => OwnedJob::parse(served, admitted).map(|job| {
             if let Err(invalid) = job.as_ref().validate() {

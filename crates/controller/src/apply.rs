@@ -596,7 +596,7 @@ pub async fn execute(
             events: ctx.events.clone(),
             metrics: std::sync::Arc::clone(&ctx.metrics),
         }
-        .spawn(kind.name(), job.reference(), plan.stops);
+        .spawn(kind.vocabulary().name, job.reference(), plan.stops);
     }
     for deletion in &plan.delete {
         match deletion.kind {
@@ -635,7 +635,8 @@ pub async fn execute(
             .patch_status(job.name(), &params(), &Patch::Apply(&patch))
             .await
             .map_err(Error::Status)?;
-        ctx.metrics.count_request_write(kind.name(), "apply-status");
+        ctx.metrics
+            .count_request_write(kind.vocabulary().name, "apply-status");
         let before = job.object.metadata.resource_version.clone();
         if let Some(before) = before.filter(|b| after.metadata.resource_version.as_ref() != Some(b))
         {
@@ -643,12 +644,13 @@ pub async fn execute(
             written.status = Some((kind, cached, before));
         }
     }
-    ctx.metrics.count_tallies(kind.name(), &plan.tallies);
+    ctx.metrics
+        .count_tallies(kind.vocabulary().name, &plan.tallies);
     for event in plan.events {
         ctx.metrics
             .decisions
             .get_or_create(&DecisionLabels {
-                kind: kind.name().into(),
+                kind: kind.vocabulary().name.into(),
                 reason: event.reason.clone(),
             })
             .inc();

@@ -92,7 +92,11 @@ pub(crate) async fn wire(
         changes,
         listed,
     } = watches;
-    let launchers = |object| kinds.iter().any(|kind| kind.launcher() == object);
+    let launchers = |object| {
+        kinds
+            .iter()
+            .any(|kind| kind.vocabulary().launcher == object)
+    };
     let scale_requests = kinds.iter().any(|kind| kind.scaled_by_requests());
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
@@ -107,7 +111,8 @@ pub(crate) async fn wire(
         triggers(events)
             .inspect(move |(kind, job)| {
                 let namespace = job.namespace.as_deref().unwrap_or_default();
-                seen.pod_changes.seen(kind.name(), namespace, &job.name);
+                seen.pod_changes
+                    .seen(kind.vocabulary().name, namespace, &job.name);
             })
             .boxed(),
     );
@@ -325,8 +330,11 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
             // The pod of a launcher Job: its job is of the kind whose launcher runs in one.
             let kind = Kind::ALL
                 .into_iter()
-                .find(|kind| kind.launcher() == LauncherObject::Job)?;
-            let name = metadata.labels.as_ref()?.get(kind.job_name_label())?;
+                .find(|kind| kind.vocabulary().launcher == LauncherObject::Job)?;
+            let name = metadata
+                .labels
+                .as_ref()?
+                .get(kind.vocabulary().job_name_label)?;
             (kind, name.as_str())
         }
         (group, kind) => (Kind::of_api(group, kind)?, owner.name.as_str()),

@@ -130,7 +130,7 @@ fn after_listed<S: Stream + Send + 'static>(
     futures::stream::once(async move {
         let started = Instant::now();
         listed.all(&caches).await;
-        tracing::info!(after = ?started.elapsed(), kind = kind.name(), "caches filled; watching jobs");
+        tracing::info!(after = ?started.elapsed(), kind = kind.vocabulary().name, "caches filled; watching jobs");
         stream
     })
     .flatten()
@@ -192,11 +192,11 @@ async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), 
     match served(client, scope, &resource).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(RunError::CrdMissing {
-            kind: kind.name(),
-            crd: kind.resource(),
+            kind: kind.vocabulary().name,
+            crd: kind.vocabulary().resource,
         }),
         Err(source) => Err(RunError::Unreachable {
-            kind: kind.name(),
+            kind: kind.vocabulary().name,
             source,
         }),
     }
@@ -250,7 +250,7 @@ async fn run_until(
     })?;
     let shown = kinds
         .iter()
-        .map(|kind| (kind.name(), stores.jobs(*kind).clone()))
+        .map(|kind| (kind.vocabulary().name, stores.jobs(*kind).clone()))
         .collect();
     metrics.job_gauges.show(shown);
     let pod_proxy = match settings.pod_proxy.clone() {
@@ -278,7 +278,7 @@ async fn run_until(
     });
     tracing::info!(
         namespaces = %scope.describe(),
-        kinds = ?kinds.iter().map(|kind| kind.name()).collect::<Vec<_>>(),
+        kinds = ?kinds.iter().map(|kind| kind.vocabulary().name).collect::<Vec<_>>(),
         "eto controller starting"
     );
     let watches = Watches {
@@ -365,7 +365,7 @@ fn start_controllers(
             &resource,
             &watcher::Config::default(),
             None,
-            kind.name(),
+            kind.vocabulary().name,
         );
         let events = after_listed(listed, kind, inputs.clone(), watch);
         let in_flight = in_flight.clone();

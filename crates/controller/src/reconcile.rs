@@ -77,7 +77,7 @@ pub async fn reconcile(
     // Every line logged while reconciling names the job.
     let span = tracing::info_span!(
         "reconcile",
-        kind = kind.name(),
+        kind = kind.vocabulary().name,
         namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
         job = object.metadata.name.as_deref().unwrap_or_default(),
     );
@@ -91,7 +91,7 @@ pub async fn reconcile(
     let outcome = match &result {
         Ok(_) => {
             ctx.retries
-                .succeeded(&retries::key(kind.name(), &object.metadata));
+                .succeeded(&retries::key(kind.vocabulary().name, &object.metadata));
             "ok"
         }
         Err(error) => error.category(),
@@ -149,7 +149,10 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             }
             // When the pods last changed, for the latency of the discovery this plan writes;
             // taken only by a reconcile that plans, so that one waiting for the cache keeps it.
-            let pods_changed = ctx.metrics.pod_changes.take(kind.name(), namespace, name);
+            let pods_changed =
+                ctx.metrics
+                    .pod_changes
+                    .take(kind.vocabulary().name, namespace, name);
             let secret = lookups::ssh_secret(ctx, job).await?;
             let owner = Owner::of(&children, job);
             // Names found taken while writing: the job is planned again knowing them, so that
@@ -199,7 +202,9 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                 .cloned()
                 .and_then(|status| kind.stored_status(status));
             // Nothing of the job's host discovery is written: a pod change waits for no one.
-            ctx.metrics.pod_changes.take(kind.name(), namespace, name);
+            ctx.metrics
+                .pod_changes
+                .take(kind.vocabulary().name, namespace, name);
             let plan = plan_undecodable(kind, &object.metadata, status, error, now);
             let requeue = plan.requeue_after;
             let owner = Owner {
@@ -238,7 +243,7 @@ pub fn error_policy(kind: Kind, object: &DynamicObject, error: &Error, ctx: &Con
     }
     Action::requeue(
         ctx.retries
-            .failed(&retries::key(kind.name(), &object.metadata)),
+            .failed(&retries::key(kind.vocabulary().name, &object.metadata)),
     )
 }
 

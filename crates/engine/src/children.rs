@@ -77,12 +77,12 @@ impl Children {
         let name = job.name();
         let kind = job.kind();
         Wanted {
-            launcher_job: (kind.launcher() == LauncherObject::Job)
+            launcher_job: (kind.vocabulary().launcher == LauncherObject::Job)
                 .then(|| kind.launcher_name(name)),
             service: kind.service_name(name),
             pod_services: job.pod_service_names(),
             config_map: names::config_map(name),
-            launcher_rbac: (kind.launcher() == LauncherObject::Pod)
+            launcher_rbac: (kind.vocabulary().launcher == LauncherObject::Pod)
                 .then(|| names::launcher_rbac(name)),
             pod_group: gang::pod_group_name(job).to_string(),
             autoscaler: kind
@@ -96,7 +96,7 @@ impl Children {
     /// objects of a launcher pod, and the requests of a kind they scale.
     pub fn controlled(job: JobRef<'_>, found: Self) -> Self {
         let uid = job.uid();
-        let launcher = job.kind().launcher();
+        let launcher = job.kind().vocabulary().launcher;
         let rbac = launcher == LauncherObject::Pod;
         let launcher_job = kept(found.launcher_job, uid, |job| &job.metadata)
             .filter(|_| launcher == LauncherObject::Job);
@@ -175,11 +175,13 @@ impl Children {
     /// The launcher's pod: `<job>-launcher` of a TrainingJob, the newest pod of an MPIJob's
     /// launcher Job.
     pub fn launcher_pod(&self, job: JobRef<'_>) -> Option<&Pod> {
-        let role_label = job.kind().role_label();
+        let role_label = job.kind().vocabulary().role_label;
         self.pods
             .iter()
             .map(AsRef::as_ref)
-            .filter(|pod| pods::label(pod, role_label) == Some(job.kind().launcher_role()))
+            .filter(|pod| {
+                pods::label(pod, role_label) == Some(job.kind().vocabulary().launcher_role)
+            })
             .max_by_key(|pod| pod.metadata.creation_timestamp.clone())
     }
 

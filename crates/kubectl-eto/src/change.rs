@@ -54,7 +54,7 @@ pub async fn scale(client: &Client, job: &Job, workers: u32) -> Result<String, E
         .map_err(|error| {
             Request {
                 verb: "patch",
-                resource: &format!("{}/scale", kind.resource()),
+                resource: &format!("{}/scale", kind.vocabulary().resource),
                 namespace: Some(namespace),
             }
             .failed(error)
@@ -82,7 +82,7 @@ pub async fn set_suspended(client: &Client, job: &Job, suspend: bool) -> Result<
         .map_err(|error| {
             Request {
                 verb: "patch",
-                resource: kind.resource(),
+                resource: kind.vocabulary().resource,
                 namespace: Some(namespace),
             }
             .failed(error)

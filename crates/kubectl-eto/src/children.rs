@@ -54,7 +54,7 @@ pub async fn fetch(client: &Client, job: JobRef<'_>) -> Result<Children, Error> 
         None => None,
     };
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let selector = format!("{}={}", job.kind().job_name_label(), job.name());
+    let selector = format!("{}={}", job.kind().vocabulary().job_name_label, job.name());
     let pods = pods
         .list(&ListParams::default().labels(&selector))
         .await

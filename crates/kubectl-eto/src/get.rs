@@ -335,7 +335,7 @@ async fn events(client: &Client, job: JobRef<'_>) -> Result<Vec<EventRow>, Error
     let selector = format!(
         "involvedObject.name={},involvedObject.kind={}",
         job.name(),
-        job.kind().name()
+        job.kind().vocabulary().name
     );
     let listed = api
         .list(&ListParams::default().fields(&selector))

@@ -40,7 +40,7 @@ async fn list_kind(
 ) -> Result<Option<Vec<Job>>, Error> {
     let request = Request {
         verb: "list",
-        resource: kind.resource(),
+        resource: kind.vocabulary().resource,
         namespace,
     };
     let api: Api<DynamicObject> = match namespace {
@@ -77,8 +77,8 @@ pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Job>, 
     }
     if !installed {
         return Err(Error::CrdMissing {
-            kind: Kind::TrainingJob.name(),
-            crd: Kind::TrainingJob.resource(),
+            kind: Kind::TrainingJob.vocabulary().name,
+            crd: Kind::TrainingJob.vocabulary().resource,
         });
     }
     jobs.sort_by(|a, b| {
@@ -87,7 +87,7 @@ pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Job>, 
             (
                 job.namespace().to_string(),
                 job.name().to_string(),
-                job.kind().name(),
+                job.kind().vocabulary().name,
             )
         };
         key(a).cmp(&key(b))
@@ -107,7 +107,7 @@ pub async fn find(client: &Client, namespace: &str, argument: &str) -> Result<Jo
     for kind in kinds.iter().copied() {
         let request = Request {
             verb: "get",
-            resource: kind.resource(),
+            resource: kind.vocabulary().resource,
             namespace: Some(namespace),
         };
         match api_of(client, kind, namespace).get_opt(name).await {
@@ -126,8 +126,8 @@ pub async fn find(client: &Client, namespace: &str, argument: &str) -> Result<Jo
     } else {
         let kind = kinds[0];
         Err(Error::CrdMissing {
-            kind: kind.name(),
-            crd: kind.resource(),
+            kind: kind.vocabulary().name,
+            crd: kind.vocabulary().resource,
         })
     }
 }
@@ -179,7 +179,7 @@ impl Summary {
             (None, None) => (0, None, 0),
         };
         Self {
-            kind: job.kind().name().into(),
+            kind: job.kind().vocabulary().name.into(),
             namespace: job.namespace().into(),
             name: job.name().into(),
             phase: status.phase.map(|p| format!("{p:?}")).unwrap_or_default(),
@@ -200,5 +200,9 @@ impl Summary {
 
 /// The name `kubectl` uses for `job`: `trainingjob/NAME` or `mpijob/NAME`.
 pub fn qualified_name(job: JobRef<'_>) -> String {
-    format!("{}/{}", job.kind().name().to_ascii_lowercase(), job.name())
+    format!(
+        "{}/{}",
+        job.kind().vocabulary().name.to_ascii_lowercase(),
+        job.name()
+    )
 }

@@ -153,12 +153,14 @@ enum LogFormat {
 
 /// `--kinds`' values: the name of a kind of [`Kind::ALL`], as in `kind:`, in any case.
 fn kind_parser() -> impl TypedValueParser<Value = Kind> {
-    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name)).try_map(|named: String| {
-        Kind::ALL
-            .into_iter()
-            .find(|kind| kind.name().eq_ignore_ascii_case(&named))
-            .ok_or_else(|| format!("eto serves no kind named {named}"))
-    })
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(|kind| kind.vocabulary().name)).try_map(
+        |named: String| {
+            Kind::ALL
+                .into_iter()
+                .find(|kind| kind.vocabulary().name.eq_ignore_ascii_case(&named))
+                .ok_or_else(|| format!("eto serves no kind named {named}"))
+        },
+    )
 }
 
 /// How long blocking tasks may delay the exit once the operator has stopped.
@@ -368,11 +370,16 @@ mod tests {
             [Kind::PyTorchJob, Kind::MpiJob]
         );
         for kind in Kind::ALL {
-            assert_eq!(kinds_of(&["--kinds", kind.name()]).unwrap(), [kind]);
+            assert_eq!(
+                kinds_of(&["--kinds", kind.vocabulary().name]).unwrap(),
+                [kind]
+            );
         }
         let error = kinds_of(&["--kinds", "TFJob"]).unwrap_err().to_string();
         assert!(
-            Kind::ALL.iter().all(|kind| error.contains(kind.name())),
+            Kind::ALL
+                .iter()
+                .all(|kind| error.contains(kind.vocabulary().name)),
             "the kinds served are listed: {error}"
         );
     }

@@ -102,7 +102,7 @@ impl Role {
     /// The value of `kind`'s role label.
     pub fn label_value(self, kind: Kind) -> &'static str {
         match self {
-            Self::Launcher => kind.launcher_role(),
+            Self::Launcher => kind.vocabulary().launcher_role,
             Self::Worker => eto_api::well_known::WORKER_ROLE,
         }
     }
@@ -170,7 +170,10 @@ impl<'a> Job<'a> {
         let operator = kind.vocabulary().operator_label;
         BTreeMap::from([
             (operator.0.to_string(), operator.1.to_string()),
-            (kind.job_name_label().to_string(), self.name().to_string()),
+            (
+                kind.vocabulary().job_name_label.to_string(),
+                self.name().to_string(),
+            ),
             (MANAGED_BY_LABEL.to_string(), MANAGER.to_string()),
         ])
     }
@@ -179,7 +182,7 @@ impl<'a> Job<'a> {
     pub fn pod_labels(&self, role: Role) -> BTreeMap<String, String> {
         let mut labels = self.labels();
         labels.insert(
-            self.kind().role_label().to_string(),
+            self.kind().vocabulary().role_label.to_string(),
             role.label_value(self.kind()).to_string(),
         );
         labels.insert(RUN_LABEL.to_string(), self.run.to_string());

@@ -78,7 +78,10 @@ pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
         Some(mpi) if mpi.run_launcher_as_worker => index + 1,
         _ => index,
     };
-    labels.insert(job.kind().index_label().into(), shown_index.to_string());
+    labels.insert(
+        job.kind().vocabulary().index_label.into(),
+        shown_index.to_string(),
+    );
     job.pod_metadata(
         names::worker(job.name(), index),
         job.job.worker_template(),

@@ -11,14 +11,16 @@
 //! share [`kubeflow_status`]).
 //!
 //! This module is the one place that names every kind: [`Kind`], [`OwnedJob`] and [`JobRef`]
-//! dispatch to the kind's module, and everything else (the engine's rules, the controller,
-//! `kubectl eto`) asks them. A fourth kind is a module beside the others, a variant in each
-//! of those three types, and its entry in [`Kind::ALL`].
+//! dispatch to the kind's module (its [`Vocabulary`], and its API type's [`ServedJob`]), and
+//! everything else (the engine's rules, the controller, `kubectl eto`) asks them. A fourth
+//! kind is a module beside the others, a variant in each of those three types and in
+//! [`ApiStatus`], and its entry in [`Kind::ALL`].
 
 pub mod kubeflow_status;
 pub mod launcher;
 pub mod mpi_job;
 pub mod pytorch_job;
+pub mod served_job;
 pub mod training_job;
 
 use crate::status::JobStatus;
@@ -39,6 +41,7 @@ use crate::effective_spec::EffectiveSpec;
 use crate::parse::parse;
 use crate::validation::{FieldError, InvalidSpec};
 use launcher::{LauncherInputs, LauncherObjects};
+pub use served_job::ServedJob;
 
 /// A kind of job.
 // The variants are the kinds' own names, which all end in `Job`.
@@ -198,21 +201,23 @@ impl Kind {
     pub fn of_api(group: &str, kind: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
-            .find(|served| served.name() == kind && served.group() == group)
+            .find(|served| served.vocabulary().name == kind && served.group() == group)
     }
 
-    /// Its API group, the part of [`Kind::resource`] after the plural.
+    /// Its API group, the part of [`Vocabulary::resource`] after the plural.
     pub fn group(self) -> &'static str {
-        self.resource()
+        self.vocabulary()
+            .resource
             .split_once('.')
             .map_or("", |(_, group)| group)
     }
 
-    /// Its resource's plural name, the part of [`Kind::resource`] before the group.
+    /// Its resource's plural name, the part of [`Vocabulary::resource`] before the group.
     pub fn plural(self) -> &'static str {
-        self.resource()
+        self.vocabulary()
+            .resource
             .split_once('.')
-            .map_or(self.resource(), |(plural, _)| plural)
+            .map_or(self.vocabulary().resource, |(plural, _)| plural)
     }
 
     /// The kind a person names with `alias` (`tj`, `mpijobs`, ...; any case).
@@ -243,30 +248,10 @@ impl Kind {
         self == Self::AUTOSCALED_BY_METRICS
     }
 
-    /// What runs its launcher.
-    pub fn launcher(self) -> LauncherObject {
-        self.vocabulary().launcher
-    }
-
-    /// The kind's name, as in `kind:`.
-    pub fn name(self) -> &'static str {
-        self.vocabulary().name
-    }
-
-    /// `<plural>.<group>`, as RBAC and the API server's errors name the resource.
-    pub fn resource(self) -> &'static str {
-        self.vocabulary().resource
-    }
-
     /// A condition or event reason: the kind's name followed by `what`, as both et-operator
     /// (`TrainingJobSucceeded`) and mpi-operator (`MPIJobSucceeded`) spell them.
     pub fn reason(self, what: &str) -> String {
-        format!("{}{what}", self.name())
-    }
-
-    /// The field holding the job's minimum number of workers, for messages.
-    pub fn min_field(self) -> &'static str {
-        self.vocabulary().min_field
+        format!("{}{what}", self.vocabulary().name)
     }
 
     /// The merge patch that sets a job's suspend field to `suspend`.
@@ -277,48 +262,11 @@ impl Kind {
         )
     }
 
-    /// The field (or fields) that suspend a job, for messages.
-    pub fn suspend_field(self) -> &'static str {
-        self.vocabulary().suspend_field
-    }
-
-    /// Reason of the `Suspended` condition of a job suspended by its spec: `Suspended`, or
-    /// mpi-operator's `MPIJobSuspended`.
-    pub fn suspended_reason(self) -> &'static str {
-        self.vocabulary().suspended_reason
-    }
-
-    /// Reason of the `Suspended` condition of a job that resumed: `Resumed`, or mpi-operator's
-    /// `MPIJobResumed`.
-    pub fn resumed_reason(self) -> &'static str {
-        self.vocabulary().resumed_reason
-    }
-
-    /// The label holding the job's name on its pods.
-    pub fn job_name_label(self) -> &'static str {
-        self.vocabulary().job_name_label
-    }
-
-    /// The label holding a pod's role: [`Kind::launcher_role`] or `worker`.
-    pub fn role_label(self) -> &'static str {
-        self.vocabulary().role_label
-    }
-
-    /// The value of the role label on the launcher's pod.
-    pub fn launcher_role(self) -> &'static str {
-        self.vocabulary().launcher_role
-    }
-
-    /// What its users call the launcher, in messages.
-    pub fn launcher_called(self) -> &'static str {
-        self.vocabulary().launcher_called
-    }
-
     /// The suffix of a message that counts workers, saying where they are listed: ` in host
     /// discovery` for the kinds whose launcher finds its workers there, nothing for a
     /// PyTorchJob's.
     pub fn hosts_listed_suffix(self) -> &'static str {
-        match self.launcher() {
+        match self.vocabulary().launcher {
             LauncherObject::Pod | LauncherObject::Job => " in host discovery",
             LauncherObject::Master | LauncherObject::RendezvousStore => "",
         }
@@ -327,11 +275,6 @@ impl Kind {
     /// The name of the launcher (its pod, or the object that runs its pod) of job `job`.
     pub fn launcher_name(self, job: &str) -> String {
         (self.vocabulary().launcher_name)(job)
-    }
-
-    /// The label holding a worker's index.
-    pub fn index_label(self) -> &'static str {
-        self.vocabulary().index_label
     }
 
     /// The headless Service of job `job` that gives its pods their DNS names.
@@ -349,8 +292,8 @@ impl Kind {
     pub fn worker_selector(self, name: &str) -> String {
         format!(
             "{}={name},{}={WORKER_ROLE}",
-            self.job_name_label(),
-            self.role_label()
+            self.vocabulary().job_name_label,
+            self.vocabulary().role_label
         )
     }
 
@@ -362,11 +305,6 @@ impl Kind {
             Self::MpiJob => mpi_job::managed_by_eto(job),
             Self::PyTorchJob => pytorch_job::managed_by_eto(job),
         }
-    }
-
-    /// How it names the workers of a run.
-    pub fn worker_names(self) -> WorkerNames {
-        self.vocabulary().worker_names
     }
 
     /// What the training container of a worker's pod `pod` is doing (see
@@ -444,20 +382,21 @@ pub enum JobRef<'a> {
 impl<'a> JobRef<'a> {
     /// Its kind.
     pub fn kind(self) -> Kind {
+        self.served().kind()
+    }
+
+    /// The job, as its kind answers for it.
+    fn served(self) -> &'a dyn ServedJob {
         match self {
-            Self::Training(_) => Kind::TrainingJob,
-            Self::Mpi(_) => Kind::MpiJob,
-            Self::PyTorch(_) => Kind::PyTorchJob,
+            Self::Training(job) => job,
+            Self::Mpi(job) => job,
+            Self::PyTorch(job) => job,
         }
     }
 
     /// Its metadata.
     pub fn metadata(self) -> &'a ObjectMeta {
-        match self {
-            Self::Training(job) => &job.metadata,
-            Self::Mpi(job) => &job.metadata,
-            Self::PyTorch(job) => &job.metadata,
-        }
+        self.served().metadata()
     }
 
     /// Its name.
@@ -475,141 +414,77 @@ impl<'a> JobRef<'a> {
         self.metadata().uid.as_deref().unwrap_or_default()
     }
 
-    /// The pod template of its launcher, if the spec has one.
+    /// See [`ServedJob::launcher_template`].
     pub fn launcher_template(self) -> Option<&'a PodTemplateSpec> {
-        match self {
-            Self::Training(job) => training_job::launcher_template(job),
-            Self::Mpi(job) => mpi_job::launcher_template(job),
-            Self::PyTorch(job) => pytorch_job::master_template(job),
-        }
+        self.served().launcher_template()
     }
 
-    /// The pod template of its workers, if the spec has one.
+    /// See [`ServedJob::worker_template`].
     pub fn worker_template(self) -> Option<&'a PodTemplateSpec> {
-        match self {
-            Self::Training(job) => training_job::worker_template(job),
-            Self::Mpi(job) => mpi_job::worker_template(job),
-            Self::PyTorch(job) => pytorch_job::worker_template(job),
-        }
+        self.served().worker_template()
     }
 
-    /// Its status in the engine's shape (see the module documentation).
+    /// See [`ServedJob::engine_status`].
     pub fn status(self) -> JobStatus {
-        match self {
-            Self::Training(job) => training_job::engine_status(job),
-            Self::Mpi(job) => mpi_job::status(job),
-            Self::PyTorch(job) => pytorch_job::engine_status(job),
-        }
+        self.served().engine_status()
     }
 
-    /// Whether another operator (the kind's original one) started it: a Kubeflow job whose
-    /// status has conditions but nothing eto writes. eto leaves such a job to that operator.
+    /// See [`ServedJob::started_by_another_operator`].
     pub fn started_by_another_operator(self) -> bool {
-        match self {
-            Self::Training(_) => false,
-            Self::Mpi(job) => job
-                .status
-                .as_ref()
-                .is_some_and(mpi_job::status::started_elsewhere),
-            Self::PyTorch(job) => job.status.as_ref().is_some_and(|status| {
-                kubeflow_status::started_elsewhere_by(&status.conditions, &status.eto)
-            }),
-        }
+        self.served().started_by_another_operator()
     }
 
-    /// The restart policy its users gave the Worker replica, where it decides whether a run
-    /// the training's own failure ended restarts: a PyTorchJob's, for a lost rank of a static
-    /// job ([`WorkerNames::PerRun`]) and a lost group of an elastic one. `None` for kinds whose
-    /// launcher's failure decides it.
+    /// See [`ServedJob::replica_restart_policy`].
     pub fn replica_restart_policy(self) -> Option<ReplicaRestartPolicy> {
-        match self {
-            Self::PyTorch(job) => Some(pytorch_job::worker_restart_policy(job)),
-            Self::Training(_) | Self::Mpi(_) => None,
-        }
+        self.served().replica_restart_policy()
     }
 
-    /// Whether the first worker to succeed ends the run successfully, when the workers
-    /// decide its outcome (training-operator v1's rule for an elastic PyTorchJob); otherwise
-    /// every worker must.
+    /// See [`ServedJob::first_worker_success_decides`].
     pub fn first_worker_success_decides(self) -> bool {
-        matches!(self, Self::PyTorch(job) if job.spec.elastic_policy.is_some())
+        self.served().first_worker_success_decides()
     }
 
-    /// The names of the Services it has one per pod (a PyTorchJob's, see
-    /// [`pytorch_job::pod_service_names`]); empty for kinds with one Service for the job.
+    /// See [`ServedJob::pod_service_names`].
     pub fn pod_service_names(self) -> Vec<String> {
-        match self {
-            Self::PyTorch(job) => pytorch_job::pod_service_names(job),
-            Self::Training(_) | Self::Mpi(_) => Vec::new(),
-        }
+        self.served().pod_service_names()
     }
 
-    /// What runs its launcher: its kind's (see [`Kind::launcher`]), or for an elastic
-    /// PyTorchJob whose rendezvous eto hosts, the rendezvous store.
+    /// See [`ServedJob::launcher`].
     pub fn launcher(self) -> LauncherObject {
-        match self {
-            Self::PyTorch(job) => pytorch_job::shape(job).0,
-            Self::Training(_) | Self::Mpi(_) => self.kind().launcher(),
-        }
+        self.served().launcher()
     }
 
-    /// How long the agents of a group that re-forms (see [`LauncherObject::group_reforms`])
-    /// go without a heartbeat before the others take them for dead; `None` for jobs without
-    /// such a group.
+    /// See [`ServedJob::heartbeat_timeout`].
     pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
-        match self {
-            Self::PyTorch(job) if self.launcher().group_reforms() => {
-                Some(pytorch_job::rendezvous::heartbeat_timeout(job))
-            }
-            Self::PyTorch(_) | Self::Training(_) | Self::Mpi(_) => None,
-        }
+        self.served().heartbeat_timeout()
     }
 
-    /// How it names the workers of a run: its kind's (see [`Kind::worker_names`]), or for an
-    /// elastic PyTorchJob whose rendezvous eto hosts, a name never used twice.
+    /// See [`ServedJob::worker_names`].
     pub fn worker_names(self) -> WorkerNames {
-        match self {
-            Self::PyTorch(job) => pytorch_job::shape(job).1,
-            Self::Training(_) | Self::Mpi(_) => self.kind().worker_names(),
-        }
+        self.served().worker_names()
     }
 
-    /// The name of its launcher (its pod, or the object that runs its pod).
+    /// See [`ServedJob::launcher_name`].
     pub fn launcher_name(self) -> String {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => pytorch_job::rendezvous::store_name(self.name()),
-            _ => self.kind().launcher_name(self.name()),
-        }
+        self.served().launcher_name()
     }
 
-    /// The field holding its minimum number of workers, for messages: its kind's (see
-    /// [`Kind::min_field`]), or for an elastic PyTorchJob whose rendezvous eto hosts,
-    /// `elasticPolicy.minReplicas`.
+    /// See [`ServedJob::min_field`].
     pub fn min_field(self) -> &'static str {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => "elasticPolicy.minReplicas",
-            _ => self.kind().min_field(),
-        }
+        self.served().min_field()
     }
 
-    /// What its users call its launcher, in messages.
+    /// See [`ServedJob::launcher_called`].
     pub fn launcher_called(self) -> &'static str {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => "rendezvous store",
-            _ => self.kind().launcher_called(),
-        }
+        self.served().launcher_called()
     }
 
-    /// Validates it and applies every default, by its kind's rules.
+    /// See [`ServedJob::validate`].
     ///
     /// # Errors
     /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
     pub fn validate(self) -> Result<EffectiveSpec, InvalidSpec> {
-        match self {
-            Self::Training(job) => training_job::validation::validate(job),
-            Self::Mpi(job) => mpi_job::validation::validate(job),
-            Self::PyTorch(job) => pytorch_job::validation::validate(job),
-        }
+        self.served().validate()
     }
 
     /// The owner reference its children carry: controller, blocking owner deletion.
@@ -675,7 +550,7 @@ mod tests {
             assert_eq!(Kind::of_api(&resource.group, &resource.kind), Some(kind));
             assert_eq!(kind.group(), resource.group);
             assert_eq!(
-                kind.resource(),
+                kind.vocabulary().resource,
                 format!("{}.{}", resource.plural, resource.group)
             );
             for alias in kind.vocabulary().aliases {
@@ -690,8 +565,8 @@ mod tests {
 
     #[test]
     fn each_kind_has_its_launcher_and_only_training_jobs_take_scale_requests() {
-        assert_eq!(Kind::TrainingJob.launcher(), LauncherObject::Pod);
-        assert_eq!(Kind::MpiJob.launcher(), LauncherObject::Job);
+        assert_eq!(Kind::TrainingJob.vocabulary().launcher, LauncherObject::Pod);
+        assert_eq!(Kind::MpiJob.vocabulary().launcher, LauncherObject::Job);
         let scaled: Vec<Kind> = Kind::ALL
             .into_iter()
             .filter(|kind| kind.scaled_by_requests())

@@ -298,7 +298,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     let old = observed.job.status();
     let resolved = node_warnings::resolve(observed.node_warnings, &old.node_warnings, now);
     let warnings = node_warnings::by_node(&resolved);
-    let role_label = observed.job.kind().role_label();
+    let role_label = observed.job.kind().vocabulary().role_label;
     let warned: Vec<Pod> = observed
         .pods
         .iter()
@@ -374,7 +374,7 @@ pub fn plan_undecodable(
     now: jiff::Timestamp,
 ) -> Plan {
     let mut planner = Planner::new(kind, metadata.generation, status.unwrap_or_default(), now);
-    planner.invalid(&format!("invalid {}: {error}", kind.name()));
+    planner.invalid(&format!("invalid {}: {error}", kind.vocabulary().name));
     planner.finish()
 }
 
@@ -499,7 +499,7 @@ impl Planner {
         const REASON: &str = "StartedByAnotherOperator";
         let message = format!(
             "{} {} was started by another operator ({}), whose pods eto does not take over; delete and re-create it to run it under eto",
-            self.kind.name(),
+            self.kind.vocabulary().name,
             job.name(),
             self.kind.vocabulary().original_operator
         );
@@ -526,7 +526,7 @@ impl Planner {
                 conditions::CREATED,
                 true,
                 &kind.reason("Created"),
-                &format!("{} {} is created.", kind.name(), job.name()),
+                &format!("{} {} is created.", kind.vocabulary().name, job.name()),
             );
         }
         self.status.selector = Some(kind.worker_selector(job.name()));
@@ -626,7 +626,11 @@ impl Planner {
             true,
             reason,
             "Fail",
-            format!("{} {} failed: {message}", self.kind.name(), job.name()),
+            format!(
+                "{} {} failed: {message}",
+                self.kind.vocabulary().name,
+                job.name()
+            ),
         );
         if kill {
             for pod in observed
@@ -710,7 +714,7 @@ impl Planner {
         self.condition(conditions::STALLED, !succeeded, &reason, &message);
         let ended = format!(
             "{} {} {}",
-            self.kind.name(),
+            self.kind.vocabulary().name,
             job.name(),
             if succeeded { "succeeded" } else { "failed" }
         );
@@ -749,11 +753,11 @@ impl Planner {
             }
         }
         if job.spec.clean_pod_policy != CleanPodPolicy::None
-            && self.kind.launcher() == LauncherObject::Master
+            && self.kind.vocabulary().launcher == LauncherObject::Master
         {
             self.clean_as_v1(observed, job.spec.clean_pod_policy);
         } else if job.spec.clean_pod_policy != CleanPodPolicy::None {
-            let role_label = self.kind.role_label();
+            let role_label = self.kind.vocabulary().role_label;
             let workers = observed
                 .pods
                 .iter()
@@ -834,12 +838,12 @@ fn replica_statuses(
 ) -> BTreeMap<ReplicaType, eto_api::common::ReplicaStatus> {
     let mut statuses = BTreeMap::new();
     for (replica, role) in [
-        (ReplicaType::Launcher, kind.launcher_role()),
+        (ReplicaType::Launcher, kind.vocabulary().launcher_role),
         (ReplicaType::Worker, WORKER_ROLE),
     ] {
         let of_role = pods
             .iter()
-            .filter(|p| pods::label(p, kind.role_label()) == Some(role));
+            .filter(|p| pods::label(p, kind.vocabulary().role_label) == Some(role));
         let mut status = eto_api::common::ReplicaStatus::default();
         for pod in of_role {
             match pods::phase(pod) {

@@ -42,7 +42,7 @@ impl fmt::Display for FieldError {
 
 /// A job that breaks at least one rule; every broken rule is listed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {}: {}", .kind.name(), join(.errors))]
+#[error("invalid {}: {}", .kind.vocabulary().name, join(.errors))]
 pub struct InvalidSpec {
     /// The kind of the job.
     pub kind: Kind,

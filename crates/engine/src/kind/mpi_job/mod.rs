@@ -17,9 +17,13 @@ use eto_api::well_known::{
 use eto_api::{MPIJob, MPIJobStatus};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::{LauncherObject, Vocabulary, WorkerNames};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
 use crate::build::SSH_AUTH_SECRET_TYPE;
+use crate::effective_spec::EffectiveSpec;
 use crate::names;
+use crate::validation::InvalidSpec;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -55,22 +59,37 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     training_container: None,
 };
 
-/// The launcher's pod template, if the spec has one.
-pub fn launcher_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
-    job.spec.mpi_replica_specs.get(LAUNCHER)?.template.as_ref()
-}
+impl ServedJob for MPIJob {
+    fn kind(&self) -> Kind {
+        Kind::MpiJob
+    }
 
-/// The workers' pod template, if the spec has one.
-pub fn worker_template(job: &MPIJob) -> Option<&PodTemplateSpec> {
-    job.spec.mpi_replica_specs.get(WORKER)?.template.as_ref()
-}
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
 
-/// Its status in the engine's shape.
-pub fn status(job: &MPIJob) -> JobStatus {
-    job.status
-        .as_ref()
-        .map(status::to_engine)
-        .unwrap_or_default()
+    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.mpi_replica_specs.get(LAUNCHER)?.template.as_ref()
+    }
+
+    fn worker_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec.mpi_replica_specs.get(WORKER)?.template.as_ref()
+    }
+
+    fn engine_status(&self) -> JobStatus {
+        self.status
+            .as_ref()
+            .map(status::to_engine)
+            .unwrap_or_default()
+    }
+
+    fn validate(&self) -> Result<EffectiveSpec, InvalidSpec> {
+        validation::validate(self)
+    }
+
+    fn started_by_another_operator(&self) -> bool {
+        self.status.as_ref().is_some_and(status::started_elsewhere)
+    }
 }
 
 /// A stored status read without the rest of the job (a job that does not decode), in the

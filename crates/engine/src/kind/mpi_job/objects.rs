@@ -90,7 +90,7 @@ pub fn launcher_job(
     let name = names::launcher(job.name());
     let mut pod_labels = job.pod_labels(Role::Launcher);
     if mpi.run_launcher_as_worker {
-        pod_labels.insert(job.kind().index_label().into(), "0".into());
+        pod_labels.insert(job.kind().vocabulary().index_label.into(), "0".into());
     }
     let mut annotations =
         BTreeMap::from([(HOSTFILE_ANNOTATION.to_string(), ready_hosts.to_string())]);

@@ -30,8 +30,14 @@ use eto_api::pytorch_job::{
 use eto_api::{PyTorchJob, PyTorchJobStatus};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 
-use super::{LauncherObject, Vocabulary, WorkerNames};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
+use crate::effective_spec::EffectiveSpec;
 use crate::names;
+use crate::validation::InvalidSpec;
 
 /// The label naming the operator on every pod and Service of a PyTorchJob, as Arena and Kueue
 /// select them.
@@ -94,30 +100,131 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
 };
 
-/// The Master's pod template, if the spec has one.
-pub fn master_template(job: &PyTorchJob) -> Option<&PodTemplateSpec> {
-    job.spec
-        .pytorch_replica_specs
-        .get(MASTER)?
-        .template
-        .as_ref()
-}
+impl ServedJob for PyTorchJob {
+    fn kind(&self) -> Kind {
+        Kind::PyTorchJob
+    }
 
-/// The Workers' pod template, if the spec has one.
-pub fn worker_template(job: &PyTorchJob) -> Option<&PodTemplateSpec> {
-    job.spec
-        .pytorch_replica_specs
-        .get(WORKER)?
-        .template
-        .as_ref()
-}
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
 
-/// Its status in the engine's shape.
-pub fn engine_status(job: &PyTorchJob) -> JobStatus {
-    job.status
-        .as_ref()
-        .map(status::to_engine)
-        .unwrap_or_default()
+    /// The Master's pod template.
+    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec
+            .pytorch_replica_specs
+            .get(MASTER)?
+            .template
+            .as_ref()
+    }
+
+    fn worker_template(&self) -> Option<&PodTemplateSpec> {
+        self.spec
+            .pytorch_replica_specs
+            .get(WORKER)?
+            .template
+            .as_ref()
+    }
+
+    fn engine_status(&self) -> JobStatus {
+        self.status
+            .as_ref()
+            .map(status::to_engine)
+            .unwrap_or_default()
+    }
+
+    fn validate(&self) -> Result<EffectiveSpec, InvalidSpec> {
+        validation::validate(self)
+    }
+
+    fn started_by_another_operator(&self) -> bool {
+        self.status.as_ref().is_some_and(|status| {
+            super::kubeflow_status::started_elsewhere_by(&status.conditions, &status.eto)
+        })
+    }
+
+    /// The Worker replica's (v1's default if unset; `Never` without Workers): it decides
+    /// whether a lost rank of a static job, or a lost group of an elastic one, restarts.
+    fn replica_restart_policy(&self) -> Option<ReplicaRestartPolicy> {
+        Some(
+            Defaulted::of(self)
+                .worker
+                .map_or(ReplicaRestartPolicy::Never, |worker| worker.restart_policy),
+        )
+    }
+
+    /// v1's rule for an elastic job: the first Worker to succeed ends the run.
+    fn first_worker_success_decides(&self) -> bool {
+        self.spec.elastic_policy.is_some()
+    }
+
+    /// Its Master's and its Workers' (see [`service`]), as many as the spec or the recorded
+    /// target has; for a job whose rendezvous eto hosts, the one Service that names all its
+    /// pods.
+    fn pod_service_names(&self) -> Vec<String> {
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        if let Some(hosted) = rendezvous::HostedRendezvous::of(self) {
+            return vec![hosted.service_name()];
+        }
+        let recorded = self
+            .status
+            .as_ref()
+            .map_or(0, |status| status.eto.target_workers.len());
+        let workers = Defaulted::of(self)
+            .worker
+            .map_or(0, |worker| worker.replicas)
+            .max(u32::try_from(recorded).unwrap_or(u32::MAX));
+        std::iter::once(pod_name(name, PyTorchReplicaType::Master, 0))
+            .chain((0..workers).map(|index| names::worker(name, index)))
+            .collect()
+    }
+
+    /// An elastic job whose rendezvous eto hosts (see [`rendezvous`]) has a rendezvous
+    /// store; any other its Master (if any).
+    fn launcher(&self) -> LauncherObject {
+        if rendezvous::HostedRendezvous::of(self).is_some() {
+            LauncherObject::RendezvousStore
+        } else {
+            LauncherObject::Master
+        }
+    }
+
+    /// An elastic job whose rendezvous eto hosts replaces its workers under new names; any
+    /// other keeps its ranks' names.
+    fn worker_names(&self) -> WorkerNames {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => WorkerNames::NeverReused,
+            _ => WorkerNames::PerRun,
+        }
+    }
+
+    fn heartbeat_timeout(&self) -> Option<Duration> {
+        self.launcher()
+            .group_reforms()
+            .then(|| rendezvous::heartbeat_timeout(self))
+    }
+
+    fn launcher_name(&self) -> String {
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        match self.launcher() {
+            LauncherObject::RendezvousStore => rendezvous::store_name(name),
+            _ => Kind::PyTorchJob.launcher_name(name),
+        }
+    }
+
+    fn min_field(&self) -> &'static str {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => "elasticPolicy.minReplicas",
+            _ => Kind::PyTorchJob.vocabulary().min_field,
+        }
+    }
+
+    fn launcher_called(&self) -> &'static str {
+        match self.launcher() {
+            LauncherObject::RendezvousStore => "rendezvous store",
+            _ => Kind::PyTorchJob.vocabulary().launcher_called,
+        }
+    }
 }
 
 /// A stored status read without the rest of the job (a job that does not decode), in the
@@ -286,46 +393,6 @@ pub fn managed_by_eto(job: &serde_json::Value) -> bool {
     job["spec"]["runPolicy"]["managedBy"]
         .as_str()
         .is_none_or(|manager| manager == TRAINING_OPERATOR)
-}
-
-/// What runs `job`'s launcher and how its workers are named: an elastic job whose rendezvous
-/// eto hosts (see [`rendezvous`]) has a rendezvous store and workers replaced under new
-/// names; any other has its Master (if any) and keeps its ranks' names.
-pub fn shape(job: &PyTorchJob) -> (LauncherObject, WorkerNames) {
-    if rendezvous::HostedRendezvous::of(job).is_some() {
-        (LauncherObject::RendezvousStore, WorkerNames::NeverReused)
-    } else {
-        (LauncherObject::Master, WorkerNames::PerRun)
-    }
-}
-
-/// The restart policy of `job`'s Worker replica (v1's default if unset; `Never` without
-/// Workers).
-pub fn worker_restart_policy(job: &PyTorchJob) -> ReplicaRestartPolicy {
-    Defaulted::of(job)
-        .worker
-        .map_or(ReplicaRestartPolicy::Never, |worker| worker.restart_policy)
-}
-
-/// The names of `job`'s per-pod Services (see [`service`]): its Master's and its Workers', as
-/// many as the spec or the recorded target has; for a job whose rendezvous eto hosts, the
-/// one Service that names all its pods.
-pub fn pod_service_names(job: &PyTorchJob) -> Vec<String> {
-    let name = job.metadata.name.as_deref().unwrap_or_default();
-    if let Some(hosted) = rendezvous::HostedRendezvous::of(job) {
-        return vec![hosted.service_name()];
-    }
-    let recorded = job
-        .status
-        .as_ref()
-        .map_or(0, |status| status.eto.target_workers.len());
-    let workers = Defaulted::of(job)
-        .worker
-        .map_or(0, |worker| worker.replicas)
-        .max(u32::try_from(recorded).unwrap_or(u32::MAX));
-    std::iter::once(pod_name(name, PyTorchReplicaType::Master, 0))
-        .chain((0..workers).map(|index| names::worker(name, index)))
-        .collect()
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
 /// v1's, and the job's notice over them.
 fn master_metadata(job: Job<'_>) -> ObjectMeta {
     let mut labels = job.pod_labels(Role::Launcher);
-    labels.insert(job.kind().index_label().into(), "0".into());
+    labels.insert(job.kind().vocabulary().index_label.into(), "0".into());
     labels.insert(JOB_ROLE_LABEL.into(), "master".into());
     job.pod_metadata(
         job.kind().launcher_name(job.name()),

@@ -342,7 +342,7 @@ pub fn store_pod(job: Job<'_>, hosted: &HostedRendezvous, avoided: &[NodeCooldow
 /// creation on.
 pub fn service(job: Job<'_>, hosted: &HostedRendezvous) -> Service {
     let selector = BTreeMap::from([(
-        job.kind().job_name_label().to_string(),
+        job.kind().vocabulary().job_name_label.to_string(),
         job.name().to_string(),
     )]);
     Service {

@@ -18,8 +18,12 @@ use eto_api::well_known::{
 };
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use super::{LauncherObject, Vocabulary, WorkerNames};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
+use crate::effective_spec::EffectiveSpec;
 use crate::names;
+use crate::validation::InvalidSpec;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -55,22 +59,33 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     training_container: None,
 };
 
-/// The launcher's pod template.
-pub fn launcher_template(job: &TrainingJob) -> Option<&PodTemplateSpec> {
-    Some(&job.spec.et_replica_specs.launcher.template)
-}
+impl ServedJob for TrainingJob {
+    fn kind(&self) -> Kind {
+        Kind::TrainingJob
+    }
 
-/// The workers' pod template.
-pub fn worker_template(job: &TrainingJob) -> Option<&PodTemplateSpec> {
-    Some(&job.spec.et_replica_specs.worker.template)
-}
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
 
-/// Its status in the engine's shape.
-pub fn engine_status(job: &TrainingJob) -> JobStatus {
-    job.status
-        .as_ref()
-        .map(status::to_engine)
-        .unwrap_or_default()
+    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+        Some(&self.spec.et_replica_specs.launcher.template)
+    }
+
+    fn worker_template(&self) -> Option<&PodTemplateSpec> {
+        Some(&self.spec.et_replica_specs.worker.template)
+    }
+
+    fn engine_status(&self) -> JobStatus {
+        self.status
+            .as_ref()
+            .map(status::to_engine)
+            .unwrap_or_default()
+    }
+
+    fn validate(&self) -> Result<EffectiveSpec, InvalidSpec> {
+        validation::validate(self)
+    }
 }
 
 /// A stored status read without the rest of the job (a job that does not decode), in the

@@ -83,14 +83,15 @@ impl<'o> Run<'_, 'o> {
                     .observed
                     .launcher_job
                     .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
-                let role_label = self.job.kind().role_label();
+                let role_label = self.job.kind().vocabulary().role_label;
                 let of_run = || {
                     self.observed
                         .pods
                         .iter()
                         .copied()
                         .filter(|p| {
-                            pods::label(p, role_label) == Some(self.job.kind().launcher_role())
+                            pods::label(p, role_label)
+                                == Some(self.job.kind().vocabulary().launcher_role)
                         })
                         .filter(|p| !self.is_stale(p))
                 };

@@ -71,7 +71,7 @@ impl Run<'_, '_> {
             "Suspend",
             format!(
                 "{} {}: {why}; the job suspends, every pod is told to checkpoint, and a new run resumes from the checkpoint (no failure counted)",
-                self.job.kind().name(),
+                self.job.kind().vocabulary().name,
                 self.name()
             ),
         );
@@ -125,7 +125,7 @@ impl Run<'_, '_> {
             "Suspend",
             format!(
                 "{} {}: {cause}; a new run resumes from the checkpoint with a new launcher (no failure counted)",
-                self.job.kind().name(),
+                self.job.kind().vocabulary().name,
                 self.name()
             ),
         );

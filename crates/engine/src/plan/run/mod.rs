@@ -299,7 +299,11 @@ impl<'p, 'o> Run<'p, 'o> {
             "a new run starts with new workers",
         );
         planner.event(true, &reason, "Restart", message.to_string());
-        let ended = format!("{} {} restarted: {message}", kind.name(), self.job.name());
+        let ended = format!(
+            "{} {} restarted: {message}",
+            kind.vocabulary().name,
+            self.job.name()
+        );
         let abandoned = scaling::abandon(
             self.job.name(),
             self.job.job.uid(),

@@ -91,7 +91,11 @@ impl Run<'_, '_> {
             false,
             &reason,
             "Complete",
-            format!("{} {} succeeded: {message}", kind.name(), self.job.name()),
+            format!(
+                "{} {} succeeded: {message}",
+                kind.vocabulary().name,
+                self.job.name()
+            ),
         );
         planner.finished(self.observed, self.job);
     }

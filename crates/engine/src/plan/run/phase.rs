@@ -95,7 +95,7 @@ impl Run<'_, '_> {
                         false,
                         &reason,
                         "Run",
-                        format!("{} {name} is running: {message}", kind.name()),
+                        format!("{} {name} is running: {message}", kind.vocabulary().name),
                     );
                 }
                 self.planner

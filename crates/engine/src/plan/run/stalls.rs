@@ -66,7 +66,7 @@ impl Run<'_, '_> {
             "the API server rejected pod {}: {}; no pod of {} {} is created until it accepts them",
             rejected.name,
             rejected.message,
-            self.job.kind().name(),
+            self.job.kind().vocabulary().name,
             self.job.name(),
         );
         let planner = self.planner;
@@ -137,7 +137,7 @@ impl Run<'_, '_> {
             .collect();
         let message = format!(
             "{} {} needs the name of {}, which eto did not create; eto neither adopts nor overwrites it, and creates no pod until the name is free: delete or rename that object",
-            self.job.kind().name(),
+            self.job.kind().vocabulary().name,
             self.job.name(),
             held.join(", "),
         );

@@ -111,7 +111,7 @@ impl Run<'_, '_> {
             (RunState::SuspendedAfterLoss { .. }, false) => true,
             (_, true) => self.start_suspending(
                 SUSPENDED,
-                format!("{} asks for it", kind.suspend_field()),
+                format!("{} asks for it", kind.vocabulary().suspend_field),
                 self.job.spec.elastic.spec_suspend_grace,
             ),
             (_, false) => {
@@ -313,7 +313,7 @@ impl Run<'_, '_> {
         };
         let message = format!(
             "{} {} is suspending: {why}{CHECKPOINT_ASK} at {deadline} ({}) or when {exits}",
-            self.job.kind().name(),
+            self.job.kind().vocabulary().name,
             self.name(),
             match capped {
                 Some(goes) if Some(goes) == launcher_goes => "when the launcher's pod is killed",
@@ -413,7 +413,7 @@ impl Run<'_, '_> {
             deadline: Some(Time(now)),
             message: format!(
                 "{} {} is suspending: {why}. Its pods are deleted now",
-                self.job.kind().name(),
+                self.job.kind().vocabulary().name,
                 self.name()
             ),
         };
@@ -464,7 +464,7 @@ impl Run<'_, '_> {
             (
                 format!(
                     "suspended by {}; its pods are deleted until it is unsuspended",
-                    kind.suspend_field()
+                    kind.vocabulary().suspend_field
                 ),
                 false,
             )
@@ -473,9 +473,9 @@ impl Run<'_, '_> {
             warning,
             &kind.reason("Suspended"),
             "Suspend",
-            format!("{} {name} {message}", kind.name()),
+            format!("{} {name} {message}", kind.vocabulary().name),
         );
-        let ended = format!("{} {name} was suspended", kind.name());
+        let ended = format!("{} {name} was suspended", kind.vocabulary().name);
         let abandoned = scaling::abandon(
             &name,
             self.job.job.uid(),
@@ -487,7 +487,7 @@ impl Run<'_, '_> {
         let reason = if after_loss {
             reason
         } else {
-            kind.suspended_reason()
+            kind.vocabulary().suspended_reason
         };
         let planner = &mut *self.planner;
         planner.condition(conditions::SUSPENDED, true, reason, &message);
@@ -534,14 +534,19 @@ impl Run<'_, '_> {
         planner.status.phase = Some(JobPhase::Suspended);
         let message = format!(
             "suspended by {}; it {} once unsuspended",
-            kind.suspend_field(),
+            kind.vocabulary().suspend_field,
             if ran {
                 "resumes from its checkpoint"
             } else {
                 "starts"
             }
         );
-        planner.condition(conditions::READY, false, kind.suspended_reason(), &message);
+        planner.condition(
+            conditions::READY,
+            false,
+            kind.vocabulary().suspended_reason,
+            &message,
+        );
         let idle = scaling::JobSide::idle(self.job.name(), self.job.job.uid(), planner.now);
         planner.scaling(scaling::step(&idle, self.observed.scalers));
     }
@@ -564,12 +569,17 @@ impl Run<'_, '_> {
         };
         self.step(Fact::RunStarted);
         let planner = &mut *self.planner;
-        planner.condition(conditions::SUSPENDED, false, kind.resumed_reason(), message);
+        planner.condition(
+            conditions::SUSPENDED,
+            false,
+            kind.vocabulary().resumed_reason,
+            message,
+        );
         if ran {
             planner.condition(
                 conditions::LAUNCHER_CREATED,
                 false,
-                kind.resumed_reason(),
+                kind.vocabulary().resumed_reason,
                 message,
             );
         } else {
@@ -582,7 +592,7 @@ impl Run<'_, '_> {
             false,
             &kind.reason("Resumed"),
             "Resume",
-            format!("{} {name} {message}", kind.name()),
+            format!("{} {name} {message}", kind.vocabulary().name),
         );
     }
 
@@ -609,7 +619,7 @@ impl Run<'_, '_> {
         planner.condition(
             conditions::SUSPENDED,
             false,
-            kind.resumed_reason(),
+            kind.vocabulary().resumed_reason,
             &message,
         );
         planner.status.start_time = Some(Time(planner.now));
@@ -617,7 +627,7 @@ impl Run<'_, '_> {
             false,
             &kind.reason("Resumed"),
             "Resume",
-            format!("{} {name} {message}", kind.name()),
+            format!("{} {name} {message}", kind.vocabulary().name),
         );
     }
 
@@ -634,7 +644,7 @@ impl Run<'_, '_> {
             deadline: None,
             message: format!(
                 "this run resumes {} {}, suspended ({reason}): load the latest checkpoint",
-                self.job.kind().name(),
+                self.job.kind().vocabulary().name,
                 self.name()
             ),
         };

@@ -49,7 +49,9 @@ impl<'o> Run<'_, 'o> {
             .pods
             .iter()
             .copied()
-            .filter(|p| pods::label(p, self.job.kind().role_label()) == Some(WORKER_ROLE))
+            .filter(|p| {
+                pods::label(p, self.job.kind().vocabulary().role_label) == Some(WORKER_ROLE)
+            })
             .collect();
         let index_of = |pod: &Pod| {
             pod.metadata

@@ -1,0 +1,100 @@
+//! What a job answers that depends on its kind.
+//!
+//! Each kind's module implements [`ServedJob`] for its API type; [`super::JobRef`] asks it,
+//! so the engine's rules never learn which kind a job is. A method with a default is what
+//! most kinds answer; a kind overrides it where its jobs differ (a PyTorchJob whose
+//! rendezvous eto hosts has a rendezvous store for a launcher, for example).
+
+use std::time::Duration;
+
+use eto_api::common::ReplicaRestartPolicy;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{Kind, LauncherObject, WorkerNames};
+use crate::effective_spec::EffectiveSpec;
+use crate::status::JobStatus;
+use crate::validation::InvalidSpec;
+
+/// A job of one of the kinds eto serves, as the engine reads it.
+pub trait ServedJob: std::fmt::Debug + Sync {
+    /// Its kind.
+    fn kind(&self) -> Kind;
+
+    /// Its metadata.
+    fn metadata(&self) -> &ObjectMeta;
+
+    /// The pod template of its launcher, if the spec has one.
+    fn launcher_template(&self) -> Option<&PodTemplateSpec>;
+
+    /// The pod template of its workers, if the spec has one.
+    fn worker_template(&self) -> Option<&PodTemplateSpec>;
+
+    /// Its status in the engine's shape (see [`crate::status`]).
+    fn engine_status(&self) -> JobStatus;
+
+    /// Validates it and applies every default, by its kind's rules.
+    ///
+    /// # Errors
+    /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
+    fn validate(&self) -> Result<EffectiveSpec, InvalidSpec>;
+
+    /// Whether another operator (the kind's original one) started it: a Kubeflow job whose
+    /// status has conditions but nothing eto writes. eto leaves such a job to that operator.
+    fn started_by_another_operator(&self) -> bool {
+        false
+    }
+
+    /// The restart policy its users gave the worker replica, where it decides whether a run
+    /// the training's own failure ended restarts (a PyTorchJob's: a lost rank of a static
+    /// job, a lost group of an elastic one). `None` for kinds whose launcher's failure
+    /// decides it.
+    fn replica_restart_policy(&self) -> Option<ReplicaRestartPolicy> {
+        None
+    }
+
+    /// Whether the first worker to succeed ends the run successfully, when the workers
+    /// decide its outcome; otherwise every worker must.
+    fn first_worker_success_decides(&self) -> bool {
+        false
+    }
+
+    /// The names of the Services it has one per pod; empty for kinds with one Service for
+    /// the job.
+    fn pod_service_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What runs its launcher; its kind's unless the spec chooses another.
+    fn launcher(&self) -> LauncherObject {
+        self.kind().vocabulary().launcher
+    }
+
+    /// How it names the workers of a run; its kind's unless the spec chooses otherwise.
+    fn worker_names(&self) -> WorkerNames {
+        self.kind().vocabulary().worker_names
+    }
+
+    /// How long the agents of a group that re-forms (see [`LauncherObject::group_reforms`])
+    /// go without a heartbeat before the others take them for dead; `None` for jobs without
+    /// such a group.
+    fn heartbeat_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The name of its launcher (its pod, or the object that runs its pod).
+    fn launcher_name(&self) -> String {
+        let name = self.metadata().name.as_deref().unwrap_or_default();
+        self.kind().launcher_name(name)
+    }
+
+    /// The field holding its minimum number of workers, for messages.
+    fn min_field(&self) -> &'static str {
+        self.kind().vocabulary().min_field
+    }
+
+    /// What its users call its launcher, in messages.
+    fn launcher_called(&self) -> &'static str {
+        self.kind().vocabulary().launcher_called
+    }
+}
