@@ -1,6 +1,6 @@
 //! A kind of job lives in its own module. The shared code (the engine's rules, the
 //! controller, the binaries, eto-sim) reaches what differs between kinds through `Kind`,
-//! `JobRef` and the kind's `Vocabulary`, and does not name a kind's module (`training_job`,
+//! `JobRef`, the kind's `Vocabulary` and its `ServedJob`, and does not name a kind's module (`training_job`,
 //! `mpi_job`, `pytorch_job`, in `eto_engine::kind` or in `eto_api`). The places that still do
 //! are listed below with what they name; a new one fails here. docs/development.md's "Adding a
 //! kind" lists the touch points a new kind has.
@@ -11,26 +11,6 @@ use eto_tests::workspace_root;
 
 /// Shared source files allowed to name a kind's module, with the one module path each names.
 const ALLOWED: &[(&str, &str)] = &[
-    // A PyTorchJob's HorizontalPodAutoscaler, which no other kind has.
-    ("crates/engine/src/children.rs", "pytorch_job::autoscaler"),
-    (
-        "crates/engine/src/plan/autoscaler.rs",
-        "pytorch_job::autoscaler",
-    ),
-    // What the rendezvous store of a PyTorchJob reports about its training group.
-    ("crates/engine/src/plan/mod.rs", "pytorch_job::store_report"),
-    (
-        "crates/engine/src/plan/run/notices.rs",
-        "pytorch_job::store_report",
-    ),
-    (
-        "crates/engine/src/plan/run/workers.rs",
-        "pytorch_job::store_report",
-    ),
-    (
-        "crates/controller/src/rendezvous_report.rs",
-        "pytorch_job::store_report",
-    ),
     // The shared spec's enums, defined by the API that introduced them.
     (
         "crates/engine/src/effective_spec.rs",
@@ -78,7 +58,7 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
 }
 
 /// The module paths naming a kind's module in `line` (code, not a comment): each from its
-/// first segment to the item named, `pytorch_job::store_report` or
+/// first segment to the item named, `pytorch_job::rendezvous` or
 /// `eto_api::mpi_job::MpiImplementation`.
 fn kind_paths(line: &str) -> Vec<String> {
     let code = line.split("//").next().unwrap_or_default();
@@ -138,7 +118,7 @@ fn shared_code_names_no_kind_module_but_where_listed() {
     }
     assert!(
         named.is_empty(),
-        "shared code names a kind's module; reach the kind through Kind, JobRef or its \
+        "shared code names a kind's module; reach the kind through Kind, JobRef, its ServedJob or its \
          Vocabulary instead:\n{}",
         named.join("\n")
     );
@@ -161,8 +141,8 @@ fn every_allowed_place_still_names_its_kind_module() {
 #[test]
 fn module_paths_are_read_from_code_not_comments() {
     assert_eq!(
-        kind_paths("use crate::kind::pytorch_job::store_report::{self, StoreReport};"),
-        ["pytorch_job::store_report"]
+        kind_paths("use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};"),
+        ["pytorch_job::rendezvous"]
     );
     assert_eq!(
         kind_paths("    let x = eto_api::mpi_job::MpiImplementation::Intel; // mpi_job::x"),

@@ -1,5 +1,6 @@
-//! The I/O side of eto: it watches TrainingJobs and the objects eto creates for them, asks
-//! the engine ([`eto_engine::plan()`]) what should change, and writes it.
+//! The I/O side of eto: it watches the jobs of every kind it serves and the objects eto
+//! creates for them, asks the engine ([`eto_engine::plan()`]) what should change, and writes
+//! it.
 //!
 //! Everything is written with server-side apply under one field manager, `eto`, except the
 //! generated SSH Secret and an MPIJob's launcher Job (created once). Children are read from
@@ -13,19 +14,21 @@
 //! Start with [`controllers::run`]; [`reconcile::reconcile`] is one reconcile, [`apply`] the writes.
 //!
 //! # Layers
-//! Each module uses only those below it:
-//! 1. Identities and settings, which depend on no other module: [`resources`] (the typed
-//!    objects eto reads and writes, the request resources, the caches' names), [`scope`],
-//!    [`first_lists`], [`error`].
-//! 2. The caches and their context: [`pod_cache`], [`name_index`], [`warned_nodes`],
-//!    [`context`] (the stores, the gang settings, the clock), `caches` (wiring the watches).
-//! 3. Reading: [`observe`] from the caches only, [`lookups`] from the API server where a
-//!    cache cannot answer, [`ownership`] (which objects a job may write), [`rendezvous_report`]
-//!    (what a rendezvous store reports).
-//! 4. Writing: [`apply`] (children, requests, status, events), [`pod_groups`], [`freshness`],
-//!    [`kubeai_stop`].
-//! 5. Reconciling and running: [`reconcile`], [`scale_requests`], [`controllers`] (the checks at start,
-//!    the context, the controllers), [`leader`], [`shutdown`].
+//! Each module uses only modules of its own layer or of the layers before it
+//! (`tests/layers.rs` checks it):
+//! 1. Identities and settings: [`resources`] (the typed objects eto reads and writes, the
+//!    request resources, the caches' names), [`scope`], [`first_lists`], [`error`],
+//!    [`events`], [`retries`], [`job_gauges`], [`metrics`], [`rbac`], [`crds`], [`ssh_keys`],
+//!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`].
+//! 2. The caches and their context: `watches`, [`pod_cache`], [`warned_nodes`], [`context`]
+//!    (the stores, the gang settings, the clock).
+//! 3. Reading: [`lookups`] from the API server where a cache cannot answer, [`ownership`]
+//!    (which objects a job may write), [`pod_groups`] (a job's PodGroup, read and written),
+//!    [`observe`] from the caches only, [`group_report`] (what a run's coordinator reports).
+//! 4. Writing: [`freshness`], [`kubeai_stop`], [`apply`] (children, requests, status, events).
+//! 5. Reconciling and running: [`reconcile`], [`scale_requests`], `caches` (wiring the
+//!    watches), [`controllers`] (the checks at start, the context, the controllers),
+//!    [`leader`].
 
 pub mod apply;
 pub mod cache_trim;
@@ -37,6 +40,7 @@ pub mod error;
 pub mod events;
 pub mod first_lists;
 pub mod freshness;
+pub mod group_report;
 pub mod job_gauges;
 pub mod kubeai_stop;
 pub mod leader;
@@ -51,7 +55,6 @@ pub mod pod_cache;
 pub mod pod_groups;
 pub mod rbac;
 pub mod reconcile;
-pub mod rendezvous_report;
 pub mod resources;
 pub mod retries;
 pub mod scale_requests;

@@ -158,7 +158,7 @@ impl Cached {
             gang: eto_engine::gang::Gang::Off,
             pod_group: None,
             node_warnings: &[],
-            store_report: None,
+            group_report: None,
             autoscaler: None,
         };
         plan(&observed, now())

@@ -17,7 +17,7 @@ use crate::lookups;
 use crate::metrics::Outcome;
 use crate::ownership::Owner;
 use crate::retries;
-use crate::{observe, rendezvous_report};
+use crate::{group_report, observe};
 
 /// How many taken names one reconcile finds and plans around; the next reconcile finds any
 /// others.
@@ -164,13 +164,14 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // The nodes that announced they go away (see eto_engine::node_warnings).
             let node_warnings = ctx.stores.warned_nodes.all();
             // The word of the training code that it saved, while workers wait for it.
-            let report =
-                rendezvous_report::read(ctx, job, children.pods.iter().map(AsRef::as_ref)).await;
+            let pods: Vec<&k8s_openapi::api::core::v1::Pod> =
+                children.pods.iter().map(AsRef::as_ref).collect();
+            let report = group_report::read(ctx, job, &pods).await;
             loop {
                 let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());
                 observed.node_warnings = &node_warnings;
-                observed.store_report = report.as_ref();
+                observed.group_report = report.as_ref();
                 let plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
                 let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);

@@ -3,8 +3,8 @@
 //! The operator reads children from its watch caches, `kubectl eto` from the API server; both
 //! look for the names [`Children::wanted`] gives and keep what [`Children::controlled`] keeps,
 //! so that the plugin's answers are the operator's. A child belongs to a job when the job
-//! controls it (its controller owner reference carries the job's uid), or, for the pods of an
-//! MPIJob's launcher, when the job's launcher Job controls it. An object holding a child's
+//! controls it (its controller owner reference carries the job's uid), or, for the pods of a
+//! launcher run by a batch Job ([`LauncherObject::Job`]), when that Job controls it. An object holding a child's
 //! name that the job does not control is not its child (see [`crate::plan::TakenName`]).
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::{JobRef, LauncherObject, controlled_by, pytorch_job};
+use crate::kind::{JobRef, LauncherObject, controlled_by};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
 use crate::scaling::Scaler;
 use crate::{names, pods};
@@ -24,46 +24,47 @@ use crate::{names, pods};
 /// The names of a job's children, to look up in its namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wanted {
-    /// An MPIJob's launcher Job.
+    /// The launcher's batch Job, for a kind whose launcher is one ([`LauncherObject::Job`]).
     pub launcher_job: Option<String>,
     /// The headless Service of the workers.
     pub service: String,
-    /// The headless Services of a PyTorchJob's pods, named like them.
+    /// The headless Services a kind has one per pod (see
+    /// [`crate::kind::ServedJob::pod_service_names`]).
     pub pod_services: Vec<String>,
     /// The discovery ConfigMap.
     pub config_map: String,
-    /// A TrainingJob launcher's ServiceAccount, Role and RoleBinding.
+    /// The ServiceAccount, Role and RoleBinding of a launcher pod ([`LauncherObject::Pod`]).
     pub launcher_rbac: Option<String>,
     /// The PodGroup, when the operator uses a gang scheduler.
     pub pod_group: String,
-    /// A PyTorchJob's HorizontalPodAutoscaler.
+    /// The HorizontalPodAutoscaler, for a kind whose jobs may have one.
     pub autoscaler: Option<String>,
 }
 
-/// A job's children, and for a TrainingJob its ScaleIn and ScaleOut requests.
+/// A job's children, and the scale requests of a kind they scale ([`crate::kind::Kind::scaled_by_requests`]).
 #[derive(Clone, Debug, Default)]
 pub struct Children {
     /// Its pods, workers and launcher.
     pub pods: Vec<Arc<Pod>>,
-    /// An MPIJob's launcher Job.
+    /// The launcher's batch Job ([`LauncherObject::Job`]).
     pub launcher_job: Option<Arc<BatchJob>>,
     /// The headless Service of its workers.
     pub worker_service: Option<Arc<Service>>,
-    /// The headless Services of a PyTorchJob's pods.
+    /// The headless Services of its pods, one per pod.
     pub pod_services: Vec<Arc<Service>>,
     /// Its ConfigMap.
     pub config_map: Option<Arc<ConfigMap>>,
-    /// A TrainingJob launcher's ServiceAccount.
+    /// Its launcher pod's ServiceAccount.
     pub service_account: Option<Arc<ServiceAccount>>,
-    /// A TrainingJob launcher's Role.
+    /// Its launcher pod's Role.
     pub role: Option<Arc<Role>>,
-    /// A TrainingJob launcher's RoleBinding.
+    /// Its launcher pod's RoleBinding.
     pub role_binding: Option<Arc<RoleBinding>>,
-    /// The ScaleIn and ScaleOut requests that select a TrainingJob.
+    /// The scale requests that select it.
     pub scalers: Vec<Scaler>,
     /// Its PodGroup.
     pub pod_group: Option<PodGroup>,
-    /// A PyTorchJob's HorizontalPodAutoscaler.
+    /// Its HorizontalPodAutoscaler.
     pub autoscaler: Option<Arc<HorizontalPodAutoscaler>>,
 }
 
@@ -87,7 +88,7 @@ impl Children {
             pod_group: gang::pod_group_name(job).to_string(),
             autoscaler: kind
                 .autoscaled_by_metrics()
-                .then(|| pytorch_job::autoscaler::name(name)),
+                .then(|| names::autoscaler(name)),
         }
     }
 
@@ -167,7 +168,7 @@ impl Children {
             gang,
             pod_group: self.pod_group.as_ref(),
             node_warnings: &[],
-            store_report: None,
+            group_report: None,
             autoscaler: self.autoscaler.as_deref(),
         }
     }

@@ -15,7 +15,7 @@
 //! stops every worker and re-forms the group when one leaves, so its workers are first told
 //! to save a checkpoint (see [`crate::regroup`]), and the drain is cut short as soon as the
 //! training code says it saved for a notice posted no earlier than the drain began (the
-//! store's report, see [`crate::kind::pytorch_job::store_report`]). Such a worker stays
+//! store's report, see [`crate::group_report`]). Such a worker stays
 //! listed while its pod is deleted, until the pod is gone (at most a second drain's length
 //! past the first's end): the group waits for it to be gone before it trains on.
 

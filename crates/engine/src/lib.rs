@@ -13,25 +13,8 @@
 //! kind contributes lives in its module under [`kind`].
 //!
 //! # Where each rule lives
-//! - The run's states (waiting for the minimum, at it, below it, suspending, suspended) and
-//!   their transitions: `plan/run/state.rs` and `plan/run/suspension.rs`; a launcher the
-//!   platform takes: `plan/run/launcher_loss.rs`; a torchrun group that cannot go on:
-//!   `plan/run/lost_group.rs`; a run the workers' own failure ended:
-//!   `plan/run/worker_failure.rs`; the launcher: `plan/run/launcher.rs`; a run's own end (its
-//!   success, its deadline, a restart): `plan/run/outcome.rs`; what keeps it from going on:
-//!   `plan/run/stalls.rs`; notices and gates: `plan/run/notices.rs`; the phase:
-//!   `plan/run/phase.rs`; the order of all these: `plan/run/mod.rs`; a finished job:
-//!   `plan/mod.rs`.
-//! - Whether the platform, not the training code, took a pod: [`disruption`]; where a
-//!   launcher would rather not run: [`spot_capacity`].
-//! - Which workers a job should have: [`target_workers`]; why a worker stopped counting: [`loss`];
-//!   the blacklist and the rule that an index is never used again: [`blacklist`]; nodes to
-//!   avoid: [`cooldown`]; draining removed workers: [`drain`].
-//! - ScaleIn and ScaleOut requests: [`scaling`]; notices to the training code: [`notice`],
-//!   and the `kubeai` SDK's stop signal with them: [`kubeai`]; PodGroups: [`gang`].
-//! - Nodes that announced they go away (advance warnings of a spot reclaim), and what their
-//!   workers count as: [`node_warnings`].
-//! - A job's children, as the operator and `kubectl eto` both select them: [`children`].
+//! `docs/development.md`, section "Where each rule lives", is the index of this crate's
+//! modules and the rules each holds; a test keeps it complete.
 
 pub mod applied;
 pub mod blacklist;
@@ -45,6 +28,7 @@ pub mod disruption;
 pub mod drain;
 pub mod effective_spec;
 pub mod gang;
+pub mod group_report;
 pub mod joining;
 pub mod kind;
 pub mod kubeai;

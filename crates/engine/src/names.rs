@@ -66,6 +66,11 @@ pub fn launcher_rbac(job: &str) -> String {
     format!("{job}-launcher")
 }
 
+/// The name of job `job`'s HorizontalPodAutoscaler: the job's (training-operator v1's name).
+pub fn autoscaler(job: &str) -> String {
+    job.to_string()
+}
+
 /// Longest TrainingJob name eto accepts. Worker pods and their host names are
 /// `<job>-worker-<index>`, which must fit in a 63-character DNS label with room for a
 /// five-digit index.

@@ -11,7 +11,7 @@
 //!    the same);
 //! 2. keeps the leaving worker's pod, draining (see [`crate::drain`]), until the training code
 //!    says it saved for that notice (one `POST` to the store, see
-//!    [`crate::kind::pytorch_job::store_report`]), or `elasticPolicy.drainSeconds` pass,
+//!    [`crate::group_report`]), or `elasticPolicy.drainSeconds` pass,
 //!    or the node's own deadline comes;
 //! 3. deletes it, with a grace period of [`LEAVING_GRACE_SECONDS`], keeping the notice up
 //!    until its pod is gone, so that no worker trains on with it (the training waits until

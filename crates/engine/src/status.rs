@@ -61,6 +61,14 @@ pub struct JobStatus {
     pub selector: Option<String>,
 }
 
+impl JobStatus {
+    /// The run it describes: `run`, or for statuses written before it existed, the restart
+    /// count (runs were counted by restarts then).
+    pub fn current_run(&self) -> i32 {
+        self.run.unwrap_or(self.restart_count)
+    }
+}
+
 /// The training group of a run whose workers form one group that re-forms as they come and
 /// go (torchrun's rendezvous), as the pod that coordinates it reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

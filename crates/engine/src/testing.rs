@@ -196,7 +196,7 @@ pub(crate) mod world {
         /// Nodes that announced they go away.
         pub node_warnings: Vec<crate::node_warnings::NodeWarning>,
         /// What a PyTorchJob's rendezvous store reports.
-        pub store_report: Option<crate::kind::pytorch_job::store_report::StoreReport>,
+        pub group_report: Option<crate::group_report::GroupReport>,
         /// A PyTorchJob's HorizontalPodAutoscaler.
         pub autoscaler: Option<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>,
         pub now: jiff::Timestamp,
@@ -224,7 +224,7 @@ pub(crate) mod world {
                 pod_groups_served: true,
                 pod_group: None,
                 node_warnings: Vec::new(),
-                store_report: None,
+                group_report: None,
                 autoscaler: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
             }
@@ -272,7 +272,7 @@ pub(crate) mod world {
                 },
                 pod_group: self.pod_group.as_ref(),
                 node_warnings: &self.node_warnings,
-                store_report: self.store_report.as_ref(),
+                group_report: self.group_report.as_ref(),
                 autoscaler: self.autoscaler.as_ref(),
             }
         }

@@ -29,6 +29,7 @@ use eto_api::common::ReplicaRestartPolicy;
 use eto_api::job_status::NodeCooldown;
 use eto_api::well_known::WORKER_ROLE;
 use eto_api::{MPIJob, MPIJobStatus, PyTorchJob, PyTorchJobStatus, TrainingJob};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::core::ApiResource;
@@ -158,6 +159,9 @@ pub struct Vocabulary {
     /// The launcher as a host of discovery, when it trains beside the workers (an MPIJob's
     /// with `runLauncherAsWorker`).
     pub launcher_host: fn(job: Job<'_>) -> Option<Host>,
+    /// The HorizontalPodAutoscaler job `job` should have now (see [`crate::names::autoscaler`]),
+    /// for a kind whose jobs may have one (v1's PyTorchJob, from `elasticPolicy.metrics`).
+    pub autoscaler: Option<fn(job: Job<'_>) -> Option<HorizontalPodAutoscaler>>,
     /// The container of a worker's pod that runs the training, by name; a pod without a
     /// container of that name (or a kind that names none) trains in its first.
     pub training_container: Option<&'static str>,
@@ -170,10 +174,6 @@ impl Kind {
     /// The kind whose jobs `ScaleIn` and `ScaleOut` requests (et-operator's, which name a
     /// job of their namespace) scale.
     pub const SCALED_BY_REQUESTS: Self = Self::TrainingJob;
-
-    /// The kind whose jobs have a HorizontalPodAutoscaler when they set metrics (v1's
-    /// PyTorchJob, from `elasticPolicy.metrics`).
-    pub const AUTOSCALED_BY_METRICS: Self = Self::PyTorchJob;
 
     /// Every kind eto serves, in the order of [`Kind::index`].
     pub const ALL: [Self; Self::COUNT] = [Self::TrainingJob, Self::MpiJob, Self::PyTorchJob];
@@ -243,9 +243,9 @@ impl Kind {
     }
 
     /// Whether its jobs may have a HorizontalPodAutoscaler of their own (see
-    /// [`pytorch_job::autoscaler`]).
+    /// [`Vocabulary::autoscaler`]).
     pub fn autoscaled_by_metrics(self) -> bool {
-        self == Self::AUTOSCALED_BY_METRICS
+        self.vocabulary().autoscaler.is_some()
     }
 
     /// A condition or event reason: the kind's name followed by `what`, as both et-operator
@@ -452,6 +452,11 @@ impl<'a> JobRef<'a> {
     /// See [`ServedJob::launcher`].
     pub fn launcher(self) -> LauncherObject {
         self.served().launcher()
+    }
+
+    /// See [`ServedJob::group_report_source`].
+    pub fn group_report_source(self, pods: &[&Pod]) -> Option<crate::group_report::ReportSource> {
+        self.served().group_report_source(pods)
     }
 
     /// See [`ServedJob::heartbeat_timeout`].

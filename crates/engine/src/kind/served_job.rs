@@ -8,11 +8,12 @@
 use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Kind, LauncherObject, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
+use crate::group_report::ReportSource;
 use crate::status::JobStatus;
 use crate::validation::InvalidSpec;
 
@@ -73,6 +74,13 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     /// How it names the workers of a run; its kind's unless the spec chooses otherwise.
     fn worker_names(&self) -> WorkerNames {
         self.kind().vocabulary().worker_names
+    }
+
+    /// Where eto reads the report of its run's coordinator (see [`crate::group_report`]) now,
+    /// given the job's `pods`; `None` for jobs without one, or while it does not run.
+    fn group_report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
+        let _ = pods;
+        None
     }
 
     /// How long the agents of a group that re-forms (see [`LauncherObject::group_reforms`])

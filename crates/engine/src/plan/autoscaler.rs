@@ -1,28 +1,35 @@
-//! A PyTorchJob's HorizontalPodAutoscaler (see [`crate::kind::pytorch_job::autoscaler`]):
-//! applied while the job's run goes on and its spec sets `elasticPolicy.metrics`, deleted
-//! otherwise. A name held by an object the job does not control is left to it (the run
+//! A job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
+//! [`crate::kind::Vocabulary::autoscaler`]): applied while the job's run goes on and its kind
+//! builds one from its spec, deleted otherwise. A name held by an object the job does not control is left to it (the run
 //! reports it, see `run.rs`).
 
-use super::{Child, ChildKind, Deletion, Observed, Planner, current_run};
+use super::{Child, ChildKind, Deletion, Observed, Planner};
+use crate::applied::autoscaler_is_applied;
 use crate::build::Job;
 use crate::effective_spec::EffectiveSpec;
-use crate::kind::pytorch_job::autoscaler;
+use crate::names;
 
 impl Planner {
     pub(super) fn autoscaler(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
         let job = Job {
             job: observed.job,
             spec,
-            run: current_run(&self.status),
+            run: self.status.current_run(),
             notice: None,
             gang: None,
         };
-        let desired = autoscaler::autoscaler(job).filter(|_| self.going_on_with_launcher.is_some());
+        let desired = observed
+            .job
+            .kind()
+            .vocabulary()
+            .autoscaler
+            .and_then(|autoscaler| autoscaler(job))
+            .filter(|_| self.going_on_with_launcher.is_some());
         match (desired, observed.autoscaler) {
             (Some(desired), existing) => {
                 let taken =
-                    observed.is_taken("HorizontalPodAutoscaler", &autoscaler::name(job.name()));
-                if !taken && !existing.is_some_and(|e| autoscaler::is_current(&desired, e)) {
+                    observed.is_taken("HorizontalPodAutoscaler", &names::autoscaler(job.name()));
+                if !taken && !existing.is_some_and(|e| autoscaler_is_applied(&desired, e)) {
                     self.plan.apply.push(Child::Autoscaler(Box::new(desired)));
                 }
             }

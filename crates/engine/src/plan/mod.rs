@@ -1,4 +1,4 @@
-//! The decision function: from a job, of either kind, and its observed children to what
+//! The decision function: from a job, of any kind eto serves, and its observed children to what
 //! should be written.
 //!
 //! [`plan`] is pure: it reads the job, its children as the controller's caches hold them, and
@@ -26,8 +26,8 @@
 //!   and its unfinished pods are deleted.
 //! - A finished job applies `cleanPodPolicy` (`Running` and `All` delete the workers and their
 //!   Service; the launcher stays), and is deleted `ttlSecondsAfterFinished` after it finished.
-//! - A PyTorchJob that sets `elasticPolicy.metrics` has a HorizontalPodAutoscaler while its
-//!   run goes on (see [`crate::kind::pytorch_job::autoscaler`] and `autoscaler.rs`).
+//! - A job whose kind builds it a HorizontalPodAutoscaler (a PyTorchJob that sets
+//!   `elasticPolicy.metrics`) has it while its run goes on (see `autoscaler.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -48,7 +48,7 @@ pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
-use crate::kind::pytorch_job::store_report::StoreReport;
+use crate::group_report::GroupReport;
 use crate::kind::{JobRef, Kind, LauncherObject};
 use crate::kubeai::{self, Stop};
 use crate::loss::Loss;
@@ -112,9 +112,10 @@ pub struct Observed<'a> {
     pub job: JobRef<'a>,
     /// The pods the job controls, and those its launcher Job controls.
     pub pods: Vec<&'a Pod>,
-    /// The headless Service: `<job>-workers` of a TrainingJob, `<job>` of an MPIJob.
+    /// The headless Service of the workers, named by the kind ([`crate::kind::Kind::service_name`]).
     pub worker_service: Option<&'a Service>,
-    /// The headless Services of a PyTorchJob's pods, each named like its pod.
+    /// The headless Services a kind has one per pod (see
+    /// [`crate::kind::ServedJob::pod_service_names`]).
     pub pod_services: Vec<&'a Service>,
     /// `<job>-config`.
     pub config_map: Option<&'a ConfigMap>,
@@ -128,7 +129,8 @@ pub struct Observed<'a> {
     pub ssh_secret: SecretPresence,
     /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
     pub scalers: &'a [Scaler],
-    /// The launcher Job `<job>-launcher` of an MPIJob.
+    /// The launcher's batch Job, for a kind whose launcher is one
+    /// ([`crate::kind::LauncherObject::Job`]).
     pub launcher_job: Option<&'a BatchJob>,
     /// Names of the job's children found held by objects it does not control.
     pub taken: &'a [TakenName],
@@ -142,11 +144,11 @@ pub struct Observed<'a> {
     /// The nodes of the cluster that announced they go away soon (see
     /// [`crate::node_warnings`]): the job's workers on them count as disrupted.
     pub node_warnings: &'a [NodeWarning],
-    /// What the rendezvous store of a PyTorchJob reports, read when its pod runs (see
-    /// [`crate::kind::pytorch_job::store_report`]).
-    pub store_report: Option<&'a StoreReport>,
-    /// The HorizontalPodAutoscaler of a PyTorchJob, named like it (see
-    /// [`crate::kind::pytorch_job::autoscaler`]).
+    /// What the run's coordinator reports, read while it runs, for a kind whose runs have one
+    /// (see [`crate::group_report`]).
+    pub group_report: Option<&'a GroupReport>,
+    /// The job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
+    /// [`crate::kind::Vocabulary::autoscaler`]).
     pub autoscaler: Option<&'a HorizontalPodAutoscaler>,
 }
 
@@ -170,7 +172,7 @@ impl<'a> Observed<'a> {
             gang: Gang::Off,
             pod_group: None,
             node_warnings: &[],
-            store_report: None,
+            group_report: None,
             autoscaler: None,
         }
     }
@@ -357,12 +359,6 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     planner.finish()
 }
 
-/// The run `status` describes: `status.run`, or for statuses written before it existed, the
-/// restart count (runs were counted by restarts then).
-pub(crate) fn current_run(status: &JobStatus) -> i32 {
-    status.run.unwrap_or(status.restart_count)
-}
-
 /// Plans the reconcile of a job of `kind` that does not even decode (a value outside an enum,
 /// a string where a number belongs): only its status changes, naming the field. `status` is
 /// the job's status in the engine's shape, if it decodes.
@@ -516,7 +512,7 @@ impl Planner {
         let job = Job {
             job: observed.job,
             spec,
-            run: current_run(&self.old),
+            run: self.old.current_run(),
             notice: None,
             gang: observed.gang.ready(),
         };
@@ -553,7 +549,7 @@ impl Planner {
         let job = Job {
             job: observed.job,
             spec,
-            run: current_run(&self.status),
+            run: self.status.current_run(),
             notice: None,
             gang: Some(scheduler),
         };

@@ -56,6 +56,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     supporting_objects: objects::supporting_objects,
     launcher_objects: objects::launcher_objects,
     launcher_host: objects::launcher_host,
+    autoscaler: None,
     training_container: None,
 };
 

@@ -13,13 +13,11 @@
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
 };
-use serde_json::Value;
 
-use crate::applied::is_applied;
 use crate::build::Job;
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::Defaulted;
-use crate::quantity;
+use crate::names;
 
 /// The HPA of `job`, if it is a PyTorchJob whose `elasticPolicy` sets `metrics` (an empty
 /// list included, as v1 reads it: kube-apiserver then gives the HPA its default, 80% CPU).
@@ -32,7 +30,7 @@ pub fn autoscaler(job: Job<'_>) -> Option<HorizontalPodAutoscaler> {
     let count = |count: u32| i32::try_from(count).unwrap_or(i32::MAX);
     let resource = job.kind().api_resource();
     Some(HorizontalPodAutoscaler {
-        metadata: job.metadata(name(job.name())),
+        metadata: job.metadata(names::autoscaler(job.name())),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some(resource.api_version),
@@ -48,56 +46,12 @@ pub fn autoscaler(job: Job<'_>) -> Option<HorizontalPodAutoscaler> {
     })
 }
 
-/// The name of the HPA of job `job`: the job's, as v1 names it.
-pub fn name(job: &str) -> String {
-    job.to_string()
-}
-
-/// Whether `observed` already says what `desired` would apply. The API server writes
-/// quantities in their canonical form (`1000m` reads back as `1`), so the metrics' amounts
-/// compare by value.
-pub fn is_current(desired: &HorizontalPodAutoscaler, observed: &HorizontalPodAutoscaler) -> bool {
-    match (
-        serde_json::to_value(desired),
-        serde_json::to_value(observed),
-    ) {
-        (Ok(mut desired), Ok(mut observed)) => {
-            for value in [&mut desired, &mut observed] {
-                amounts_by_value(value);
-            }
-            is_applied(&desired, &observed)
-        }
-        _ => false,
-    }
-}
-
-/// Replaces the text of every metric target amount in `value` by its value in thousandths.
-fn amounts_by_value(value: &mut Value) {
-    match value {
-        Value::Object(fields) => {
-            for (key, field) in fields.iter_mut() {
-                let amount = match field {
-                    Value::String(text) if key == "value" || key == "averageValue" => {
-                        quantity::parse(text)
-                    }
-                    _ => None,
-                };
-                match amount {
-                    Some(thousandths) => *field = Value::String(thousandths.to_string()),
-                    None => amounts_by_value(field),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(amounts_by_value),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use eto_api::PyTorchJob;
+    use serde_json::Value;
 
     use super::*;
 
@@ -175,10 +129,10 @@ mod tests {
         let metric = |amount: Value| json!({"elasticPolicy": {"maxReplicas": 4, "metrics": [{"type": "Pods", "pods": {"metric": {"name": "rate"}, "target": {"type": "AverageValue", "averageValue": amount}}}]}});
         let desired = hpa_of(metric(json!("1000m"))).expect("an HPA");
         let canonical = hpa_of(metric(json!("1"))).expect("an HPA");
-        assert!(is_current(&desired, &canonical));
+        assert!(crate::applied::autoscaler_is_applied(&desired, &canonical));
         let integer = hpa_of(metric(json!(1))).expect("an HPA");
-        assert!(is_current(&integer, &canonical));
+        assert!(crate::applied::autoscaler_is_applied(&integer, &canonical));
         let changed = hpa_of(metric(json!("2"))).expect("an HPA");
-        assert!(!is_current(&changed, &canonical));
+        assert!(!crate::applied::autoscaler_is_applied(&changed, &canonical));
     }
 }

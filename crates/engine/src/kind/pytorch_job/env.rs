@@ -20,7 +20,7 @@
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
 //! hosts the store; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
-//! a notice asked for (see [`super::store_report`]). Two more keep the group alive through
+//! a notice asked for (see [`super::group_report`]). Two more keep the group alive through
 //! the loss of any Worker, on every torch torchrun has:
 //! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
 //!   Worker's loss fails the training processes of every other Worker (their collective

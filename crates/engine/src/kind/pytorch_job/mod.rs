@@ -15,9 +15,9 @@ pub(crate) mod metrics;
 pub mod objects;
 pub mod pod;
 pub mod rendezvous;
+pub mod report_source;
 pub mod service;
 pub mod status;
-pub mod store_report;
 pub mod validation;
 
 use crate::status::JobStatus;
@@ -28,7 +28,7 @@ use eto_api::pytorch_job::{
     PyTorchReplicaType, TRAINING_OPERATOR, WORKER,
 };
 use eto_api::{PyTorchJob, PyTorchJobStatus};
-use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodTemplateSpec};
 
 use std::time::Duration;
 
@@ -36,6 +36,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
+use crate::group_report::ReportSource;
 use crate::names;
 use crate::validation::InvalidSpec;
 
@@ -97,6 +98,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     supporting_objects: objects::supporting_objects,
     launcher_objects: objects::launcher_objects,
     launcher_host: |_| None,
+    autoscaler: Some(autoscaler::autoscaler),
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
 };
 
@@ -196,6 +198,10 @@ impl ServedJob for PyTorchJob {
             LauncherObject::RendezvousStore => WorkerNames::NeverReused,
             _ => WorkerNames::PerRun,
         }
+    }
+
+    fn group_report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
+        report_source::source(self, pods)
     }
 
     fn heartbeat_timeout(&self) -> Option<Duration> {

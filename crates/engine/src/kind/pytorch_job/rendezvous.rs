@@ -46,7 +46,7 @@ pub const STORE_REPLICA_TYPE: &str = "rendezvous";
 
 /// The program the store's pod runs: a `TCPStore` server from the training image's own
 /// PyTorch, serving until it is stopped, and beside it the store's report (see
-/// [`super::store_report`]) over HTTP on the report port: `POST /saved` records that the
+/// [`super::group_report`]) over HTTP on the report port: `POST /saved` records that the
 /// training code saved the checkpoint a notice asked for, `GET /report` answers the latest
 /// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it (with
 /// each member of the round: its host, and how long ago its agent's heartbeat came). It
@@ -225,7 +225,7 @@ impl HostedRendezvous {
                 "http://{}:{}{}",
                 self.host(),
                 self.report_port(),
-                super::store_report::SAVED_PATH
+                crate::group_report::SAVED_PATH
             ),
         }
     }

@@ -56,6 +56,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     supporting_objects: objects::supporting_objects,
     launcher_objects: launcher::launcher_objects,
     launcher_host: |_| None,
+    autoscaler: None,
     training_container: None,
 };
 

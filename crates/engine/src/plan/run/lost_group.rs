@@ -123,7 +123,7 @@ impl Run<'_, '_> {
         let first = failed.first().cloned();
         let closed = self
             .observed
-            .store_report
+            .group_report
             .and_then(|report| report.rendezvous.as_ref())
             .filter(|rendezvous| rendezvous.closed);
         let why = if let Some(rendezvous) = closed {

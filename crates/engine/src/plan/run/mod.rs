@@ -21,7 +21,7 @@ use eto_api::well_known::{RESTART_LABEL, RUN_LABEL};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Observed, Planner, SecretPresence, current_run};
+use super::{Observed, Planner, SecretPresence};
 use crate::build::Job;
 use crate::conditions;
 use crate::effective_spec::SshSecretSource;
@@ -53,7 +53,7 @@ pub(super) struct Run<'p, 'o> {
 
 impl<'p, 'o> Run<'p, 'o> {
     pub(super) fn new(planner: &'p mut Planner, observed: &'p Observed<'o>, job: Job<'p>) -> Self {
-        let run = current_run(&planner.old);
+        let run = planner.old.current_run();
         let notice = planner.old.notice.clone();
         let mut created = Self {
             planner,

@@ -6,8 +6,6 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::build;
 use crate::joining;
-use crate::kind::pytorch_job;
-use crate::plan::current_run;
 use crate::{names, node_warnings, notice, pods};
 
 use super::Run;
@@ -15,25 +13,24 @@ use super::launcher::metadata_change;
 
 impl Run<'_, '_> {
     /// Shows the rendezvous the run's store reports in the status (see
-    /// [`crate::kind::pytorch_job::store_report`]), and reads it again soon while the group
+    /// [`crate::group_report`]), and reads it again soon while the group
     /// forms; without a report, or once this reconcile started a new run, the status keeps
     /// what it showed.
     pub(super) fn show_rendezvous(&mut self) {
         // The report was read from the store of the run the reconcile began in.
-        if self.run != current_run(&self.planner.old) {
+        if self.run != self.planner.old.current_run() {
             return;
         }
         let Some(state) = self
             .observed
-            .store_report
+            .group_report
             .and_then(|report| report.rendezvous.as_ref())
         else {
             return;
         };
         self.planner.status.group = Some(state.status());
         if state.forming() {
-            let again =
-                crate::time::after(self.planner.now, pytorch_job::store_report::FORMING_POLL);
+            let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
             self.planner.requeue_at(again);
         }
     }

@@ -61,7 +61,7 @@ use eto_api::job_status::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS, current_run};
+use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions;
 use crate::effective_spec::LauncherStart;
 use crate::loss::Loss;
@@ -158,14 +158,14 @@ impl Run<'_, '_> {
     }
 
     /// The pods whose agents train in the group of the run's store, as it reports it (see
-    /// [`crate::kind::pytorch_job::store_report::RendezvousState::training_hosts`]); `None`
+    /// [`crate::group_report::RendezvousState::training_hosts`]); `None`
     /// without a report of this run.
     fn training_hosts(&self) -> Option<Vec<&str>> {
         let dead_after = self.job.job.heartbeat_timeout()?;
-        if self.run != current_run(&self.planner.old) {
+        if self.run != self.planner.old.current_run() {
             return None;
         }
-        let rendezvous = self.observed.store_report?.rendezvous.as_ref()?;
+        let rendezvous = self.observed.group_report?.rendezvous.as_ref()?;
         Some(rendezvous.training_hosts(dead_after))
     }
 

@@ -15,8 +15,8 @@ use super::super::{Child, WORKER_LOST, replica_statuses};
 use super::{Run, RunState};
 use crate::conditions;
 use crate::discovery::Host;
+use crate::group_report::GroupReport;
 use crate::kind::WorkerNames;
-use crate::kind::pytorch_job::store_report::StoreReport;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
@@ -490,8 +490,8 @@ impl<'o> Run<'_, 'o> {
         let regroups = self.job.job.launcher().group_reforms();
         let saved = self
             .observed
-            .store_report
-            .and_then(StoreReport::latest_saved);
+            .group_report
+            .and_then(GroupReport::latest_saved);
         let decision = drain::decide(&drain::DrainInput {
             draining,
             removed,

@@ -11,7 +11,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::pytorch::env;
-use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
+use crate::group_report::{GroupReport, Member, RendezvousState};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names};
 
@@ -52,8 +52,8 @@ fn status(world: &World) -> JobStatus {
 
 /// The store's report of a complete rendezvous in `round`, closed or not, whose members are
 /// `members` with the age of their heartbeats.
-fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> StoreReport {
-    StoreReport {
+fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
+    GroupReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
@@ -75,7 +75,7 @@ fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> StoreReport {
 
 /// The store's report of a complete rendezvous in `round`, closed or not, whose three first
 /// Workers' agents beat a second ago.
-fn report(round: i64, closed: bool) -> StoreReport {
+fn report(round: i64, closed: bool) -> GroupReport {
     report_of(
         round,
         closed,
@@ -88,7 +88,7 @@ fn report(round: i64, closed: bool) -> StoreReport {
 }
 
 /// The survivors' agents exited after the rendezvous closed: their heartbeats are old.
-fn survivors_gone(round: i64) -> StoreReport {
+fn survivors_gone(round: i64) -> GroupReport {
     report_of(
         round,
         true,
@@ -123,7 +123,7 @@ fn a_rendezvous_closed_after_a_lost_worker_ends_the_run_at_once_and_the_next_res
     lose_worker_1(&mut world);
     // The survivors' agents close the rendezvous, and their containers fail.
     world.advance(3);
-    world.store_report = Some(survivors_gone(1));
+    world.group_report = Some(survivors_gone(1));
     world.crash_loop("ddp-worker-0", 1);
     world.crash_loop("ddp-worker-2", 1);
     let plan = world.reconcile();
@@ -157,7 +157,7 @@ fn a_rendezvous_closed_after_a_lost_worker_ends_the_run_at_once_and_the_next_res
         "the old run's rendezvous is not shown"
     );
     // The new run's Workers start at once, at a rendezvous of their own, told to resume.
-    world.store_report = None;
+    world.group_report = None;
     let plan = world.reconcile();
     let created = pod_names(&plan);
     let worker = created
@@ -182,7 +182,7 @@ fn a_rendezvous_torch_1_closes_five_minutes_after_the_loss_is_still_the_losss_do
     world.reconcile();
     // The survivors' agents waited at their exit barrier for the lost one, then closed it.
     world.advance(305);
-    world.store_report = Some(survivors_gone(0));
+    world.group_report = Some(survivors_gone(0));
     world.crash_loop("ddp-worker-0", 1);
     world.crash_loop("ddp-worker-2", 1);
     world.reconcile();
@@ -200,7 +200,7 @@ fn a_rendezvous_torch_1_closes_five_minutes_after_the_loss_is_still_the_losss_do
     // Long after any loss, the same closure is the training's own failure.
     let mut world = training(job(json!({})));
     world.advance(400);
-    world.store_report = Some(report(0, true));
+    world.group_report = Some(report(0, true));
     world.crash_loop("ddp-worker-0", 1);
     world.reconcile();
     assert_eq!(status(&world).restart_count, 1, "counted");
@@ -217,7 +217,7 @@ fn workers_still_training_in_a_closed_rendezvous_are_told_to_save_and_only_they_
     lose_worker_1(&mut world);
     world.advance(3);
     // Worker 0's agent still beats, in the group of the round that formed.
-    world.store_report = Some(report_of(
+    world.group_report = Some(report_of(
         1,
         true,
         &[("ddp-worker-0", 1.0), ("ddp-worker-2", 20.0)],
@@ -246,7 +246,7 @@ fn workers_still_training_in_a_closed_rendezvous_are_told_to_save_and_only_they_
 #[test]
 fn a_rendezvous_closed_by_a_finished_group_is_its_success_not_a_loss() {
     let mut world = training(job(json!({})));
-    world.store_report = Some(report(0, true));
+    world.group_report = Some(report(0, true));
     // The report says closed before the kubelets report the exits.
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "{:?}", deleted_pods(&plan));
@@ -297,14 +297,14 @@ fn every_started_worker_failing_on_its_own_restarts_the_job_until_the_backoff_li
 #[test]
 fn a_closed_rendezvous_with_no_failed_worker_yet_and_a_lone_failure_wait() {
     // (report, Workers that crash-loop, the run goes on)
-    let cases: [(Option<StoreReport>, &[&str]); 3] = [
+    let cases: [(Option<GroupReport>, &[&str]); 3] = [
         (Some(report(0, true)), &[]),
         (None, &["ddp-worker-2"]),
         (Some(report(0, false)), &["ddp-worker-2"]),
     ];
     for (index, (report, failing)) in cases.into_iter().enumerate() {
         let mut world = training(job(json!({})));
-        world.store_report = report;
+        world.group_report = report;
         for worker in failing {
             world.crash_loop(worker, 1);
         }
@@ -320,7 +320,7 @@ fn under_never_a_lost_group_of_the_trainings_own_fails_the_job() {
     let mut world = training(job(
         json!({"pytorchReplicaSpecs": {"Worker": {"restartPolicy": "Never"}}}),
     ));
-    world.store_report = Some(report(0, true));
+    world.group_report = Some(report(0, true));
     world.exit("ddp-worker-0", 1);
     world.reconcile();
     let failed = status(&world);
@@ -337,14 +337,14 @@ fn under_never_a_lost_group_of_the_trainings_own_fails_the_job() {
 #[test]
 fn the_status_shows_a_closed_rendezvous() {
     let mut world = training(job(json!({})));
-    world.store_report = Some(report(0, true));
+    world.group_report = Some(report(0, true));
     world.reconcile();
     assert_eq!(status(&world).group.map(|r| r.closed), Some(true));
 }
 
 #[test]
 fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker_exiting() {
-    let closed_for = |seconds: f64| StoreReport {
+    let closed_for = |seconds: f64| GroupReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 1,
@@ -369,7 +369,7 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
     lose_worker_1(&mut world);
     world.training("ddp-worker-0");
     world.training("ddp-worker-2");
-    world.store_report = Some(closed_for(4.0));
+    world.group_report = Some(closed_for(4.0));
     let plan = world.reconcile();
     assert_eq!(
         status(&world).run.unwrap_or(0),
@@ -383,7 +383,7 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
     );
     // Restarted agents that will fail once they meet it again run meanwhile.
     world.advance(6);
-    world.store_report = Some(closed_for(20.0));
+    world.group_report = Some(closed_for(20.0));
     world.reconcile();
     assert_eq!(
         suspended_for(&world).as_deref(),

@@ -11,7 +11,7 @@ use eto_api::kubeflow::EtoJobStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::kind::pytorch_job::store_report::{SavedCheckpoint, StoreReport};
+use crate::group_report::{GroupReport, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
 use crate::plan::{Child, Plan};
 use crate::regroup::WORKERS_LEAVING;
@@ -74,7 +74,7 @@ fn notice_of(world: &World, name: &str) -> Option<Notice> {
 
 /// The training code says it saved for `notice`.
 fn saved(world: &mut World, notice: &Notice) {
-    world.store_report = Some(StoreReport {
+    world.group_report = Some(GroupReport {
         saved: vec![SavedCheckpoint {
             pod: "ddp-worker-0".into(),
             step: Some(12),

@@ -327,7 +327,7 @@ fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
 
 #[test]
 fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_forms() {
-    use crate::kind::pytorch_job::store_report::{RendezvousState, StoreReport};
+    use crate::group_report::{GroupReport, RendezvousState};
     use eto_api::pytorch_job::RendezvousStatus;
     let mut world = running(elastic(json!({})));
     let rendezvous = |world: &World| {
@@ -335,7 +335,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
         status.rendezvous
     };
     assert_eq!(rendezvous(&world), None, "no report, nothing shown");
-    let report = |round, complete, waiting| StoreReport {
+    let report = |round, complete, waiting| GroupReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
@@ -347,7 +347,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             members: Vec::new(),
         }),
     };
-    world.store_report = Some(report(3, false, 1));
+    world.group_report = Some(report(3, false, 1));
     let plan = world.reconcile();
     assert_eq!(
         rendezvous(&world),
@@ -365,13 +365,13 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
         "read again while the group forms: {:?}",
         plan.requeue_after
     );
-    world.store_report = Some(report(4, true, 0));
+    world.group_report = Some(report(4, true, 0));
     world.reconcile();
     assert_eq!(
         rendezvous(&world).map(|r| (r.round, r.complete)),
         Some((4, true))
     );
-    world.store_report = None;
+    world.group_report = None;
     world.reconcile();
     assert_eq!(
         rendezvous(&world).map(|r| r.round),
@@ -441,9 +441,9 @@ fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
 
 #[test]
 fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group() {
-    use crate::kind::pytorch_job::store_report::{Member, RendezvousState, StoreReport};
+    use crate::group_report::{GroupReport, Member, RendezvousState};
     use eto_api::job_status::NoticeKind;
-    let report = |complete: bool, age: f64| StoreReport {
+    let report = |complete: bool, age: f64| GroupReport {
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 2,
@@ -475,11 +475,11 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
             true,
         ),
     ];
-    for (index, (store_report, conf, waits)) in cases.into_iter().enumerate() {
+    for (index, (group_report, conf, waits)) in cases.into_iter().enumerate() {
         let mut world = running(elastic(json!({"spec": {"elasticPolicy": {
             "checkpointGraceSeconds": 60, "rdzvConf": conf
         }}})));
-        world.store_report = store_report;
+        world.group_report = group_report;
         world
             .pytorch_job
             .as_mut()

@@ -1,25 +1,22 @@
-//! What the rendezvous store of a PyTorchJob reports: the checkpoints the training code said
-//! it saved, and the state of the run's rendezvous.
+//! What a run's coordinator reports about its group: the checkpoints the training code said
+//! it saved, and the state of the group's rendezvous.
 //!
-//! The store's pod (see [`super::rendezvous`]) serves its report over HTTP on the report port.
-//! The training code says it saved the checkpoint a notice asked for with one request,
-//! `POST <ETO_SAVED_URL>` with `{"pod": ..., "step": ..., "since": <the notice's since>}`
-//! (`eto_notice.saved(step)` in eto's Python helper sends it); eto reads `GET /report`
-//! through the API server's pod proxy before it plans the job. A job whose group re-forms
-//! waits for that word before the worker leaves (see [`crate::drain`]).
+//! A kind whose runs have such a coordinator says where its report is read
+//! ([`crate::kind::ServedJob::group_report_source`]; a PyTorchJob whose rendezvous eto hosts
+//! serves it from its rendezvous store). The training code says it saved the checkpoint a
+//! notice asked for with one request, `POST <ETO_SAVED_URL>` with `{"pod": ..., "step": ...,
+//! "since": <the notice's since>}` (`eto_notice.saved(step)` in eto's Python helper sends it);
+//! eto reads `GET /report` through the API server's pod proxy before it plans the job. A job
+//! whose group re-forms waits for that word before the worker leaves (see [`crate::drain`]).
 //!
-//! The rendezvous part is torchrun's c10d backend state for the run's id, as the store holds
-//! it: its round, whether it is complete, and how many agents take part or wait; the job's
-//! status shows it (`rendezvous`), read at each reconcile while the store runs and every
-//! [`FORMING_POLL`] while the group forms.
+//! The rendezvous part is the group's state as the coordinator holds it (torchrun's c10d
+//! backend state for the run's id): its round, whether it is complete, and how many agents
+//! take part or wait; the job's status shows it (`rendezvous`), read at each reconcile while
+//! the coordinator runs and every [`FORMING_POLL`] while the group forms.
 
 use crate::status::GroupStatus;
-use eto_api::well_known::RUN_LABEL;
-use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
-use super::rendezvous::HostedRendezvous;
-use crate::kind::JobRef;
 use crate::pods;
 
 /// How often eto reads the report again while the group forms, to show when it formed.
@@ -30,10 +27,10 @@ pub const SAVED_PATH: &str = "/saved";
 /// The path eto reads.
 pub const REPORT_PATH: &str = "/report";
 
-/// Where eto reads a store's report: a pod of the job's namespace and a port.
+/// Where eto reads a report: a pod of the job's namespace and a port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportSource {
-    /// The store's pod.
+    /// The coordinator's pod.
     pub pod: String,
     /// Its report port.
     pub port: i32,
@@ -46,31 +43,9 @@ impl ReportSource {
     }
 }
 
-/// Where to read `job`'s report now: the store of the job's current run runs (its pod among
-/// `pods` is running, not being deleted, and of the run).
-pub fn source<'p>(
-    job: JobRef<'_>,
-    pods: impl IntoIterator<Item = &'p Pod>,
-) -> Option<ReportSource> {
-    let JobRef::PyTorch(pytorch) = job else {
-        return None;
-    };
-    let hosted = HostedRendezvous::of(pytorch)?;
-    let name = hosted.store_name();
-    let run = crate::plan::current_run(&job.status()).to_string();
-    pods.into_iter()
-        .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
-        .filter(|pod| pods::phase(pod) == "Running" && !pods::is_terminating(pod))
-        .filter(|pod| pods::label(pod, RUN_LABEL) == Some(run.as_str()))?;
-    Some(ReportSource {
-        pod: name,
-        port: hosted.report_port(),
-    })
-}
-
-/// The store's report, as `GET /report` answers it.
+/// The coordinator's report, as `GET /report` answers it.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct StoreReport {
+pub struct GroupReport {
     /// The latest checkpoints the training code said it saved, oldest first.
     #[serde(default)]
     pub saved: Vec<SavedCheckpoint>,
@@ -161,7 +136,7 @@ impl RendezvousState {
     }
 }
 
-impl StoreReport {
+impl GroupReport {
     /// The `since` of the latest notice the training code said it saved for, if any parses.
     pub fn latest_saved(&self) -> Option<jiff::Timestamp> {
         self.saved
@@ -179,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_report_reads_as_the_store_program_writes_it() {
-        let report: StoreReport = serde_json::from_str(
+        let report: GroupReport = serde_json::from_str(
             r#"{"saved": [{"pod": "ddp-worker-1", "step": 12, "since": "2027-01-15T08:00:05Z"},
                           {"pod": "ddp-worker-0", "step": null, "since": "2027-01-15T08:00:00Z"},
                           {"pod": "x", "step": 1, "since": "not a time"}],
@@ -198,51 +173,9 @@ mod tests {
                 .map(|r| (r.round, r.participants, r.closed, r.closed_for)),
             Some((3, 3, true, Some(12.5)))
         );
-        let empty: StoreReport =
+        let empty: GroupReport =
             serde_json::from_str(r#"{"saved": [], "rendezvous": null}"#).unwrap();
         assert_eq!(empty.latest_saved(), None);
-        assert_eq!(empty, StoreReport::default());
-    }
-
-    #[test]
-    fn the_report_is_read_from_a_running_store() {
-        use serde_json::json;
-
-        let mut job = crate::testing::pytorch_job();
-        let mut value = serde_json::to_value(&job).unwrap();
-        json_patch::merge(
-            &mut value,
-            &json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 3},
-                             "pytorchReplicaSpecs": {"Master": null}}}),
-        );
-        job = serde_json::from_value(value).unwrap();
-        let store = |phase: &str, deleting: bool| -> Pod {
-            let mut metadata = json!({"name": "ddp-rdzv", "labels": {RUN_LABEL: "0"}});
-            if deleting {
-                metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
-            }
-            serde_json::from_value(json!({"metadata": metadata, "status": {"phase": phase}}))
-                .unwrap()
-        };
-        let running = store("Running", false);
-        let found = source(JobRef::PyTorch(&job), [&running]).expect("read");
-        assert_eq!(
-            found.proxy_path("team"),
-            "/api/v1/namespaces/team/pods/ddp-rdzv:29401/proxy/report"
-        );
-        for pod in [
-            store("Pending", false),
-            store("Running", true),
-            store("Failed", false),
-        ] {
-            assert_eq!(source(JobRef::PyTorch(&job), [&pod]), None, "{pod:?}");
-        }
-        assert_eq!(source(JobRef::PyTorch(&job), []), None, "no store");
-        job.status.get_or_insert_default().eto.run = Some(1);
-        assert_eq!(
-            source(JobRef::PyTorch(&job), [&running]),
-            None,
-            "the store of an earlier run"
-        );
+        assert_eq!(empty, GroupReport::default());
     }
 }

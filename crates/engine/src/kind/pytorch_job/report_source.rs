@@ -1,0 +1,77 @@
+//! Where eto reads the report of a PyTorchJob's rendezvous store (see
+//! [`crate::group_report`]): the store's pod serves it on its report port (see
+//! [`super::rendezvous`]).
+
+use eto_api::PyTorchJob;
+use eto_api::well_known::RUN_LABEL;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::rendezvous::HostedRendezvous;
+use crate::group_report::ReportSource;
+use crate::kind::ServedJob;
+use crate::pods;
+
+/// Where to read `job`'s report now: the store of the job's current run runs (its pod among
+/// `pods` is running, not being deleted, and of the run).
+pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
+    let hosted = HostedRendezvous::of(job)?;
+    let name = hosted.store_name();
+    let run = job.engine_status().current_run().to_string();
+    pods.iter()
+        .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
+        .filter(|pod| pods::phase(pod) == "Running" && !pods::is_terminating(pod))
+        .filter(|pod| pods::label(pod, RUN_LABEL) == Some(run.as_str()))?;
+    Some(ReportSource {
+        pod: name,
+        port: hosted.report_port(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn the_report_is_read_from_a_running_store() {
+        use serde_json::json;
+
+        let mut job = crate::testing::pytorch_job();
+        let mut value = serde_json::to_value(&job).unwrap();
+        json_patch::merge(
+            &mut value,
+            &json!({"spec": {"elasticPolicy": {"minReplicas": 1, "maxReplicas": 3},
+                             "pytorchReplicaSpecs": {"Master": null}}}),
+        );
+        job = serde_json::from_value(value).unwrap();
+        let store = |phase: &str, deleting: bool| -> Pod {
+            let mut metadata = json!({"name": "ddp-rdzv", "labels": {RUN_LABEL: "0"}});
+            if deleting {
+                metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+            }
+            serde_json::from_value(json!({"metadata": metadata, "status": {"phase": phase}}))
+                .unwrap()
+        };
+        let running = store("Running", false);
+        let found = source(&job, &[&running]).expect("read");
+        assert_eq!(
+            found.proxy_path("team"),
+            "/api/v1/namespaces/team/pods/ddp-rdzv:29401/proxy/report"
+        );
+        for pod in [
+            store("Pending", false),
+            store("Running", true),
+            store("Failed", false),
+        ] {
+            assert_eq!(source(&job, &[&pod]), None, "{pod:?}");
+        }
+        assert_eq!(source(&job, &[]), None, "no store");
+        job.status.get_or_insert_default().eto.run = Some(1);
+        assert_eq!(
+            source(&job, &[&running]),
+            None,
+            "the store of an earlier run"
+        );
+    }
+}
