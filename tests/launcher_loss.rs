@@ -89,7 +89,7 @@ fn env_value(pod: &Pod, name: &str) -> Option<String> {
         .clone()
 }
 
-/// The job's pods of the role `role` (`launcher` or `worker`), under either kind's labels.
+/// The job's pods of the role `role` (`launcher` or `worker`), under its kind's labels (a TrainingJob's or an MPIJob's).
 async fn pods_of(env: &Env, job: &str, role: &str) -> Vec<Pod> {
     let selector = if role == "launcher" {
         format!("training.kubeflow.org/job-name={job},training.kubeflow.org/job-role=launcher")

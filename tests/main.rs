@@ -23,6 +23,7 @@ mod gang;
 mod kind_boundaries;
 mod kubeai;
 mod launcher_loss;
+mod layers;
 mod lifecycle;
 mod mpijob;
 mod node_warnings;

@@ -155,7 +155,7 @@ impl Default for Metrics {
         let reconciliations = Family::<Outcome, Counter>::default();
         registry.register(
             "reconciliations",
-            "Reconciles of jobs (TrainingJobs and MPIJobs), by outcome",
+            "Reconciles of jobs, of every kind, by outcome",
             reconciliations.clone(),
         );
         let reconcile_duration =

@@ -6,8 +6,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::output::Format;
 
-/// eto's jobs from the command line: TrainingJobs and MPIJobs, their workers and hosts, GPUs
-/// per node, and scale, suspend and resume.
+/// eto's jobs from the command line: TrainingJobs, MPIJobs and PyTorchJobs, their workers and
+/// hosts, GPUs per node, and scale, suspend and resume.
 #[derive(Parser, Debug)]
 #[command(
     name = "kubectl eto",
@@ -52,8 +52,8 @@ pub struct Connection {
 pub enum Command {
     /// List the jobs, or show one with its workers, launcher, conditions and recent events.
     ///
-    /// JOB is a name, or `trainingjob/NAME` (`tj/`) or `mpijob/NAME` (`mpij/`) when both kinds
-    /// have a job of that name.
+    /// JOB is a name, or `trainingjob/NAME` (`tj/`), `mpijob/NAME` (`mpij/`) or
+    /// `pytorchjob/NAME` when jobs of several kinds have that name.
     Get {
         /// The job to show; all jobs when omitted.
         job: Option<String>,

@@ -7,7 +7,7 @@ pub enum Error {
     #[error("cannot load the kubeconfig: {0}")]
     Kubeconfig(String),
     /// No job of that name.
-    #[error("no TrainingJob or MPIJob named {name:?} in namespace {namespace:?}")]
+    #[error("no {} named {name:?} in namespace {namespace:?}", kinds_served())]
     JobNotFound {
         /// Namespace searched.
         namespace: String,
@@ -62,6 +62,16 @@ pub enum Error {
     /// Output could not be written.
     #[error("cannot write the output: {0}")]
     Output(String),
+}
+
+/// The kinds eto serves, for a message: `TrainingJob, MPIJob or PyTorchJob`.
+fn kinds_served() -> String {
+    let names = eto_engine::kind::Kind::ALL.map(|kind| kind.vocabulary().name);
+    match names.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 fn in_namespace(namespace: &Option<String>) -> String {

@@ -1,4 +1,5 @@
-//! The PodGroups and pod memberships of both kinds for both gang schedulers, as YAML.
+//! The PodGroups and pod memberships of a TrainingJob and an MPIJob for both gang schedulers, as
+//! YAML.
 
 use eto_api::{MPIJob, TrainingJob};
 use pretty_assertions::assert_eq;
