@@ -144,7 +144,7 @@ fn the_helper_reads_every_notice_as_eto_writes_it() {
 fn a_pods_own_termination_notice_counts_unless_the_jobs_is_more_urgent() {
     let suspend = notice(NoticeKind::Suspend, Some(1_800_000_300));
     let resume = notice(NoticeKind::Resume, None);
-    // What eto's PID 1 writes on SIGTERM (crates/engine/src/build/termination.rs).
+    // What eto's PID 1 writes on SIGTERM (crates/engine/src/builders/termination.rs).
     let terminating = r#"{"kind":"Reclaim","reason":"Terminating","since":"2027-01-15T08:00:00Z","deadline":"2027-01-15T08:00:30Z","message":"this pod is being terminated (SIGTERM): save what it must and exit"}"#;
     let cases = [
         (

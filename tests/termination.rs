@@ -1,4 +1,4 @@
-//! eto's PID 1 (`eto_engine::build::termination::SCRIPT`), run by this machine's `/bin/sh` as
+//! eto's PID 1 (`eto_engine::builders::termination::SCRIPT`), run by this machine's `/bin/sh` as
 //! a pod's first container runs it: the command's exit status passes through; a SIGTERM is
 //! written down as a `Reclaim` notice the helper reads, and the command is stopped only once
 //! nothing runs under it any more, or when the grace period is nearly over.
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use eto_engine::build::termination::{GRACE_ENV, SCRIPT};
+use eto_engine::builders::termination::{GRACE_ENV, SCRIPT};
 use eto_tests::poll::until;
 
 /// A scratch directory of its own for `case`.

@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use eto_api::PyTorchJob;
-use eto_engine::build::Job;
+use eto_engine::builders::JobContext;
 use eto_engine::kind::JobRef;
 use eto_engine::kind::pytorch_job::objects::{SHUTDOWN_TIMEOUT_ENV, store_pod};
 use eto_tests::poll::until;
@@ -92,8 +92,8 @@ fn elastic_job(policy: Value) -> PyTorchJob {
 /// The store's pod and Worker 0 as eto builds them for `job`.
 fn pods_of(job: &PyTorchJob) -> (Pod, Pod) {
     let spec = JobRef::PyTorch(job).validate().unwrap();
-    let built = Job {
-        job: JobRef::PyTorch(job),
+    let built = JobContext {
+        job_ref: JobRef::PyTorch(job),
         spec: &spec,
         run: 0,
         notice: None,

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use eto_engine::build::SSH_AUTH_SECRET_TYPE;
+use eto_engine::builders::SSH_AUTH_SECRET_TYPE;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use ssh_key::{Algorithm, LineEnding, PrivateKey};

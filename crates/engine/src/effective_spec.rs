@@ -103,7 +103,7 @@ pub struct ElasticSettings {
     /// [`crate::spot_capacity`]).
     pub launcher_avoids_spot: bool,
     /// Whether the pods' commands run under eto's PID 1, which keeps the training through a
-    /// SIGTERM until it has checkpointed (see [`crate::build::termination`]).
+    /// SIGTERM until it has checkpointed (see [`crate::builders::termination`]).
     pub checkpoint_on_termination: bool,
 }
 

@@ -9,7 +9,7 @@
 //!
 //! # Who gets it
 //! A running pod (one being deleted too, until its grace period ends: eto's PID 1 keeps its
-//! training running, see [`crate::build::termination`]) that this plan newly shows a
+//! training running, see [`crate::builders::termination`]) that this plan newly shows a
 //! `Suspend` or `Reclaim` notice, and that opted in: with the annotation [`KUBEAI_MANAGED_ANNOTATION`]`: "true"` (from
 //! its template), or through the job's `elasticPolicy.kubeaiStop`. Once per pod and notice: a
 //! pod that shows that notice already is not sent it again. The notice file is written either

@@ -8,7 +8,7 @@
 //! children to the objects to apply and delete, the status and the events. Every kind of job
 //! goes through it as a [`kind::JobRef`]: it validates the job with [`kind::JobRef::validate`],
 //! which maps any kind onto one [`EffectiveSpec`], decides the workers with [`target_workers::decide`],
-//! builds objects with [`build`] and the kind's module, renders host discovery with
+//! builds objects with [`builders`] and the kind's module, renders host discovery with
 //! [`discovery`], and reports the status in the kind's own form ([`kind::ApiStatus`]). What a
 //! kind contributes lives in its module under [`kind`].
 //!
@@ -18,7 +18,7 @@
 
 pub mod applied;
 pub mod blacklist;
-pub mod build;
+pub mod builders;
 pub mod child;
 pub mod children;
 pub mod conditions;

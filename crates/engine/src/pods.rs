@@ -17,7 +17,7 @@ pub fn is_terminating(pod: &Pod) -> bool {
 
 /// Whether the pod still runs its containers at `now`: it is `Running` and, if it is being
 /// deleted, its grace period has not ended (eto's PID 1 keeps its training running until then,
-/// see [`crate::build::termination`]).
+/// see [`crate::builders::termination`]).
 pub fn runs_at(pod: &Pod, now: jiff::Timestamp) -> bool {
     phase(pod) == "Running"
         && pod

@@ -33,7 +33,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::effective_spec::LauncherStart;
 use crate::kind::JobRef;
 use crate::quantity::{self, Amounts};
@@ -179,18 +179,22 @@ pub fn pod_group_name(job: JobRef<'_>) -> &str {
 
 /// Whether the launcher counts in the gang: the job has one (a PyTorchJob may have no
 /// Master), and it exists or is created with the workers.
-fn launcher_counts(job: Job<'_>, launcher_exists: bool) -> bool {
-    job.job.launcher_template().is_some()
+fn launcher_counts(job: JobContext<'_>, launcher_exists: bool) -> bool {
+    job.job_ref.launcher_template().is_some()
         && (launcher_exists || job.spec.launcher_start == LauncherStart::AtStartup)
 }
 
 /// The PodGroup of `job` for `scheduler`; `launcher_exists` says whether the launcher of the
 /// current run exists (see the module documentation).
-pub fn pod_group(job: Job<'_>, scheduler: &GangScheduler, launcher_exists: bool) -> PodGroup {
+pub fn pod_group(
+    job: JobContext<'_>,
+    scheduler: &GangScheduler,
+    launcher_exists: bool,
+) -> PodGroup {
     let policy = job.spec.scheduling_policy.as_ref();
     let min_workers = job.spec.workers.min;
     // The gang with its launcher: minAvailable counts it.
-    let has_launcher = job.job.launcher_template().is_some();
+    let has_launcher = job.job_ref.launcher_template().is_some();
     let gang = policy
         .and_then(|policy| policy.min_available)
         .map_or(i64::from(min_workers) + i64::from(has_launcher), i64::from);
@@ -201,9 +205,9 @@ pub fn pod_group(job: Job<'_>, scheduler: &GangScheduler, launcher_exists: bool)
     };
     let min_resources = policy
         .and_then(|policy| policy.min_resources.clone())
-        .unwrap_or_else(|| quantity::quantities(&gang_requests(job.job, min_workers)));
-    let launcher = job.job.launcher_template();
-    let workers = job.job.worker_template();
+        .unwrap_or_else(|| quantity::quantities(&gang_requests(job.job_ref, min_workers)));
+    let launcher = job.job_ref.launcher_template();
+    let workers = job.job_ref.worker_template();
     let template_priority =
         |template: Option<&PodTemplateSpec>| template?.spec.as_ref()?.priority_class_name.clone();
     let priority = policy
@@ -211,7 +215,7 @@ pub fn pod_group(job: Job<'_>, scheduler: &GangScheduler, launcher_exists: bool)
         .or_else(|| template_priority(launcher))
         .or_else(|| template_priority(workers));
     let queue = policy.and_then(|policy| policy.queue.clone()).or_else(|| {
-        job.job
+        job.job_ref
             .metadata()
             .annotations
             .as_ref()?
@@ -237,7 +241,7 @@ pub fn pod_group(job: Job<'_>, scheduler: &GangScheduler, launcher_exists: bool)
     PodGroup {
         api_version: format!("{}/{}", scheduler.group(), scheduler.version()),
         kind: "PodGroup".into(),
-        metadata: job.metadata(pod_group_name(job.job).to_string()),
+        metadata: job.metadata(pod_group_name(job.job_ref).to_string()),
         spec,
     }
 }

@@ -62,8 +62,8 @@ fn group_of(
     scheduler: &GangScheduler,
     launcher_exists: bool,
 ) -> Value {
-    let job = Job {
-        job,
+    let job = JobContext {
+        job_ref: job,
         spec,
         run: 1,
         notice: None,
@@ -253,8 +253,8 @@ minResources:
 fn worker_for(gang: Option<&GangScheduler>) -> Value {
     let job = elastic_training_job();
     let spec = training_job::validation::validate(&job).unwrap();
-    let job = Job {
-        job: JobRef::Training(&job),
+    let job = JobContext {
+        job_ref: JobRef::Training(&job),
         spec: &spec,
         run: 1,
         notice: None,

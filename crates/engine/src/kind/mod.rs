@@ -35,7 +35,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::core::ApiResource;
 use serde::Serialize;
 
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::child::Child;
 use crate::discovery::Host;
 use crate::effective_spec::EffectiveSpec;
@@ -148,20 +148,21 @@ pub struct Vocabulary {
     pub ssh_secret_type: &'static str,
     /// Worker `index` of a job of the kind, avoiding the nodes `in_cooldown`; `None` if the
     /// spec cannot give one (validation reports why).
-    pub worker_pod: fn(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod>,
+    pub worker_pod:
+        fn(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod>,
     /// The objects a run of job `job` needs beside its pods and its launcher, as they should
     /// be now (the Services that name its pods; a launcher's ServiceAccount, Role and
     /// RoleBinding): applied where they differ from what the job has.
-    pub supporting_objects: fn(job: Job<'_>) -> Vec<Child>,
+    pub supporting_objects: fn(job: JobContext<'_>) -> Vec<Child>,
     /// The launcher of a run of job `job` as it would be now, with what it reads (see
     /// [`launcher`]).
-    pub launcher_objects: fn(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects,
+    pub launcher_objects: fn(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects,
     /// The launcher as a host of discovery, when it trains beside the workers (an MPIJob's
     /// with `runLauncherAsWorker`).
-    pub launcher_host: fn(job: Job<'_>) -> Option<Host>,
+    pub launcher_host: fn(job: JobContext<'_>) -> Option<Host>,
     /// The HorizontalPodAutoscaler job `job` should have now (see [`crate::names::autoscaler`]),
     /// for a kind whose jobs may have one (v1's PyTorchJob, from `elasticPolicy.metrics`).
-    pub autoscaler: Option<fn(job: Job<'_>) -> Option<HorizontalPodAutoscaler>>,
+    pub autoscaler: Option<fn(job: JobContext<'_>) -> Option<HorizontalPodAutoscaler>>,
     /// The container of a worker's pod that runs the training, by name; a pod without a
     /// container of that name (or a kind that names none) trains in its first.
     pub training_container: Option<&'static str>,

@@ -5,14 +5,14 @@
 
 use super::{Child, ChildKind, Deletion, Observed, Planner};
 use crate::applied::autoscaler_is_applied;
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::effective_spec::EffectiveSpec;
 use crate::names;
 
 impl Planner {
     pub(super) fn autoscaler(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
-        let job = Job {
-            job: observed.job,
+        let job = JobContext {
+            job_ref: observed.job,
             spec,
             run: self.status.current_run(),
             notice: None,

@@ -43,7 +43,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::applied::is_applied;
-use crate::build::Job;
+use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
@@ -509,8 +509,8 @@ impl Planner {
     }
 
     fn valid(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
-        let job = Job {
-            job: observed.job,
+        let job = JobContext {
+            job_ref: observed.job,
             spec,
             run: self.old.current_run(),
             notice: None,
@@ -546,8 +546,8 @@ impl Planner {
             }
             return;
         };
-        let job = Job {
-            job: observed.job,
+        let job = JobContext {
+            job_ref: observed.job,
             spec,
             run: self.status.current_run(),
             notice: None,
@@ -609,7 +609,7 @@ impl Planner {
     fn fail(
         &mut self,
         observed: &Observed<'_>,
-        job: Job<'_>,
+        job: JobContext<'_>,
         reason: &str,
         message: &str,
         kill: bool,
@@ -689,7 +689,7 @@ impl Planner {
     }
 
     /// A finished job: health conditions, `cleanPodPolicy`, time to live.
-    fn finished(&mut self, observed: &Observed<'_>, job: Job<'_>) {
+    fn finished(&mut self, observed: &Observed<'_>, job: JobContext<'_>) {
         let succeeded = self.status.phase == Some(JobPhase::Succeeded);
         let (reason, message) = conditions::find(
             &self.status.conditions,
@@ -716,7 +716,7 @@ impl Planner {
         );
         self.scaling(scaling::abandon(
             job.name(),
-            job.job.uid(),
+            job.job_ref.uid(),
             observed.scalers,
             &ended,
             self.now,
@@ -738,9 +738,9 @@ impl Planner {
         self.status.held_workers.clear();
         self.status.group = None;
         self.status.notice = None;
-        if job.job.launcher() == LauncherObject::RendezvousStore {
+        if job.job_ref.launcher() == LauncherObject::RendezvousStore {
             // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
-            let store = job.job.launcher_name();
+            let store = job.job_ref.launcher_name();
             let running = observed.pods.iter().filter(|p| {
                 p.metadata.name.as_deref() == Some(store.as_str()) && !pods::is_terminating(p)
             });
@@ -801,7 +801,7 @@ impl Planner {
     }
 
     /// Deletes a finished job whose time to live ran out, or looks again when it will have.
-    fn apply_ttl(&mut self, job: Job<'_>) {
+    fn apply_ttl(&mut self, job: JobContext<'_>) {
         if let (Some(ttl), Some(Time(completion))) = (
             job.spec.ttl_after_finished,
             self.status.completion_time.as_ref(),

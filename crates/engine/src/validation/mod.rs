@@ -15,7 +15,7 @@ use eto_api::well_known::{JOB_SUSPENDED_ANNOTATION, KUBEAI_PORT, MAX_WAIT_TIME_A
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::build::RESERVED_VOLUMES;
+use crate::builders::RESERVED_VOLUMES;
 use crate::effective_spec::{EffectiveSpec, ElasticSettings, KubeaiStop, WorkerCounts};
 #[cfg(doc)]
 use crate::kind::JobRef;

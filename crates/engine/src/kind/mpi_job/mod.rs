@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
-use crate::build::SSH_AUTH_SECRET_TYPE;
+use crate::builders::SSH_AUTH_SECRET_TYPE;
 use crate::effective_spec::EffectiveSpec;
 use crate::names;
 use crate::validation::InvalidSpec;

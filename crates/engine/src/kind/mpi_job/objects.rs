@@ -20,9 +20,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::build::{
-    Job, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, SshWorker, annotation_file, merged, notice_mount,
-    notice_volume, resume_value, set_env, ssh_worker_pod,
+use crate::builders::{
+    JobContext, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, SshWorker, annotation_file, merged,
+    notice_mount, notice_volume, resume_value, set_env, ssh_worker_pod,
 };
 use crate::child::Child;
 use crate::discovery::{self, Host, MPI_DISCOVER_HOSTS_SCRIPT};
@@ -38,7 +38,7 @@ pub const READY_HOSTS_FILE: &str = "ready_hosts";
 /// key pair at `sshAuthMountPath` in the first container, a first container with arguments
 /// but no command runs the image's entry point, `K_MPI_JOB_ROLE=worker`, and the job's
 /// Service domain in its DNS search path.
-pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
     let ssh = SshWorker {
         args_go_to_sshd: false,
         keys_in_every_container: false,
@@ -80,12 +80,12 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
 /// Its pod template is immutable, so eto creates the Job once per run and afterwards updates
 /// only its pod's annotations.
 pub fn launcher_job(
-    job: Job<'_>,
+    job: JobContext<'_>,
     mpi: &MpiSettings,
     ready_hosts: &str,
     avoided: &[NodeCooldown],
 ) -> BatchJob {
-    let template = job.job.launcher_template().cloned().unwrap_or_default();
+    let template = job.job_ref.launcher_template().cloned().unwrap_or_default();
     let template_metadata = template.metadata.unwrap_or_default();
     let name = names::launcher(job.name());
     let mut pod_labels = job.pod_labels(Role::Launcher);
@@ -130,8 +130,8 @@ pub fn launcher_job(
         annotations: Some(merged(template_metadata.annotations.as_ref(), annotations)),
         ..ObjectMeta::default()
     };
-    crate::build::place_launcher(&job, &mut spec, avoided);
-    crate::build::hold_on_sigterm(&job, &mut spec);
+    crate::builders::place_launcher(&job, &mut spec, avoided);
+    crate::builders::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {
@@ -243,7 +243,7 @@ fn config_volume(job: &str) -> Volume {
 /// The launcher of MPIJob `job`: its launcher Job, whose pod shows the ready hosts
 /// `inputs.ready`, and the ConfigMap of its hostfile, which lists every worker of the target
 /// `inputs.target` (mpirun is given them all at its start) in the implementation's format.
-pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
     let Some(mpi) = &job.spec.mpi else {
         return LauncherObjects::default();
     };
@@ -263,23 +263,23 @@ pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObj
 
 /// The launcher of MPIJob `job` as a host of its hostfile and discovery, when it trains too
 /// (`runLauncherAsWorker`).
-pub fn launcher_host(job: Job<'_>) -> Option<Host> {
+pub fn launcher_host(job: JobContext<'_>) -> Option<Host> {
     let trains = job.spec.mpi.as_ref()?.run_launcher_as_worker;
     trains.then(|| Host {
-        name: names::mpi_host(job.name(), job.namespace(), &job.job.launcher_name()),
+        name: names::mpi_host(job.name(), job.namespace(), &job.job_ref.launcher_name()),
         slots: job.spec.slots_per_worker,
     })
 }
 
 /// What a run of MPIJob `job` needs beside its pods and launcher Job: its Service.
-pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
+pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
     vec![Child::Service(Box::new(service(job)))]
 }
 
 /// The headless Service `<job>` that gives the launcher and the workers of MPIJob `job` their
 /// DNS names `<pod>.<job>.<namespace>.svc`, ready or not (so that names resolve by the time
 /// mpirun or Horovod connects).
-pub fn service(job: Job<'_>) -> Service {
+pub fn service(job: JobContext<'_>) -> Service {
     Service {
         metadata: job.metadata(job.service_name()),
         spec: Some(ServiceSpec {
@@ -300,7 +300,7 @@ pub fn service(job: Job<'_>) -> Service {
 
 /// The ConfigMap `<job>-config` of MPIJob `job`: `hostfile` in the MPI implementation's format
 /// and `discover_hosts.sh`.
-pub fn config_map(job: Job<'_>, hostfile: &str) -> ConfigMap {
+pub fn config_map(job: JobContext<'_>, hostfile: &str) -> ConfigMap {
     ConfigMap {
         metadata: job.metadata(names::config_map(job.name())),
         data: Some(BTreeMap::from([

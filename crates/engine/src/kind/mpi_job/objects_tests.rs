@@ -7,17 +7,17 @@ use serde_json::{Value, json};
 
 use super::objects::*;
 use super::validation::validate as validate_mpi_job;
-use crate::build::{Job, ssh_secret};
+use crate::builders::{JobContext, ssh_secret};
 use crate::effective_spec::MpiSettings;
 use crate::kind::JobRef;
 use crate::testing::mpi_job;
 
-fn with_spec<R>(job: &MPIJob, build: impl FnOnce(Job<'_>, &MpiSettings) -> R) -> R {
+fn with_spec<R>(job: &MPIJob, build: impl FnOnce(JobContext<'_>, &MpiSettings) -> R) -> R {
     let spec = validate_mpi_job(job).expect("the fixture is valid");
     let mpi = spec.mpi.clone().expect("an MPIJob has MPI settings");
     build(
-        Job {
-            job: JobRef::Mpi(job),
+        JobContext {
+            job_ref: JobRef::Mpi(job),
             spec: &spec,
             run: 1,
             notice: None,

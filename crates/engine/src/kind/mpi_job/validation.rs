@@ -11,7 +11,7 @@ use eto_api::mpi_job::{
 };
 use eto_api::training_job::JobRestartPolicy;
 
-use crate::build::{DISCOVERY_DIR, MPI_CONFIG_DIR};
+use crate::builders::{DISCOVERY_DIR, MPI_CONFIG_DIR};
 use crate::effective_spec::{
     EffectiveSpec, LauncherStart, MpiSettings, SshSecretSource, WorkerCounts,
 };

@@ -14,15 +14,15 @@ use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
 };
 
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::kind::JobRef;
 use crate::kind::pytorch_job::Defaulted;
 use crate::names;
 
 /// The HPA of `job`, if it is a PyTorchJob whose `elasticPolicy` sets `metrics` (an empty
 /// list included, as v1 reads it: kube-apiserver then gives the HPA its default, 80% CPU).
-pub fn autoscaler(job: Job<'_>) -> Option<HorizontalPodAutoscaler> {
-    let JobRef::PyTorch(pytorch) = job.job else {
+pub fn autoscaler(job: JobContext<'_>) -> Option<HorizontalPodAutoscaler> {
+    let JobRef::PyTorch(pytorch) = job.job_ref else {
         return None;
     };
     let bounds = Defaulted::of(pytorch).elastic?;
@@ -61,8 +61,8 @@ mod tests {
         json_patch::merge(&mut value, &json!({"spec": spec}));
         let job: PyTorchJob = serde_json::from_value(value).expect("a PyTorchJob");
         let effective = JobRef::PyTorch(&job).validate().expect("a valid job");
-        autoscaler(Job {
-            job: JobRef::PyTorch(&job),
+        autoscaler(JobContext {
+            job_ref: JobRef::PyTorch(&job),
             spec: &effective,
             run: 0,
             notice: None,

@@ -9,8 +9,8 @@ use eto_api::pytorch_job::PyTorchReplicaType;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::build::{
-    Job, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
+use crate::builders::{
+    JobContext, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
 };
 use crate::child::Child;
 use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
@@ -21,8 +21,8 @@ use crate::{cooldown, joining, notice};
 
 /// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, or the Master, which
 /// trains and shows the job's notice as the Workers do.
-pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
-    let (pod, running) = if job.job.launcher() == LauncherObject::RendezvousStore {
+pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+    let (pod, running) = if job.job_ref.launcher() == LauncherObject::RendezvousStore {
         (store_pod(job, inputs.avoided), RunningLauncher::Left)
     } else {
         (master_pod(job, inputs.avoided), RunningLauncher::Relabelled)
@@ -36,7 +36,7 @@ pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObj
 
 /// The Master of `job`, if it is a PyTorchJob with one (see [`pod::pod`]), placed away from
 /// the nodes `avoided`.
-pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
+pub fn master_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
     let built = pod::pod(pytorch, &defaulted, PyTorchReplicaType::Master, 0, None)?;
@@ -53,13 +53,13 @@ pub fn master_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
 
 /// The labels and annotations of the Master of `job`: its template's, with eto's labels,
 /// v1's, and the job's notice over them.
-fn master_metadata(job: Job<'_>) -> ObjectMeta {
+fn master_metadata(job: JobContext<'_>) -> ObjectMeta {
     let mut labels = job.pod_labels(Role::Launcher);
     labels.insert(job.kind().vocabulary().index_label.into(), "0".into());
     labels.insert(JOB_ROLE_LABEL.into(), "master".into());
     job.pod_metadata(
         job.kind().launcher_name(job.name()),
-        job.job.launcher_template(),
+        job.job_ref.launcher_template(),
         labels,
         notice::annotations(job.notice),
     )
@@ -68,7 +68,7 @@ fn master_metadata(job: Job<'_>) -> ObjectMeta {
 /// Worker `index` of `job`, if it is a PyTorchJob with Workers (see [`pod::pod`]), with the
 /// metadata [`worker_metadata`] gives every kind's workers, preferring nodes not
 /// `in_cooldown`.
-pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
     let pytorch = pytorch_job(&job)?;
     let defaulted = Defaulted::of(pytorch);
     let hosted = HostedRendezvous::of(pytorch);
@@ -116,8 +116,8 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
 /// What a run of PyTorchJob `job` needs beside its pods: the Service that names every pod
 /// when eto hosts its rendezvous, else a Service per pod, named like it, for the Master and
 /// the run's Workers as the spec has them.
-pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
-    let services = if job.job.launcher() == LauncherObject::RendezvousStore {
+pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
+    let services = if job.job_ref.launcher() == LauncherObject::RendezvousStore {
         store_service(job).into_iter().collect()
     } else {
         let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
@@ -131,7 +131,7 @@ pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
 
 /// The headless Services of the Master and of the Workers `workers` of `job`, if it is a
 /// PyTorchJob (see [`service::service`]), with eto's labels.
-pub fn pod_services(job: Job<'_>, workers: &[u32]) -> Vec<Service> {
+pub fn pod_services(job: JobContext<'_>, workers: &[u32]) -> Vec<Service> {
     let Some(pytorch) = pytorch_job(&job) else {
         return Vec::new();
     };
@@ -153,20 +153,20 @@ pub fn pod_services(job: Job<'_>, workers: &[u32]) -> Vec<Service> {
 
 /// The rendezvous store of `job`'s current run, if eto hosts its rendezvous (see
 /// [`rendezvous::store_pod`]), placed away from the nodes `avoided`.
-pub fn store_pod(job: Job<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
+pub fn store_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
     let hosted = HostedRendezvous::of(pytorch_job(&job)?)?;
     rendezvous::store_pod(job, &hosted, avoided)
 }
 
 /// The Service that names every pod of `job`, if eto hosts its rendezvous (see
 /// [`rendezvous::service`]).
-pub fn store_service(job: Job<'_>) -> Option<Service> {
+pub fn store_service(job: JobContext<'_>) -> Option<Service> {
     let hosted = HostedRendezvous::of(pytorch_job(&job)?)?;
     Some(rendezvous::service(job, &hosted))
 }
 
-fn pytorch_job<'a>(job: &Job<'a>) -> Option<&'a PyTorchJob> {
-    match job.job {
+fn pytorch_job<'a>(job: &JobContext<'a>) -> Option<&'a PyTorchJob> {
+    match job.job_ref {
         JobRef::PyTorch(pytorch) => Some(pytorch),
         _ => None,
     }

@@ -34,7 +34,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{Defaulted, REPLICA_TYPE_LABEL};
-use crate::build::{Job, place_launcher};
+use crate::builders::{JobContext, place_launcher};
 
 /// The port the store listens on unless `rdzvPort` names another: torchrun's default for
 /// the c10d backend.
@@ -260,8 +260,12 @@ pub fn service_name(job: &str) -> String {
 /// pull secrets and security context, without their volumes, other containers or resources:
 /// it asks for a tenth of a CPU and 256 MiB. It never restarts in place (a restarted store
 /// would have forgotten the rendezvous): its end is the run's loss.
-pub fn store_pod(job: Job<'_>, hosted: &HostedRendezvous, avoided: &[NodeCooldown]) -> Option<Pod> {
-    let template = job.job.worker_template()?;
+pub fn store_pod(
+    job: JobContext<'_>,
+    hosted: &HostedRendezvous,
+    avoided: &[NodeCooldown],
+) -> Option<Pod> {
+    let template = job.job_ref.worker_template()?;
     let workers = template.spec.clone().unwrap_or_default();
     let first = workers
         .containers
@@ -340,7 +344,7 @@ pub fn store_pod(job: Job<'_>, hosted: &HostedRendezvous, avoided: &[NodeCooldow
 /// The headless Service `<job>-workers` of `job`: it selects every pod of the job and
 /// publishes them ready or not, so that each pod's `<name>.<job>-workers` resolves from its
 /// creation on.
-pub fn service(job: Job<'_>, hosted: &HostedRendezvous) -> Service {
+pub fn service(job: JobContext<'_>, hosted: &HostedRendezvous) -> Service {
     let selector = BTreeMap::from([(
         job.kind().vocabulary().job_name_label.to_string(),
         job.name().to_string(),

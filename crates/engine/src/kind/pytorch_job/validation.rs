@@ -18,7 +18,7 @@ use eto_api::elastic::ElasticPolicy;
 use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
 use eto_api::training_job::JobRestartPolicy;
 
-use crate::build::DISCOVERY_DIR;
+use crate::builders::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
 use crate::kind::Kind;
 use crate::kind::pytorch_job::Defaulted;

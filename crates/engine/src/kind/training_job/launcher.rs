@@ -11,9 +11,9 @@ use k8s_openapi::api::core::v1::{
     ProjectedVolumeSource, Volume, VolumeMount, VolumeProjection,
 };
 
-use crate::build::{
-    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, Job, Role, annotation_file,
-    resume_value,
+use crate::builders::{
+    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, JobContext, Role,
+    annotation_file, resume_value,
 };
 use crate::child::Child;
 use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
@@ -32,7 +32,7 @@ const LAUNCHER_ENV: [(&str, &str); 2] = [
 /// The launcher of TrainingJob `job`: its pod, and the ConfigMap of host discovery it reads,
 /// both showing the ready hosts `inputs.ready` (as `/etc/edl/hostfile` and DeepSpeed's
 /// hostfile).
-pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
+pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
     let hostfile = discovery::hostfile(inputs.ready);
     let deepspeed = discovery::deepspeed_hostfile(inputs.ready);
     LauncherObjects {
@@ -52,15 +52,15 @@ pub fn launcher_objects(job: Job<'_>, inputs: LauncherInputs<'_>) -> LauncherObj
 /// It is the launcher template with eto's labels, `restartPolicy: Never`, the service account
 /// `<job>-launcher`, the SSH key pair in every container, and in its first container
 /// `/etc/edl/discover_hosts.sh` and `/etc/edl/hostfile` (see [`crate::discovery`] for how they
-/// stay current) and `/job/hostfile` for DeepSpeed; placed as [`crate::build::place_launcher`] says,
+/// stay current) and `/job/hostfile` for DeepSpeed; placed as [`crate::builders::place_launcher`] says,
 /// away from the nodes `avoided`.
 pub fn launcher_pod(
-    job: Job<'_>,
+    job: JobContext<'_>,
     hostfile: &str,
     deepspeed_hostfile: &str,
     avoided: &[NodeCooldown],
 ) -> Pod {
-    let template = job.job.launcher_template();
+    let template = job.job_ref.launcher_template();
     let mut annotations = BTreeMap::from([
         (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
         (
@@ -120,8 +120,8 @@ pub fn launcher_pod(
             }
         }
     }
-    crate::build::place_launcher(&job, &mut spec, avoided);
-    crate::build::hold_on_sigterm(&job, &mut spec);
+    crate::builders::place_launcher(&job, &mut spec, avoided);
+    crate::builders::hold_on_sigterm(&job, &mut spec);
     job.join_gang(&mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,

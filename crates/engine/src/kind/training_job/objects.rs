@@ -8,7 +8,7 @@ use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, WORKER_ROLE};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount, ServiceSpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
-use crate::build::{Job, SshWorker, ssh_worker_pod};
+use crate::builders::{JobContext, SshWorker, ssh_worker_pod};
 use crate::child::Child;
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
 use crate::names;
@@ -16,7 +16,7 @@ use crate::names;
 /// Worker `index` of TrainingJob `job` (see [`ssh_worker_pod`]): as et-operator's, the key
 /// pair in every container, and the first container's arguments without a command go to the
 /// SSH daemon.
-pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
+pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
     let ssh = SshWorker {
         args_go_to_sshd: true,
         keys_in_every_container: true,
@@ -26,7 +26,7 @@ pub fn worker_pod(job: Job<'_>, index: u32, in_cooldown: &[NodeCooldown]) -> Opt
 
 /// What a run of TrainingJob `job` needs beside its pods: the launcher's ServiceAccount, Role
 /// and RoleBinding, and the workers' Service.
-pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
+pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
     vec![
         Child::ServiceAccount(Box::new(launcher_service_account(job))),
         Child::Role(Box::new(launcher_role(job))),
@@ -38,7 +38,7 @@ pub fn supporting_objects(job: Job<'_>) -> Vec<Child> {
 /// The headless Service `<job>-workers`: it gives every worker the DNS name
 /// `<job>-worker-<i>.<job>-workers` as soon as it has an address (ready or not, so that names
 /// resolve by the time a worker joins host discovery).
-pub fn worker_service(job: Job<'_>) -> Service {
+pub fn worker_service(job: JobContext<'_>) -> Service {
     Service {
         metadata: job.metadata(names::worker_service(job.name())),
         spec: Some(ServiceSpec {
@@ -55,7 +55,7 @@ pub fn worker_service(job: Job<'_>) -> Service {
 }
 
 /// The ConfigMap `<job>-config`: `hostfile`, `deepspeed-hostfile` and `discover_hosts.sh`.
-pub fn config_map(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> ConfigMap {
+pub fn config_map(job: JobContext<'_>, hostfile: &str, deepspeed_hostfile: &str) -> ConfigMap {
     ConfigMap {
         metadata: job.metadata(names::config_map(job.name())),
         data: Some(BTreeMap::from([
@@ -74,7 +74,7 @@ pub fn config_map(job: Job<'_>, hostfile: &str, deepspeed_hostfile: &str) -> Con
 }
 
 /// The launcher's ServiceAccount `<job>-launcher`.
-pub fn launcher_service_account(job: Job<'_>) -> ServiceAccount {
+pub fn launcher_service_account(job: JobContext<'_>) -> ServiceAccount {
     ServiceAccount {
         metadata: job.metadata(names::launcher_rbac(job.name())),
         ..ServiceAccount::default()
@@ -83,7 +83,7 @@ pub fn launcher_service_account(job: Job<'_>) -> ServiceAccount {
 
 /// The launcher's Role `<job>-launcher`: reading the job's ConfigMap, nothing else. The
 /// launcher reaches workers over SSH, so it needs neither `pods` nor `pods/exec`.
-pub fn launcher_role(job: Job<'_>) -> Role {
+pub fn launcher_role(job: JobContext<'_>) -> Role {
     Role {
         metadata: job.metadata(names::launcher_rbac(job.name())),
         rules: Some(vec![PolicyRule {
@@ -97,7 +97,7 @@ pub fn launcher_role(job: Job<'_>) -> Role {
 }
 
 /// The RoleBinding `<job>-launcher` of the launcher's Role to its ServiceAccount.
-pub fn launcher_role_binding(job: Job<'_>) -> RoleBinding {
+pub fn launcher_role_binding(job: JobContext<'_>) -> RoleBinding {
     let name = names::launcher_rbac(job.name());
     RoleBinding {
         metadata: job.metadata(name.clone()),

@@ -7,14 +7,14 @@ use serde_json::{Value, json};
 use super::launcher::launcher_pod;
 use super::objects::{launcher_role, launcher_role_binding, worker_pod, worker_service};
 use super::validation::validate;
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::kind::JobRef;
 use crate::testing::{training_job, worker_container};
 
-fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(Job<'_>) -> R) -> R {
+fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(JobContext<'_>) -> R) -> R {
     let spec = validate(job).expect("the fixture is valid");
-    build(Job {
-        job: JobRef::Training(job),
+    build(JobContext {
+        job_ref: JobRef::Training(job),
         spec: &spec,
         run: 2,
         notice: None,
@@ -54,7 +54,7 @@ fn workers_get_identity_ssh_and_sshd() {
         (spec["hostname"].as_str(), spec["subdomain"].as_str()),
         (Some("mnist-worker-7"), Some("mnist-workers"))
     );
-    // sshd, under eto's PID 1 (see crate::build::termination), with the grace period.
+    // sshd, under eto's PID 1 (see crate::builders::termination), with the grace period.
     assert_eq!(
         command_of(&spec["containers"][0]),
         json!(["/usr/sbin/sshd", "-De"])
@@ -98,7 +98,7 @@ fn command_of(container: &serde_json::Value) -> serde_json::Value {
     assert_eq!(command[..2], [json!("/bin/sh"), json!("-c")]);
     assert_eq!(
         command[2].as_str(),
-        Some(crate::build::termination::SCRIPT),
+        Some(crate::builders::termination::SCRIPT),
         "run under eto's PID 1"
     );
     json!(command[4..])
@@ -219,8 +219,8 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
         deadline: None,
         message: "resumed".into(),
     };
-    let resumed = Job {
-        job: JobRef::Training(&job),
+    let resumed = JobContext {
+        job_ref: JobRef::Training(&job),
         spec: &spec,
         run: 3,
         notice: Some(&resume),
@@ -268,7 +268,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
     );
 
     let first = json_of(&launcher_pod(
-        Job {
+        JobContext {
             notice: None,
             ..resumed
         },

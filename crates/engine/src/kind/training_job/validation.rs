@@ -6,7 +6,7 @@ use eto_api::training_job::{JobRestartPolicy, LauncherAttachMode, TrainingJob, W
 use eto_api::well_known::SSH_SECRET_ANNOTATION;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 
-use crate::build::{DEEPSPEED_DIR, DISCOVERY_DIR, SSH_DIR};
+use crate::builders::{DEEPSPEED_DIR, DISCOVERY_DIR, SSH_DIR};
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
 use crate::kind::Kind;
 use crate::names::is_dns1123_subdomain;

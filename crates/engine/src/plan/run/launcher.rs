@@ -9,7 +9,7 @@ use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::build;
+use crate::builders;
 use crate::conditions;
 use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
@@ -56,15 +56,15 @@ fn job_condition(job: &BatchJob, type_: &str) -> bool {
 impl<'o> Run<'_, 'o> {
     /// Whether the run's launcher, which starts only once the run has its minimum, runs.
     pub(super) fn launcher_waited(&self) -> bool {
-        self.job.spec.launcher_start == LauncherStart::WhenMinReady
+        self.context.spec.launcher_start == LauncherStart::WhenMinReady
             && self.launcher().is_some_and(|l| l.is_running())
     }
 
     /// The launcher of the current run, if it exists.
     pub(super) fn launcher(&self) -> Option<Launcher<'o>> {
-        match self.job.job.launcher() {
+        match self.context.job_ref.launcher() {
             LauncherObject::Pod | LauncherObject::Master | LauncherObject::RendezvousStore => {
-                let name = self.job.job.launcher_name();
+                let name = self.context.job_ref.launcher_name();
                 let pod = self
                     .observed
                     .pods
@@ -83,7 +83,7 @@ impl<'o> Run<'_, 'o> {
                     .observed
                     .launcher_job
                     .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
-                let role_label = self.job.kind().vocabulary().role_label;
+                let role_label = self.context.kind().vocabulary().role_label;
                 let of_run = || {
                     self.observed
                         .pods
@@ -91,7 +91,7 @@ impl<'o> Run<'_, 'o> {
                         .copied()
                         .filter(|p| {
                             pods::label(p, role_label)
-                                == Some(self.job.kind().vocabulary().launcher_role)
+                                == Some(self.context.kind().vocabulary().launcher_role)
                         })
                         .filter(|p| !self.is_stale(p))
                 };
@@ -135,10 +135,10 @@ impl<'o> Run<'_, 'o> {
     }
 
     pub(super) fn apply_supporting_objects(&mut self) {
-        let job = self.job;
+        let job = self.context;
         let observed = self.observed;
         let plan = &mut self.planner.plan;
-        for child in (job.job.kind().vocabulary().supporting_objects)(job) {
+        for child in (job.job_ref.kind().vocabulary().supporting_objects)(job) {
             if observed.needs_apply(&child) {
                 plan.apply.push(child);
             }
@@ -146,13 +146,13 @@ impl<'o> Run<'_, 'o> {
         if observed.ssh_secret == SecretPresence::Missing
             && job.spec.ssh_secret == SshSecretSource::Generated
         {
-            plan.create_ssh_secret = Some(build::ssh_secret(job));
+            plan.create_ssh_secret = Some(builders::ssh_secret(job));
         }
     }
 
     /// The ready workers `hosts`, after the launcher when it trains too.
     pub(super) fn with_launcher_as_worker(&self, hosts: Vec<Host>) -> Vec<Host> {
-        let launcher = (self.job.kind().vocabulary().launcher_host)(self.job());
+        let launcher = (self.context.kind().vocabulary().launcher_host)(self.job());
         launcher.into_iter().chain(hosts).collect()
     }
 
@@ -167,8 +167,8 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .filter_map(|worker| names::worker_index(name, worker))
             .map(|index| Host {
-                name: self.job.worker_host(index),
-                slots: self.job.spec.slots_per_worker,
+                name: self.context.worker_host(index),
+                slots: self.context.spec.slots_per_worker,
             })
             .collect();
         self.with_launcher_as_worker(workers)
@@ -183,8 +183,8 @@ impl<'o> Run<'_, 'o> {
     }
 
     pub(super) fn discovery_and_launcher(&mut self, hosts: &[Host]) {
-        let min = self.job.spec.workers.min as usize;
-        let name = self.job.job.launcher_name();
+        let min = self.context.spec.workers.min as usize;
+        let name = self.context.job_ref.launcher_name();
         if self.launcher().is_some()
             && !conditions::is_true(
                 &self.planner.status.conditions,
@@ -192,7 +192,7 @@ impl<'o> Run<'_, 'o> {
             )
         {
             // Created by an operator that stopped before recording it.
-            let message = format!("{} {name} exists", self.job.job.launcher_called());
+            let message = format!("{} {name} exists", self.context.job_ref.launcher_called());
             self.planner.condition(
                 conditions::LAUNCHER_CREATED,
                 true,
@@ -209,7 +209,7 @@ impl<'o> Run<'_, 'o> {
             target: &target,
             avoided: &avoided,
         };
-        let built = (self.job.kind().vocabulary().launcher_objects)(self.job(), inputs);
+        let built = (self.context.kind().vocabulary().launcher_objects)(self.job(), inputs);
         if let Some(config_map) = built.config_map {
             self.apply_config_map(config_map);
         }
@@ -230,7 +230,7 @@ impl<'o> Run<'_, 'o> {
             &self.planner.status.conditions,
             conditions::LAUNCHER_CREATED,
         );
-        let workers_allow = match self.job.spec.launcher_start {
+        let workers_allow = match self.context.spec.launcher_start {
             LauncherStart::WhenMinReady => hosts.len() >= min,
             LauncherStart::AtStartup => true,
         };
@@ -239,13 +239,13 @@ impl<'o> Run<'_, 'o> {
             self.resumed_after_loss(hosts.len());
             let message = format!(
                 "{} {name} created with {}{}",
-                self.job.job.launcher_called(),
+                self.context.job_ref.launcher_called(),
                 suspension::workers(
                     u32::try_from(hosts.len()).unwrap_or(u32::MAX),
                     "worker",
                     "workers"
                 ),
-                self.job.kind().hosts_listed_suffix()
+                self.context.kind().hosts_listed_suffix()
             );
             self.planner.condition(
                 conditions::LAUNCHER_CREATED,

@@ -71,7 +71,7 @@ impl Run<'_, '_> {
             "Suspend",
             format!(
                 "{} {}: {why}; the job suspends, every pod is told to checkpoint, and a new run resumes from the checkpoint (no failure counted)",
-                self.job.kind().vocabulary().name,
+                self.context.kind().vocabulary().name,
                 self.name()
             ),
         );
@@ -82,7 +82,7 @@ impl Run<'_, '_> {
     /// every running pod the `Suspend` notice, deletes them, and suspends the job to resume in
     /// a new run. Returns whether it did.
     pub(super) fn launcher_lost(&mut self, launcher: Option<&Launcher<'_>>) -> bool {
-        let name = self.job.job.launcher_name();
+        let name = self.context.job_ref.launcher_name();
         let cause = match launcher {
             Some(launcher) => match &launcher.disruption {
                 Some(disruption) if disruption.ended => {
@@ -99,7 +99,7 @@ impl Run<'_, '_> {
                 }
                 // A rendezvous store never ends by itself; if it does (out of memory, a
                 // crash), the rendezvous is gone as surely as if the platform took it.
-                _ if self.job.job.launcher() == LauncherObject::RendezvousStore
+                _ if self.context.job_ref.launcher() == LauncherObject::RendezvousStore
                     && matches!(launcher.phase, "Succeeded" | "Failed") =>
                 {
                     let pod = launcher
@@ -125,7 +125,7 @@ impl Run<'_, '_> {
             "Suspend",
             format!(
                 "{} {}: {cause}; a new run resumes from the checkpoint with a new launcher (no failure counted)",
-                self.job.kind().vocabulary().name,
+                self.context.kind().vocabulary().name,
                 self.name()
             ),
         );

@@ -61,7 +61,7 @@ impl Run<'_, '_> {
     /// Ends the run if its group is lost (see the module documentation); returns whether the
     /// reconcile goes on planning the run.
     pub(super) fn group_kept(&mut self) -> bool {
-        if !self.job.job.launcher().group_reforms()
+        if !self.context.job_ref.launcher().group_reforms()
             || matches!(self.state, RunState::Suspending(_))
             || self.state.is_suspended()
         {
@@ -72,7 +72,7 @@ impl Run<'_, '_> {
         };
         if let Some(loss) = self.platform_loss() {
             let why = format!("{}, {loss}: the group did not survive that loss", lost.why);
-            let grace = self.job.spec.elastic.checkpoint_grace;
+            let grace = self.context.spec.elastic.checkpoint_grace;
             return self.start_suspending(GROUP_LOST, why, grace);
         }
         let failure = Loss::Failed {
@@ -89,7 +89,7 @@ impl Run<'_, '_> {
     /// Whether the run's group is lost, and why (see the module documentation); looks again
     /// when a closure may be confirmed later.
     fn lost_group(&mut self) -> Option<Lost> {
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         let mut failed = Vec::new();
         let mut started = 0;
         for worker in &self.planner.status.target_workers {

@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{Observed, Planner, SecretPresence};
-use crate::build::Job;
+use crate::builders::JobContext;
 use crate::conditions;
 use crate::effective_spec::SshSecretSource;
 use crate::gang::Gang;
@@ -37,7 +37,8 @@ use state::{Fact, RunState, Seen};
 pub(super) struct Run<'p, 'o> {
     planner: &'p mut Planner,
     observed: &'p Observed<'o>,
-    job: Job<'p>,
+    /// The job, its spec and the gang scheduler, as the run started planning.
+    context: JobContext<'p>,
     /// The current run (`status.run`).
     run: i32,
     /// The notice the pods of the run show (`status.notice`), as decided by this plan.
@@ -52,13 +53,17 @@ pub(super) struct Run<'p, 'o> {
 }
 
 impl<'p, 'o> Run<'p, 'o> {
-    pub(super) fn new(planner: &'p mut Planner, observed: &'p Observed<'o>, job: Job<'p>) -> Self {
+    pub(super) fn new(
+        planner: &'p mut Planner,
+        observed: &'p Observed<'o>,
+        context: JobContext<'p>,
+    ) -> Self {
         let run = planner.old.current_run();
         let notice = planner.old.notice.clone();
         let mut created = Self {
             planner,
             observed,
-            job,
+            context,
             run,
             notice,
             scaling: false,
@@ -125,17 +130,17 @@ impl<'p, 'o> Run<'p, 'o> {
     }
 
     fn name(&self) -> &str {
-        self.job.name()
+        self.context.name()
     }
 
     /// The job as the builders of its pods need it now: its run and its notice.
-    fn job(&self) -> Job<'_> {
-        Job {
-            job: self.job.job,
-            spec: self.job.spec,
+    fn job(&self) -> JobContext<'_> {
+        JobContext {
+            job_ref: self.context.job_ref,
+            spec: self.context.spec,
             run: self.run,
             notice: self.notice.as_ref(),
-            gang: self.job.gang,
+            gang: self.context.gang,
         }
     }
 
@@ -157,7 +162,7 @@ impl<'p, 'o> Run<'p, 'o> {
 
     pub(super) fn reconcile(mut self) {
         if let RunState::Finished { .. } = self.state {
-            return self.planner.finished(self.observed, self.job);
+            return self.planner.finished(self.observed, self.context);
         }
         self.planner
             .status
@@ -192,8 +197,8 @@ impl<'p, 'o> Run<'p, 'o> {
         if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
             let message = format!(
                 "{} {} succeeded",
-                self.job.job.launcher_called(),
-                self.job.job.launcher_name()
+                self.context.job_ref.launcher_called(),
+                self.context.job_ref.launcher_name()
             );
             return self.succeed(&message);
         }
@@ -235,7 +240,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return self.names_taken();
         }
         if self.observed.ssh_secret == SecretPresence::Missing
-            && let SshSecretSource::Provided(secret) = &self.job.spec.ssh_secret
+            && let SshSecretSource::Provided(secret) = &self.context.spec.ssh_secret
         {
             let message = format!(
                 "metadata.annotations[arena.kubeflow.org/ssh-secret]: Secret {secret:?} does not exist; no pod is created until it does"
@@ -271,7 +276,7 @@ impl<'p, 'o> Run<'p, 'o> {
     /// once the old launcher is gone, a new launcher; `message` says why. A
     /// [`Restart::Counted`] restart adds to `restartCount`, which `backoffLimit` bounds.
     fn start_new_run(&mut self, message: &str, restart: Restart) {
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         self.delete_every_pod();
         // A new run, which resumes nothing: the notice of the last one goes.
         self.run += 1;
@@ -302,11 +307,11 @@ impl<'p, 'o> Run<'p, 'o> {
         let ended = format!(
             "{} {} restarted: {message}",
             kind.vocabulary().name,
-            self.job.name()
+            self.context.name()
         );
         let abandoned = scaling::abandon(
-            self.job.name(),
-            self.job.job.uid(),
+            self.context.name(),
+            self.context.job_ref.uid(),
             self.observed.scalers,
             &ended,
             planner.now,

@@ -4,7 +4,7 @@
 use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::build;
+use crate::builders;
 use crate::joining;
 use crate::{names, node_warnings, notice, pods};
 
@@ -76,7 +76,7 @@ impl Run<'_, '_> {
                 );
                 self.planner.plan.tallies.warned += 1;
             }
-            let mut desired = build::worker_metadata(self.job(), index);
+            let mut desired = builders::worker_metadata(self.job(), index);
             let mut annotations = desired.annotations.take().unwrap_or_default();
             annotations.remove(NOTICE_ANNOTATION);
             annotations.extend(notice::annotations(wanted.as_ref()));
@@ -99,7 +99,7 @@ impl Run<'_, '_> {
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
     /// looks again when the next waiting worker's batch wait ends.
     pub(super) fn gates_to_open(&mut self) -> Vec<String> {
-        if !self.job.job.launcher().group_reforms() {
+        if !self.context.job_ref.launcher().group_reforms() {
             return Vec::new();
         }
         let name = self.name().to_string();

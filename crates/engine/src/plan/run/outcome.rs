@@ -17,8 +17,8 @@ impl Run<'_, '_> {
     /// Master (see [`LauncherObject::Master`]), or whose rendezvous store eto runs (see
     /// [`LauncherObject::RendezvousStore`]).
     pub(super) fn workers_decide(&self) -> bool {
-        match self.job.job.launcher() {
-            LauncherObject::Master => self.job.job.launcher_template().is_none(),
+        match self.context.job_ref.launcher() {
+            LauncherObject::Master => self.context.job_ref.launcher_template().is_none(),
             LauncherObject::RendezvousStore => true,
             LauncherObject::Pod | LauncherObject::Job => false,
         }
@@ -37,7 +37,7 @@ impl Run<'_, '_> {
         };
         self.workers_decide()
             && !target.is_empty()
-            && if self.job.job.first_worker_success_decides() {
+            && if self.context.job_ref.first_worker_success_decides() {
                 target.iter().any(succeeded)
             } else {
                 target.iter().all(succeeded)
@@ -49,7 +49,7 @@ impl Run<'_, '_> {
     /// and its unfinished pods are deleted. Returns whether the job goes on.
     pub(super) fn within_deadline(&mut self) -> bool {
         let Some(deadline) = self
-            .job
+            .context
             .spec
             .active_deadline
             .filter(|_| !self.state.is_suspended())
@@ -67,7 +67,7 @@ impl Run<'_, '_> {
             let seconds = deadline.as_secs();
             self.planner.fail(
                 self.observed,
-                self.job,
+                self.context,
                 "DeadlineExceeded",
                 &format!("the job ran longer than activeDeadlineSeconds ({seconds}s)"),
                 true,
@@ -94,10 +94,10 @@ impl Run<'_, '_> {
             format!(
                 "{} {} succeeded: {message}",
                 kind.vocabulary().name,
-                self.job.name()
+                self.context.name()
             ),
         );
-        planner.finished(self.observed, self.job);
+        planner.finished(self.observed, self.context);
     }
 
     /// Restarts the job after its launcher failed, if the restart policy and the backoff limit
@@ -112,15 +112,15 @@ impl Run<'_, '_> {
                 None => "failed".to_string(),
             },
         };
-        let kind = self.job.kind();
-        let spec = self.job.spec;
+        let kind = self.context.kind();
+        let spec = self.context.spec;
         let restarts = self.planner.old.restart_count;
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {
             let message = format!(
                 "the {} {how}; restarting the job (restart {} of {})",
-                self.job.job.launcher_called(),
+                self.context.job_ref.launcher_called(),
                 restarts + 1,
                 spec.backoff_limit
             );
@@ -138,9 +138,12 @@ impl Run<'_, '_> {
         let reason = kind.reason("Failed");
         self.planner.fail(
             self.observed,
-            self.job,
+            self.context,
             &reason,
-            &format!("the {} {how}{limit}", self.job.job.launcher_called()),
+            &format!(
+                "the {} {how}{limit}",
+                self.context.job_ref.launcher_called()
+            ),
             false,
         );
         false

@@ -12,12 +12,12 @@ use super::{Run, suspension};
 impl Run<'_, '_> {
     pub(super) fn phase(&mut self, hosts: &[Host]) {
         let name = self.name().to_string();
-        let min = self.job.spec.workers.min as usize;
+        let min = self.context.spec.workers.min as usize;
         // What the run trains with: the hosts of discovery, which include an MPIJob's launcher
         // when it trains too ([`Run::counts`] counts the target's workers only).
         let ready = hosts.len();
         let target = self.planner.status.target_workers.len();
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         // A job whose workers decide its outcome trains while its workers run (out of host
         // discovery too, when told to checkpoint).
         let launcher_running = if self.workers_decide() {
@@ -28,7 +28,7 @@ impl Run<'_, '_> {
         let workers_ready = ready >= min;
         let workers_message = format!(
             "{ready} of {target} workers ready ({} {min})",
-            self.job.job.min_field()
+            self.context.job_ref.min_field()
         );
         // Below the minimum after having reached it in this run, as opposed to not there yet:
         // only the former may suspend a running job.
@@ -58,7 +58,7 @@ impl Run<'_, '_> {
         });
         let suspended = self.state.is_suspended();
         let suspending = matches!(self.state, RunState::Suspending(_));
-        let elastic = self.job.spec.elastic;
+        let elastic = self.context.spec.elastic;
         let watch_minimum = elastic.suspend_below_min_workers && !suspended && !suspending;
         if !workers_ready && training && watch_minimum {
             // Looked at again when too few workers have been ready for too long.
@@ -116,7 +116,7 @@ impl Run<'_, '_> {
                 let pending = target.saturating_sub(ready);
                 let message = format!(
                     "suspended: it resumes from its checkpoint once {} ready ({ready} ready, {pending} pending)",
-                    suspension::workers(self.job.spec.workers.min, "worker is", "workers are")
+                    suspension::workers(self.context.spec.workers.min, "worker is", "workers are")
                 );
                 let reason = match self.state.current_run() {
                     RunState::SuspendedAfterLoss { reason } => reason.clone(),
@@ -127,7 +127,7 @@ impl Run<'_, '_> {
             }
             _ => {
                 let (reason, message) = if !workers_ready && !launcher_running {
-                    let when = match self.job.spec.launcher_start {
+                    let when = match self.context.spec.launcher_start {
                         LauncherStart::WhenMinReady => "the launcher starts",
                         LauncherStart::AtStartup => "training starts",
                     };
@@ -140,8 +140,8 @@ impl Run<'_, '_> {
                         "LauncherPending",
                         format!(
                             "{} {} is starting",
-                            self.job.job.launcher_called(),
-                            self.job.job.launcher_name()
+                            self.context.job_ref.launcher_called(),
+                            self.context.job_ref.launcher_name()
                         ),
                     )
                 };

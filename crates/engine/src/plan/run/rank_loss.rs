@@ -21,7 +21,7 @@ impl Run<'_, '_> {
     /// Ends the run if it lost a rank (see the module documentation); returns whether it
     /// goes on.
     pub(super) fn ranks_kept(&mut self) -> bool {
-        if self.job.job.worker_names() != WorkerNames::PerRun
+        if self.context.job_ref.worker_names() != WorkerNames::PerRun
             || matches!(self.state, RunState::Suspending(_))
             || self.state.is_suspended()
         {

@@ -15,7 +15,7 @@ impl Run<'_, '_> {
     /// wait that long, from the start of the job or of the run, for `minReplicas` ready
     /// workers; then the job fails and its pods are deleted. Returns whether the job goes on.
     pub(super) fn still_worth_waiting(&mut self) -> bool {
-        let Some(max_wait) = self.job.spec.elastic.max_wait else {
+        let Some(max_wait) = self.context.spec.elastic.max_wait else {
             return true;
         };
         let conditions = &self.planner.status.conditions;
@@ -32,7 +32,7 @@ impl Run<'_, '_> {
             .map_or(self.planner.now, |time| time.0);
         let due = crate::time::after(since, max_wait);
         let Counts { ready, pending } = self.counts();
-        let min = self.job.spec.workers.min;
+        let min = self.context.spec.workers.min;
         if ready >= min || self.planner.now < due {
             self.planner.requeue_at(due);
             return true;
@@ -40,12 +40,12 @@ impl Run<'_, '_> {
         let message = format!(
             "waited {}s (elasticPolicy.maxWaitSeconds) for {min} ready workers ({}) before starting launcher {}: {ready} ready, {pending} pending",
             max_wait.as_secs(),
-            self.job.job.min_field(),
-            self.job.job.launcher_name(),
+            self.context.job_ref.min_field(),
+            self.context.job_ref.launcher_name(),
         );
         self.planner.fail(
             self.observed,
-            self.job,
+            self.context,
             WAITING_RESOURCE_TIMEOUT,
             &message,
             true,
@@ -66,8 +66,8 @@ impl Run<'_, '_> {
             "the API server rejected pod {}: {}; no pod of {} {} is created until it accepts them",
             rejected.name,
             rejected.message,
-            self.job.kind().vocabulary().name,
-            self.job.name(),
+            self.context.kind().vocabulary().name,
+            self.context.name(),
         );
         let planner = self.planner;
         let plan = &mut planner.plan;
@@ -137,8 +137,8 @@ impl Run<'_, '_> {
             .collect();
         let message = format!(
             "{} {} needs the name of {}, which eto did not create; eto neither adopts nor overwrites it, and creates no pod until the name is free: delete or rename that object",
-            self.job.kind().vocabulary().name,
-            self.job.name(),
+            self.context.kind().vocabulary().name,
+            self.context.name(),
             held.join(", "),
         );
         let planner = self.planner;

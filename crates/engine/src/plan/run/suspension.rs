@@ -91,8 +91,8 @@ impl Run<'_, '_> {
     /// Carries the job's suspension one step (see the module documentation). Returns whether
     /// the run goes on in this reconcile: its workers and launcher are planned as usual.
     pub(super) fn suspension(&mut self) -> bool {
-        let requested = self.job.spec.suspend;
-        let kind = self.job.kind();
+        let requested = self.context.spec.suspend;
+        let kind = self.context.kind();
         match (self.state.clone(), requested) {
             (RunState::Suspending(notice), _) => self.checkpointing(&notice, requested),
             (RunState::SuspendedBySpec { .. }, true) => {
@@ -112,10 +112,10 @@ impl Run<'_, '_> {
             (_, true) => self.start_suspending(
                 SUSPENDED,
                 format!("{} asks for it", kind.vocabulary().suspend_field),
-                self.job.spec.elastic.spec_suspend_grace,
+                self.context.spec.elastic.spec_suspend_grace,
             ),
             (_, false) => {
-                let grace = self.job.spec.elastic.checkpoint_grace;
+                let grace = self.context.spec.elastic.checkpoint_grace;
                 if let Some(why) = self.launcher_threatened() {
                     return self.start_suspending(
                         super::launcher_loss::LAUNCHER_DISRUPTED,
@@ -142,7 +142,7 @@ impl Run<'_, '_> {
     pub(super) fn training(&self) -> bool {
         if self.workers_decide() {
             let target = &self.planner.status.target_workers;
-            let kind = self.job.kind();
+            let kind = self.context.kind();
             let in_group = self.training_hosts();
             self.observed.pods.iter().any(|pod| {
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -161,7 +161,7 @@ impl Run<'_, '_> {
     /// [`crate::group_report::RendezvousState::training_hosts`]); `None`
     /// without a report of this run.
     fn training_hosts(&self) -> Option<Vec<&str>> {
-        let dead_after = self.job.job.heartbeat_timeout()?;
+        let dead_after = self.context.job_ref.heartbeat_timeout()?;
         if self.run != self.planner.old.current_run() {
             return None;
         }
@@ -217,11 +217,11 @@ impl Run<'_, '_> {
     /// and either workers lost for certain now leave too few even if those that may come back
     /// did, or the `WorkersReady` condition has said so for `belowMinSeconds`.
     fn below_min_for_too_long(&mut self) -> Option<String> {
-        let elastic = self.job.spec.elastic;
+        let elastic = self.context.spec.elastic;
         if !elastic.suspend_below_min_workers || !self.training() {
             return None;
         }
-        let min = self.job.spec.workers.min;
+        let min = self.context.spec.workers.min;
         let Counts { ready, pending } = self.counts();
         if ready >= min {
             return None;
@@ -232,7 +232,7 @@ impl Run<'_, '_> {
                 "{} lost for certain (disrupted, deleted or gone with {}): only {ready} of the {min} workers it needs ({}) are ready, {} pending",
                 workers(lost, "worker is", "workers are"),
                 if lost == 1 { "its node" } else { "their nodes" },
-                self.job.job.min_field(),
+                self.context.job_ref.min_field(),
                 pending - lost.min(pending),
             ));
         }
@@ -248,7 +248,7 @@ impl Run<'_, '_> {
         }
         Some(format!(
             "only {ready} of the {min} workers it needs ({}) were ready for {}s (elasticPolicy.belowMinSeconds), {pending} pending",
-            self.job.job.min_field(),
+            self.context.job_ref.min_field(),
             elastic.below_min.as_secs()
         ))
     }
@@ -313,7 +313,7 @@ impl Run<'_, '_> {
         };
         let message = format!(
             "{} {} is suspending: {why}{CHECKPOINT_ASK} at {deadline} ({}) or when {exits}",
-            self.job.kind().vocabulary().name,
+            self.context.kind().vocabulary().name,
             self.name(),
             match capped {
                 Some(goes) if Some(goes) == launcher_goes => "when the launcher's pod is killed",
@@ -360,7 +360,7 @@ impl Run<'_, '_> {
             }
             if window_over && self.training() {
                 // The training had its whole window: its pods stop now, without another grace
-                // period for eto's PID 1 to wait out (see crate::build::termination).
+                // period for eto's PID 1 to wait out (see crate::builders::termination).
                 for deletion in &mut self.planner.plan.delete {
                     if deletion.kind == ChildKind::Pod {
                         deletion.grace_seconds = Some(WINDOW_OVER_GRACE_SECONDS);
@@ -378,12 +378,13 @@ impl Run<'_, '_> {
     /// Whether the failure of `launcher` completes a suspend below the minimum (see the module
     /// documentation), and if so, what the suspend says of it.
     pub(super) fn launcher_left_below_min(&self, launcher: &Launcher<'_>) -> Option<String> {
-        let min = self.job.spec.workers.min;
+        let min = self.context.spec.workers.min;
         let Counts { ready, pending } = self.counts();
         // The failed launcher ran: one that waits for the minimum means the run had it.
-        let had_minimum =
-            self.state.had_minimum() || self.job.spec.launcher_start == LauncherStart::WhenMinReady;
-        let below = self.job.spec.elastic.suspend_below_min_workers && ready < min && had_minimum;
+        let had_minimum = self.state.had_minimum()
+            || self.context.spec.launcher_start == LauncherStart::WhenMinReady;
+        let below =
+            self.context.spec.elastic.suspend_below_min_workers && ready < min && had_minimum;
         if !below {
             return None;
         }
@@ -397,7 +398,7 @@ impl Run<'_, '_> {
         };
         Some(format!(
             "the launcher {how} while only {ready} of the {min} workers it needs ({}) were ready, {pending} pending",
-            self.job.job.min_field()
+            self.context.job_ref.min_field()
         ))
     }
 
@@ -413,7 +414,7 @@ impl Run<'_, '_> {
             deadline: Some(Time(now)),
             message: format!(
                 "{} {} is suspending: {why}. Its pods are deleted now",
-                self.job.kind().vocabulary().name,
+                self.context.kind().vocabulary().name,
                 self.name()
             ),
         };
@@ -437,9 +438,9 @@ impl Run<'_, '_> {
     pub(super) fn suspend(&mut self, reason: &str, cause: Option<&str>) {
         self.planner.plan.tallies.suspends.push(reason.to_string());
         let Counts { ready, pending } = self.counts();
-        let min = self.job.spec.workers.min;
+        let min = self.context.spec.workers.min;
         let name = self.name().to_string();
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         self.delete_every_pod();
         let after_loss = resumes_by_itself(reason);
         let (message, warning) = if after_loss {
@@ -478,7 +479,7 @@ impl Run<'_, '_> {
         let ended = format!("{} {name} was suspended", kind.vocabulary().name);
         let abandoned = scaling::abandon(
             &name,
-            self.job.job.uid(),
+            self.context.job_ref.uid(),
             self.observed.scalers,
             &ended,
             self.planner.now,
@@ -529,7 +530,7 @@ impl Run<'_, '_> {
     fn hold(&mut self) {
         self.delete_every_pod();
         let ran = matches!(self.state, RunState::SuspendedBySpec { ran: true });
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         let planner = &mut *self.planner;
         planner.status.phase = Some(JobPhase::Suspended);
         let message = format!(
@@ -547,7 +548,8 @@ impl Run<'_, '_> {
             kind.vocabulary().suspended_reason,
             &message,
         );
-        let idle = scaling::JobSide::idle(self.job.name(), self.job.job.uid(), planner.now);
+        let idle =
+            scaling::JobSide::idle(self.context.name(), self.context.job_ref.uid(), planner.now);
         planner.scaling(scaling::step(&idle, self.observed.scalers));
     }
 
@@ -560,7 +562,7 @@ impl Run<'_, '_> {
             .resumes
             .push(SUSPENDED.to_string());
         let name = self.name().to_string();
-        let kind = self.job.kind();
+        let kind = self.context.kind();
         let message = if ran {
             self.new_run(SUSPENDED);
             "unsuspended: a new run resumes from the checkpoint"
@@ -612,7 +614,7 @@ impl Run<'_, '_> {
                 "worker is",
                 "workers are"
             ),
-            self.job.job.launcher_name()
+            self.context.job_ref.launcher_name()
         );
         let kind = planner.kind;
         planner.plan.tallies.resumes.push(reason);
@@ -644,7 +646,7 @@ impl Run<'_, '_> {
             deadline: None,
             message: format!(
                 "this run resumes {} {}, suspended ({reason}): load the latest checkpoint",
-                self.job.kind().vocabulary().name,
+                self.context.kind().vocabulary().name,
                 self.name()
             ),
         };

@@ -12,12 +12,12 @@ impl Run<'_, '_> {
     /// `what` says what ended the run. Returns whether the job goes on.
     pub(super) fn restart_after_worker_failure(&mut self, what: &str, loss: &Loss) -> bool {
         let policy = self
-            .job
-            .job
+            .context
+            .job_ref
             .replica_restart_policy()
-            .unwrap_or(self.job.spec.worker_restart_policy);
+            .unwrap_or(self.context.spec.worker_restart_policy);
         let restarts = self.planner.old.restart_count;
-        let limit = self.job.spec.backoff_limit;
+        let limit = self.context.spec.backoff_limit;
         let replaced = loss.is_replaced_under(policy);
         if replaced && u32::try_from(restarts).is_ok_and(|r| r < limit) {
             let message = format!(
@@ -32,10 +32,10 @@ impl Run<'_, '_> {
         } else {
             format!(" (worker restartPolicy {policy:?})")
         };
-        let reason = self.job.kind().reason("Failed");
+        let reason = self.context.kind().reason("Failed");
         self.planner.fail(
             self.observed,
-            self.job,
+            self.context,
             &reason,
             &format!("{what}{why}"),
             true,

@@ -39,7 +39,7 @@ impl<'o> Run<'_, 'o> {
     /// of host discovery.
     pub(super) fn workers(&mut self) -> Vec<Host> {
         let name = self.name().to_string();
-        let per_run = self.job.job.worker_names() == WorkerNames::PerRun;
+        let per_run = self.context.job_ref.worker_names() == WorkerNames::PerRun;
         if per_run && self.earlier_run_remains() {
             // The earlier run's pods still hold the names this run's workers take.
             return Vec::new();
@@ -50,7 +50,7 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .copied()
             .filter(|p| {
-                pods::label(p, self.job.kind().vocabulary().role_label) == Some(WORKER_ROLE)
+                pods::label(p, self.context.kind().vocabulary().role_label) == Some(WORKER_ROLE)
             })
             .collect();
         let index_of = |pod: &Pod| {
@@ -83,7 +83,7 @@ impl<'o> Run<'_, 'o> {
         } else {
             blacklist::next_index(used, self.planner.old.next_worker_index)
         };
-        let spec = self.job.spec;
+        let spec = self.context.spec;
         let draining: BTreeSet<u32> = self
             .planner
             .old
@@ -122,7 +122,7 @@ impl<'o> Run<'_, 'o> {
             scaling::step(
                 &scaling::JobSide {
                     name: &name,
-                    uid: self.job.job.uid(),
+                    uid: self.context.job_ref.uid(),
                     target: &previous_target,
                     pods: &current,
                     blacklisted: &blacklisted,
@@ -279,7 +279,7 @@ impl<'o> Run<'_, 'o> {
         };
         // A group that re-forms lets a worker lost to its node's warning leave by draining
         // too, once the group saved (see crate::regroup).
-        let regroups = self.job.job.launcher().group_reforms();
+        let regroups = self.context.job_ref.launcher().group_reforms();
         let warned_leaving = decision
             .lost
             .iter()
@@ -394,7 +394,7 @@ impl<'o> Run<'_, 'o> {
             max: workers.max.map(|m| count(m as usize)),
         });
         self.planner.status.replica_statuses = replica_statuses(
-            self.job.kind(),
+            self.context.kind(),
             &self
                 .observed
                 .pods
@@ -407,14 +407,14 @@ impl<'o> Run<'_, 'o> {
             self.planner.condition(
                 conditions::WORKERS_CREATED,
                 true,
-                &self.job.kind().reason("WorkerCreated"),
+                &self.context.kind().reason("WorkerCreated"),
                 &format!("{} workers created", decision.target.len()),
             );
         }
         ready
             .iter()
             .map(|index| Host {
-                name: self.job.worker_host(*index),
+                name: self.context.worker_host(*index),
                 slots: spec.slots_per_worker,
             })
             .collect()
@@ -429,7 +429,7 @@ impl<'o> Run<'_, 'o> {
             return;
         }
         let draining = &self.planner.status.draining_workers;
-        match regroup::notice(draining, self.job.spec.elastic.drain) {
+        match regroup::notice(draining, self.context.spec.elastic.drain) {
             Some(notice) => {
                 self.set_notice(Some(notice));
                 let poll = crate::time::after(self.planner.now, regroup::POLL);
@@ -448,7 +448,7 @@ impl<'o> Run<'_, 'o> {
 
     /// The number of workers the job holds to; see [`Desired`].
     fn desired_workers(&self) -> Desired {
-        let counts = self.job.spec.workers;
+        let counts = self.context.spec.workers;
         let Some(previous) = self.planner.status.workers.as_ref() else {
             return Desired {
                 previous: None,
@@ -487,7 +487,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
-        let regroups = self.job.job.launcher().group_reforms();
+        let regroups = self.context.job_ref.launcher().group_reforms();
         let saved = self
             .observed
             .group_report
@@ -497,7 +497,7 @@ impl<'o> Run<'_, 'o> {
             removed,
             pods: current.values().copied().collect(),
             launcher_running,
-            drain: self.job.spec.elastic.drain,
+            drain: self.context.spec.elastic.drain,
             saved,
             keep_until_gone: regroups,
             now: self.planner.now,
@@ -525,7 +525,7 @@ impl<'o> Run<'_, 'o> {
             .collect();
         if !started.is_empty() {
             let workers = started.join(", ");
-            let seconds = self.job.spec.elastic.drain.as_secs();
+            let seconds = self.context.spec.elastic.drain.as_secs();
             let note = if regroups {
                 format!(
                     "workers {workers} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {seconds}s (elasticPolicy.drainSeconds)"

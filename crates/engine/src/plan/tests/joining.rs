@@ -98,7 +98,7 @@ fn workers_of_a_scale_out_start_together_once_all_of_them_run() {
             .volumes
             .unwrap()
             .into_iter()
-            .find(|v| v.name == crate::build::NOTICE_VOLUME)
+            .find(|v| v.name == crate::builders::NOTICE_VOLUME)
             .and_then(|v| v.downward_api?.items)
             .unwrap();
         assert!(

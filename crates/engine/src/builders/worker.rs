@@ -4,7 +4,7 @@ use eto_api::job_status::NodeCooldown;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Job, Role, SSHD_COMMAND, notice_mount, notice_volume};
+use super::{JobContext, Role, SSHD_COMMAND, notice_mount, notice_volume};
 use crate::{cooldown, names, notice};
 
 /// How the workers of a kind whose launcher reaches them over SSH follow their original
@@ -27,14 +27,14 @@ pub struct SshWorker {
 /// [`crate::notice`]), an SSH daemon as the first container's command when the template gives
 /// none, and a preference against the nodes `in_cooldown` (see [`crate::cooldown`]).
 pub fn ssh_worker_pod(
-    job: Job<'_>,
+    job: JobContext<'_>,
     index: u32,
     in_cooldown: &[NodeCooldown],
     ssh: SshWorker,
 ) -> Pod {
     let mut metadata = worker_metadata(job, index);
     let name = names::worker(job.name(), index);
-    let template = job.job.worker_template();
+    let template = job.job_ref.worker_template();
     let mut spec = template
         .and_then(|template| template.spec.clone())
         .unwrap_or_default();
@@ -70,7 +70,7 @@ pub fn ssh_worker_pod(
 
 /// The labels and annotations of worker `index` of `job` (see [`worker_pod`]): the template's,
 /// with eto's labels and the job's notice over them.
-pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
+pub fn worker_metadata(job: JobContext<'_>, index: u32) -> ObjectMeta {
     let mut labels = job.pod_labels(Role::Worker);
     // With the launcher as worker 0, mpi-operator numbers workers from 1 (Kueue's topology
     // aware scheduling needs unique indices across the pod group).
@@ -84,7 +84,7 @@ pub fn worker_metadata(job: Job<'_>, index: u32) -> ObjectMeta {
     );
     job.pod_metadata(
         names::worker(job.name(), index),
-        job.job.worker_template(),
+        job.job_ref.worker_template(),
         labels,
         notice::annotations(job.notice),
     )

@@ -1,4 +1,6 @@
-//! The objects eto creates for a job, built from the job alone (no API calls).
+//! What every kind's objects are built from: the job's context ([`JobContext`]), labels and
+//! metadata, the SSH workers and Secret, notice volumes and eto's PID 1 ([`termination`]);
+//! built from the job alone (no API calls). Each kind's module builds its objects with them.
 //!
 //! Every object carries the job's controller owner reference (so garbage collection removes
 //! it with the job), [`MANAGER`] as `app.kubernetes.io/managed-by` (so eto's watches select
@@ -63,7 +65,7 @@ pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
 /// or `elasticPolicy.launcherAvoidsSpot` is false (see [`crate::spot_capacity`]); and off the
 /// nodes `avoided` (those that announced they go away), by the preference workers get against
 /// nodes in cooldown (see [`crate::cooldown::avoiding`]).
-pub(crate) fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
+pub(crate) fn place_launcher(job: &JobContext<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
     if job.spec.elastic.launcher_avoids_spot {
         crate::spot_capacity::avoid(spec);
     }
@@ -72,7 +74,7 @@ pub(crate) fn place_launcher(job: &Job<'_>, spec: &mut PodSpec, avoided: &[NodeC
 
 /// Runs the pod's first command under eto's PID 1, when the job asks for it (see
 /// [`termination`]).
-pub(crate) fn hold_on_sigterm(job: &Job<'_>, spec: &mut PodSpec) {
+pub(crate) fn hold_on_sigterm(job: &JobContext<'_>, spec: &mut PodSpec) {
     let elastic = &job.spec.elastic;
     if elastic.checkpoint_on_termination {
         let grace = i64::try_from(elastic.checkpoint_grace.as_secs()).unwrap_or(i64::MAX);
@@ -81,7 +83,7 @@ pub(crate) fn hold_on_sigterm(job: &Job<'_>, spec: &mut PodSpec) {
 }
 
 /// The value of `ETO_RESUME` in the launcher of `job`'s current run.
-pub(crate) fn resume_value(job: &Job<'_>) -> &'static str {
+pub(crate) fn resume_value(job: &JobContext<'_>) -> &'static str {
     if job.notice.is_some_and(|n| n.kind == NoticeKind::Resume) {
         "true"
     } else {
@@ -108,11 +110,12 @@ impl Role {
     }
 }
 
-/// A valid job, as the builders need it.
+/// A valid job, as the builders need it: the job, its validated spec, and what this plan
+/// decided of its run.
 #[derive(Clone, Copy, Debug)]
-pub struct Job<'a> {
+pub struct JobContext<'a> {
     /// The job.
-    pub job: JobRef<'a>,
+    pub job_ref: JobRef<'a>,
     /// Its validated spec.
     pub spec: &'a EffectiveSpec,
     /// Its current run (`status.run`), recorded on the pods created now.
@@ -123,10 +126,10 @@ pub struct Job<'a> {
     pub gang: Option<&'a GangScheduler>,
 }
 
-impl<'a> Job<'a> {
+impl<'a> JobContext<'a> {
     /// The job's name.
     pub fn name(&self) -> &'a str {
-        self.job.name()
+        self.job_ref.name()
     }
 
     /// Worker `index` as the job's kind builds it, avoiding the nodes `in_cooldown`; `None`
@@ -144,23 +147,23 @@ impl<'a> Job<'a> {
     pub fn join_gang(&self, metadata: &mut ObjectMeta, spec: &mut PodSpec, role: Role) {
         if let Some(scheduler) = self.gang {
             let preemptable = role == Role::Worker;
-            crate::gang::join(metadata, spec, self.job, scheduler, preemptable);
+            crate::gang::join(metadata, spec, self.job_ref, scheduler, preemptable);
         }
     }
 
     /// The job's namespace.
     pub fn namespace(&self) -> &'a str {
-        self.job.namespace()
+        self.job_ref.namespace()
     }
 
     /// The job's kind.
     pub fn kind(&self) -> Kind {
-        self.job.kind()
+        self.job_ref.kind()
     }
 
     /// The owner reference every child carries: controller, blocking owner deletion.
     pub fn owner(&self) -> OwnerReference {
-        self.job.owner_reference()
+        self.job_ref.owner_reference()
     }
 
     /// The labels on every object of the job: the original operator's job labels and
