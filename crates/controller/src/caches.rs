@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
 use eto_engine::gang::GangScheduler;
-use eto_engine::kind::{Kind, LauncherObject};
+use eto_engine::kind::{Coordinator, Kind};
 use eto_engine::node_warnings::Rules as NodeWarningRules;
 use eto_engine::scaling::ScalerKind;
 use futures::{Stream, StreamExt};
@@ -95,7 +95,7 @@ pub(crate) async fn wire(
     let launchers = |object| {
         kinds
             .iter()
-            .any(|kind| kind.vocabulary().launcher == object)
+            .any(|kind| kind.vocabulary().coordinator == object)
     };
     let scale_requests = kinds.iter().any(|kind| kind.scaled_by_requests());
     // The caches every job is planned from, and the triggers their changes send.
@@ -124,7 +124,7 @@ pub(crate) async fn wire(
     child_triggers.push(triggers(events));
     // The caches of some kinds only; a cache no served kind needs stays empty and has no
     // watch (and needs no RBAC for it).
-    let (service_accounts, roles, role_bindings) = if launchers(LauncherObject::Pod) {
+    let (service_accounts, roles, role_bindings) = if launchers(Coordinator::LauncherPod) {
         inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
         let (accounts, events) = watches.reflected::<ServiceAccount>();
         child_triggers.push(triggers(events));
@@ -148,7 +148,7 @@ pub(crate) async fn wire(
     } else {
         reflector::store().0
     };
-    let launcher_jobs = if launchers(LauncherObject::Job) {
+    let launcher_jobs = if launchers(Coordinator::LauncherJob) {
         inputs.push(BatchJob::KIND);
         let (jobs, events) = watches.reflected::<BatchJob>();
         child_triggers.push(triggers(events));
@@ -330,7 +330,7 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
             // The pod of a launcher Job: its job is of the kind whose launcher runs in one.
             let kind = Kind::ALL
                 .into_iter()
-                .find(|kind| kind.vocabulary().launcher == LauncherObject::Job)?;
+                .find(|kind| kind.vocabulary().coordinator == Coordinator::LauncherJob)?;
             let name = metadata
                 .labels
                 .as_ref()?

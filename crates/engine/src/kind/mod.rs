@@ -69,25 +69,25 @@ pub enum WorkerNames {
     PerRun,
 }
 
-/// What runs a kind's launcher: the pod whose end is the run's, and which the run cannot
-/// lose.
+/// The pod that coordinates a run, besides its workers: the run cannot lose it, and for most
+/// kinds its end is the run's. What its users call it is [`Vocabulary::launcher_called`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LauncherObject {
-    /// A pod the job controls, with a ServiceAccount, Role and RoleBinding of its own
+pub enum Coordinator {
+    /// A launcher pod the job controls, with a ServiceAccount, Role and RoleBinding of its own
     /// (`<job>-launcher`) that let it read its ConfigMap (et-operator's launcher).
-    Pod,
-    /// A batch Job the job controls, whose pod is the launcher (mpi-operator's launcher).
-    Job,
+    LauncherPod,
+    /// A launcher pod run by a batch Job the job controls (mpi-operator's launcher).
+    LauncherJob,
     /// The job's Master pod, which trains as rank 0 beside the workers (training-operator
     /// v1's Master): no RBAC, no SSH, no discovery ConfigMap.
     Master,
     /// A pod serving the run's torchrun rendezvous (an elastic PyTorchJob's store, see
-    /// [`pytorch_job::rendezvous`]): the run cannot lose it, but it trains nothing, and the
-    /// workers decide the run's outcome.
+    /// [`pytorch_job::rendezvous`]): it trains nothing and launches nothing, and the workers
+    /// decide the run's outcome.
     RendezvousStore,
 }
 
-impl LauncherObject {
+impl Coordinator {
     /// Whether the workers train as one group that stops and re-forms whenever a worker
     /// joins or leaves (torchrun's agents at a store eto hosts): a worker then leaves only
     /// once the group saved (see [`crate::regroup`]).
@@ -140,8 +140,8 @@ pub struct Vocabulary {
     /// The host name of worker `index` of job `job` in `namespace`, as its training reaches
     /// it.
     pub worker_host: fn(job: &str, namespace: &str, index: u32) -> String,
-    /// What runs its launcher.
-    pub launcher: LauncherObject,
+    /// The pod that coordinates its runs.
+    pub coordinator: Coordinator,
     /// How it names the workers of a run.
     pub worker_names: WorkerNames,
     /// The type of the SSH Secret eto generates for its jobs.
@@ -267,9 +267,9 @@ impl Kind {
     /// discovery` for the kinds whose launcher finds its workers there, nothing for a
     /// PyTorchJob's.
     pub fn hosts_listed_suffix(self) -> &'static str {
-        match self.vocabulary().launcher {
-            LauncherObject::Pod | LauncherObject::Job => " in host discovery",
-            LauncherObject::Master | LauncherObject::RendezvousStore => "",
+        match self.vocabulary().coordinator {
+            Coordinator::LauncherPod | Coordinator::LauncherJob => " in host discovery",
+            Coordinator::Master | Coordinator::RendezvousStore => "",
         }
     }
 
@@ -450,9 +450,9 @@ impl<'a> JobRef<'a> {
         self.served().pod_service_names()
     }
 
-    /// See [`ServedJob::launcher`].
-    pub fn launcher(self) -> LauncherObject {
-        self.served().launcher()
+    /// See [`ServedJob::coordinator`].
+    pub fn coordinator(self) -> Coordinator {
+        self.served().coordinator()
     }
 
     /// See [`ServedJob::group_report_source`].
@@ -571,8 +571,14 @@ mod tests {
 
     #[test]
     fn each_kind_has_its_launcher_and_only_training_jobs_take_scale_requests() {
-        assert_eq!(Kind::TrainingJob.vocabulary().launcher, LauncherObject::Pod);
-        assert_eq!(Kind::MpiJob.vocabulary().launcher, LauncherObject::Job);
+        assert_eq!(
+            Kind::TrainingJob.vocabulary().coordinator,
+            Coordinator::LauncherPod
+        );
+        assert_eq!(
+            Kind::MpiJob.vocabulary().coordinator,
+            Coordinator::LauncherJob
+        );
         let scaled: Vec<Kind> = Kind::ALL
             .into_iter()
             .filter(|kind| kind.scaled_by_requests())

@@ -11,7 +11,7 @@ use eto_api::common::ReplicaRestartPolicy;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Kind, LauncherObject, WorkerNames};
+use super::{Coordinator, Kind, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
 use crate::group_report::ReportSource;
 use crate::status::JobStatus;
@@ -66,9 +66,9 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         Vec::new()
     }
 
-    /// What runs its launcher; its kind's unless the spec chooses another.
-    fn launcher(&self) -> LauncherObject {
-        self.kind().vocabulary().launcher
+    /// The pod that coordinates its runs; its kind's unless the spec chooses another.
+    fn coordinator(&self) -> Coordinator {
+        self.kind().vocabulary().coordinator
     }
 
     /// How it names the workers of a run; its kind's unless the spec chooses otherwise.
@@ -83,7 +83,7 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         None
     }
 
-    /// How long the agents of a group that re-forms (see [`LauncherObject::group_reforms`])
+    /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])
     /// go without a heartbeat before the others take them for dead; `None` for jobs without
     /// such a group.
     fn heartbeat_timeout(&self) -> Option<Duration> {

@@ -49,7 +49,7 @@ use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang::{self, Gang, PodGroup};
 use crate::group_report::GroupReport;
-use crate::kind::{JobRef, Kind, LauncherObject};
+use crate::kind::{Coordinator, JobRef, Kind};
 use crate::kubeai::{self, Stop};
 use crate::loss::Loss;
 use crate::node_warnings::{self, NodeWarning};
@@ -130,7 +130,7 @@ pub struct Observed<'a> {
     /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
     pub scalers: &'a [Scaler],
     /// The launcher's batch Job, for a kind whose launcher is one
-    /// ([`crate::kind::LauncherObject::Job`]).
+    /// ([`crate::kind::Coordinator::LauncherJob`]).
     pub launcher_job: Option<&'a BatchJob>,
     /// Names of the job's children found held by objects it does not control.
     pub taken: &'a [TakenName],
@@ -738,7 +738,7 @@ impl Planner {
         self.status.held_workers.clear();
         self.status.group = None;
         self.status.notice = None;
-        if job.job_ref.launcher() == LauncherObject::RendezvousStore {
+        if job.job_ref.coordinator() == Coordinator::RendezvousStore {
             // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
             let store = job.job_ref.launcher_name();
             let running = observed.pods.iter().filter(|p| {
@@ -749,7 +749,7 @@ impl Planner {
             }
         }
         if job.spec.clean_pod_policy != CleanPodPolicy::None
-            && self.kind.vocabulary().launcher == LauncherObject::Master
+            && self.kind.vocabulary().coordinator == Coordinator::Master
         {
             self.clean_as_v1(observed, job.spec.clean_pod_policy);
         } else if job.spec.clean_pod_policy != CleanPodPolicy::None {

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
+use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::builders::SSH_AUTH_SECRET_TYPE;
 use crate::effective_spec::EffectiveSpec;
 use crate::names;
@@ -49,7 +49,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: MPI_REPLICA_INDEX_LABEL,
     service_name: names::mpi_service,
     worker_host: names::mpi_worker_host,
-    launcher: LauncherObject::Job,
+    coordinator: Coordinator::LauncherJob,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
     worker_pod: objects::worker_pod,

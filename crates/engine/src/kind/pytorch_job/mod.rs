@@ -5,7 +5,7 @@
 //! `elasticPolicy.metrics` ([`autoscaler`]).
 //!
 //! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
-//! launcher's place (see [`super::LauncherObject::Master`]): its end is the run's, and its
+//! launcher's place (see [`super::Coordinator::Master`]): its end is the run's, and its
 //! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
 //! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
+use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
 use crate::group_report::ReportSource;
 use crate::names;
@@ -91,7 +91,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: REPLICA_INDEX_LABEL,
     service_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
     worker_host: |job, _, index| names::worker(job, index),
-    launcher: LauncherObject::Master,
+    coordinator: Coordinator::Master,
     worker_names: WorkerNames::PerRun,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
@@ -183,19 +183,19 @@ impl ServedJob for PyTorchJob {
 
     /// An elastic job whose rendezvous eto hosts (see [`rendezvous`]) has a rendezvous
     /// store; any other its Master (if any).
-    fn launcher(&self) -> LauncherObject {
+    fn coordinator(&self) -> Coordinator {
         if rendezvous::HostedRendezvous::of(self).is_some() {
-            LauncherObject::RendezvousStore
+            Coordinator::RendezvousStore
         } else {
-            LauncherObject::Master
+            Coordinator::Master
         }
     }
 
     /// An elastic job whose rendezvous eto hosts replaces its workers under new names; any
     /// other keeps its ranks' names.
     fn worker_names(&self) -> WorkerNames {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => WorkerNames::NeverReused,
+        match self.coordinator() {
+            Coordinator::RendezvousStore => WorkerNames::NeverReused,
             _ => WorkerNames::PerRun,
         }
     }
@@ -205,29 +205,29 @@ impl ServedJob for PyTorchJob {
     }
 
     fn heartbeat_timeout(&self) -> Option<Duration> {
-        self.launcher()
+        self.coordinator()
             .group_reforms()
             .then(|| rendezvous::heartbeat_timeout(self))
     }
 
     fn launcher_name(&self) -> String {
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        match self.launcher() {
-            LauncherObject::RendezvousStore => rendezvous::store_name(name),
+        match self.coordinator() {
+            Coordinator::RendezvousStore => rendezvous::store_name(name),
             _ => Kind::PyTorchJob.launcher_name(name),
         }
     }
 
     fn min_field(&self) -> &'static str {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => "elasticPolicy.minReplicas",
+        match self.coordinator() {
+            Coordinator::RendezvousStore => "elasticPolicy.minReplicas",
             _ => Kind::PyTorchJob.vocabulary().min_field,
         }
     }
 
     fn launcher_called(&self) -> &'static str {
-        match self.launcher() {
-            LauncherObject::RendezvousStore => "rendezvous store",
+        match self.coordinator() {
+            Coordinator::RendezvousStore => "rendezvous store",
             _ => Kind::PyTorchJob.vocabulary().launcher_called,
         }
     }

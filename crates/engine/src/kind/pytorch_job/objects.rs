@@ -16,13 +16,13 @@ use crate::child::Child;
 use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, service};
-use crate::kind::{JobRef, LauncherObject};
+use crate::kind::{Coordinator, JobRef};
 use crate::{cooldown, joining, notice};
 
 /// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, or the Master, which
 /// trains and shows the job's notice as the Workers do.
 pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
-    let (pod, running) = if job.job_ref.launcher() == LauncherObject::RendezvousStore {
+    let (pod, running) = if job.job_ref.coordinator() == Coordinator::RendezvousStore {
         (store_pod(job, inputs.avoided), RunningLauncher::Left)
     } else {
         (master_pod(job, inputs.avoided), RunningLauncher::Relabelled)
@@ -117,7 +117,7 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
 /// when eto hosts its rendezvous, else a Service per pod, named like it, for the Master and
 /// the run's Workers as the spec has them.
 pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
-    let services = if job.job_ref.launcher() == LauncherObject::RendezvousStore {
+    let services = if job.job_ref.coordinator() == Coordinator::RendezvousStore {
         store_service(job).into_iter().collect()
     } else {
         let workers: Vec<u32> = (0..job.spec.workers.desired).collect();

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Kind, LauncherObject, ServedJob, Vocabulary, WorkerNames};
+use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
 use crate::names;
 use crate::validation::InvalidSpec;
@@ -49,7 +49,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: REPLICA_INDEX_LABEL,
     service_name: names::worker_service,
     worker_host: |job, _, index| names::worker_host(job, index),
-    launcher: LauncherObject::Pod,
+    coordinator: Coordinator::LauncherPod,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,

@@ -14,7 +14,7 @@ use crate::conditions;
 use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
-use crate::kind::LauncherObject;
+use crate::kind::Coordinator;
 use crate::kind::launcher::{LauncherInputs, RunningLauncher};
 use crate::plan::{Child, SecretPresence, needs_apply};
 use crate::pod_metadata::PodMetadata;
@@ -62,8 +62,8 @@ impl<'o> Run<'_, 'o> {
 
     /// The launcher of the current run, if it exists.
     pub(super) fn launcher(&self) -> Option<Launcher<'o>> {
-        match self.context.job_ref.launcher() {
-            LauncherObject::Pod | LauncherObject::Master | LauncherObject::RendezvousStore => {
+        match self.context.job_ref.coordinator() {
+            Coordinator::LauncherPod | Coordinator::Master | Coordinator::RendezvousStore => {
                 let name = self.context.job_ref.launcher_name();
                 let pod = self
                     .observed
@@ -78,7 +78,7 @@ impl<'o> Run<'_, 'o> {
                     disruption: disruption::of(pod),
                 })
             }
-            LauncherObject::Job => {
+            Coordinator::LauncherJob => {
                 let job = self
                     .observed
                     .launcher_job

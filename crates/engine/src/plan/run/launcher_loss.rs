@@ -32,7 +32,7 @@
 
 use super::{Launcher, Run};
 use crate::conditions;
-use crate::kind::LauncherObject;
+use crate::kind::Coordinator;
 use crate::{node_warnings, pods};
 
 /// Reason of the `Suspended` condition, the notices and the Warning event when the platform
@@ -99,7 +99,7 @@ impl Run<'_, '_> {
                 }
                 // A rendezvous store never ends by itself; if it does (out of memory, a
                 // crash), the rendezvous is gone as surely as if the platform took it.
-                _ if self.context.job_ref.launcher() == LauncherObject::RendezvousStore
+                _ if self.context.job_ref.coordinator() == Coordinator::RendezvousStore
                     && matches!(launcher.phase, "Succeeded" | "Failed") =>
                 {
                     let pod = launcher

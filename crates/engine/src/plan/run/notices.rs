@@ -99,7 +99,7 @@ impl Run<'_, '_> {
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
     /// looks again when the next waiting worker's batch wait ends.
     pub(super) fn gates_to_open(&mut self) -> Vec<String> {
-        if !self.context.job_ref.launcher().group_reforms() {
+        if !self.context.job_ref.coordinator().group_reforms() {
             return Vec::new();
         }
         let name = self.name().to_string();

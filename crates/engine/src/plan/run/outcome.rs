@@ -6,7 +6,7 @@ use eto_api::training_job::JobRestartPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::conditions;
-use crate::kind::LauncherObject;
+use crate::kind::Coordinator;
 use crate::loss::Loss;
 use crate::pods;
 
@@ -14,13 +14,13 @@ use super::{Launcher, Restart, Run};
 
 impl Run<'_, '_> {
     /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
-    /// Master (see [`LauncherObject::Master`]), or whose rendezvous store eto runs (see
-    /// [`LauncherObject::RendezvousStore`]).
+    /// Master (see [`Coordinator::Master`]), or whose rendezvous store eto runs (see
+    /// [`Coordinator::RendezvousStore`]).
     pub(super) fn workers_decide(&self) -> bool {
-        match self.context.job_ref.launcher() {
-            LauncherObject::Master => self.context.job_ref.launcher_template().is_none(),
-            LauncherObject::RendezvousStore => true,
-            LauncherObject::Pod | LauncherObject::Job => false,
+        match self.context.job_ref.coordinator() {
+            Coordinator::Master => self.context.job_ref.launcher_template().is_none(),
+            Coordinator::RendezvousStore => true,
+            Coordinator::LauncherPod | Coordinator::LauncherJob => false,
         }
     }
 
