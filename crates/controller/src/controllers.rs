@@ -51,7 +51,8 @@ pub struct Settings {
     pub instance: Option<String>,
     /// How long one reconcile may take before it is abandoned, logged as an error and retried.
     pub reconcile_timeout: Duration,
-    /// The kinds of job served: both by default. Serving TrainingJobs includes their ScaleIn
+    /// The kinds of job served: every kind by default (the `eto-operator` binary serves
+    /// TrainingJob and MPIJob unless told otherwise). Serving TrainingJobs includes their ScaleIn
     /// and ScaleOut requests.
     pub kinds: Vec<Kind>,
     /// The gang scheduler every job gets a PodGroup of; none by default.

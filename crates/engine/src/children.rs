@@ -173,16 +173,14 @@ impl Children {
         }
     }
 
-    /// The launcher's pod: `<job>-launcher` of a TrainingJob, the newest pod of an MPIJob's
-    /// launcher Job.
-    pub fn launcher_pod(&self, job: JobRef<'_>) -> Option<&Pod> {
+    /// The pod of the job's coordinator (see [`crate::kind::Coordinator`]): its launcher
+    /// (the newest pod of a launcher Job), its Master or its rendezvous store.
+    pub fn coordinator_pod(&self, job: JobRef<'_>) -> Option<&Pod> {
         let role_label = job.kind().vocabulary().role_label;
         self.pods
             .iter()
             .map(AsRef::as_ref)
-            .filter(|pod| {
-                pods::label(pod, role_label) == Some(job.kind().vocabulary().launcher_role)
-            })
+            .filter(|pod| pods::label(pod, role_label) == Some(job.coordinator_role()))
             .max_by_key(|pod| pod.metadata.creation_timestamp.clone())
     }
 
@@ -265,7 +263,7 @@ mod tests {
         assert!(children.config_map.is_none(), "held by another object");
         assert_eq!(
             children
-                .launcher_pod(job)
+                .coordinator_pod(job)
                 .and_then(|p| p.metadata.name.clone())
                 .as_deref(),
             Some("mnist-launcher")

@@ -14,6 +14,19 @@ pub enum Error {
         /// Name asked for.
         name: String,
     },
+    /// `hosts` of a job whose workers are not listed in host discovery.
+    #[error(
+        "{kind} {namespace}/{name} has no host discovery: only a job whose launcher reads a hostfile has one ({})",
+        kinds_with_discovery()
+    )]
+    NoHostDiscovery {
+        /// The job's kind.
+        kind: &'static str,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
     /// The CRD of a kind is not installed.
     #[error(
         "the {kind} API is not installed in this cluster (no CustomResourceDefinition {crd}); install eto's CRDs first"
@@ -72,6 +85,17 @@ fn kinds_served() -> String {
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         None => String::new(),
     }
+}
+
+/// The kinds whose launcher reads host discovery: `TrainingJob, MPIJob`.
+fn kinds_with_discovery() -> String {
+    let kinds = eto_engine::kind::Kind::ALL
+        .into_iter()
+        .filter(|kind| kind.vocabulary().coordinator.reads_host_discovery());
+    kinds
+        .map(|kind| kind.vocabulary().name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn in_namespace(namespace: &Option<String>) -> String {

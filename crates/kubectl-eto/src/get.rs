@@ -122,7 +122,10 @@ pub struct EventRow {
 pub struct Detail {
     /// The job's line of the list.
     pub summary: Summary,
-    /// Its launcher pod, phase and node.
+    /// What its users call the pod that coordinates its runs: `launcher`, `Master`,
+    /// `rendezvous store`.
+    pub launcher_called: String,
+    /// That pod (its launcher's, its Master's, its rendezvous store's), phase and node.
     pub launcher: Option<WorkerRow>,
     /// Its workers, live and blacklisted.
     pub workers: Vec<WorkerRow>,
@@ -220,7 +223,10 @@ impl Detail {
             .collect();
         Ok(Self {
             summary: Summary::of(job),
-            launcher: children.launcher_pod(job_ref).map(|pod| pod_row(pod, None)),
+            launcher_called: job_ref.launcher_called().to_string(),
+            launcher: children
+                .coordinator_pod(job_ref)
+                .map(|pod| pod_row(pod, None)),
             workers,
             conditions,
             events: events(client, job_ref).await?,
@@ -232,7 +238,9 @@ impl Detail {
         let s = &self.summary;
         let mut out = String::new();
         let field = |out: &mut String, name: &str, value: &str| {
-            out.push_str(&format!("{:<11}{value}\n", format!("{name}:")));
+            let label = format!("{name}:");
+            let width = label.len().max(10) + 1;
+            out.push_str(&format!("{label:<width$}{value}\n"));
         };
         field(&mut out, "Name", &s.name);
         field(&mut out, "Namespace", &s.namespace);
@@ -268,7 +276,7 @@ impl Detail {
             ),
             None => "<none>".into(),
         };
-        field(&mut out, "Launcher", &launcher);
+        field(&mut out, &capitalized(&self.launcher_called), &launcher);
         field(&mut out, "Age", &age(s.created, now));
 
         out.push_str("\nWorkers:\n");
@@ -365,4 +373,12 @@ async fn events(client: &Client, job: JobRef<'_>) -> Result<Vec<EventRow>, Error
     rows.sort_by_key(|row| row.time);
     let skip = rows.len().saturating_sub(RECENT_EVENTS);
     Ok(rows.split_off(skip))
+}
+
+/// `text` with its first letter in upper case, as a field's name.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }

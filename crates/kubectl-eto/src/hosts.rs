@@ -26,11 +26,22 @@ pub struct Hosts {
 
 impl Hosts {
     /// Asks the engine what it would write for `job` now, given its children in the cluster.
+    ///
+    /// # Errors
+    /// [`Error::NoHostDiscovery`] for a job whose workers are not listed in host discovery
+    /// (a PyTorchJob's), and the API server's errors.
     pub async fn fetch(client: &Client, job: &Job, now: jiff::Timestamp) -> Result<Self, Error> {
         let job = job.as_ref();
+        if !job.coordinator().reads_host_discovery() {
+            return Err(Error::NoHostDiscovery {
+                kind: job.kind().vocabulary().name,
+                namespace: job.namespace().to_string(),
+                name: job.name().to_string(),
+            });
+        }
         let children = children::fetch(client, job).await?;
         let decided = plan(&children::observed(&children, job), now);
-        let launcher = children.launcher_pod(job);
+        let launcher = children.coordinator_pod(job);
         let shown = launcher.and_then(|pod| annotation(&pod.metadata));
         let launcher_name = launcher.and_then(|pod| pod.metadata.name.clone());
         // The engine writes the list onto the launcher's pod when it changes: into a new

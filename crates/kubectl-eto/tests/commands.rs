@@ -1,5 +1,6 @@
 //! Every `kubectl eto` command, run as the binary kubectl would run, against a scripted
-//! simulated cluster: a TrainingJob and an MPIJob running on two 8-GPU nodes.
+//! simulated cluster: a TrainingJob and an MPIJob running on two 8-GPU nodes, and apart from
+//! them an elastic PyTorchJob.
 //!
 //! Outputs are compared with the golden files under `tests/golden/`, after the volatile parts
 //! (ages, times, the random suffix of an MPIJob's launcher pod, column padding) are
@@ -12,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use eto_api::{MPIJob, TrainingJob};
+use eto_api::{MPIJob, PyTorchJob, TrainingJob};
 use eto_sim::{Fault, FaultAction};
 use eto_tests::env::{Env, WAIT, sim_config};
 use eto_tests::workspace_root;
@@ -460,6 +461,76 @@ async fn errors_name_what_is_wrong_and_exit_non_zero() {
     assert!(listed.stdout.contains("mnist-elastic"));
 }
 
+/// An elastic PyTorchJob (`examples/pytorchjob-elastic.yaml`: three Workers, eto's rendezvous
+/// store) on its own cluster: listed, shown, its hosts refused with the reason, scaled,
+/// suspended and resumed.
+#[tokio::test]
+async fn a_pytorch_job_is_listed_shown_scaled_suspended_and_resumed() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<PyTorchJob>(&example("pytorchjob-elastic.yaml"))
+        .await;
+    env.wait::<PyTorchJob>("elastic-ddp", "runs 3 workers", |job| {
+        job.status.as_ref().is_some_and(|s| {
+            s.eto.workers.as_ref().is_some_and(|w| w.ready == 3)
+                && format!("{:?}", s.eto.phase) == "Some(Running)"
+        })
+    })
+    .await;
+    let kubeconfig =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kubectl-eto-pytorchjob.kubeconfig");
+    std::fs::write(&kubeconfig, env.cluster.kubeconfig()).unwrap();
+    let cluster = Scripted { env, kubeconfig };
+
+    let listed = cluster.run(&["get"]).await;
+    assert_eq!((listed.code, listed.stderr.as_str()), (0, ""));
+    assert_golden("get-pytorchjob-list", &listed.stdout);
+    let detail = cluster.run(&["get", "pytorchjob/elastic-ddp"]).await;
+    assert_eq!(detail.code, 0, "{}", detail.stderr);
+    assert_golden("get-pytorchjob", head(&detail.stdout));
+    assert!(detail.stdout.contains("Running"), "{}", detail.stdout);
+
+    let hosts = cluster.run(&["hosts", "elastic-ddp"]).await;
+    assert_eq!(hosts.code, 1, "{}", hosts.stdout);
+    assert_eq!(
+        hosts.stderr,
+        "error: PyTorchJob default/elastic-ddp has no host discovery: only a job whose launcher reads a hostfile has one (TrainingJob, MPIJob)\n"
+    );
+
+    let refused = cluster
+        .run(&["scale", "elastic-ddp", "--workers", "5"])
+        .await;
+    assert!(
+        refused
+            .stderr
+            .contains("maximum (spec.elasticPolicy.maxReplicas) is 4"),
+        "{}",
+        refused.stderr
+    );
+    let scaled = cluster
+        .run(&["scale", "elastic-ddp", "--workers", "4"])
+        .await;
+    assert_eq!(scaled.code, 0, "{}", scaled.stderr);
+    assert_golden("scale-pytorchjob", &scaled.stdout);
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(cluster.env.client.clone());
+    let workers = |job: &PyTorchJob| job.spec.pytorch_replica_specs["Worker"].replicas;
+    assert_eq!(workers(&jobs.get("elastic-ddp").await.unwrap()), Some(4));
+
+    let suspend_of = |job: &PyTorchJob| job.spec.run_policy.as_ref().and_then(|p| p.suspend);
+    let suspended = cluster.run(&["suspend", "pytorchjob/elastic-ddp"]).await;
+    assert_eq!(suspended.code, 0, "{}", suspended.stderr);
+    assert_golden("suspend-pytorchjob", &suspended.stdout);
+    assert_eq!(
+        suspend_of(&jobs.get("elastic-ddp").await.unwrap()),
+        Some(true)
+    );
+    let resumed = cluster.run(&["resume", "pytorchjob/elastic-ddp"]).await;
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(
+        suspend_of(&jobs.get("elastic-ddp").await.unwrap()),
+        Some(false)
+    );
+}
+
 #[test]
 fn the_documentation_shows_the_golden_outputs() {
     let page =
@@ -467,6 +538,7 @@ fn the_documentation_shows_the_golden_outputs() {
     for name in [
         "get",
         "get-trainingjob",
+        "get-pytorchjob",
         "hosts",
         "top-node",
         "scale",

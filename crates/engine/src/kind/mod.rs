@@ -94,6 +94,12 @@ impl Coordinator {
     pub fn group_reforms(self) -> bool {
         self == Self::RendezvousStore
     }
+
+    /// Whether it is a launcher that finds its workers in host discovery (a hostfile and
+    /// `discover_hosts.sh`); the workers of the others find each other through torchrun.
+    pub fn reads_host_discovery(self) -> bool {
+        matches!(self, Self::LauncherPod | Self::LauncherJob)
+    }
 }
 
 /// The names, fields and labels of a kind, as its users and their tools know them, and the
@@ -267,9 +273,10 @@ impl Kind {
     /// discovery` for the kinds whose launcher finds its workers there, nothing for a
     /// PyTorchJob's.
     pub fn hosts_listed_suffix(self) -> &'static str {
-        match self.vocabulary().coordinator {
-            Coordinator::LauncherPod | Coordinator::LauncherJob => " in host discovery",
-            Coordinator::Master | Coordinator::RendezvousStore => "",
+        if self.vocabulary().coordinator.reads_host_discovery() {
+            " in host discovery"
+        } else {
+            ""
         }
     }
 
@@ -468,6 +475,11 @@ impl<'a> JobRef<'a> {
     /// See [`ServedJob::worker_names`].
     pub fn worker_names(self) -> WorkerNames {
         self.served().worker_names()
+    }
+
+    /// See [`ServedJob::coordinator_role`].
+    pub fn coordinator_role(self) -> &'static str {
+        self.served().coordinator_role()
     }
 
     /// See [`ServedJob::launcher_name`].

@@ -71,6 +71,12 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         self.kind().vocabulary().coordinator
     }
 
+    /// The value of its kind's role label on the pod of [`ServedJob::coordinator`]; its
+    /// kind's launcher role unless the spec chooses another coordinator.
+    fn coordinator_role(&self) -> &'static str {
+        self.kind().vocabulary().launcher_role
+    }
+
     /// How it names the workers of a run; its kind's unless the spec chooses otherwise.
     fn worker_names(&self) -> WorkerNames {
         self.kind().vocabulary().worker_names

@@ -210,6 +210,13 @@ impl ServedJob for PyTorchJob {
             .then(|| rendezvous::heartbeat_timeout(self))
     }
 
+    fn coordinator_role(&self) -> &'static str {
+        match self.coordinator() {
+            Coordinator::RendezvousStore => rendezvous::STORE_REPLICA_TYPE,
+            _ => VOCABULARY.launcher_role,
+        }
+    }
+
     fn launcher_name(&self) -> String {
         let name = self.metadata.name.as_deref().unwrap_or_default();
         match self.coordinator() {
