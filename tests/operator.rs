@@ -76,14 +76,14 @@ async fn the_job_arena_renders_runs_with_the_right_hostfile() {
     );
     let worker = env.pods().get("elastic-mnist-worker-3").await.unwrap();
     assert_eq!(worker.labels()["replica-index"], "3");
-    // sshd, run by eto's PID 1: `/bin/sh -c <script> eto-pid1 /usr/sbin/sshd -De`.
-    assert_eq!(
-        worker.spec.as_ref().unwrap().containers[0]
-            .command
-            .as_ref()
-            .unwrap()[3..],
-        ["eto-pid1", "/usr/sbin/sshd", "-De"]
-    );
+    // sshd (after the host keys it lacks), run by eto's PID 1: `/bin/sh -c <script> eto-pid1
+    // /bin/sh -c <sshd script> eto-sshd`.
+    let command = worker.spec.as_ref().unwrap().containers[0]
+        .command
+        .clone()
+        .unwrap();
+    assert_eq!(command[3], "eto-pid1");
+    assert_eq!(command[4..], eto_engine::builders::SSHD_COMMAND);
 
     // The SSH key pair was generated into its own Secret, mounted by every pod.
     let secrets: Api<Secret> = Api::default_namespaced(env.client.clone());

@@ -58,8 +58,16 @@ pub const RESERVED_VOLUMES: [&str; 5] = [
     MPI_CONFIG_VOLUME,
 ];
 /// Command of a worker whose first container has none: an SSH daemon in the foreground, so
-/// that the launcher can start the training processes.
-pub const SSHD_COMMAND: [&str; 2] = ["/usr/sbin/sshd", "-De"];
+/// that the launcher can start the training processes. Images often leave out sshd's host
+/// keys (each container should have its own), so the host keys missing are generated first
+/// (`ssh-keygen -A` makes only those), and sshd's privilege separation directory is made if
+/// it is missing; then the shell becomes sshd (`exec`), which gets the container's `args`.
+pub const SSHD_COMMAND: [&str; 4] = [
+    "/bin/sh",
+    "-c",
+    "ssh-keygen -A >/dev/null 2>&1; mkdir -p /run/sshd 2>/dev/null; exec /usr/sbin/sshd -De \"$@\"",
+    "eto-sshd",
+];
 
 /// Where a launcher would rather run: off spot capacity, unless its template places it itself
 /// or `elasticPolicy.launcherAvoidsSpot` is false (see [`crate::spot_capacity`]); and off the

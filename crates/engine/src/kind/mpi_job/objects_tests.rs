@@ -76,7 +76,7 @@ fn workers_are_built_as_mpi_operator_builds_them() {
         json!(["pi.default.svc.cluster.local"])
     );
     let container = &spec["containers"][0];
-    assert_eq!(container["command"], json!(["/usr/sbin/sshd", "-De"]));
+    assert_eq!(container["command"], json!(crate::builders::SSHD_COMMAND));
     assert_eq!(
         env(container),
         [("K_MPI_JOB_ROLE".to_string(), "worker".to_string())]

@@ -57,7 +57,7 @@ fn workers_get_identity_ssh_and_sshd() {
     // sshd, under eto's PID 1 (see crate::builders::termination), with the grace period.
     assert_eq!(
         command_of(&spec["containers"][0]),
-        json!(["/usr/sbin/sshd", "-De"])
+        json!(crate::builders::SSHD_COMMAND)
     );
     assert_eq!(spec["terminationGracePeriodSeconds"], 300);
     assert_eq!(
