@@ -29,188 +29,38 @@
 //! - A job whose kind builds it a HorizontalPodAutoscaler (a PyTorchJob that sets
 //!   `elasticPolicy.metrics`) has it while its run goes on (see `autoscaler.rs`).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::status::JobStatus;
-use eto_api::common::{CleanPodPolicy, ReplicaType};
 use eto_api::job_status::{JobPhase, WarnedNode};
 use eto_api::well_known::WORKER_ROLE;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::applied::is_applied;
 use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
-use crate::gang::{self, Gang, PodGroup};
-use crate::group_report::GroupReport;
-use crate::kind::{Coordinator, JobRef, Kind};
+use crate::kind::{JobRef, Kind};
 use crate::kubeai::{self, Stop};
-use crate::loss::Loss;
-use crate::node_warnings::{self, NodeWarning};
+use crate::node_warnings;
 use crate::pods;
-use crate::scaling::{self, Scaler, ScalerUpdate};
+use crate::scaling::{self, ScalerUpdate};
 use crate::validation::FieldError;
 
-/// Whether the job's SSH Secret exists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SecretPresence {
-    /// It exists.
-    Present,
-    /// It does not.
-    Missing,
-}
+mod autoscaler;
+mod finished;
+mod observed;
+mod pod_group;
+mod replica_statuses;
+mod run;
 
-/// The name of one of a job's children, held by an object the job does not control: one
-/// eto did not create (made by hand, by another tool, left behind by a deleted job of the
-/// same name, or orphaned). eto never adopts or overwrites such an object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TakenName {
-    /// The kind of the object, for example `ConfigMap`.
-    pub kind: &'static str,
-    /// Its name, in the job's namespace.
-    pub name: String,
-    /// Who controls it, as people read it: `Deployment/web`, or `nobody`.
-    pub holder: String,
-}
-
-/// The reason of the condition and the event of a job one of whose children's names is taken
-/// (see [`TakenName`]).
-pub const NAME_TAKEN: &str = "NameTaken";
-
-/// How often a job blocked by a taken name looks again: the object that holds the name is not
-/// eto's, so no watch tells eto when it goes.
-pub const NAME_TAKEN_RECHECK: Duration = Duration::from_secs(15);
-
-/// A pod of the job that the API server refused to create for a reason that retrying at once
-/// does not change: the pod is invalid (for example a template field the CRD accepts and pod
-/// validation does not), or an admission check forbids it (a ResourceQuota, Pod Security).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RejectedPod {
-    /// The pod's name.
-    pub name: String,
-    /// The API server's message.
-    pub message: String,
-}
-
-/// The reason of the condition and the event of a job whose pod the API server rejected (see
-/// [`RejectedPod`]).
-pub const POD_REJECTED: &str = "PodRejected";
-
-/// How often a job whose pod was rejected tries again: a quota may grow, a webhook change.
-pub const POD_REJECTED_RECHECK: Duration = Duration::from_secs(30);
-
-/// A job and its children, as observed.
-#[derive(Clone, Debug)]
-pub struct Observed<'a> {
-    /// The job.
-    pub job: JobRef<'a>,
-    /// The pods the job controls, and those its launcher Job controls.
-    pub pods: Vec<&'a Pod>,
-    /// The headless Service of the workers, named by the kind ([`crate::kind::Kind::service_name`]).
-    pub worker_service: Option<&'a Service>,
-    /// The headless Services a kind has one per pod (see
-    /// [`crate::kind::ServedJob::pod_service_names`]).
-    pub pod_services: Vec<&'a Service>,
-    /// `<job>-config`.
-    pub config_map: Option<&'a ConfigMap>,
-    /// `<job>-launcher`.
-    pub service_account: Option<&'a ServiceAccount>,
-    /// `<job>-launcher`.
-    pub role: Option<&'a Role>,
-    /// `<job>-launcher`.
-    pub role_binding: Option<&'a RoleBinding>,
-    /// The job's SSH Secret, generated or provided.
-    pub ssh_secret: SecretPresence,
-    /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
-    pub scalers: &'a [Scaler],
-    /// The launcher's batch Job, for a kind whose launcher is one
-    /// ([`crate::kind::Coordinator::LauncherJob`]).
-    pub launcher_job: Option<&'a BatchJob>,
-    /// Names of the job's children found held by objects it does not control.
-    pub taken: &'a [TakenName],
-    /// A pod the API server refused to create during this reconcile: the job is planned
-    /// again, creating no pod.
-    pub rejected_pod: Option<&'a RejectedPod>,
-    /// The operator's gang scheduling (see [`crate::gang`]).
-    pub gang: Gang<'a>,
-    /// The job's PodGroup, read when the operator uses a gang scheduler.
-    pub pod_group: Option<&'a PodGroup>,
-    /// The nodes of the cluster that announced they go away soon (see
-    /// [`crate::node_warnings`]): the job's workers on them count as disrupted.
-    pub node_warnings: &'a [NodeWarning],
-    /// What the run's coordinator reports, read while it runs, for a kind whose runs have one
-    /// (see [`crate::group_report`]).
-    pub group_report: Option<&'a GroupReport>,
-    /// The job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
-    /// [`crate::kind::Vocabulary::autoscaler`]).
-    pub autoscaler: Option<&'a HorizontalPodAutoscaler>,
-}
-
-impl<'a> Observed<'a> {
-    /// `job` before any of its children exists: the view of a job just created.
-    pub fn without_children(job: JobRef<'a>) -> Self {
-        Self {
-            job,
-            pods: Vec::new(),
-            worker_service: None,
-            pod_services: Vec::new(),
-            config_map: None,
-            service_account: None,
-            role: None,
-            role_binding: None,
-            ssh_secret: SecretPresence::Missing,
-            scalers: &[],
-            launcher_job: None,
-            taken: &[],
-            rejected_pod: None,
-            gang: Gang::Off,
-            pod_group: None,
-            node_warnings: &[],
-            group_report: None,
-            autoscaler: None,
-        }
-    }
-
-    /// Whether `child` differs from the object of its kind and name that the job has, or the
-    /// job has none: a Service, a ServiceAccount, a Role, a RoleBinding or a ConfigMap.
-    /// Children of other kinds are found elsewhere, and always need applying here.
-    pub fn needs_apply(&self, child: &Child) -> bool {
-        match child {
-            Child::Service(service) => needs_apply(service.as_ref(), self.service(child.name())),
-            Child::ServiceAccount(account) => needs_apply(account.as_ref(), self.service_account),
-            Child::Role(role) => needs_apply(role.as_ref(), self.role),
-            Child::RoleBinding(binding) => needs_apply(binding.as_ref(), self.role_binding),
-            Child::ConfigMap(config_map) => needs_apply(config_map.as_ref(), self.config_map),
-            Child::Pod(_)
-            | Child::PodMetadata(_)
-            | Child::LauncherJob(_)
-            | Child::PodGroup(_)
-            | Child::Autoscaler(_) => true,
-        }
-    }
-
-    /// The Service named `name` that the job has.
-    fn service(&self, name: &str) -> Option<&'a Service> {
-        self.worker_service
-            .into_iter()
-            .chain(self.pod_services.iter().copied())
-            .find(|service| service.metadata.name.as_deref() == Some(name))
-    }
-
-    /// Whether the name `name` of a child of `kind` is held by an object the job does not
-    /// control ([`Observed::taken`]).
-    pub fn is_taken(&self, kind: &str, name: &str) -> bool {
-        self.taken
-            .iter()
-            .any(|held| held.kind == kind && held.name == name)
-    }
-}
+pub use observed::{
+    NAME_TAKEN, NAME_TAKEN_RECHECK, Observed, POD_REJECTED, POD_REJECTED_RECHECK, RejectedPod,
+    SecretPresence, TakenName,
+};
+use replica_statuses::replica_statuses;
+use run::Run;
 
 /// The reason of the Warning event recorded for each worker that left host discovery because
 /// it failed, was evicted or disappeared.
@@ -529,50 +379,6 @@ impl Planner {
         Run::new(self, observed, job).reconcile();
     }
 
-    /// Keeps the job's PodGroup as its run needs it, when the operator uses a gang scheduler:
-    /// applied (before the pods that belong to it) while the run goes on, deleted once it does
-    /// not (a suspended or finished job reserves nothing).
-    fn pod_group(&mut self, observed: &Observed<'_>, spec: &EffectiveSpec) {
-        let Some(scheduler) = observed.gang.ready() else {
-            return;
-        };
-        let Some(launcher_exists) = self.going_on_with_launcher else {
-            if let Some(existing) = observed.pod_group {
-                self.plan.delete.push(Deletion {
-                    kind: ChildKind::PodGroup,
-                    name: existing.metadata.name.clone().unwrap_or_default(),
-                    grace_seconds: None,
-                });
-            }
-            return;
-        };
-        let job = JobContext {
-            job_ref: observed.job,
-            spec,
-            run: self.status.current_run(),
-            notice: None,
-            gang: Some(scheduler),
-        };
-        let desired = gang::pod_group(job, scheduler, launcher_exists);
-        let taken = observed.is_taken("PodGroup", gang::pod_group_name(observed.job));
-        if taken
-            || observed
-                .pod_group
-                .is_some_and(|existing| is_applied(&desired, existing))
-        {
-            return;
-        }
-        let first_member = self
-            .plan
-            .apply
-            .iter()
-            .position(|child| matches!(child, Child::Pod(_) | Child::LauncherJob(_)))
-            .unwrap_or(self.plan.apply.len());
-        self.plan
-            .apply
-            .insert(first_member, Child::PodGroup(Box::new(desired)));
-    }
-
     /// Takes what the job's requests decided into the plan: their writes, the job's events,
     /// `currentScaler` and `Scaling` condition.
     fn scaling(&mut self, step: scaling::Step) {
@@ -687,186 +493,11 @@ impl Planner {
             });
         }
     }
-
-    /// A finished job: health conditions, `cleanPodPolicy`, time to live.
-    fn finished(&mut self, observed: &Observed<'_>, job: JobContext<'_>) {
-        let succeeded = self.status.phase == Some(JobPhase::Succeeded);
-        let (reason, message) = conditions::find(
-            &self.status.conditions,
-            if succeeded {
-                conditions::SUCCEEDED
-            } else {
-                conditions::FAILED
-            },
-        )
-        .map(|cond| {
-            (
-                cond.reason.clone().unwrap_or_default(),
-                cond.message.clone().unwrap_or_default(),
-            )
-        })
-        .unwrap_or_default();
-        self.condition(conditions::READY, succeeded, &reason, &message);
-        self.condition(conditions::STALLED, !succeeded, &reason, &message);
-        let ended = format!(
-            "{} {} {}",
-            self.kind.vocabulary().name,
-            job.name(),
-            if succeeded { "succeeded" } else { "failed" }
-        );
-        self.scaling(scaling::abandon(
-            job.name(),
-            job.job_ref.uid(),
-            observed.scalers,
-            &ended,
-            self.now,
-        ));
-        if self.foreign {
-            // The pods are another operator's, which eto does not see: its counts stand.
-            self.apply_ttl(job);
-            return;
-        }
-        self.status.replica_statuses = replica_statuses(self.kind, &observed.pods);
-        if let Some(workers) = self.status.workers.as_mut() {
-            workers.ready = 0;
-            workers.pending = 0;
-        }
-        self.status.current_workers.clear();
-        // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides), and
-        // no notice is worth showing.
-        self.status.draining_workers.clear();
-        self.status.held_workers.clear();
-        self.status.group = None;
-        self.status.notice = None;
-        if job.job_ref.coordinator() == Coordinator::RendezvousStore {
-            // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
-            let store = job.job_ref.launcher_name();
-            let running = observed.pods.iter().filter(|p| {
-                p.metadata.name.as_deref() == Some(store.as_str()) && !pods::is_terminating(p)
-            });
-            for pod in running {
-                self.delete_pod(pod);
-            }
-        }
-        if job.spec.clean_pod_policy != CleanPodPolicy::None
-            && self.kind.vocabulary().coordinator == Coordinator::Master
-        {
-            self.clean_as_v1(observed, job.spec.clean_pod_policy);
-        } else if job.spec.clean_pod_policy != CleanPodPolicy::None {
-            let role_label = self.kind.vocabulary().role_label;
-            let workers = observed
-                .pods
-                .iter()
-                .filter(|p| pods::label(p, role_label) == Some(WORKER_ROLE));
-            for pod in workers.filter(|p| !pods::is_terminating(p)) {
-                self.delete_pod(pod);
-            }
-            if observed.worker_service.is_some() {
-                self.plan.delete.push(Deletion {
-                    kind: ChildKind::Service,
-                    name: self.kind.service_name(job.name()),
-                    grace_seconds: None,
-                });
-            }
-        }
-        self.apply_ttl(job);
-    }
-
-    /// `cleanPodPolicy` of a finished PyTorchJob, as training-operator v1 applies it:
-    /// `Running` deletes the pods still running or pending, `All` every pod, the Master
-    /// included; each goes with its Service.
-    fn clean_as_v1(&mut self, observed: &Observed<'_>, policy: CleanPodPolicy) {
-        let goes = |pod: &Pod| policy == CleanPodPolicy::All || !pods::is_finished(pod);
-        for pod in observed
-            .pods
-            .iter()
-            .filter(|p| !pods::is_terminating(p) && goes(p))
-        {
-            self.delete_pod(pod);
-        }
-        for service in &observed.pod_services {
-            let name = service.metadata.name.clone().unwrap_or_default();
-            let pod = observed
-                .pods
-                .iter()
-                .find(|p| p.metadata.name.as_deref() == Some(name.as_str()));
-            if pod.is_none_or(|pod| pods::is_terminating(pod) || goes(pod)) {
-                self.plan.delete.push(Deletion {
-                    kind: ChildKind::Service,
-                    name,
-                    grace_seconds: None,
-                });
-            }
-        }
-    }
-
-    /// Deletes a finished job whose time to live ran out, or looks again when it will have.
-    fn apply_ttl(&mut self, job: JobContext<'_>) {
-        if let (Some(ttl), Some(Time(completion))) = (
-            job.spec.ttl_after_finished,
-            self.status.completion_time.as_ref(),
-        ) {
-            let due = crate::time::after(*completion, ttl);
-            if self.now >= due {
-                self.plan.delete_job = true;
-            } else {
-                self.plan.requeue_after = Some(duration_until(self.now, due));
-            }
-        }
-    }
-}
-
-/// Whether `desired` differs from what is `observed` (or nothing is).
-fn needs_apply<T: serde::Serialize, U: serde::Serialize>(
-    desired: &T,
-    observed: Option<&U>,
-) -> bool {
-    !observed.is_some_and(|observed| is_applied(desired, observed))
 }
 
 fn duration_until(now: jiff::Timestamp, due: jiff::Timestamp) -> Duration {
     Duration::try_from(due.duration_since(now)).unwrap_or_default()
 }
-
-fn replica_statuses(
-    kind: Kind,
-    pods: &[&Pod],
-) -> BTreeMap<ReplicaType, eto_api::common::ReplicaStatus> {
-    let mut statuses = BTreeMap::new();
-    for (replica, role) in [
-        (ReplicaType::Launcher, kind.vocabulary().launcher_role),
-        (ReplicaType::Worker, WORKER_ROLE),
-    ] {
-        let of_role = pods
-            .iter()
-            .filter(|p| pods::label(p, kind.vocabulary().role_label) == Some(role));
-        let mut status = eto_api::common::ReplicaStatus::default();
-        for pod in of_role {
-            match pods::phase(pod) {
-                "Running" if !pods::is_terminating(pod) => status.active += 1,
-                "Succeeded" => status.succeeded += 1,
-                // What the platform took is not the training's failure.
-                "Failed"
-                    if matches!(
-                        Loss::of(Some(pod)),
-                        Some(Loss::Evicted { .. } | Loss::Disrupted(_))
-                    ) =>
-                {
-                    status.preempted += 1;
-                }
-                "Failed" => status.failed += 1,
-                _ => {}
-            }
-        }
-        statuses.insert(replica, status);
-    }
-    statuses
-}
-
-mod autoscaler;
-mod run;
-
-use run::Run;
 
 #[cfg(test)]
 mod tests;

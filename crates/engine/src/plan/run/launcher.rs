@@ -16,7 +16,8 @@ use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
 use crate::kind::Coordinator;
 use crate::kind::launcher::{LauncherInputs, RunningLauncher};
-use crate::plan::{Child, SecretPresence, needs_apply};
+use crate::plan::observed::needs_apply;
+use crate::plan::{Child, SecretPresence};
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods};
 
