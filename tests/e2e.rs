@@ -337,9 +337,19 @@ impl E2e {
         let _: serde_json::Value = self.scratch.client.request(request).await.unwrap();
     }
 
-    /// Runs `script` in the first container of pod `name` (with kubectl, as a person would).
-    fn exec(&self, name: &str, script: &str) {
-        let status = std::process::Command::new("kubectl")
+    /// Runs `script`, which ends the container it runs in, in the first container of pod
+    /// `name` (with kubectl, as a person would): the session may end with the container
+    /// (SIGKILL, exit status 137) before kubectl hears the script's own end.
+    fn exec_ending_container(&self, name: &str, script: &str) {
+        let status = self.exec_status(name, script);
+        assert!(
+            status.success() || status.code() == Some(137),
+            "kubectl exec {name}: {script}: {status}"
+        );
+    }
+
+    fn exec_status(&self, name: &str, script: &str) -> std::process::ExitStatus {
+        std::process::Command::new("kubectl")
             .args([
                 "-n",
                 &self.scratch.namespace,
@@ -351,8 +361,7 @@ impl E2e {
                 script,
             ])
             .status()
-            .expect("kubectl runs");
-        assert!(status.success(), "kubectl exec {name}: {script}");
+            .expect("kubectl runs")
     }
 
     async fn end(self) {
@@ -404,7 +413,7 @@ async fn a_failed_worker_is_replaced_while_training_goes_on(kind: Kind, file: &s
         .await;
     let lost = a_worker(&e2e, kind, &job, &[]).await;
     // Its sshd killed: the container ends with an error, and the rank in it with it.
-    e2e.exec(&lost, "kill -KILL $(pgrep -f '^sshd: /usr/sbin/sshd')");
+    e2e.exec_ending_container(&lost, "kill -KILL $(pgrep -f '^sshd: /usr/sbin/sshd')");
     let killed = Instant::now();
     let (_, reset) = training
         .wait(
