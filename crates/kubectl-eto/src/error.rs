@@ -27,6 +27,12 @@ pub enum Error {
         /// Its name.
         name: String,
     },
+    /// The CRD of no kind eto serves is installed.
+    #[error(
+        "none of eto's APIs is installed in this cluster (no CustomResourceDefinition {}); install eto's CRDs first",
+        crds_served()
+    )]
+    NoCrdInstalled,
     /// The CRD of a kind is not installed.
     #[error(
         "the {kind} API is not installed in this cluster (no CustomResourceDefinition {crd}); install eto's CRDs first"
@@ -87,6 +93,13 @@ fn kinds_served() -> String {
     }
 }
 
+/// The CRDs of the kinds eto serves: `trainingjobs.kai.alibabacloud.com, ...`.
+fn crds_served() -> String {
+    eto_engine::kind::Kind::ALL
+        .map(|kind| kind.vocabulary().resource)
+        .join(", ")
+}
+
 /// The kinds whose launcher reads host discovery: `TrainingJob, MPIJob`.
 fn kinds_with_discovery() -> String {
     let kinds = eto_engine::kind::Kind::ALL
@@ -138,4 +151,38 @@ impl Request<'_> {
 /// Whether `error` says the resource (or its whole API) does not exist.
 pub fn is_not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_that_list_kinds_list_every_kind_eto_serves() {
+        let missing = Error::JobNotFound {
+            namespace: "team".into(),
+            name: "x".into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "no TrainingJob, MPIJob or PyTorchJob named \"x\" in namespace \"team\""
+        );
+        assert_eq!(
+            Error::NoCrdInstalled.to_string(),
+            "none of eto's APIs is installed in this cluster (no CustomResourceDefinition \
+             trainingjobs.kai.alibabacloud.com, mpijobs.kubeflow.org, pytorchjobs.kubeflow.org); \
+             install eto's CRDs first"
+        );
+        let no_discovery = Error::NoHostDiscovery {
+            kind: "PyTorchJob",
+            namespace: "team".into(),
+            name: "ddp".into(),
+        };
+        assert!(
+            no_discovery.to_string().ends_with(
+                "only a job whose launcher reads a hostfile has one (TrainingJob, MPIJob)"
+            ),
+            "{no_discovery}"
+        );
+    }
 }

@@ -76,10 +76,7 @@ pub async fn list(client: &Client, namespace: Option<&str>) -> Result<Vec<Job>, 
         }
     }
     if !installed {
-        return Err(Error::CrdMissing {
-            kind: Kind::TrainingJob.vocabulary().name,
-            crd: Kind::TrainingJob.vocabulary().resource,
-        });
+        return Err(Error::NoCrdInstalled);
     }
     jobs.sort_by(|a, b| {
         let key = |job: &Job| {

@@ -218,7 +218,7 @@ pub async fn fetch(client: &Client) -> Result<Vec<NodeGpus>, Error> {
     // Cooldowns are extra information: a cluster without eto's CRDs still gets its GPUs.
     let jobs = match jobs::list(client, None).await {
         Ok(jobs) => jobs,
-        Err(Error::CrdMissing { .. }) => Vec::new(),
+        Err(Error::CrdMissing { .. } | Error::NoCrdInstalled) => Vec::new(),
         Err(error) => return Err(error),
     };
     Ok(tally(&nodes, &pods, &jobs))
