@@ -157,7 +157,7 @@ fn layers_and_uses_are_read_as_written() {
     );
 }
 
-/// The names a newcomer looks for in the index: every engine module (`applied.rs`,
+/// The names a newcomer looks for in the index: every engine module (`already_applied.rs`,
 /// `plan/`), every rule of a run (`plan/run/phase.rs`) and every kind (`kind/pytorch_job/`).
 fn engine_modules(root: &Path) -> Vec<String> {
     let src = root.join("crates/engine/src");

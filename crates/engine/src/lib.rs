@@ -16,7 +16,7 @@
 //! `docs/development.md`, section "Where each rule lives", is the index of this crate's
 //! modules and the rules each holds; a test keeps it complete.
 
-pub mod applied;
+pub mod already_applied;
 pub mod blacklist;
 pub mod builders;
 pub mod child;

@@ -4,7 +4,7 @@
 //! reports it, see `run.rs`).
 
 use super::{Child, ChildKind, Deletion, Observed, Planner};
-use crate::applied::autoscaler_is_applied;
+use crate::already_applied::autoscaler_is_applied;
 use crate::builders::JobContext;
 use crate::effective_spec::EffectiveSpec;
 use crate::names;

@@ -8,7 +8,7 @@ use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
-use crate::applied::is_applied;
+use crate::already_applied::is_applied;
 pub use crate::child::Child;
 use crate::gang::{Gang, PodGroup};
 use crate::group_report::GroupReport;

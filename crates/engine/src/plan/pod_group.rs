@@ -1,6 +1,6 @@
 //! The job's PodGroup, when the operator uses a gang scheduler.
 
-use crate::applied::is_applied;
+use crate::already_applied::is_applied;
 use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::effective_spec::EffectiveSpec;

@@ -1,6 +1,6 @@
 //! The rules kube-apiserver holds an autoscaling/v2 metric to, checked on
 //! `elasticPolicy.metrics`: eto copies the metrics into the job's HorizontalPodAutoscaler (see
-//! [`super::autoscaler`]), and a metric the API server would refuse is reported on the job,
+//! [`super::v1_autoscaler`]), and a metric the API server would refuse is reported on the job,
 //! naming its field, before anything is created, rather than failing every reconcile.
 //!
 //! A metric has a `type` (`Object`, `Pods`, `Resource`, `ContainerResource` or `External`)

@@ -2,14 +2,13 @@
 //! to the engine. v1's defaults ([`Defaulted`]), its pods ([`pod`]) and the environment they
 //! get ([`env`]), the headless Service of each pod ([`service`]) and its status as v1's users
 //! read it ([`status`]), and the HorizontalPodAutoscaler of a job that sets
-//! `elasticPolicy.metrics` ([`autoscaler`]).
+//! `elasticPolicy.metrics` ([`v1_autoscaler`]).
 //!
 //! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
 //! launcher's place (see [`super::Coordinator::Master`]): its end is the run's, and its
 //! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
 //! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
-pub mod autoscaler;
 pub mod env;
 pub(crate) mod metrics;
 pub mod objects;
@@ -18,6 +17,7 @@ pub mod rendezvous;
 pub mod report_source;
 pub mod service;
 pub mod status;
+pub mod v1_autoscaler;
 pub mod validation;
 
 use crate::status::JobStatus;
@@ -98,7 +98,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     supporting_objects: objects::supporting_objects,
     launcher_objects: objects::launcher_objects,
     launcher_host: |_| None,
-    autoscaler: Some(autoscaler::autoscaler),
+    autoscaler: Some(v1_autoscaler::autoscaler),
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
 };
 

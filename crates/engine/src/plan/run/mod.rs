@@ -2,7 +2,7 @@
 //! phase. A run lasts from the job's start (or restart) to its end; the workers of a run are
 //! decided in [`crate::target_workers`] and applied in `workers.rs`.
 
-mod collateral;
+mod collateral_launcher_failure;
 mod launcher;
 mod launcher_loss;
 mod lost_group;
@@ -227,7 +227,7 @@ impl<'p, 'o> Run<'p, 'o> {
                 return;
             }
             if let Some(cause) = self.collateral_of(&launcher) {
-                self.suspend(collateral::WORKER_DISRUPTED, Some(&cause));
+                self.suspend(collateral_launcher_failure::WORKER_DISRUPTED, Some(&cause));
                 return;
             }
             if !self.restart_after_failure(&launcher) {

@@ -81,7 +81,7 @@ pub fn resumes_by_itself(reason: &str) -> bool {
     [
         BELOW_MIN_WORKERS,
         super::launcher_loss::LAUNCHER_DISRUPTED,
-        super::collateral::WORKER_DISRUPTED,
+        super::collateral_launcher_failure::WORKER_DISRUPTED,
         super::lost_group::GROUP_LOST,
     ]
     .contains(&reason)

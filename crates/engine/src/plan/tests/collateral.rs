@@ -1,4 +1,4 @@
-//! A launcher that fails soon after the platform took a worker (see `plan/run/collateral.rs`):
+//! A launcher that fails soon after the platform took a worker (see `plan/run/collateral_launcher_failure.rs`):
 //! the run resumes from its checkpoint, whatever the count of ready workers; a failure with no
 //! such loss before it, or long after, is the training code's.
 

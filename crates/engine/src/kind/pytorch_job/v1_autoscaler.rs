@@ -129,10 +129,16 @@ mod tests {
         let metric = |amount: Value| json!({"elasticPolicy": {"maxReplicas": 4, "metrics": [{"type": "Pods", "pods": {"metric": {"name": "rate"}, "target": {"type": "AverageValue", "averageValue": amount}}}]}});
         let desired = hpa_of(metric(json!("1000m"))).expect("an HPA");
         let canonical = hpa_of(metric(json!("1"))).expect("an HPA");
-        assert!(crate::applied::autoscaler_is_applied(&desired, &canonical));
+        assert!(crate::already_applied::autoscaler_is_applied(
+            &desired, &canonical
+        ));
         let integer = hpa_of(metric(json!(1))).expect("an HPA");
-        assert!(crate::applied::autoscaler_is_applied(&integer, &canonical));
+        assert!(crate::already_applied::autoscaler_is_applied(
+            &integer, &canonical
+        ));
         let changed = hpa_of(metric(json!("2"))).expect("an HPA");
-        assert!(!crate::applied::autoscaler_is_applied(&changed, &canonical));
+        assert!(!crate::already_applied::autoscaler_is_applied(
+            &changed, &canonical
+        ));
     }
 }
