@@ -139,7 +139,8 @@ impl<'o> Run<'_, 'o> {
         let next_index = blacklist::after(next_index, step.add.iter().copied());
         // A run that is suspending ends for certain (a posted notice is a promise): a worker
         // it loses now is not replaced, since the run that resumes creates its own.
-        let policy = if matches!(self.state, RunState::Suspending(_)) {
+        let suspending = matches!(self.state, RunState::Suspending(_));
+        let policy = if suspending {
             ReplicaRestartPolicy::Never
         } else {
             spec.worker_restart_policy
@@ -189,10 +190,12 @@ impl<'o> Run<'_, 'o> {
                 .unwrap_or_default();
             let then = match lost.replacement {
                 Some(replacement) => format!("replaced by {}", names::worker(&name, replacement)),
-                None => format!(
-                    "not replaced (worker restartPolicy {:?})",
-                    spec.worker_restart_policy
-                ),
+                None if suspending => {
+                    "not replaced: the job is suspending, and the run that resumes creates its \
+                     own workers"
+                        .to_string()
+                }
+                None => format!("not replaced (worker restartPolicy {policy:?})"),
             };
             self.planner.event(
                 true,

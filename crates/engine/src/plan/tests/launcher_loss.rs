@@ -277,6 +277,14 @@ fn a_warning_on_the_launchers_node_tells_the_launcher_and_every_worker_to_checkp
         reasons(&plan),
         ["LauncherDisrupted", "CheckpointNotice", "WorkerLost"]
     );
+    let lost = &plan.events[2].note;
+    assert!(
+        lost.ends_with(
+            "is not replaced: the job is suspending, and the run that resumes creates its own \
+             workers"
+        ),
+        "the reason is the suspend, not the restart policy: {lost}"
+    );
     assert!(deleted_pods(&plan).is_empty(), "the GPUs still run");
     assert_eq!(world.status().phase, Some(JobPhase::Running));
 
