@@ -28,7 +28,11 @@ pub async fn read(ctx: &Context, job: JobRef<'_>, pods: &[&Pod]) -> Option<Group
     let request = http::Request::get(source.proxy_path(namespace))
         .body(Vec::new())
         .ok()?;
-    let answer = tokio::time::timeout(READ_TIMEOUT, client.request_text(request)).await;
+    let answer = crate::pod_proxy::quietly(tokio::time::timeout(
+        READ_TIMEOUT,
+        client.request_text(request),
+    ))
+    .await;
     let text = match answer {
         Ok(Ok(text)) => text,
         Ok(Err(error)) => {

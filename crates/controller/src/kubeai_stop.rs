@@ -116,12 +116,11 @@ pub async fn send_one(client: &Client, namespace: &str, stop: &Stop) -> Outcome 
             Ok(request) => request,
             Err(error) => return Outcome::Unreachable(error.to_string()),
         };
-        let answer = SENDING
-            .scope(
-                (),
-                tokio::time::timeout(STOP_TIMEOUT, client.request_text(request)),
-            )
-            .await;
+        let answer = crate::pod_proxy::quietly(tokio::time::timeout(
+            STOP_TIMEOUT,
+            client.request_text(request),
+        ))
+        .await;
         let answer = outcome(answer);
         if answer == Outcome::Gone && attempt > 0 {
             break;
@@ -132,20 +131,6 @@ pub async fn send_one(client: &Client, namespace: &str, stop: &Stop) -> Outcome 
         }
     }
     last
-}
-
-tokio::task_local! {
-    /// Set while a stop signal is on its way, for [`quiet_stop_answers`].
-    static SENDING: ();
-}
-
-/// A log filter that drops the error line kube's client logs for every `5xx` answer while a
-/// stop signal is on its way: the pod proxy answers the SDK's `ok` with a `503`, and every
-/// outcome is reported by the event and the metric already. Other logs pass.
-pub fn quiet_stop_answers<S>() -> impl tracing_subscriber::layer::Filter<S> {
-    tracing_subscriber::filter::dynamic_filter_fn(|metadata, _| {
-        !(metadata.target() == "kube_client::client::builder" && SENDING.try_with(|()| ()).is_ok())
-    })
 }
 
 /// Where the stop signals of a job's plan go, and what reports them.
@@ -289,44 +274,6 @@ mod tests {
         let (type_, note) = report(NoticeKind::Suspend, &[(&a, &Outcome::Acknowledged)]);
         assert_eq!(type_, EventType::Normal);
         assert!(note.ends_with("notice to 1 pod: 1 acknowledged"), "{note}");
-    }
-
-    #[tokio::test]
-    async fn kubes_error_line_is_dropped_only_while_a_stop_is_on_its_way() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use tracing_subscriber::prelude::*;
-
-        struct Count(Arc<AtomicUsize>);
-        impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
-            fn on_event(
-                &self,
-                _: &tracing::Event<'_>,
-                _: tracing_subscriber::layer::Context<'_, S>,
-            ) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let logged = Arc::new(AtomicUsize::new(0));
-        let subscriber = tracing_subscriber::registry()
-            .with(Count(Arc::clone(&logged)).with_filter(quiet_stop_answers()));
-        let _default = tracing::subscriber::set_default(subscriber);
-        tracing::error!(target: "kube_client::client::builder", "failed with status 503");
-        assert_eq!(
-            logged.load(Ordering::Relaxed),
-            1,
-            "an API server's 503 is logged"
-        );
-        SENDING
-            .scope((), async {
-                tracing::error!(target: "kube_client::client::builder", "failed with status 503");
-                tracing::warn!("eto's own line");
-            })
-            .await;
-        assert_eq!(
-            logged.load(Ordering::Relaxed),
-            2,
-            "only eto's own line is added"
-        );
     }
 
     type Handle = tower_test::mock::Handle<

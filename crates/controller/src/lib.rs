@@ -19,7 +19,7 @@
 //! 1. Identities and settings: [`resources`] (the typed objects eto reads and writes, the
 //!    request resources, the caches' names), [`scope`], [`first_lists`], [`error`],
 //!    [`events`], [`retries`], [`job_gauges`], [`metrics`], [`rbac`], [`crds`], [`ssh_keys`],
-//!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`].
+//!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`], [`pod_proxy`].
 //! 2. The caches and their context: `watches`, [`pod_cache`], [`warned_nodes`], [`context`]
 //!    (the stores, the gang settings, the clock).
 //! 3. Reading: [`lookups`] from the API server where a cache cannot answer, [`ownership`]
@@ -53,6 +53,7 @@ pub mod observe;
 pub mod ownership;
 pub mod pod_cache;
 pub mod pod_groups;
+pub mod pod_proxy;
 pub mod rbac;
 pub mod reconcile;
 pub mod resources;

@@ -81,7 +81,7 @@ async fn main() -> ExitCode {
             tracing_subscriber::fmt::layer()
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
                 .with_filter(filter)
-                .with_filter(eto_controller::kubeai_stop::quiet_stop_answers()),
+                .with_filter(eto_controller::pod_proxy::quiet_answers()),
         )
         .init();
     match demo(Args::parse()).await {

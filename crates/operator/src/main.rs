@@ -207,7 +207,7 @@ fn init_logs(format: LogFormat) {
     tracing_subscriber::registry()
         .with(
             logs.with_filter(filter)
-                .with_filter(eto_controller::kubeai_stop::quiet_stop_answers()),
+                .with_filter(eto_controller::pod_proxy::quiet_answers()),
         )
         .init();
 }
