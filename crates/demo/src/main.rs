@@ -51,6 +51,10 @@ struct Args {
     /// Where to write the kubeconfig of the simulated cluster.
     #[arg(long, default_value = "eto-demo.kubeconfig")]
     kubeconfig: PathBuf,
+    /// Where the operator's log goes (`RUST_LOG` sets its level; `info` by default), so that
+    /// the demo's own lines tell the story alone.
+    #[arg(long, default_value = "eto-demo.log")]
+    log: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,17 +78,29 @@ enum DemoError {
 #[tokio::main]
 async fn main() -> ExitCode {
     use tracing_subscriber::prelude::*;
+    let args = Args::parse();
+    let log = match std::fs::File::create(&args.log) {
+        Ok(file) => Arc::new(file),
+        Err(error) => {
+            eprintln!(
+                "eto-demo: cannot write the log {}: {error}",
+                args.log.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
     let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+                .with_ansi(false)
+                .with_writer(log)
                 .with_filter(filter)
                 .with_filter(eto_controller::pod_proxy::quiet_answers()),
         )
         .init();
-    match demo(Args::parse()).await {
+    match demo(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("eto-demo: {error}");
@@ -115,6 +131,7 @@ async fn demo(args: Args) -> Result<(), DemoError> {
         cluster.url(),
         args.kubeconfig.display()
     );
+    println!("• the operator's log goes to {}", args.log.display());
     let client = cluster.client();
 
     eto_controller::install_crds(&client).await?;
