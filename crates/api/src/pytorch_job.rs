@@ -415,7 +415,7 @@ pub struct PyTorchJobStatus {
 }
 
 /// torchrun's rendezvous of a run, as its store reports it.
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct RendezvousStatus {
     /// The round: one more each time the group re-formed.
@@ -433,4 +433,34 @@ pub struct RendezvousStatus {
     /// eto starts the next one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub closed: bool,
+    /// The latest time the group re-formed in this run, as the store saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reformation: Option<Reformation>,
+}
+
+/// A time the group of a run re-formed: a member left it or one joined, the agents left the
+/// round that trained, and a new round formed.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Reformation {
+    /// The round that formed.
+    pub round: i64,
+    /// When the group that trained before it broke up, as the store saw it: a member taken
+    /// out of it (eto does so as soon as its pod goes), the round left, or an agent waiting to
+    /// join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
+    /// When the new round formed.
+    pub formed: Time,
+    /// How long the run had no formed group: from `since` to `formed`, as `<seconds>s`. The
+    /// training pauses longer, by the time its processes take to start again (import, process
+    /// group, checkpoint load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
+    /// The pods whose agents the new round lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<String>,
+    /// The pods whose agents are new in it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub joined: Vec<String>,
 }

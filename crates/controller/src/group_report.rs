@@ -10,19 +10,17 @@
 
 use std::time::Duration;
 
-use eto_engine::group_report::GroupReport;
+use eto_engine::group_report::{GroupReport, ReportSource};
 use eto_engine::kind::JobRef;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::context::Context;
 
 /// How long the read may take.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The report of `job`'s coordinator, when there is one to read among `pods` and it
-/// answers.
-pub async fn read(ctx: &Context, job: JobRef<'_>, pods: &[&Pod]) -> Option<GroupReport> {
-    let source = job.group_report_source(pods)?;
+/// The report of `job`'s coordinator at `source` (the job says where:
+/// [`eto_engine::kind::ServedJob::group_report_source`]), when it answers.
+pub async fn read(ctx: &Context, job: JobRef<'_>, source: &ReportSource) -> Option<GroupReport> {
     let client = ctx.pod_proxy.as_ref()?;
     let namespace = job.metadata().namespace.as_deref().unwrap_or_default();
     let request = http::Request::get(source.proxy_path(namespace))

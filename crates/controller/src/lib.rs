@@ -25,7 +25,8 @@
 //! 3. Reading: [`lookups`] from the API server where a cache cannot answer, [`ownership`]
 //!    (which objects a job may write), [`pod_groups`] (a job's PodGroup, read and written),
 //!    [`observe`] from the caches only, [`group_report`] (what a run's coordinator reports).
-//! 4. Writing: [`freshness`], [`kubeai_stop`], [`apply`] (children, requests, status, events).
+//! 4. Writing: [`freshness`], [`kubeai_stop`], [`group_orders`] (orders to a run's
+//!    coordinator), [`apply`] (children, requests, status, events).
 //! 5. Reconciling and running: [`reconcile`], [`scale_requests`], `caches` (wiring the
 //!    watches), [`controllers`] (the checks at start, the context, the controllers),
 //!    [`leader`].
@@ -40,6 +41,7 @@ pub mod error;
 pub mod events;
 pub mod first_lists;
 pub mod freshness;
+pub mod group_orders;
 pub mod group_report;
 pub mod job_gauges;
 pub mod kubeai_stop;

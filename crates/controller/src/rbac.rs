@@ -59,9 +59,10 @@ pub fn cluster_grants() -> Vec<Grant> {
             &["pods", "services"],
             &["get", "list", "watch", "create", "patch", "delete"],
         ),
-        // The kubeai SDK's stop signal, sent to training pods through the API server's pod proxy
-        // (crate::kubeai_stop): `get` of a pod's port, nothing else.
-        grant("", &["pods/proxy"], &["get"]),
+        // Requests to training pods through the API server's pod proxy: `get` for the kubeai
+        // SDK's stop signal (crate::kubeai_stop) and a rendezvous store's report
+        // (crate::group_report), `create` (POST) for the store's orders (crate::group_orders).
+        grant("", &["pods/proxy"], &["get", "create"]),
         // The job's ConfigMap; `get` because the launcher's Role grants it (a Role can only grant
         // what its writer holds).
         grant(

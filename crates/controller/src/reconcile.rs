@@ -17,7 +17,7 @@ use crate::lookups;
 use crate::metrics::Outcome;
 use crate::ownership::Owner;
 use crate::retries;
-use crate::{group_report, observe};
+use crate::{group_orders, group_report, observe};
 
 /// How many taken names one reconcile finds and plans around; the next reconcile finds any
 /// others.
@@ -166,14 +166,19 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // The word of the training code that it saved, while workers wait for it.
             let pods: Vec<&k8s_openapi::api::core::v1::Pod> =
                 children.pods.iter().map(AsRef::as_ref).collect();
-            let report = group_report::read(ctx, job, &pods).await;
+            let source = job.group_report_source(&pods);
+            let report = match &source {
+                Some(source) => group_report::read(ctx, job, source).await,
+                None => None,
+            };
             loop {
                 let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());
                 observed.node_warnings = &node_warnings;
                 observed.group_report = report.as_ref();
-                let plan = plan(&observed, now);
+                let mut plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
+                let orders = plan.group_orders.take();
                 let writes_discovery = plan.apply.iter().any(apply::is_discovery_data);
                 match apply::execute(ctx, kind, &target, &owner, plan, &mut written).await {
                     Err(Error::NameTaken(held))
@@ -187,6 +192,9 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                     }
                     result => {
                         result?;
+                        if let Some((source, orders)) = source.as_ref().zip(orders.as_ref()) {
+                            group_orders::spawn(ctx, namespace, source, orders);
+                        }
                         if let Some(seen) = pods_changed.filter(|_| writes_discovery) {
                             ctx.metrics
                                 .discovery_latency

@@ -14,8 +14,11 @@
 //! take part or wait; the job's status shows it (`rendezvous`), read at each reconcile while
 //! the coordinator runs and every [`FORMING_POLL`] while the group forms.
 
-use crate::status::GroupStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
+
+use crate::group_orders::GroupOrders;
+use crate::status::{GroupStatus, Reformation};
 
 use crate::pods;
 
@@ -52,6 +55,10 @@ pub struct GroupReport {
     /// The run's rendezvous, once an agent has joined it.
     #[serde(default)]
     pub rendezvous: Option<RendezvousState>,
+    /// The orders the coordinator holds (see [`crate::group_orders`]); `None` from one that
+    /// takes none.
+    #[serde(default)]
+    pub orders: Option<GroupOrders>,
 }
 
 /// One word of the training code that it saved.
@@ -68,7 +75,7 @@ pub struct SavedCheckpoint {
 }
 
 /// torchrun's rendezvous of the run.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct RendezvousState {
     /// The round: one more each time the group re-forms.
     pub round: i64,
@@ -86,6 +93,53 @@ pub struct RendezvousState {
     /// The agents of the round, as far as the store's program could name them.
     #[serde(default)]
     pub members: Vec<Member>,
+    /// The agents waiting for the next round (and, on torch 2.x, those waiting as spares).
+    #[serde(default)]
+    pub others: Vec<Member>,
+    /// The latest rounds that formed, oldest first.
+    #[serde(default)]
+    pub reformations: Vec<FormedRound>,
+}
+
+/// A round that formed, as the store saw it.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct FormedRound {
+    /// The round.
+    pub round: i64,
+    /// When the group before it broke up (RFC 3339); `None` for the run's first group.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// When it formed (RFC 3339).
+    pub formed: String,
+    /// Seconds from `since` to `formed`.
+    #[serde(default)]
+    pub paused: Option<f64>,
+    /// The hosts of its agents.
+    #[serde(default)]
+    pub members: Vec<String>,
+    /// Hosts of the group before it that it lacks.
+    #[serde(default)]
+    pub left: Vec<String>,
+    /// Hosts new in it.
+    #[serde(default)]
+    pub joined: Vec<String>,
+}
+
+impl FormedRound {
+    /// The round as the status shows it; `None` for the run's first group (it re-formed
+    /// nothing) or a time that does not parse.
+    pub fn reformation(&self) -> Option<Reformation> {
+        let since = self.since.as_deref()?.parse::<jiff::Timestamp>().ok()?;
+        let formed = self.formed.parse::<jiff::Timestamp>().ok()?;
+        Some(Reformation {
+            round: self.round,
+            since: Some(Time(since)),
+            formed: Time(formed),
+            paused: self.paused.map(|seconds| format!("{seconds:.1}s")),
+            left: self.left.clone(),
+            joined: self.joined.clone(),
+        })
+    }
 }
 
 /// An agent of a round.
@@ -126,7 +180,24 @@ impl RendezvousState {
             waiting: self.waiting,
             complete: self.complete,
             closed: self.closed,
+            last_reformation: self.last_reformation(),
         }
+    }
+
+    /// The latest time the group re-formed, if it did.
+    pub fn last_reformation(&self) -> Option<Reformation> {
+        self.reformations
+            .iter()
+            .rev()
+            .find_map(FormedRound::reformation)
+    }
+
+    /// Every host the rendezvous knows: its members and the agents waiting.
+    pub fn hosts(&self) -> impl Iterator<Item = &str> {
+        self.members
+            .iter()
+            .chain(&self.others)
+            .map(|member| member.host.as_str())
     }
 
     /// Whether the group is still forming: the round is not complete, or agents wait to

@@ -28,6 +28,7 @@ pub mod disruption;
 pub mod drain;
 pub mod effective_spec;
 pub mod gang;
+pub mod group_orders;
 pub mod group_report;
 pub mod joining;
 pub mod kind;

@@ -69,9 +69,11 @@ impl JobStatus {
     }
 }
 
+pub use eto_api::pytorch_job::Reformation;
+
 /// The training group of a run whose workers form one group that re-forms as they come and
 /// go (torchrun's rendezvous), as the pod that coordinates it reports it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupStatus {
     /// The round: one more each time the group re-formed.
     pub round: i64,
@@ -83,4 +85,6 @@ pub struct GroupStatus {
     pub complete: bool,
     /// Whether it was closed: no group forms in it again.
     pub closed: bool,
+    /// The latest time the group re-formed in the run.
+    pub last_reformation: Option<Reformation>,
 }

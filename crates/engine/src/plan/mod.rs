@@ -41,6 +41,7 @@ use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
+use crate::group_orders::GroupOrders;
 use crate::kind::{JobRef, Kind};
 use crate::kubeai::{self, Stop};
 use crate::node_warnings;
@@ -127,6 +128,9 @@ pub struct Plan {
     /// The `kubeai` SDK's stop signals that go with the notices this plan posts (see
     /// [`crate::kubeai`]).
     pub stops: Vec<Stop>,
+    /// Orders for the coordinator of the run's group, when they change (see
+    /// [`crate::group_orders`]): sent where its report was read.
+    pub group_orders: Option<GroupOrders>,
 }
 
 impl Plan {
@@ -140,6 +144,7 @@ impl Plan {
             && !self.delete_job
             && self.scalers.is_empty()
             && self.stops.is_empty()
+            && self.group_orders.is_none()
     }
 }
 

@@ -44,86 +44,15 @@ pub const DEFAULT_STORE_PORT: i32 = 29400;
 /// that tools counting a job's Masters and Workers do not count it.
 pub const STORE_REPLICA_TYPE: &str = "rendezvous";
 
-/// The program the store's pod runs: a `TCPStore` server from the training image's own
-/// PyTorch, serving until it is stopped, and beside it the store's report (see
-/// [`super::group_report`]) over HTTP on the report port: `POST /saved` records that the
-/// training code saved the checkpoint a notice asked for, `GET /report` answers the latest
-/// of those and the state of the run's rendezvous as torchrun's c10d backend keeps it (with
-/// each member of the round: its host, and how long ago its agent's heartbeat came). It
-/// reads that state every second too, to say for how long the rendezvous has been closed.
-const STORE_PROGRAM: &str = r#"import base64, json, pickle, signal, sys, threading, time
-from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from torch.distributed import TCPStore
-port, report_port, run_id = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-store = TCPStore("0.0.0.0", port, None, True, timedelta(seconds=300), wait_for_workers=False)
-saved, lock = [], threading.Lock()
-closed_at = []
-NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
-def rendezvous():
-    key = "torch.rendezvous." + run_id
-    try:
-        # As the backend itself starts: never blocks on a key not written yet.
-        raw = store.compare_set(key, "", NULL)
-        if raw == NULL.encode():
-            return None
-        state = pickle.loads(base64.b64decode(raw))
-        found = {"round": state.round, "complete": state.complete, "closed": state.closed,
-                 "participants": len(state.participants), "waiting": len(state.wait_list),
-                 "members": [member(node, state) for node in state.participants]}
-    except Exception:
-        return None
-    with lock:
-        if state.closed and not closed_at:
-            closed_at.append(time.monotonic())
-        if closed_at:
-            found["closed_for"] = round(time.monotonic() - closed_at[0], 1)
-    return found
-def member(node, state):
-    # torch 1.x names a node's host fqdn, 2.x addr; 1.x keeps naive UTC times, 2.x aware ones.
-    host = getattr(node, "addr", None) or getattr(node, "fqdn", "")
-    beat = state.last_heartbeats.get(node)
-    age = None
-    if beat is not None:
-        now = datetime.now(timezone.utc) if beat.tzinfo else datetime.utcnow()
-        age = round((now - beat).total_seconds(), 1)
-    return {"host": host.split(".")[0], "heartbeat_age": age}
-def watch():
-    while True:
-        rendezvous()
-        time.sleep(1)
-class Report(BaseHTTPRequestHandler):
-    def do_GET(self):
-        with lock:
-            latest = list(saved)
-        self.answer(200, {"saved": latest, "rendezvous": rendezvous()})
-    def do_POST(self):
-        try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-            entry = {"pod": str(body.get("pod", "")), "step": body.get("step"), "since": str(body["since"])}
-        except Exception as error:
-            return self.answer(400, {"error": str(error)})
-        with lock:
-            saved.append(entry)
-            del saved[:-16]
-        self.answer(200, {"recorded": True})
-    def answer(self, code, value):
-        data = json.dumps(value).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *args):
-        pass
-server = ThreadingHTTPServer(("0.0.0.0", report_port), Report)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-threading.Thread(target=watch, daemon=True).start()
-print(f"eto: rendezvous store serving on port {port}, its report on {report_port}", flush=True)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-while True:
-    time.sleep(3600)
-"#;
+/// The program the store's pod runs (`store_program.py`): a `TCPStore` server from the
+/// training image's own PyTorch, serving until it is stopped, and beside it the store's report
+/// (see [`crate::group_report`]) over HTTP on the report port: `POST /saved` records that the
+/// training code saved the checkpoint a notice asked for, `GET /report` answers the latest of
+/// those, the state of the run's rendezvous as torchrun's c10d backend keeps it (each agent
+/// with its host and how long ago its heartbeat came, the latest rounds that formed) and the
+/// orders it holds; `POST /orders` takes eto's orders (see [`crate::group_orders`]), which it
+/// applies to the rendezvous every 0.2 s.
+const STORE_PROGRAM: &str = include_str!("store_program.py");
 
 /// How long torchrun's agents of `job` go without a heartbeat before the others take them
 /// for dead: `keep_alive_interval` times `keep_alive_max_attempt` of its `rdzvConf`, torchrun's

@@ -34,7 +34,7 @@ const V1_TYPES: [&str; 6] = [
 pub fn to_engine(status: &PyTorchJobStatus) -> JobStatus {
     JobStatus {
         held_workers: status.held_workers.clone(),
-        group: status.rendezvous.map(group_to_engine),
+        group: status.rendezvous.clone().map(group_to_engine),
         ..kubeflow_to_engine(
             &status.conditions,
             status
@@ -59,6 +59,7 @@ fn group_to_engine(rendezvous: RendezvousStatus) -> GroupStatus {
         waiting: rendezvous.waiting,
         complete: rendezvous.complete,
         closed: rendezvous.closed,
+        last_reformation: rendezvous.last_reformation,
     }
 }
 
@@ -70,6 +71,7 @@ fn group_from_engine(group: GroupStatus) -> RendezvousStatus {
         waiting: group.waiting,
         complete: group.complete,
         closed: group.closed,
+        last_reformation: group.last_reformation,
     }
 }
 

@@ -99,13 +99,8 @@ impl<'p, 'o> Run<'p, 'o> {
     /// it so far): a worker counts as ready while its pod is ready and not being disrupted.
     fn counts(&self) -> Counts {
         let (mut ready, mut pending) = (0, 0);
-        for worker in &self.planner.status.target_workers {
-            let is_ready = self
-                .observed
-                .pods
-                .iter()
-                .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
-                .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p));
+        for (_, pod) in self.target_pods() {
+            let is_ready = pod.is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p));
             if is_ready {
                 ready += 1;
             } else {
@@ -113,6 +108,25 @@ impl<'p, 'o> Run<'p, 'o> {
             }
         }
         Counts { ready, pending }
+    }
+
+    /// The workers of the run's target (`status.targetWorkers` as this plan has it so far),
+    /// each with its pod, if it has one.
+    fn target_pods(&self) -> Vec<(String, Option<&'o Pod>)> {
+        self.planner
+            .status
+            .target_workers
+            .iter()
+            .map(|worker| {
+                let pod = self
+                    .observed
+                    .pods
+                    .iter()
+                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
+                    .copied();
+                (worker.clone(), pod)
+            })
+            .collect()
     }
 
     /// Deletes every pod of the job that is not going already, and an MPIJob's launcher Job:

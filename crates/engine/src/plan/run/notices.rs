@@ -5,8 +5,10 @@ use eto_api::well_known::NOTICE_ANNOTATION;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::builders;
+use crate::group_report::FormedRound;
 use crate::joining;
-use crate::{names, node_warnings, notice, pods};
+use crate::status::GroupStatus;
+use crate::{group_orders, names, node_warnings, notice, pods};
 
 use super::Run;
 use super::launcher::metadata_change;
@@ -28,7 +30,24 @@ impl Run<'_, '_> {
         else {
             return;
         };
-        self.planner.status.group = Some(state.status());
+        let group = state.status();
+        let reported = |group: Option<&GroupStatus>| {
+            group
+                .and_then(|g| g.last_reformation.as_ref())
+                .map(|r| (r.round, r.formed.clone()))
+        };
+        if let Some(formed) = state.reformations.last().filter(|_| {
+            reported(Some(&group)).is_some()
+                && reported(Some(&group)) != reported(self.planner.old.group.as_ref())
+        }) {
+            self.planner.event(
+                false,
+                GROUP_REFORMED,
+                "Rendezvous",
+                reformed_message(formed),
+            );
+        }
+        self.planner.status.group = Some(group);
         if state.forming() {
             let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
             self.planner.requeue_at(again);
@@ -94,6 +113,35 @@ impl Run<'_, '_> {
             }
         }
         self.planner.plan.apply.extend(updates);
+        self.order_group(&opening);
+    }
+
+    /// The orders for the coordinator of a group that re-forms (see [`crate::group_orders`]),
+    /// when they change; `opening` are the gates this plan opens.
+    fn order_group(&mut self, opening: &[String]) {
+        // The report was read from the coordinator of the run the reconcile began in.
+        if self.run != self.planner.old.current_run() {
+            return;
+        }
+        let Some(report) = self.observed.group_report else {
+            return;
+        };
+        let expected = self
+            .target_pods()
+            .into_iter()
+            .filter(|(worker, pod)| {
+                pod.is_some_and(|pod| {
+                    !self.is_stale(pod) && group_orders::is_expected(pod, opening.contains(worker))
+                })
+            })
+            .map(|(worker, _)| worker)
+            .collect();
+        self.planner.plan.group_orders = group_orders::orders(
+            report,
+            &self.observed.pods,
+            expected,
+            self.context.spec.workers.min,
+        );
     }
 
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
@@ -126,4 +174,34 @@ impl Run<'_, '_> {
             .filter_map(|pod| pod.metadata.name.clone())
             .collect()
     }
+}
+
+/// The reason of the Event that says the group re-formed.
+pub const GROUP_REFORMED: &str = "GroupReformed";
+
+/// What the Event says of the round `formed`: its members, why, and how long the run had no
+/// group.
+fn reformed_message(formed: &FormedRound) -> String {
+    let mut why = Vec::new();
+    if !formed.left.is_empty() {
+        why.push(format!("{} left", formed.left.join(", ")));
+    }
+    if !formed.joined.is_empty() {
+        why.push(format!("{} joined", formed.joined.join(", ")));
+    }
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", why.join("; "))
+    };
+    let paused = formed
+        .paused
+        .map(|seconds| format!(", {seconds:.1}s after the group before it broke up"))
+        .unwrap_or_default();
+    format!(
+        "the group re-formed{why}: round {} formed with {} agents ({}){paused}",
+        formed.round,
+        formed.members.len(),
+        formed.members.join(", ")
+    )
 }

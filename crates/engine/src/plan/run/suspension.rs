@@ -174,17 +174,9 @@ impl Run<'_, '_> {
     /// deleted, or gone.
     fn lost_for_certain(&self) -> u32 {
         let lost = self
-            .planner
-            .status
-            .target_workers
-            .iter()
-            .filter(|worker| {
-                self.observed
-                    .pods
-                    .iter()
-                    .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()))
-                    .is_none_or(|p| pods::is_disrupted(p) || pods::is_terminating(p))
-            })
+            .target_pods()
+            .into_iter()
+            .filter(|(_, pod)| pod.is_none_or(|p| pods::is_disrupted(p) || pods::is_terminating(p)))
             .count();
         u32::try_from(lost).unwrap_or(u32::MAX)
     }

@@ -54,12 +54,15 @@ fn status(world: &World) -> JobStatus {
 /// `members` with the age of their heartbeats.
 fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
     GroupReport {
+        orders: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
             complete: true,
             closed,
             closed_for: closed.then_some(1.0),
+            others: Vec::new(),
+            reformations: Vec::new(),
             participants: i64::try_from(members.len()).unwrap(),
             waiting: 0,
             members: members
@@ -345,12 +348,15 @@ fn the_status_shows_a_closed_rendezvous() {
 #[test]
 fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker_exiting() {
     let closed_for = |seconds: f64| GroupReport {
+        orders: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 1,
             complete: true,
             closed: true,
             closed_for: Some(seconds),
+            others: Vec::new(),
+            reformations: Vec::new(),
             participants: 2,
             waiting: 0,
             members: vec![

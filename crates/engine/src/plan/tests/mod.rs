@@ -4,6 +4,7 @@
 mod autoscaler;
 mod collateral;
 mod gang;
+mod group_orders;
 mod health_fixtures;
 mod joining;
 mod launcher_loss;

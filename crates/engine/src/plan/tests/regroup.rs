@@ -75,6 +75,7 @@ fn notice_of(world: &World, name: &str) -> Option<Notice> {
 /// The training code says it saved for `notice`.
 fn saved(world: &mut World, notice: &Notice) {
     world.group_report = Some(GroupReport {
+        orders: None,
         saved: vec![SavedCheckpoint {
             pod: "ddp-worker-0".into(),
             step: Some(12),

@@ -332,16 +332,19 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
     let mut world = running(elastic(json!({})));
     let rendezvous = |world: &World| {
         let status = world.pytorch_job.as_ref()?.status.as_ref()?;
-        status.rendezvous
+        status.rendezvous.clone()
     };
     assert_eq!(rendezvous(&world), None, "no report, nothing shown");
     let report = |round, complete, waiting| GroupReport {
+        orders: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
             complete,
             closed: false,
             closed_for: None,
+            others: Vec::new(),
+            reformations: Vec::new(),
             participants: 2,
             waiting,
             members: Vec::new(),
@@ -357,6 +360,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             waiting: 1,
             complete: false,
             closed: false,
+            last_reformation: None,
         })
     );
     assert!(
@@ -444,12 +448,15 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
     use crate::group_report::{GroupReport, Member, RendezvousState};
     use eto_api::job_status::NoticeKind;
     let report = |complete: bool, age: f64| GroupReport {
+        orders: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 2,
             complete,
             closed: false,
             closed_for: None,
+            others: Vec::new(),
+            reformations: Vec::new(),
             participants: 2,
             waiting: 0,
             members: ["ddp-worker-0", "ddp-worker-1"]

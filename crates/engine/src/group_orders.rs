@@ -1,0 +1,260 @@
+//! What eto tells the coordinator of a group that re-forms (a PyTorchJob's rendezvous store,
+//! see [`crate::group_report`]) so that the group re-forms in seconds after a loss.
+//!
+//! torchrun's agents learn of a lost agent only from its silence: it stays a member of the
+//! round that trained until its heartbeats are missed three times (15 s), and the next round
+//! then waits its last call (30 s) for agents that might still come. eto sees the pod go and
+//! knows which agents can come, so it orders the store, which holds the rendezvous:
+//!
+//! - **departed**: the hosts the rendezvous knows (members and waiting agents) whose pods are
+//!   gone, being deleted, or finished. The store takes them out as torchrun itself does once
+//!   their heartbeats expire, at once.
+//! - **expected**: the agents a forming round waits for, and no others: the Workers of the
+//!   run that eto keeps (`status.targetWorkers`) whose pods run with their gate open (see
+//!   [`crate::joining`]), and, once the run's first group formed, only those whose agents are
+//!   at the rendezvous already (members of the round or waiting). Once every one of them has
+//!   joined a forming round (and at least `min_nodes`), the store ends its last call and the
+//!   round forms.
+//!
+//! The policy for replacements follows: after a loss the survivors re-form at once, without
+//! the replacement, unless its agent is at the rendezvous already; it joins when it comes,
+//! with the others started with it, and the group re-forms once more. Waiting for it would
+//! cost the survivors its whole start (scheduling, image pull, the interpreter and torch's
+//! import: tens of seconds on a real cluster, 10 s even on a machine with the image at hand),
+//! where forming without it costs one more restart of the group (a few seconds). The run's
+//! first group waits for every Worker that runs, as torchrun's own last call would. Where an
+//! expected agent never joins, torchrun's last call still ends the wait.
+//!
+//! The coordinator answers the orders it holds in its report; eto sends orders only when they
+//! differ, and only to a coordinator that reports orders (one that takes them).
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::{Deserialize, Serialize};
+
+use crate::group_report::GroupReport;
+use crate::pods;
+
+/// The path eto posts the orders to, on the report's port.
+pub const ORDERS_PATH: &str = "/orders";
+
+/// eto's orders to the coordinator.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct GroupOrders {
+    /// Hosts (pod names) whose agents leave the rendezvous now.
+    #[serde(default)]
+    pub departed: Vec<String>,
+    /// Hosts whose agents a forming round waits for and no others.
+    #[serde(default)]
+    pub expected: Vec<String>,
+    /// The fewest agents a round forms with (`minReplicas`).
+    #[serde(default)]
+    pub min_nodes: u32,
+}
+
+/// The orders for a group whose coordinator reported `report`, with the job's `pods`, the
+/// Workers whose agents may be `expected` (see [`is_expected`]) and `min_nodes`; `None` when
+/// the coordinator holds them already, takes none, or reported no rendezvous.
+pub fn orders(
+    report: &GroupReport,
+    pods: &[&Pod],
+    mut expected: Vec<String>,
+    min_nodes: u32,
+) -> Option<GroupOrders> {
+    let held = report.orders.as_ref()?;
+    let rendezvous = report.rendezvous.as_ref()?;
+    let first_group = rendezvous.round == 0 && !rendezvous.complete;
+    expected.retain(|host| first_group || rendezvous.hosts().any(|known| known == host));
+    let mut departed: Vec<String> = rendezvous
+        .hosts()
+        .filter(|host| {
+            let pod = pods
+                .iter()
+                .find(|pod| pod.metadata.name.as_deref() == Some(*host));
+            pod.is_none_or(|pod| pods::is_terminating(pod) || pods::is_finished(pod))
+        })
+        .map(str::to_string)
+        .collect();
+    departed.sort();
+    departed.dedup();
+    expected.sort();
+    expected.dedup();
+    let orders = GroupOrders {
+        departed,
+        expected,
+        min_nodes,
+    };
+    (held != &orders).then_some(orders)
+}
+
+/// Whether a Worker's agent is at, or about to be at, the rendezvous: its pod runs, is not
+/// going, and its gate is open (see [`crate::joining`]) or opens now (`opening`).
+pub fn is_expected(pod: &Pod, opening: bool) -> bool {
+    pods::phase(pod) == "Running"
+        && !pods::is_terminating(pod)
+        && (opening || crate::joining::is_open(pod))
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    fn pod(name: &str, phase: &str, deleting: bool, gate: Option<&str>) -> Pod {
+        let mut metadata = json!({"name": name});
+        if deleting {
+            metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+        }
+        if let Some(gate) = gate {
+            metadata["annotations"] = json!({crate::joining::START_ANNOTATION: gate});
+        }
+        serde_json::from_value(json!({"metadata": metadata, "status": {"phase": phase}})).unwrap()
+    }
+
+    fn report(members: &[&str], waiting: &[&str], held: Option<GroupOrders>) -> GroupReport {
+        let member = |host: &&str| json!({"host": host, "heartbeat_age": 1.0});
+        serde_json::from_value(json!({
+            "saved": [],
+            "rendezvous": {"round": 2, "complete": true, "closed": false,
+                           "participants": members.len(), "waiting": waiting.len(),
+                           "members": members.iter().map(member).collect::<Vec<_>>(),
+                           "others": waiting.iter().map(member).collect::<Vec<_>>()},
+            "orders": held,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn agents_whose_pods_went_depart_and_the_others_stay() {
+        let running = pod("ddp-worker-0", "Running", false, Some("go"));
+        let deleting = pod("ddp-worker-1", "Running", true, Some("go"));
+        let failed = pod("ddp-worker-2", "Failed", false, Some("go"));
+        let joining = pod("ddp-worker-5", "Running", false, Some("go"));
+        let live_1 = pod("ddp-worker-1", "Running", false, Some("go"));
+        let live_2 = pod("ddp-worker-2", "Running", false, Some("go"));
+        let cases: [(&str, Vec<&Pod>, Vec<&str>); 4] = [
+            (
+                "all live",
+                vec![&running, &live_1, &live_2, &joining],
+                vec![],
+            ),
+            (
+                "one being deleted",
+                vec![&running, &deleting, &live_2, &joining],
+                vec!["ddp-worker-1"],
+            ),
+            (
+                "one failed, one gone",
+                vec![&running, &failed, &joining],
+                vec!["ddp-worker-1", "ddp-worker-2"],
+            ),
+            (
+                "none left",
+                vec![],
+                vec![
+                    "ddp-worker-0",
+                    "ddp-worker-1",
+                    "ddp-worker-2",
+                    "ddp-worker-5",
+                ],
+            ),
+        ];
+        for (case, pods, departed) in cases {
+            let report = report(
+                &["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"],
+                &["ddp-worker-5"],
+                Some(GroupOrders::default()),
+            );
+            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2);
+            assert_eq!(
+                found.map(|o| o.departed),
+                Some(departed.into_iter().map(String::from).collect::<Vec<_>>()),
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn orders_go_only_where_they_change_something_and_are_taken() {
+        let running = pod("ddp-worker-0", "Running", false, Some("go"));
+        let held = GroupOrders {
+            departed: vec!["ddp-worker-1".into()],
+            expected: vec!["ddp-worker-0".into()],
+            min_nodes: 1,
+        };
+        let members = ["ddp-worker-0", "ddp-worker-1"];
+        let expected = || vec!["ddp-worker-0".to_string(), "ddp-worker-0".to_string()];
+        assert_eq!(
+            orders(
+                &report(&members, &[], Some(held.clone())),
+                &[&running],
+                expected(),
+                1
+            ),
+            None,
+            "held already (the expected hosts deduplicated)"
+        );
+        assert_eq!(
+            orders(&report(&members, &[], None), &[&running], expected(), 1),
+            None,
+            "a store that takes no orders"
+        );
+        let mut no_rendezvous = report(&members, &[], Some(GroupOrders::default()));
+        no_rendezvous.rendezvous = None;
+        assert_eq!(orders(&no_rendezvous, &[&running], expected(), 1), None);
+        assert_eq!(
+            orders(
+                &report(&members, &[], Some(held.clone())),
+                &[&running],
+                expected(),
+                2
+            ),
+            Some(GroupOrders {
+                min_nodes: 2,
+                ..held
+            }),
+            "a new minimum"
+        );
+    }
+
+    #[test]
+    fn an_agent_is_expected_while_its_pod_runs_with_its_gate_open() {
+        let cases = [
+            (
+                "running, gate open",
+                pod("w", "Running", false, Some("go")),
+                false,
+                true,
+            ),
+            (
+                "running, gate opening now",
+                pod("w", "Running", false, None),
+                true,
+                true,
+            ),
+            (
+                "running, gate shut",
+                pod("w", "Running", false, None),
+                false,
+                false,
+            ),
+            (
+                "pending",
+                pod("w", "Pending", false, Some("go")),
+                true,
+                false,
+            ),
+            (
+                "being deleted",
+                pod("w", "Running", true, Some("go")),
+                true,
+                false,
+            ),
+            ("failed", pod("w", "Failed", false, Some("go")), true, false),
+        ];
+        for (case, pod, opening, expected) in cases {
+            assert_eq!(is_expected(&pod, opening), expected, "{case}");
+        }
+    }
+}

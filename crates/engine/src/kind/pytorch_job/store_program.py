@@ -1,0 +1,234 @@
+# eto's rendezvous store for an elastic PyTorchJob (see rendezvous.rs, which runs this file
+# with `python3 -c`): a TCPStore server from the training image's own PyTorch, and beside it an
+# HTTP server on the report port.
+#
+#   GET  /report  the checkpoints the training code said it saved, the run's rendezvous as
+#                 torchrun's c10d backend keeps it (members, waiting agents, the latest
+#                 re-formations), and the orders eto last gave.
+#   POST /saved   the training code saved the checkpoint a notice asked for.
+#   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n}.
+#
+# Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
+# - an agent whose pod is gone ("departed") leaves the rendezvous, as torchrun drops an agent
+#   whose heartbeats stopped (`_sanitize`), with the same epilogue;
+# - a round that is forming ends its last call once every "expected" agent and every agent
+#   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
+#   deadline to now: the next agent that looks completes it, as it would once the last call
+#   ran out.
+# Every write is a compare-and-set on the whole state, as the agents' own writes are; a
+# closed rendezvous is never touched; any error leaves the state as it was.
+import base64, json, pickle, signal, sys, threading, time
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from torch.distributed import TCPStore
+
+port, report_port, run_id = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+store = TCPStore("0.0.0.0", port, None, True, timedelta(seconds=300), wait_for_workers=False)
+KEY = "torch.rendezvous." + run_id
+NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
+lock = threading.Lock()
+looking = threading.Lock()  # one look at the state at a time
+saved = []
+orders = {"departed": [], "expected": [], "min_nodes": 1}
+closed_at = []
+reformations = []  # the latest rounds that formed, oldest first
+tracked = {"round": None, "complete": False, "hosts": [], "since": None}
+
+
+def log(message):
+    print("eto: " + message, flush=True)
+
+
+def host(node):
+    # torch 1.x names a node's host fqdn, 2.x addr; eto's pods are named by their first label.
+    return (getattr(node, "addr", None) or getattr(node, "fqdn", "") or "").split(".")[0]
+
+
+def utc_now(like):
+    # torch 1.x keeps naive UTC times, 2.x aware ones.
+    return datetime.now(timezone.utc) if like is not None and like.tzinfo else datetime.utcnow()
+
+
+def stamp(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + "%02dZ" % (moment.microsecond // 10000)
+
+
+def read():
+    # As the backend itself starts: never blocks on a key not written yet.
+    raw = store.compare_set(KEY, "", NULL)
+    if raw == NULL.encode():
+        return None, None
+    return raw, pickle.loads(base64.b64decode(raw))
+
+
+def steer(state, now):
+    """Applies the orders to `state`; what it did, in words (nothing: unchanged)."""
+    with lock:
+        departed = set(orders["departed"])
+        expected = set(orders["expected"])
+        min_nodes = max(1, int(orders["min_nodes"]))
+    if state.closed:
+        return []
+    done = []
+    spares = getattr(state, "redundancy_list", set())
+    known = set(state.participants) | set(state.wait_list) | set(spares) | set(state.last_heartbeats)
+    gone = sorted((node for node in known if host(node) in departed), key=host)
+    left_round = False
+    for node in gone:
+        state.last_heartbeats.pop(node, None)
+        if node in state.participants:
+            del state.participants[node]
+            left_round = True
+        state.wait_list.discard(node)
+        spares.discard(node)
+        done.append("%s left (its pod is gone)" % host(node))
+    if left_round:
+        if state.complete:
+            if not state.participants:
+                state.complete = False
+                state.round += 1
+        elif len(state.participants) < min_nodes:
+            state.deadline = None
+    joined = {host(node) for node in state.participants}
+    # Agents waiting to move into the forming round are at the rendezvous: it waits for them.
+    required = expected | {host(node) for node in state.wait_list}
+    if (not state.complete and state.deadline is not None and expected
+            and len(state.participants) >= min_nodes and required <= joined):
+        current = utc_now(state.deadline)
+        if state.deadline > current:
+            state.deadline = current - timedelta(seconds=1)
+            done.append("round %d's last call ended: its %d expected agents joined"
+                        % (state.round, len(state.participants)))
+    return done
+
+
+def track(state, now):
+    """Records when the formed group broke up and when the next one formed."""
+    hosts = sorted(host(node) for node in state.participants)
+    with lock:
+        formed = tracked["complete"]
+        moved = formed and (state.round != tracked["round"] or hosts != tracked["hosts"])
+        if tracked["since"] is None and (not state.complete or state.wait_list or moved):
+            tracked["since"] = now
+        if state.complete and not (formed and state.round == tracked["round"]):
+            first = not reformations
+            before = set() if first else set(reformations[-1]["members"])
+            since = None if first else tracked["since"]
+            paused = None if since is None else round((now - since).total_seconds(), 1)
+            reformations.append({
+                "round": state.round, "since": since and stamp(since), "formed": stamp(now),
+                "paused": paused, "members": hosts,
+                "left": sorted(before - set(hosts)), "joined": sorted(set(hosts) - before)})
+            del reformations[:-8]
+            log("round %d formed with %s%s" % (state.round, ", ".join(hosts),
+                "" if paused is None else ", %.1f s after the group broke up" % paused))
+            tracked["since"] = None
+        tracked.update(round=state.round, complete=state.complete, hosts=hosts)
+        if state.closed and not closed_at:
+            closed_at.append(time.monotonic())
+
+
+def look():
+    """Reads the state, applies the orders, records the rounds; the state, or None."""
+    with looking:
+        return look_once()
+
+
+def look_once():
+    try:
+        raw, state = read()
+        if state is None:
+            return None
+        now = datetime.now(timezone.utc)
+        done = steer(state, now)
+        if done:
+            desired = base64.b64encode(pickle.dumps(state)).decode()
+            if store.compare_set(KEY, raw.decode(), desired) == desired.encode():
+                for line in done:
+                    log(line)
+            else:
+                raw, state = read()
+        track(state, now)
+        return state
+    except Exception as error:
+        log("the rendezvous could not be read: %r" % (error,))
+        return None
+
+
+def member(node, state):
+    beat = state.last_heartbeats.get(node)
+    age = None
+    if beat is not None:
+        age = round((utc_now(beat) - beat).total_seconds(), 1)
+    return {"host": host(node), "heartbeat_age": age}
+
+
+def rendezvous():
+    state = look()
+    if state is None:
+        return None
+    spares = getattr(state, "redundancy_list", set())
+    found = {"round": state.round, "complete": state.complete, "closed": state.closed,
+             "participants": len(state.participants), "waiting": len(state.wait_list),
+             "members": [member(node, state) for node in state.participants],
+             "others": [member(node, state) for node in list(state.wait_list) + list(spares)]}
+    with lock:
+        found["reformations"] = list(reformations)
+        if closed_at:
+            found["closed_for"] = round(time.monotonic() - closed_at[0], 1)
+    return found
+
+
+def watch():
+    while True:
+        look()
+        time.sleep(0.2)
+
+
+class Report(BaseHTTPRequestHandler):
+    def do_GET(self):
+        with lock:
+            latest, held = list(saved), dict(orders)
+        self.answer(200, {"saved": latest, "rendezvous": rendezvous(), "orders": held})
+
+    def do_POST(self):
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            if self.path == "/orders":
+                given = {"departed": [str(h) for h in body.get("departed", [])],
+                         "expected": [str(h) for h in body.get("expected", [])],
+                         "min_nodes": int(body.get("min_nodes", 1))}
+            else:
+                entry = {"pod": str(body.get("pod", "")), "step": body.get("step"),
+                         "since": str(body["since"])}
+        except Exception as error:
+            return self.answer(400, {"error": str(error)})
+        with lock:
+            if self.path == "/orders":
+                orders.update(given)
+            else:
+                saved.append(entry)
+                del saved[:-16]
+        if self.path == "/orders":
+            look()
+        self.answer(200, {"recorded": True})
+
+    def answer(self, code, value):
+        data = json.dumps(value).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("0.0.0.0", report_port), Report)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+threading.Thread(target=watch, daemon=True).start()
+log("rendezvous store serving on port %d, its report on %d" % (port, report_port))
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    time.sleep(3600)
