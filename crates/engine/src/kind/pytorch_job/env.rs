@@ -20,8 +20,8 @@
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
 //! hosts the store; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
-//! a notice asked for (see [`super::group_report`]). Two more keep the group alive through
-//! the loss of any Worker, on every torch torchrun has:
+//! a notice asked for (see [`super::group_report`]). Three more keep the group alive through
+//! the loss of any Worker, and quick to re-form, on every torch torchrun has:
 //! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
 //!   Worker's loss fails the training processes of every other Worker (their collective
 //!   operations break), and each agent spends one restart on it: with none to spend, the
@@ -33,6 +33,10 @@
 //!   survivors' workers dial a store that no longer exists at every restart and never train
 //!   again. With the variable, workers form their process group on a store of rank 0's own
 //!   worker, found through the rendezvous, as torch 1.x always did (which ignores it).
+//! - `PET_MONITOR_INTERVAL=0.1`: how often an agent looks at its training processes and at
+//!   agents waiting to join. torch 2.x's default; torch 1.x's is 5 s, which adds up to 5 s to
+//!   every re-formation (a failed peer, eto's word that the group re-forms, see
+//!   [`crate::group_orders`]). Each look reads the rendezvous at most once a second.
 //!
 //! Two departures from v1, both where v1 broke what its users wrote: a variable the container
 //! sets itself is kept, not followed by eto's (v1 appended its own after it, so Arena's
@@ -143,6 +147,7 @@ pub fn variables(
     if let Some(hosted) = hosted {
         variables.push(var("ETO_SAVED_URL", &hosted.saved_url));
         variables.push(var(UNSHARED_STORE_ENV, "1"));
+        variables.push(var(MONITOR_INTERVAL_ENV, HOSTED_MONITOR_INTERVAL));
     }
     variables
 }
@@ -150,6 +155,13 @@ pub fn variables(
 /// The restarts torchrun's agents of a run eto hosts may spend where `maxRestarts` is unset
 /// (see the module documentation).
 pub const HOSTED_MAX_RESTARTS: i32 = 100;
+
+/// The variable of torchrun's `--monitor-interval` (see the module documentation).
+pub const MONITOR_INTERVAL_ENV: &str = "PET_MONITOR_INTERVAL";
+
+/// The seconds between two looks of an agent at its training processes where the container
+/// sets none: torch 2.x's own default.
+pub const HOSTED_MONITOR_INTERVAL: &str = "0.1";
 
 /// The variable that makes torch 2.5 and later form the workers' process group on a store of
 /// rank 0's worker rather than of its agent (see the module documentation).
@@ -385,6 +397,11 @@ mod tests {
             };
             assert_eq!(value("PET_MAX_RESTARTS"), restarts, "{policy} {is_hosted}");
             assert_eq!(value(UNSHARED_STORE_ENV), unshared, "{policy} {is_hosted}");
+            assert_eq!(
+                value(MONITOR_INTERVAL_ENV),
+                unshared.map(|_| HOSTED_MONITOR_INTERVAL),
+                "{policy} {is_hosted}"
+            );
         }
     }
 

@@ -85,6 +85,7 @@ fn the_store_runs_in_a_pod_of_its_own_and_every_agent_is_its_client() {
                 "http://ddp-rdzv.ddp-workers:29401/saved".into(),
             ),
             ("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1".into()),
+            ("PET_MONITOR_INTERVAL", "0.1".into()),
         ];
         for (name, value) in expected {
             assert_eq!(
