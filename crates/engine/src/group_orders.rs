@@ -49,16 +49,22 @@ pub struct GroupOrders {
     /// The fewest agents a round forms with (`minReplicas`).
     #[serde(default)]
     pub min_nodes: u32,
+    /// Seconds without a heartbeat after which an agent is gone, as torchrun judges it (its
+    /// `keep_alive_interval` times `keep_alive_max_attempt`); 0: never.
+    #[serde(default)]
+    pub dead_after: u64,
 }
 
 /// The orders for a group whose coordinator reported `report`, with the job's `pods`, the
 /// Workers whose agents may be `expected` (see [`is_expected`]) and `min_nodes`; `None` when
-/// the coordinator holds them already, takes none, or reported no rendezvous.
+/// the coordinator holds them already, takes none, or reported no rendezvous. Agents silent
+/// for `dead_after` are gone too (see [`GroupOrders::dead_after`]).
 pub fn orders(
     report: &GroupReport,
     pods: &[&Pod],
     mut expected: Vec<String>,
     min_nodes: u32,
+    dead_after: Option<std::time::Duration>,
 ) -> Option<GroupOrders> {
     let held = report.orders.as_ref()?;
     let rendezvous = report.rendezvous.as_ref()?;
@@ -82,6 +88,7 @@ pub fn orders(
         departed,
         expected,
         min_nodes,
+        dead_after: dead_after.map_or(0, |after| after.as_secs_f64().ceil() as u64),
     };
     (held != &orders).then_some(orders)
 }
@@ -166,7 +173,7 @@ mod tests {
                 &["ddp-worker-5"],
                 Some(GroupOrders::default()),
             );
-            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2);
+            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2, None);
             assert_eq!(
                 found.map(|o| o.departed),
                 Some(departed.into_iter().map(String::from).collect::<Vec<_>>()),
@@ -182,6 +189,7 @@ mod tests {
             departed: vec!["ddp-worker-1".into()],
             expected: vec!["ddp-worker-0".into()],
             min_nodes: 1,
+            dead_after: 0,
         };
         let members = ["ddp-worker-0", "ddp-worker-1"];
         let expected = || vec!["ddp-worker-0".to_string(), "ddp-worker-0".to_string()];
@@ -190,31 +198,54 @@ mod tests {
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
                 expected(),
-                1
+                1,
+                None
             ),
             None,
             "held already (the expected hosts deduplicated)"
         );
         assert_eq!(
-            orders(&report(&members, &[], None), &[&running], expected(), 1),
+            orders(
+                &report(&members, &[], None),
+                &[&running],
+                expected(),
+                1,
+                None
+            ),
             None,
             "a store that takes no orders"
         );
         let mut no_rendezvous = report(&members, &[], Some(GroupOrders::default()));
         no_rendezvous.rendezvous = None;
-        assert_eq!(orders(&no_rendezvous, &[&running], expected(), 1), None);
+        assert_eq!(
+            orders(&no_rendezvous, &[&running], expected(), 1, None),
+            None
+        );
         assert_eq!(
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
                 expected(),
-                2
+                2,
+                None
             ),
             Some(GroupOrders {
                 min_nodes: 2,
-                ..held
+                ..held.clone()
             }),
             "a new minimum"
+        );
+        assert_eq!(
+            orders(
+                &report(&members, &[], Some(held.clone())),
+                &[&running],
+                expected(),
+                1,
+                Some(std::time::Duration::from_millis(14_500))
+            )
+            .map(|o| o.dead_after),
+            Some(15),
+            "torchrun's expiry, in whole seconds, rounded up"
         );
     }
 

@@ -9,15 +9,21 @@
 #   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n}.
 #
 # Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
-# - an agent whose pod is gone ("departed") leaves the rendezvous, as torchrun drops an agent
-#   whose heartbeats stopped (`_sanitize`), with the same epilogue;
+# - an agent whose pod is gone ("departed"), or whose heartbeat is older than "dead_after"
+#   seconds (torchrun's own expiry, from the job's rdzvConf), leaves the rendezvous, as
+#   torchrun drops an agent whose heartbeats stopped (`_sanitize`), with the same epilogue;
+# - when an agent leaves a round that formed (taken out so, or by torchrun's agents), the
+#   others are told to re-form at once:
+#   a placeholder agent waits in the wait list (torchrun's agents restart their training when
+#   an agent waits), and leaves it as soon as the round re-opens. Their training may be stuck
+#   in a collective with the silent agent, which only its timeout would end;
 # - a round that is forming ends its last call once every "expected" agent and every agent
 #   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
 #   deadline to now: the next agent that looks completes it, as it would once the last call
 #   ran out.
 # Every write is a compare-and-set on the whole state, as the agents' own writes are; a
 # closed rendezvous is never touched; any error leaves the state as it was.
-import base64, json, pickle, signal, sys, threading, time
+import base64, dataclasses, json, pickle, signal, sys, threading, time
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from torch.distributed import TCPStore
@@ -29,7 +35,9 @@ NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
 lock = threading.Lock()
 looking = threading.Lock()  # one look at the state at a time
 saved = []
-orders = {"departed": [], "expected": [], "min_nodes": 1}
+orders = {"departed": [], "expected": [], "min_nodes": 1, "dead_after": 0}
+PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
+poked = {"round": None}
 closed_at = []
 reformations = []  # the latest rounds that formed, oldest first
 tracked = {"round": None, "complete": False, "hosts": [], "since": None}
@@ -67,31 +75,58 @@ def steer(state, now):
         departed = set(orders["departed"])
         expected = set(orders["expected"])
         min_nodes = max(1, int(orders["min_nodes"]))
+        dead_after = orders["dead_after"]
     if state.closed:
         return []
     done = []
     spares = getattr(state, "redundancy_list", set())
+    placeholders = [node for node in state.wait_list if host(node) == PLACEHOLDER]
+    if placeholders and (not state.complete or state.round != poked["round"]):
+        for node in placeholders:
+            state.wait_list.discard(node)
+        done.append("the agents re-form round %d" % state.round)
     known = set(state.participants) | set(state.wait_list) | set(spares) | set(state.last_heartbeats)
-    gone = sorted((node for node in known if host(node) in departed), key=host)
-    left_round = False
-    for node in gone:
+    gone = []
+    for node in sorted(known, key=host):
+        beat = state.last_heartbeats.get(node)
+        if host(node) in departed:
+            gone.append((node, "its pod is gone"))
+        elif dead_after > 0 and beat is not None and (utc_now(beat) - beat).total_seconds() > dead_after:
+            gone.append((node, "no heartbeat for %.0f s" % dead_after))
+    left_formed_round = False
+    for node, why in gone:
         state.last_heartbeats.pop(node, None)
         if node in state.participants:
             del state.participants[node]
-            left_round = True
+            left_formed_round = left_formed_round or state.complete
+            if not state.complete and len(state.participants) < min_nodes:
+                state.deadline = None
         state.wait_list.discard(node)
         spares.discard(node)
-        done.append("%s left (its pod is gone)" % host(node))
-    if left_round:
-        if state.complete:
-            if not state.participants:
-                state.complete = False
-                state.round += 1
-        elif len(state.participants) < min_nodes:
-            state.deadline = None
+        done.append("%s left (%s)" % (host(node), why))
+    # A member may have left the formed round otherwise: torchrun's agents drop a silent one
+    # themselves, with the same expiry, and may do so first.
+    with lock:
+        before = dict(tracked)
+    if before["complete"] and state.complete and before["round"] == state.round:
+        members = {host(node) for node in state.participants}
+        left_formed_round = left_formed_round or bool(set(before["hosts"]) - members)
+    if left_formed_round:
+        if not state.participants:
+            state.complete = False
+            state.round += 1
+        elif not any(host(node) == PLACEHOLDER for node in state.wait_list):
+            # The others may be stuck in a collective with the agent that left: an agent
+            # waiting makes theirs restart the training and re-form.
+            some = next(iter(state.participants))
+            name = "addr" if hasattr(some, "addr") else "fqdn"
+            state.wait_list.add(dataclasses.replace(some, **{name: PLACEHOLDER, "pid": 0, "local_id": 0}))
+            poked["round"] = state.round
+            done.append("the others of round %d are told to re-form" % state.round)
     joined = {host(node) for node in state.participants}
     # Agents waiting to move into the forming round are at the rendezvous: it waits for them.
-    required = expected | {host(node) for node in state.wait_list}
+    waiting = {host(node) for node in state.wait_list} - {PLACEHOLDER}
+    required = expected | waiting
     if (not state.complete and state.deadline is not None and expected
             and len(state.participants) >= min_nodes and required <= joined):
         current = utc_now(state.deadline)
@@ -143,11 +178,11 @@ def look_once():
         done = steer(state, now)
         if done:
             desired = base64.b64encode(pickle.dumps(state)).decode()
-            if store.compare_set(KEY, raw.decode(), desired) == desired.encode():
-                for line in done:
-                    log(line)
-            else:
-                raw, state = read()
+            if store.compare_set(KEY, raw.decode(), desired) != desired.encode():
+                # An agent wrote first: the next look applies the orders to what it wrote.
+                return read()[1]
+            for line in done:
+                log(line)
         track(state, now)
         return state
     except Exception as error:
@@ -168,10 +203,11 @@ def rendezvous():
     if state is None:
         return None
     spares = getattr(state, "redundancy_list", set())
+    waiting = [node for node in state.wait_list if host(node) != PLACEHOLDER]
     found = {"round": state.round, "complete": state.complete, "closed": state.closed,
-             "participants": len(state.participants), "waiting": len(state.wait_list),
+             "participants": len(state.participants), "waiting": len(waiting),
              "members": [member(node, state) for node in state.participants],
-             "others": [member(node, state) for node in list(state.wait_list) + list(spares)]}
+             "others": [member(node, state) for node in waiting + list(spares)]}
     with lock:
         found["reformations"] = list(reformations)
         if closed_at:
@@ -197,7 +233,8 @@ class Report(BaseHTTPRequestHandler):
             if self.path == "/orders":
                 given = {"departed": [str(h) for h in body.get("departed", [])],
                          "expected": [str(h) for h in body.get("expected", [])],
-                         "min_nodes": int(body.get("min_nodes", 1))}
+                         "min_nodes": int(body.get("min_nodes", 1)),
+                         "dead_after": int(body.get("dead_after", 0))}
             else:
                 entry = {"pod": str(body.get("pod", "")), "step": body.get("step"),
                          "since": str(body["since"])}

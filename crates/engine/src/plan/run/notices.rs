@@ -141,6 +141,7 @@ impl Run<'_, '_> {
             &self.observed.pods,
             expected,
             self.context.spec.workers.min,
+            self.context.job_ref.heartbeat_timeout(),
         );
     }
 
