@@ -997,9 +997,9 @@ async fn two_workers_added_at_once_join_the_group_together() {
     scratch.end().await;
 }
 
-/// What evicting worker 0 of an elastic job cost, as a benchmark prints it.
-struct EvictionCost {
-    /// Seconds from the eviction to the first step trained after it.
+/// What losing a Worker of an elastic job cost, as a benchmark prints it.
+struct LossCost {
+    /// Seconds from the loss to the first step trained after it.
     seconds_to_next_step: f64,
     /// Steps the job had saved and trained again.
     steps_redone: u32,
@@ -1010,8 +1010,13 @@ struct EvictionCost {
 }
 
 /// Runs [`ELASTIC_CHECKPOINTED`] as an elastic job with `settings` (rendezvous and eto's),
-/// evicts worker 0 once 10 steps are saved, and measures what it cost.
-async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost {
+/// takes `victim` as `taken` once 10 steps are saved, and measures what it cost.
+async fn measure_loss(
+    name: &str,
+    settings: serde_json::Value,
+    victim: Victim,
+    taken: Taken,
+) -> LossCost {
     let scratch = Scratch::start(name).await;
     let (template, saved) = checkpointed_template(&scratch);
     let job = elastic_job(&scratch.namespace, template, settings);
@@ -1021,22 +1026,21 @@ async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost
             (saved()? >= 10).then_some(())
         })
         .await;
+        let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
-        let evicted = std::time::Instant::now();
-        pods.evict("ddp-worker-0", &Default::default())
-            .await
-            .unwrap();
+        let lost = std::time::Instant::now();
+        taken.take(pods, &pod).await;
         until(
-            "a step after the eviction",
+            "a step after the loss",
             Duration::from_secs(600),
             async || {
                 let step = saved()?;
-                // Saving steps at or below the last one before the eviction is training again.
+                // Saving steps at or below the last one before the loss is training again.
                 (step > before).then_some(())
             },
         )
         .await;
-        cost = (evicted.elapsed().as_secs_f64(), before);
+        cost = (lost.elapsed().as_secs_f64(), before);
     })
     .await;
     let printed = every_log(&scratch.pods()).await;
@@ -1047,7 +1051,7 @@ async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost
         .min()
         .unwrap_or(0);
     let status = job.status.clone().unwrap_or_default();
-    let result = EvictionCost {
+    let result = LossCost {
         seconds_to_next_step: cost.0,
         steps_redone: cost.1.saturating_sub(resumed_from),
         new_runs: status.eto.run.unwrap_or(0),
@@ -1057,36 +1061,70 @@ async fn evict_worker_0(name: &str, settings: serde_json::Value) -> EvictionCost
     result
 }
 
-/// Benchmark: worker 0 of an elastic job evicted at step 10, around eto's rendezvous store
-/// (with torchrun's rendezvous timeouts, and with a 5-second last call) and with v1's wiring
-/// (the store in worker 0's agent, `rdzvHost: ddp-worker-0`), the same script checkpointing
-/// every step. Prints the figures; asserts only that every job succeeds.
+/// Benchmark: a Worker of an elastic job of three (two to four) lost at step 10, three ways
+/// (the pod holding group rank 0 force-deleted, another Worker force-deleted, the pod holding
+/// group rank 0 evicted), around eto's rendezvous store and with v1's wiring (the store in
+/// worker 0's agent, `rdzvHost: ddp-worker-0`), the same script checkpointing every step.
+/// Prints the figures; asserts only that every job succeeds.
 #[tokio::test]
 #[ignore = "needs cluster"]
-async fn benchmark_worker_0_evicted_with_etos_store_and_with_v1s_wiring() {
-    let short_last_call =
-        serde_json::json!({"rdzvConf": [{"key": "last_call_timeout", "value": "5"}]});
-    let costs = [
-        evict_worker_0("bench-eto", serde_json::json!({})).await,
-        evict_worker_0("bench-eto-5s", short_last_call).await,
-        evict_worker_0("bench-v1", serde_json::json!({"rdzvHost": "ddp-worker-0"})).await,
+async fn benchmark_a_lost_worker_with_etos_store_and_with_v1s_wiring() {
+    let cases = [
+        (
+            "group rank 0 force-deleted",
+            "rank0-gone",
+            Victim::GroupRankZero,
+            Taken::ForceDeleted,
+        ),
+        (
+            "another Worker force-deleted",
+            "other-gone",
+            Victim::Another,
+            Taken::ForceDeleted,
+        ),
+        (
+            "group rank 0 evicted",
+            "rank0-evicted",
+            Victim::GroupRankZero,
+            Taken::Evicted,
+        ),
     ];
-    let row = |what: &str, value: &dyn Fn(&EvictionCost) -> String| {
-        let values: Vec<String> = costs.iter().map(value).collect();
-        println!("| {what} | {} |", values.join(" | "));
-    };
+    let mut costs = Vec::new();
+    for (case, name, victim, taken) in cases {
+        let eto = measure_loss(
+            &format!("bench-eto-{name}"),
+            serde_json::json!({}),
+            victim,
+            taken,
+        )
+        .await;
+        let v1 = measure_loss(
+            &format!("bench-v1-{name}"),
+            serde_json::json!({"rdzvHost": "ddp-worker-0"}),
+            victim,
+            taken,
+        )
+        .await;
+        costs.push((case, eto, v1));
+    }
     println!(
-        "| worker 0 evicted at step 10 | eto's store | eto's store, `last_call_timeout=5` | v1's wiring |"
+        "| loss at step 10 | eto: next step | eto: steps trained twice | eto: runs restarted | v1's wiring: next step | v1: steps trained twice | v1: runs restarted |"
     );
-    println!("|---|---|---|---|");
-    row("eviction → next step trained", &|c| {
-        format!("{:.1} s", c.seconds_to_next_step)
-    });
-    row("steps trained again", &|c| c.steps_redone.to_string());
-    row("runs restarted", &|c| c.new_runs.to_string());
-    row("outcome", &|c| c.outcome.clone());
-    for cost in &costs {
-        assert_eq!(cost.outcome, "Succeeded");
+    println!("|---|---|---|---|---|---|---|");
+    for (case, eto, v1) in &costs {
+        println!(
+            "| {case} | {:.1} s | {} | {} | {:.1} s | {} | {} |",
+            eto.seconds_to_next_step,
+            eto.steps_redone,
+            eto.new_runs,
+            v1.seconds_to_next_step,
+            v1.steps_redone,
+            v1.new_runs
+        );
+    }
+    for (case, eto, v1) in &costs {
+        assert_eq!(eto.outcome, "Succeeded", "{case}, eto's store");
+        assert_eq!(v1.outcome, "Succeeded", "{case}, v1's wiring");
     }
 }
 
@@ -1108,6 +1146,39 @@ enum Victim {
     GroupRankZero,
     /// Another one.
     Another,
+}
+
+impl Victim {
+    /// The pod of the three Workers this victim is now.
+    async fn among(self, pods: &Api<Pod>) -> String {
+        let rank_zero = group_rank_zero(pods).await;
+        match self {
+            Victim::GroupRankZero => rank_zero,
+            Victim::Another => ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
+                .into_iter()
+                .find(|name| *name != rank_zero)
+                .unwrap()
+                .to_string(),
+        }
+    }
+}
+
+impl Taken {
+    /// Takes `pod` this way.
+    async fn take(self, pods: &Api<Pod>, pod: &str) {
+        match self {
+            Taken::ForceDeleted => {
+                let now = kube::api::DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                };
+                pods.delete(pod, &now).await.unwrap();
+            }
+            Taken::Evicted => {
+                pods.evict(pod, &Default::default()).await.unwrap();
+            }
+        }
+    }
 }
 
 /// What losing a Worker cost a running group, as the training printed it.
@@ -1164,33 +1235,14 @@ async fn lose_a_worker(
             (saved()? >= 10).then_some(())
         })
         .await;
-        let rank_zero = group_rank_zero(pods).await;
-        let pod = match victim {
-            Victim::GroupRankZero => rank_zero,
-            Victim::Another => ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
-                .into_iter()
-                .find(|name| *name != rank_zero)
-                .unwrap()
-                .to_string(),
-        };
+        let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
         let lost_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs_f64();
         let taken_at = std::time::Instant::now();
-        match taken {
-            Taken::ForceDeleted => {
-                let now = kube::api::DeleteParams {
-                    grace_period_seconds: Some(0),
-                    ..Default::default()
-                };
-                pods.delete(&pod, &now).await.unwrap();
-            }
-            Taken::Evicted => {
-                pods.evict(&pod, &Default::default()).await.unwrap();
-            }
-        }
+        taken.take(pods, &pod).await;
         println!(
             "{pod} (group rank 0: {}) {taken:?} at step {before}",
             victim == Victim::GroupRankZero
@@ -1385,5 +1437,84 @@ async fn a_closed_rendezvous_ends_the_run_at_once_and_the_next_resumes_from_the_
     .await;
     let printed = every_log(&scratch.pods()).await;
     succeeded_in_one_uncounted_new_run(&job, &printed);
+    scratch.end().await;
+}
+
+/// Runs the shell command in environment variable `var` with `{id}` replaced by the runtime's
+/// id of `pod`'s training container (its `containerID` without the runtime's prefix).
+async fn on_container(var: &str, pods: &Api<Pod>, pod: &str) {
+    let command = std::env::var(var).unwrap_or_else(|_| panic!("{var} is set"));
+    let status = pods.get(pod).await.unwrap().status.unwrap_or_default();
+    let id = status
+        .container_statuses
+        .unwrap_or_default()
+        .into_iter()
+        .find_map(|c| c.container_id)
+        .expect("a container id");
+    let id = id.split("://").last().unwrap_or_default().to_string();
+    let command = command.replace("{id}", &id);
+    let done = std::process::Command::new("/bin/sh")
+        .args(["-c", &command])
+        .status()
+        .unwrap();
+    assert!(done.success(), "{command}: {done}");
+}
+
+/// A Worker freezes mid-training without closing a connection (its container paused: its
+/// processes stop, its sockets stay open; a node that vanishes, a cut network look the same
+/// to the others): the survivors' collective waits on it (Gloo's default timeout is 30
+/// minutes), and its agent's heartbeats stop. The store takes it out of the rendezvous once
+/// torchrun's own expiry passed (5 s × 3) and has the others re-form without it; they train
+/// on. Thawed, it joins them again, and the job succeeds in its run. Needs `ETO_E2E_FREEZE`
+/// and `ETO_E2E_THAW`, shell commands that pause and resume the container whose runtime id
+/// is `{id}` (on the harness: `ctr --address <its containerd.sock> -n k8s.io tasks pause
+/// {id}`, and `resume`).
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_group_trains_on_when_a_worker_freezes_without_closing_its_connections() {
+    let scratch = Scratch::start("frozen").await;
+    let (mut template, saved) = checkpointed_template(&scratch);
+    template["spec"]["containers"][0]["env"] =
+        serde_json::json!([{"name": "TOTAL_STEPS", "value": "120"}]);
+    let job = elastic_job(
+        &scratch.namespace,
+        template,
+        serde_json::json!({"maxRestarts": null}),
+    );
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let victim = Victim::Another.among(pods).await;
+        let before = saved().unwrap_or_default();
+        let frozen_at = std::time::Instant::now();
+        on_container("ETO_E2E_FREEZE", pods, &victim).await;
+        until(
+            "a step after the freeze",
+            Duration::from_secs(300),
+            async || (saved()? > before).then_some(()),
+        )
+        .await;
+        let seconds = frozen_at.elapsed().as_secs_f64();
+        let shown = until("the re-formation shown", Duration::from_secs(60), async || {
+            let shown = jobs.get("ddp").await.ok()?.status?.rendezvous?;
+            shown
+                .last_reformation
+                .as_ref()
+                .is_some_and(|r| r.left.contains(&victim))
+                .then_some(shown)
+        })
+        .await;
+        println!(
+            "frozen: {victim} frozen at step {before}, next step {seconds:.1} s later; the rendezvous: {shown:?}"
+        );
+        on_container("ETO_E2E_THAW", pods, &victim).await;
+    })
+    .await;
+    let printed = every_log(&scratch.pods()).await;
+    println!("{}", marked(&printed, "eto: ").join("\n"));
+    succeeded_last(&job);
     scratch.end().await;
 }
