@@ -32,6 +32,7 @@ use crate::common::{
     JobCondition, ReplicaRestartPolicy, conditions_schema, open_string, without_description,
 };
 use crate::elastic::ElasticPolicy;
+pub use crate::job_status::Reformation;
 use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
 
 /// The value of `runPolicy.managedBy` that names training-operator v1, whose jobs eto runs in
@@ -436,31 +437,4 @@ pub struct RendezvousStatus {
     /// The latest time the group re-formed in this run, as the store saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reformation: Option<Reformation>,
-}
-
-/// A time the group of a run re-formed: a member left it or one joined, the agents left the
-/// round that trained, and a new round formed.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Reformation {
-    /// The round that formed.
-    pub round: i64,
-    /// When the group that trained before it broke up, as the store saw it: a member taken
-    /// out of it (eto does so as soon as its pod goes), the round left, or an agent waiting to
-    /// join.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<Time>,
-    /// When the new round formed.
-    pub formed: Time,
-    /// How long the run had no formed group: from `since` to `formed`, as `<seconds>s`. The
-    /// training pauses longer, by the time its processes take to start again (import, process
-    /// group, checkpoint load).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused: Option<String>,
-    /// The pods whose agents the new round lacks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left: Vec<String>,
-    /// The pods whose agents are new in it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub joined: Vec<String>,
 }

@@ -69,7 +69,7 @@ impl JobStatus {
     }
 }
 
-pub use eto_api::pytorch_job::Reformation;
+pub use eto_api::job_status::Reformation;
 
 /// The training group of a run whose workers form one group that re-forms as they come and
 /// go (torchrun's rendezvous), as the pod that coordinates it reports it.
