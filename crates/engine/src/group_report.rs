@@ -186,10 +186,15 @@ impl RendezvousState {
 
     /// The latest time the group re-formed, if it did.
     pub fn last_reformation(&self) -> Option<Reformation> {
+        self.last_reformed_round()?.reformation()
+    }
+
+    /// The latest round that re-formed the group (not the run's first group), if any.
+    pub fn last_reformed_round(&self) -> Option<&FormedRound> {
         self.reformations
             .iter()
             .rev()
-            .find_map(FormedRound::reformation)
+            .find(|round| round.reformation().is_some())
     }
 
     /// Every host the rendezvous knows: its members and the agents waiting.

@@ -31,21 +31,16 @@ impl Run<'_, '_> {
             return;
         };
         let group = state.status();
-        let reported = |group: Option<&GroupStatus>| {
+        let formed = |group: Option<&GroupStatus>| {
             group
                 .and_then(|g| g.last_reformation.as_ref())
                 .map(|r| (r.round, r.formed.clone()))
         };
-        if let Some(formed) = state.reformations.last().filter(|_| {
-            reported(Some(&group)).is_some()
-                && reported(Some(&group)) != reported(self.planner.old.group.as_ref())
-        }) {
-            self.planner.event(
-                false,
-                GROUP_REFORMED,
-                "Rendezvous",
-                reformed_message(formed),
-            );
+        let newly_formed = formed(Some(&group))
+            .filter(|latest| Some(latest) != formed(self.planner.old.group.as_ref()).as_ref());
+        if let Some(round) = newly_formed.and_then(|_| state.last_reformed_round()) {
+            self.planner
+                .event(false, GROUP_REFORMED, "Rendezvous", reformed_message(round));
         }
         self.planner.status.group = Some(group);
         if state.forming() {
