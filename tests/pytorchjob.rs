@@ -527,6 +527,59 @@ async fn an_elastic_job_keeps_its_rendezvous_when_worker_0_goes_and_grows_to_its
     .await;
 }
 
+/// A full group with a spare (`maxReplicas: 3`, `spareReplicas: 1`): eto keeps four Workers,
+/// each preferring a node without another of the job's; a lost one is replaced, and the job
+/// keeps its spare.
+#[tokio::test]
+async fn a_full_group_keeps_its_spare_through_a_loss() {
+    let env = Env::start(sim_config(2, 8)).await;
+    let job = ELASTIC_JOB.replace("maxReplicas: 4", "maxReplicas: 3\n    spareReplicas: 1");
+    env.apply::<PyTorchJob>(&job).await;
+    let workers = [
+        "elastic-worker-0",
+        "elastic-worker-1",
+        "elastic-worker-2",
+        "elastic-worker-3",
+    ];
+    for worker in ready(&env, &workers).await {
+        assert_eq!(env_of(&worker, "PET_NNODES").as_deref(), Some("2:3"));
+        assert_eq!(
+            env_of(&worker, "PET_RDZV_CONF").as_deref(),
+            Some("is_host=false,join_timeout=31536000")
+        );
+        let spread = worker
+            .spec
+            .and_then(|spec| spec.affinity)
+            .and_then(|affinity| affinity.pod_anti_affinity);
+        assert!(spread.is_some(), "a preference for a node of its own");
+    }
+    let spares = |job: &PyTorchJob| {
+        let workers = job.status.as_ref()?.eto.workers.clone()?;
+        Some((workers.desired, workers.ready, workers.spares?))
+    };
+    env.wait::<PyTorchJob>("elastic", "keeps a spare", |job| {
+        spares(job) == Some((3, 4, 1))
+    })
+    .await;
+
+    env.cluster
+        .evict_pod(
+            "default",
+            "elastic-worker-1",
+            "The node was low on resource: memory.",
+        )
+        .unwrap();
+    env.wait_pod("elastic-worker-4", "replaces the lost Worker", pod_ready)
+        .await
+        .unwrap();
+    let job = env
+        .wait::<PyTorchJob>("elastic", "keeps its spare", |job| {
+            spares(job) == Some((3, 4, 1))
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+}
+
 #[tokio::test]
 async fn losing_the_rendezvous_store_resumes_the_job_in_a_new_run_failing_nothing() {
     let env = Env::start(sim_config(2, 8)).await;

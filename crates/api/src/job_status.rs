@@ -62,6 +62,11 @@ pub struct WorkerSummary {
     /// Most workers the job may have; absent when unbounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<i32>,
+    /// Spare workers kept beside the group, counted in `ready` and `pending` (a
+    /// PyTorchJob's `elasticPolicy.spareReplicas`, while the group holds `max` workers);
+    /// absent for a job without spares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spares: Option<i32>,
 }
 
 /// A worker that failed or was lost, and why.

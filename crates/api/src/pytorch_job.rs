@@ -261,6 +261,22 @@ pub struct PyTorchElasticPolicy {
     #[schemars(range(min = 1))]
     pub max_replicas: Option<i32>,
 
+    /// eto: hot spares. While the job holds `maxReplicas` Workers, eto keeps this many more
+    /// started beside them, out of the group: torchrun (2.3 and later) keeps an agent that
+    /// comes to a full group waiting as a spare, and that agent takes the place of a member
+    /// that leaves at once, so a lost Worker costs the group no pod start (scheduling, image
+    /// pull, the interpreter's start). A lost spare, or a member it replaced, is replaced in
+    /// turn and becomes the next spare. Each spare holds a Worker's resources (its GPUs) idle.
+    /// Below `maxReplicas` no spare is kept, since torchrun would take it into the group.
+    /// Where set, eto prefers to place each Worker on a node without another of the job's,
+    /// so that a node's loss takes a member or a spare, not both, and gives torchrun a
+    /// `join_timeout` of a year where `rdzvConf` sets none: torch before 2.3 keeps a spare's
+    /// agent waiting only that long. Applies to an elastic job whose rendezvous eto hosts.
+    /// Defaults to 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub spare_replicas: Option<i32>,
+
     /// torchrun's rendezvous backend (`PET_RDZV_BACKEND`): `c10d` (the default), `etcd` or
     /// `etcd-v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -426,6 +442,10 @@ pub struct RendezvousStatus {
     pub agents: i64,
     /// Agents waiting to join at the next round.
     pub waiting: i64,
+    /// Agents waiting beside a full group as spares (`elasticPolicy.spareReplicas`): each
+    /// takes a lost agent's place at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spares: Option<i64>,
     /// Whether the round's group has formed.
     pub complete: bool,
     /// Whether an agent closed the rendezvous: no group forms in it again. An agent closes it

@@ -76,6 +76,9 @@ pub struct WorkerCounts {
     pub min: u32,
     /// Most workers the job may have; `None` is unbounded.
     pub max: Option<u32>,
+    /// Spare workers kept started beside a group at `max`, out of it (a PyTorchJob's
+    /// `elasticPolicy.spareReplicas`, see [`crate::spares`]); 0 for the other kinds.
+    pub spares: u32,
 }
 
 /// `spec.elasticPolicy` with defaults applied.

@@ -90,6 +90,10 @@ pub struct RendezvousState {
     pub participants: i64,
     /// Agents waiting for the next round.
     pub waiting: i64,
+    /// Agents waiting beside a full round as spares (torch 2.3 and later; see
+    /// [`crate::spares`]); reported by eto's store program since spares exist.
+    #[serde(default)]
+    pub spares: i64,
     /// The agents of the round, as far as the store's program could name them.
     #[serde(default)]
     pub members: Vec<Member>,
@@ -178,6 +182,7 @@ impl RendezvousState {
             round: self.round,
             members: self.participants,
             waiting: self.waiting,
+            spares: self.spares,
             complete: self.complete,
             closed: self.closed,
             last_reformation: self.last_reformation(),

@@ -44,6 +44,7 @@ pub mod pods;
 pub mod quantity;
 pub mod regroup;
 pub mod scaling;
+pub mod spares;
 pub mod spot_capacity;
 pub mod status;
 pub mod target_workers;

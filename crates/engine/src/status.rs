@@ -81,6 +81,8 @@ pub struct GroupStatus {
     pub members: i64,
     /// Members waiting to join at the next round.
     pub waiting: i64,
+    /// Members waiting beside a full group as spares.
+    pub spares: i64,
     /// Whether the round's group has formed.
     pub complete: bool,
     /// Whether it was closed: no group forms in it again.

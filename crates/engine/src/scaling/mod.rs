@@ -119,6 +119,7 @@ impl<'a> JobSide<'a> {
                 desired: 0,
                 min: 0,
                 max: None,
+                spares: 0,
             },
             running: false,
             resizing: false,

@@ -389,5 +389,6 @@ pub(crate) fn worker_counts(
         desired,
         min: min_count,
         max: max_replicas,
+        spares: 0,
     }
 }

@@ -169,6 +169,7 @@ mod tests {
                 spec_replicas: Some(2),
                 min: 1,
                 max: None,
+                spares: None,
             }),
             notice: Some(eto_api::job_status::Notice {
                 kind: NoticeKind::Resume,

@@ -217,6 +217,7 @@ fn worker_counts(
             desired: 0,
             min: 0,
             max: None,
+            spares: 0,
         };
     };
     crate::validation::worker_counts(
@@ -274,7 +275,8 @@ mod tests {
             WorkerCounts {
                 desired: 2,
                 min: 2,
-                max: None
+                max: None,
+                spares: 0,
             }
         );
         assert_eq!(spec.slots_per_worker, 1);
@@ -314,7 +316,8 @@ mod tests {
             WorkerCounts {
                 desired: 4,
                 min: 2,
-                max: Some(8)
+                max: Some(8),
+                spares: 0,
             }
         );
         assert_eq!(spec.slots_per_worker, 4);
@@ -354,7 +357,8 @@ mod tests {
                 WorkerCounts {
                     desired,
                     min: want_min,
-                    max: want_max
+                    max: want_max,
+                    spares: 0,
                 }
             );
         }
@@ -369,7 +373,8 @@ mod tests {
             WorkerCounts {
                 desired: 0,
                 min: 0,
-                max: None
+                max: None,
+                spares: 0,
             }
         );
     }

@@ -19,7 +19,8 @@
 //! told of eto's store instead: `PET_RDZV_ENDPOINT=<job>-rdzv.<job>-workers:<port>`,
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
-//! hosts the store; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
+//! hosts the store, followed by a long `join_timeout` for a job with spares (see
+//! [`crate::spares::JOIN_TIMEOUT`]) unless `rdzvConf` sets one; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
 //! a notice asked for (see [`super::group_report`]). Three more keep the group alive through
 //! the loss of any Worker, and quick to re-form, on every torch torchrun has:
 //! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
@@ -128,8 +129,17 @@ pub fn variables(
         .flatten()
         .any(|entry| entry.key.as_deref() == Some("is_host"));
     let not_host = (hosted.is_some() && !sets_is_host).then(|| "is_host=false".to_string());
+    let sets_join_timeout = policy
+        .rdzv_conf
+        .iter()
+        .flatten()
+        .any(|entry| entry.key.as_deref() == Some("join_timeout"));
+    let spares = policy.spare_replicas.is_some_and(|spares| spares > 0);
+    let spares_wait = (hosted.is_some() && spares && !sets_join_timeout)
+        .then(|| format!("join_timeout={}", crate::spares::JOIN_TIMEOUT.as_secs()));
     let conf: Vec<String> = not_host
         .into_iter()
+        .chain(spares_wait)
         .chain(policy.rdzv_conf.iter().flatten().map(|entry| {
             format!(
                 "{}={}",
@@ -362,13 +372,32 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_hosted_run_keeps_its_group_through_a_lost_worker_on_every_torch() {
-        let hosted = RunRendezvous {
+    fn run_rendezvous() -> RunRendezvous {
+        RunRendezvous {
             endpoint: "ddp-rdzv.ddp-workers:29400".into(),
             id: "uid-0".into(),
             saved_url: "http://ddp-rdzv.ddp-workers:29401/saved".into(),
-        };
+        }
+    }
+
+    /// The variables of worker 0 of a job of two Workers with `elasticPolicy` `policy`.
+    fn worker_variables(policy: &serde_json::Value, hosted: Option<&RunRendezvous>) -> Vec<EnvVar> {
+        let job = job(json!({
+            "elasticPolicy": policy,
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 2}}
+        }));
+        variables(
+            "ddp",
+            &Defaulted::of(&job),
+            PyTorchReplicaType::Worker,
+            0,
+            hosted,
+        )
+    }
+
+    #[test]
+    fn a_hosted_run_keeps_its_group_through_a_lost_worker_on_every_torch() {
+        let hosted = run_rendezvous();
         // (elasticPolicy, hosted by eto, PET_MAX_RESTARTS, TORCH_DISABLE_SHARE_RDZV_TCP_STORE)
         let cases = [
             (json!({}), true, Some("100"), Some("1")),
@@ -378,17 +407,7 @@ mod tests {
             (json!({"maxRestarts": 3}), false, Some("3"), None),
         ];
         for (policy, is_hosted, restarts, unshared) in cases {
-            let job = job(json!({
-                "elasticPolicy": policy,
-                "pytorchReplicaSpecs": {"Worker": {"replicas": 2}}
-            }));
-            let variables = variables(
-                "ddp",
-                &Defaulted::of(&job),
-                PyTorchReplicaType::Worker,
-                0,
-                is_hosted.then_some(&hosted),
-            );
+            let variables = worker_variables(&policy, is_hosted.then_some(&hosted));
             let value = |name: &str| {
                 variables
                     .iter()
@@ -402,6 +421,35 @@ mod tests {
                 unshared.map(|_| HOSTED_MONITOR_INTERVAL),
                 "{policy} {is_hosted}"
             );
+        }
+    }
+
+    #[test]
+    fn spares_wait_a_year_at_the_rendezvous_unless_rdzv_conf_says_otherwise() {
+        let hosted = run_rendezvous();
+        let own = json!([{"key": "join_timeout", "value": "900"}]);
+        // (elasticPolicy, hosted by eto, PET_RDZV_CONF)
+        let cases = [
+            (json!({}), true, "is_host=false"),
+            (json!({"spareReplicas": 0}), true, "is_host=false"),
+            (
+                json!({"spareReplicas": 1}),
+                true,
+                "is_host=false,join_timeout=31536000",
+            ),
+            (
+                json!({"spareReplicas": 1, "rdzvConf": own}),
+                true,
+                "is_host=false,join_timeout=900",
+            ),
+        ];
+        for (policy, is_hosted, conf) in cases {
+            let variables = worker_variables(&policy, is_hosted.then_some(&hosted));
+            let found = variables
+                .iter()
+                .find(|var| var.name == "PET_RDZV_CONF")
+                .and_then(|var| var.value.as_deref());
+            assert_eq!(found, Some(conf), "{policy}");
         }
     }
 

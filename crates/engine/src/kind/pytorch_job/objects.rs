@@ -1,7 +1,7 @@
 //! A PyTorchJob's pods and Services: training-operator v1's (see [`crate::kind::pytorch_job`]),
 //! with eto's labels, the job's notice in `/etc/edl/notice` of every container, and eto's
 //! placement (the Master away from spot capacity and warned nodes, Workers away from nodes in
-//! cooldown).
+//! cooldown, and one per node where the job keeps spares).
 
 use eto_api::PyTorchJob;
 use eto_api::job_status::NodeCooldown;
@@ -17,7 +17,7 @@ use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, service};
 use crate::kind::{Coordinator, JobRef};
-use crate::{cooldown, joining, notice};
+use crate::{cooldown, joining, notice, spares};
 
 /// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, or the Master, which
 /// trains and shows the job's notice as the Workers do.
@@ -97,6 +97,7 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
         }
     }
     cooldown::avoiding(&mut spec, in_cooldown);
+    spares::spread(&mut spec, &job.spec.workers, &job.pod_labels(Role::Worker));
     let mut metadata = worker_metadata(job, index);
     if defaulted.master.is_none() && index == 0 && hosted.is_none() {
         // Without a Master, worker 0 is rank 0, as v1 labels it.

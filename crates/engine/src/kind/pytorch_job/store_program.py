@@ -206,6 +206,7 @@ def rendezvous():
     waiting = [node for node in state.wait_list if host(node) != PLACEHOLDER]
     found = {"round": state.round, "complete": state.complete, "closed": state.closed,
              "participants": len(state.participants), "waiting": len(waiting),
+             "spares": len(spares),
              "members": [member(node, state) for node in state.participants],
              "others": [member(node, state) for node in waiting + list(spares)]}
     with lock:

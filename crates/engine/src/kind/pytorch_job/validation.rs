@@ -77,11 +77,16 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
             desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)),
             min: bounds.min,
             max: Some(bounds.max.max(bounds.min)),
+            spares: bounds
+                .policy
+                .spare_replicas
+                .map_or(0, |spares| u32::try_from(spares).unwrap_or(0)),
         },
         _ => WorkerCounts {
             desired: workers,
             min: workers,
             max: Some(workers),
+            spares: 0,
         },
     };
     // Workers whose rendezvous eto hosts are replaced, under new names, whenever their pod
@@ -221,6 +226,20 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
         if let Some(metrics) = &policy.metrics {
             super::metrics::check(metrics, "spec.elasticPolicy.metrics", errors);
         }
+        if let Some(spares) = policy.spare_replicas {
+            if spares < 0 {
+                errors.push(
+                    "spec.elasticPolicy.spareReplicas",
+                    format!("must not be negative, not {spares}"),
+                );
+            } else if spares > 0 && HostedRendezvous::of(job).is_none() {
+                errors.push(
+                    "spec.elasticPolicy.spareReplicas",
+                    "needs the rendezvous eto hosts: no Master, no rdzvHost, rdzvBackend c10d, \
+                     not standalone",
+                );
+            }
+        }
     }
     let run_policy = spec.run_policy.clone().unwrap_or_default();
     if let Some(manager) = run_policy
@@ -352,6 +371,14 @@ mod tests {
                 "spec.elasticPolicy.minReplicas: must be at least 1, not 0",
             ),
             (
+                json!({"spec": {"elasticPolicy": {"spareReplicas": -1}}}),
+                "spec.elasticPolicy.spareReplicas: must not be negative, not -1",
+            ),
+            (
+                json!({"spec": {"elasticPolicy": {"spareReplicas": 1}}}),
+                "spec.elasticPolicy.spareReplicas: needs the rendezvous eto hosts",
+            ),
+            (
                 json!({"spec": {"runPolicy": {"managedBy": ""}}}),
                 "spec.runPolicy.managedBy: must be kubeflow.org/training-operator or kueue.x-k8s.io/multikueue, not \"\"",
             ),
@@ -390,6 +417,13 @@ mod tests {
         assert_eq!(spec.elastic.checkpoint_grace, Duration::from_secs(20));
         assert_eq!(spec.elastic.spec_suspend_grace, Duration::from_secs(20));
         assert!(spec.elastic.suspend_below_min_workers);
+        assert_eq!(spec.workers.spares, 0);
+
+        let spares = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "spareReplicas": 1
+        }))))
+        .unwrap();
+        assert_eq!(spares.workers.spares, 1);
 
         let unset = validate(&job(elastic(json!({"minReplicas": 2, "maxReplicas": 4})))).unwrap();
         assert_eq!(

@@ -230,7 +230,8 @@ mod tests {
             WorkerCounts {
                 desired: 2,
                 min: 2,
-                max: None
+                max: None,
+                spares: 0,
             }
         );
         assert_eq!(spec.slots_per_worker, 1);
@@ -281,7 +282,8 @@ mod tests {
                 WorkerCounts {
                     desired,
                     min: want_min,
-                    max: want_max
+                    max: want_max,
+                    spares: 0,
                 },
                 "replicas={replicas:?} min={min:?} max={max:?}"
             );

@@ -502,6 +502,7 @@ impl Run<'_, '_> {
             *workers = WorkerSummary {
                 ready: 0,
                 pending: 0,
+                spares: workers.spares.map(|_| 0),
                 ..workers.clone()
             };
         }

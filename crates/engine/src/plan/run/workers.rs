@@ -20,7 +20,7 @@ use crate::kind::WorkerNames;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
-use crate::{blacklist, cooldown, drain, joining, names, node_warnings, pods, regroup};
+use crate::{blacklist, cooldown, drain, joining, names, node_warnings, pods, regroup, spares};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -145,10 +145,13 @@ impl<'o> Run<'_, 'o> {
         } else {
             spec.worker_restart_policy
         };
+        // Spares are Workers too, beside a full group (see crate::spares).
+        let spares = spares::kept(&spec.workers, desired.now);
+        let with_spares = |group: u32| group + spares::kept(&spec.workers, group);
         let decision = target_workers::decide(&WorkerInput {
             policy,
-            desired: desired.now,
-            previous_desired: desired.previous,
+            desired: with_spares(desired.now),
+            previous_desired: desired.previous.map(with_spares),
             previous_target: &previous_target,
             pods: &current,
             blacklisted: &blacklisted,
@@ -166,9 +169,9 @@ impl<'o> Run<'_, 'o> {
         }
         // A request that succeeded leaves the job holding to its new size.
         let holds_to = match &step.finished {
-            Some(finished) if finished.succeeded => {
-                u32::try_from(decision.target.len()).unwrap_or(u32::MAX)
-            }
+            Some(finished) if finished.succeeded => u32::try_from(decision.target.len())
+                .unwrap_or(u32::MAX)
+                .saturating_sub(spares),
             _ => desired.now,
         };
         self.scaling = step.under_way.is_some();
@@ -395,6 +398,7 @@ impl<'o> Run<'_, 'o> {
             spec_replicas: Some(count(workers.desired as usize)),
             min: count(workers.min as usize),
             max: workers.max.map(|m| count(m as usize)),
+            spares: (workers.spares > 0).then(|| count(spares::kept(workers, holds_to) as usize)),
         });
         self.planner.status.replica_statuses = replica_statuses(
             self.context.kind(),

@@ -65,6 +65,7 @@ fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
             reformations: Vec::new(),
             participants: i64::try_from(members.len()).unwrap(),
             waiting: 0,
+            spares: 0,
             members: members
                 .iter()
                 .map(|(host, age)| Member {
@@ -359,6 +360,7 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
             reformations: Vec::new(),
             participants: 2,
             waiting: 0,
+            spares: 0,
             members: vec![
                 Member {
                     host: "ddp-worker-0".into(),

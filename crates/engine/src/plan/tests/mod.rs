@@ -17,6 +17,7 @@ mod regroup;
 mod rejection;
 mod rendezvous;
 mod scaling;
+mod spares;
 mod suspension;
 
 use eto_api::common::CleanPodPolicy;

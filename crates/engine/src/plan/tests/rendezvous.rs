@@ -348,6 +348,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             reformations: Vec::new(),
             participants: 2,
             waiting,
+            spares: 0,
             members: Vec::new(),
         }),
     };
@@ -359,6 +360,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
             round: 3,
             agents: 2,
             waiting: 1,
+            spares: None,
             complete: false,
             closed: false,
             last_reformation: None,
@@ -460,6 +462,7 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
             reformations: Vec::new(),
             participants: 2,
             waiting: 0,
+            spares: 0,
             members: ["ddp-worker-0", "ddp-worker-1"]
                 .into_iter()
                 .map(|host| Member {
