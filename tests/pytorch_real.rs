@@ -1001,6 +1001,10 @@ async fn two_workers_added_at_once_join_the_group_together() {
 struct LossCost {
     /// Seconds from the loss to the first step trained after it.
     seconds_to_next_step: f64,
+    /// Seconds from the loss to the first step trained by a group of three again.
+    seconds_to_whole: f64,
+    /// Times the training started again after the loss (one per re-formed group).
+    restarts: usize,
     /// Steps the job had saved and trained again.
     steps_redone: u32,
     /// Runs the job started after its first.
@@ -1020,7 +1024,7 @@ async fn measure_loss(
     let scratch = Scratch::start(name).await;
     let (template, saved) = checkpointed_template(&scratch);
     let job = elastic_job(&scratch.namespace, template, settings);
-    let mut cost = (0.0, 0);
+    let mut cost = (0.0, 0, 0.0);
     let job = run_to_the_end(&scratch, job, async |pods| {
         until("10 steps are saved", Duration::from_secs(300), async || {
             (saved()? >= 10).then_some(())
@@ -1028,6 +1032,10 @@ async fn measure_loss(
         .await;
         let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
+        let lost_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
         let lost = std::time::Instant::now();
         taken.take(pods, &pod).await;
         until(
@@ -1040,9 +1048,10 @@ async fn measure_loss(
             },
         )
         .await;
-        cost = (lost.elapsed().as_secs_f64(), before);
+        cost = (lost.elapsed().as_secs_f64(), before, lost_at);
     })
     .await;
+    let lost_at = cost.2;
     let printed = every_log(&scratch.pods()).await;
     let resumed_from = starts(&printed)
         .into_iter()
@@ -1050,9 +1059,21 @@ async fn measure_loss(
         .filter(|step| *step > 0)
         .min()
         .unwrap_or(0);
+    let at = |line: &str| field(line, "at=").and_then(|at| at.parse::<f64>().ok());
+    let whole_at = marked(&printed, "eto-elastic-step:")
+        .into_iter()
+        .filter(|line| field(line, "world=") == Some("3"))
+        .filter_map(at)
+        .filter(|t| *t > lost_at)
+        .fold(f64::INFINITY, f64::min);
     let status = job.status.clone().unwrap_or_default();
     let result = LossCost {
         seconds_to_next_step: cost.0,
+        seconds_to_whole: whole_at - lost_at,
+        restarts: starts(&printed)
+            .into_iter()
+            .filter(|line| field(line, "rank=") == Some("0") && at(line) > Some(lost_at))
+            .count(),
         steps_redone: cost.1.saturating_sub(resumed_from),
         new_runs: status.eto.run.unwrap_or(0),
         outcome: condition_types(&job).last().cloned().unwrap_or_default(),
@@ -1063,9 +1084,12 @@ async fn measure_loss(
 
 /// Benchmark: a Worker of an elastic job of three (two to four) lost at step 10, three ways
 /// (the pod holding group rank 0 force-deleted, another Worker force-deleted, the pod holding
-/// group rank 0 evicted), around eto's rendezvous store and with v1's wiring (the store in
-/// worker 0's agent, `rdzvHost: ddp-worker-0`), the same script checkpointing every step.
-/// Prints the figures; asserts only that every job succeeds.
+/// group rank 0 evicted), around eto's rendezvous store, with one spare Worker beside a group
+/// of three (`maxReplicas: 3`, `spareReplicas: 1`), and with v1's wiring (the store in worker
+/// 0's agent, `rdzvHost: ddp-worker-0`), the same script checkpointing every step. Prints, for
+/// each, the seconds from the loss to the next step and to the first step of a group of three
+/// again, the training's restarts, the steps trained twice and the runs restarted; asserts
+/// only that every job succeeds.
 #[tokio::test]
 #[ignore = "needs cluster"]
 async fn benchmark_a_lost_worker_with_etos_store_and_with_v1s_wiring() {
@@ -1098,6 +1122,13 @@ async fn benchmark_a_lost_worker_with_etos_store_and_with_v1s_wiring() {
             taken,
         )
         .await;
+        let spare = measure_loss(
+            &format!("bench-spare-{name}"),
+            serde_json::json!({"maxReplicas": 3, "spareReplicas": 1}),
+            victim,
+            taken,
+        )
+        .await;
         let v1 = measure_loss(
             &format!("bench-v1-{name}"),
             serde_json::json!({"rdzvHost": "ddp-worker-0"}),
@@ -1105,21 +1136,181 @@ async fn benchmark_a_lost_worker_with_etos_store_and_with_v1s_wiring() {
             taken,
         )
         .await;
+        costs.push((case, eto, spare, v1));
+    }
+    println!(
+        "| loss at step 10 | next step: eto, eto with a spare, v1's wiring | three train again: eto, spare, v1 | training restarts: eto, spare, v1 | steps trained twice: eto, spare, v1 | runs restarted: eto, spare, v1 |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (case, eto, spare, v1) in &costs {
+        println!(
+            "| {case} | {:.1} s, {:.1} s, {:.1} s | {:.1} s, {:.1} s, {:.1} s | {}, {}, {} | {}, {}, {} | {}, {}, {} |",
+            eto.seconds_to_next_step,
+            spare.seconds_to_next_step,
+            v1.seconds_to_next_step,
+            eto.seconds_to_whole,
+            spare.seconds_to_whole,
+            v1.seconds_to_whole,
+            eto.restarts,
+            spare.restarts,
+            v1.restarts,
+            eto.steps_redone,
+            spare.steps_redone,
+            v1.steps_redone,
+            eto.new_runs,
+            spare.new_runs,
+            v1.new_runs
+        );
+    }
+    for (case, eto, spare, v1) in &costs {
+        assert_eq!(eto.outcome, "Succeeded", "{case}, eto's store");
+        assert_eq!(
+            spare.outcome, "Succeeded",
+            "{case}, eto's store with a spare"
+        );
+        assert_eq!(v1.outcome, "Succeeded", "{case}, v1's wiring");
+    }
+}
+
+/// What scaling out a running group cost it, as a benchmark prints it.
+struct ScaleOutCost {
+    /// The longest time the checkpointed step did not pass its highest, from the scale-out
+    /// until the training's end, in seconds: the group's stall.
+    longest_stall: f64,
+    /// Steps the job had saved and trained again.
+    steps_redone: u32,
+    /// Times a training process of group rank 0 started again after the scale-out, and
+    /// containers of the job restarted by their kubelet.
+    restarts: (usize, i32),
+    /// The job's last condition.
+    outcome: String,
+}
+
+/// Runs [`ELASTIC_CHECKPOINTED`] as an elastic job of `from` Workers (two to four) with
+/// `settings`, scales it to `to` once 10 steps are saved, and measures what the running group
+/// paid, from the checkpointed step (read every 50 ms until the training ends) and what the
+/// training printed.
+async fn measure_scale_out(
+    name: &str,
+    settings: serde_json::Value,
+    from: i32,
+    to: i32,
+) -> ScaleOutCost {
+    let scratch = Scratch::start(name).await;
+    let (template, saved) = checkpointed_template(&scratch);
+    let mut job = elastic_job(&scratch.namespace, template, settings);
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = from.into();
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut scaled = (0.0, 0, 0.0);
+    let job = run_to_the_end(&scratch, job, async |_| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let before = saved().unwrap_or_default();
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        scale_workers(&jobs, to).await;
+        let (mut highest, mut since) = (before, std::time::Instant::now());
+        let mut longest = 0.0_f64;
+        let deadline = std::time::Instant::now() + Duration::from_secs(600);
+        // ELASTIC_CHECKPOINTED trains 80 steps.
+        while highest < 80 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(step) = saved().filter(|step| *step > highest) {
+                longest = longest.max(since.elapsed().as_secs_f64());
+                (highest, since) = (step, std::time::Instant::now());
+            }
+        }
+        scaled = (at, before, longest);
+    })
+    .await;
+    let (scaled_at, before, longest_stall) = scaled;
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    let at = |line: &str| field(line, "at=").and_then(|at| at.parse::<f64>().ok());
+    let after: Vec<&str> = starts(&printed)
+        .into_iter()
+        .filter(|line| at(line) > Some(scaled_at))
+        .collect();
+    let resumed_from = after
+        .iter()
+        .filter_map(|line| field(line, "from_step=")?.parse::<u32>().ok())
+        .min()
+        .unwrap_or(before);
+    let container_restarts = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|pod| {
+            pod.status
+                .and_then(|s| s.container_statuses)
+                .unwrap_or_default()
+        })
+        .map(|status| status.restart_count)
+        .sum();
+    let cost = ScaleOutCost {
+        longest_stall,
+        steps_redone: before.saturating_sub(resumed_from),
+        restarts: (
+            after
+                .iter()
+                .filter(|line| field(line, "rank=") == Some("0"))
+                .count(),
+            container_restarts,
+        ),
+        outcome: condition_types(&job).last().cloned().unwrap_or_default(),
+    };
+    scratch.end().await;
+    cost
+}
+
+/// Benchmark: an elastic job (two to four) scaled out at step 10 by one Worker (3 -> 4) and
+/// by two (2 -> 4), around eto's rendezvous store and with v1's wiring. Prints, for each, the
+/// running group's longest stall from the scale-out on, the steps it trained twice and its
+/// restarts; asserts only that every job succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn benchmark_scaling_out_a_running_group() {
+    let mut costs = Vec::new();
+    for (case, name, from, to) in [
+        ("by one, 3 -> 4", "one", 3, 4),
+        ("by two, 2 -> 4", "two", 2, 4),
+    ] {
+        let eto = measure_scale_out(
+            &format!("bench-eto-out-{name}"),
+            serde_json::json!({}),
+            from,
+            to,
+        )
+        .await;
+        let v1 = measure_scale_out(
+            &format!("bench-v1-out-{name}"),
+            serde_json::json!({"rdzvHost": "ddp-worker-0"}),
+            from,
+            to,
+        )
+        .await;
         costs.push((case, eto, v1));
     }
     println!(
-        "| loss at step 10 | eto: next step | eto: steps trained twice | eto: runs restarted | v1's wiring: next step | v1: steps trained twice | v1: runs restarted |"
+        "| scale-out at step 10 | longest stall: eto, v1's wiring | steps trained twice: eto, v1 | training restarts (containers restarted): eto, v1 |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|");
     for (case, eto, v1) in &costs {
         println!(
-            "| {case} | {:.1} s | {} | {} | {:.1} s | {} | {} |",
-            eto.seconds_to_next_step,
+            "| {case} | {:.1} s, {:.1} s | {}, {} | {} ({}), {} ({}) |",
+            eto.longest_stall,
+            v1.longest_stall,
             eto.steps_redone,
-            eto.new_runs,
-            v1.seconds_to_next_step,
             v1.steps_redone,
-            v1.new_runs
+            eto.restarts.0,
+            eto.restarts.1,
+            v1.restarts.0,
+            v1.restarts.1
         );
     }
     for (case, eto, v1) in &costs {
@@ -1149,17 +1340,28 @@ enum Victim {
 }
 
 impl Victim {
-    /// The pod of the three Workers this victim is now.
+    /// The pod of the group's members this victim is now (a spare, whose training never
+    /// started, is none).
     async fn among(self, pods: &Api<Pod>) -> String {
         let rank_zero = group_rank_zero(pods).await;
-        match self {
-            Victim::GroupRankZero => rank_zero,
-            Victim::Another => ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
-                .into_iter()
-                .find(|name| *name != rank_zero)
-                .unwrap()
-                .to_string(),
+        if self == Victim::GroupRankZero {
+            return rank_zero;
         }
+        let mut names: Vec<String> = pods
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|pod| pod.metadata.name)
+            .filter(|name| name.starts_with("ddp-worker-") && *name != rank_zero)
+            .collect();
+        names.sort();
+        for name in names {
+            if !starts(&log_of(pods, &name).await).is_empty() {
+                return name;
+            }
+        }
+        panic!("no member of the group but its rank 0")
     }
 }
 
