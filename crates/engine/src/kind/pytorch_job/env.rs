@@ -20,8 +20,8 @@
 //! `PET_RDZV_BACKEND=c10d`, the run's own `PET_RDZV_ID`, and `PET_RDZV_CONF` starting with
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
 //! hosts the store, followed by a long `join_timeout` for a job with spares (see
-//! [`crate::spares::JOIN_TIMEOUT`]) unless `rdzvConf` sets one; and `ETO_SAVED_URL`, where the training code says it saved the checkpoint
-//! a notice asked for (see [`super::group_report`]). Three more keep the group alive through
+//! [`crate::spares::JOIN_TIMEOUT`]) unless `rdzvConf` sets one; and `ETO_SAVED_URL`, where the
+//! training code says it saved the checkpoint a notice asked for (see [`super::group_report`]). Three more keep the group alive through
 //! the loss of any Worker, and quick to re-form, on every torch torchrun has:
 //! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
 //!   Worker's loss fails the training processes of every other Worker (their collective
@@ -123,19 +123,16 @@ pub fn variables(
     if let Some(id) = hosted.map(|h| &h.id).or(policy.rdzv_id.as_ref()) {
         variables.push(var("PET_RDZV_ID", id));
     }
-    let sets_is_host = policy
-        .rdzv_conf
-        .iter()
-        .flatten()
-        .any(|entry| entry.key.as_deref() == Some("is_host"));
-    let not_host = (hosted.is_some() && !sets_is_host).then(|| "is_host=false".to_string());
-    let sets_join_timeout = policy
-        .rdzv_conf
-        .iter()
-        .flatten()
-        .any(|entry| entry.key.as_deref() == Some("join_timeout"));
+    let sets = |key: &str| {
+        policy
+            .rdzv_conf
+            .iter()
+            .flatten()
+            .any(|entry| entry.key.as_deref() == Some(key))
+    };
+    let not_host = (hosted.is_some() && !sets("is_host")).then(|| "is_host=false".to_string());
     let spares = policy.spare_replicas.is_some_and(|spares| spares > 0);
-    let spares_wait = (hosted.is_some() && spares && !sets_join_timeout)
+    let spares_wait = (hosted.is_some() && spares && !sets("join_timeout"))
         .then(|| format!("join_timeout={}", crate::spares::JOIN_TIMEOUT.as_secs()));
     let conf: Vec<String> = not_host
         .into_iter()
