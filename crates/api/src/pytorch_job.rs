@@ -277,6 +277,18 @@ pub struct PyTorchElasticPolicy {
     #[schemars(range(min = 0))]
     pub spare_replicas: Option<i32>,
 
+    /// eto: fault-tolerant replica groups (TorchFT). Where set, the Workers do not form one
+    /// torchrun group: each Worker is a replica group of its own, a one-pod `torchrun
+    /// --standalone`, and the groups train together step by step through a TorchFT
+    /// Lighthouse that eto runs in a pod of its own. A lost group drops out of the next step's
+    /// quorum and the other groups train on without a restart; eto replaces the lost group
+    /// under a new pod name with the same `REPLICA_GROUP_ID`, and it heals from a live group.
+    /// `minReplicas`, `maxReplicas` and the Worker replicas count groups. The training code
+    /// must use TorchFT (its `Manager`); it reads `TORCHFT_LIGHTHOUSE`, `REPLICA_GROUP_ID` and
+    /// `NUM_REPLICA_GROUPS` (`maxReplicas`, so that every group id has its own data shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_groups: Option<ReplicaGroups>,
+
     /// torchrun's rendezvous backend (`PET_RDZV_BACKEND`): `c10d` (the default), `etcd` or
     /// `etcd-v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +375,52 @@ fn elastic_texts(schema: &mut schemars::Schema) {
         "launcherAvoidsSpot",
         "For a PyTorchJob, the launcher is its Master, or the rendezvous store eto hosts.",
     );
+}
+
+/// A PyTorchJob's TorchFT replica groups (`elasticPolicy.replicaGroups`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaGroups {
+    /// Pods per replica group. Each group is one pod (one `torchrun --standalone`, its
+    /// processes `nprocPerNode`); 1, the default, is the only size eto runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1))]
+    pub pods_per_group: Option<i32>,
+
+    /// The Lighthouse, which forms each step's quorum of groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lighthouse: Option<Lighthouse>,
+}
+
+/// The settings of a job's TorchFT Lighthouse (`torchft_lighthouse`, run from the Workers'
+/// image); `--min_replicas` is the job's `minReplicas`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Lighthouse {
+    /// The port it listens on (`--bind`). Defaults to 29510, TorchFT's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<i32>,
+
+    /// How long a group goes without a heartbeat before the Lighthouse leaves it out of the
+    /// quorum (`--heartbeat_timeout_ms`): the other groups' pause after a group's loss.
+    /// Defaults to 1000 (TorchFT's own is 5000); groups heartbeat every 100 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub heartbeat_timeout_ms: Option<i64>,
+
+    /// How long a quorum waits for healthy groups that have not joined yet
+    /// (`--join_timeout_ms`); it must exceed a group's healing time. TorchFT's default
+    /// (60000) where unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub join_timeout_ms: Option<i64>,
+
+    /// How often the Lighthouse looks at the quorum (`--quorum_tick_ms`). TorchFT's default
+    /// (100) where unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub quorum_tick_ms: Option<i64>,
 }
 
 /// One rendezvous setting.

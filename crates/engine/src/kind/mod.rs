@@ -85,6 +85,11 @@ pub enum Coordinator {
     /// [`pytorch_job::rendezvous`]): it trains nothing and launches nothing, and the workers
     /// decide the run's outcome.
     RendezvousStore,
+    /// A pod serving the TorchFT quorum of the run's replica groups (a PyTorchJob's
+    /// Lighthouse, see [`pytorch_job::replica_groups`]): it trains nothing and launches
+    /// nothing, the workers decide the run's outcome, and each worker is a group that comes
+    /// and goes alone.
+    Lighthouse,
 }
 
 impl Coordinator {
@@ -93,6 +98,12 @@ impl Coordinator {
     /// once the group saved (see [`crate::regroup`]).
     pub fn group_reforms(self) -> bool {
         self == Self::RendezvousStore
+    }
+
+    /// Whether it is a pod that only serves the workers (a rendezvous store, a Lighthouse):
+    /// it never ends by itself, and it serves no one once the job ended.
+    pub fn only_serves(self) -> bool {
+        matches!(self, Self::RendezvousStore | Self::Lighthouse)
     }
 
     /// Whether it is a launcher that finds its workers in host discovery (a hostfile and

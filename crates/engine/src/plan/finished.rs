@@ -66,8 +66,9 @@ impl Planner {
         self.status.held_workers.clear();
         self.status.group = None;
         self.status.notice = None;
-        if job.job_ref.coordinator() == Coordinator::RendezvousStore {
-            // The store serves no one once the job ended, whatever cleanPodPolicy keeps.
+        if job.job_ref.coordinator().only_serves() {
+            // The store or Lighthouse serves no one once the job ended, whatever
+            // cleanPodPolicy keeps.
             let store = job.job_ref.launcher_name();
             let running = observed.pods.iter().filter(|p| {
                 p.metadata.name.as_deref() == Some(store.as_str()) && !pods::is_terminating(p)

@@ -49,6 +49,7 @@ use eto_api::pytorch_job::PyTorchReplicaType;
 use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
 
 use super::rendezvous::RunRendezvous;
+use super::replica_groups::ReplicaGroups;
 use super::{Defaulted, pod_name};
 
 /// The variables pod `index` of `type_` of job `job` gets, in v1's order; `hosted` is the
@@ -91,6 +92,16 @@ pub fn variables(
         return variables;
     };
     let policy = elastic.policy;
+    if let Some(groups) = ReplicaGroups::of_defaulted(job, defaulted) {
+        variables.extend(groups.variables());
+        if let Some(restarts) = policy.max_restarts {
+            variables.push(var("PET_MAX_RESTARTS", restarts));
+        }
+        if let Some(nproc) = policy.n_proc_per_node {
+            variables.push(var("PET_NPROC_PER_NODE", nproc));
+        }
+        return variables;
+    }
     let endpoint = match hosted {
         Some(hosted) => hosted.endpoint.clone(),
         None => {

@@ -14,6 +14,7 @@ pub(crate) mod metrics;
 pub mod objects;
 pub mod pod;
 pub mod rendezvous;
+pub mod replica_groups;
 pub mod report_source;
 pub mod service;
 pub mod status;
@@ -165,8 +166,11 @@ impl ServedJob for PyTorchJob {
     /// pods.
     fn pod_service_names(&self) -> Vec<String> {
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        if let Some(hosted) = rendezvous::HostedRendezvous::of(self) {
-            return vec![hosted.service_name()];
+        if matches!(
+            self.coordinator(),
+            Coordinator::RendezvousStore | Coordinator::Lighthouse
+        ) {
+            return vec![rendezvous::service_name(name)];
         }
         let recorded = self
             .status
@@ -181,21 +185,24 @@ impl ServedJob for PyTorchJob {
             .collect()
     }
 
-    /// An elastic job whose rendezvous eto hosts (see [`rendezvous`]) has a rendezvous
-    /// store; any other its Master (if any).
+    /// A job of replica groups (see [`replica_groups`]) has a Lighthouse; an elastic job
+    /// whose rendezvous eto hosts (see [`rendezvous`]) a rendezvous store; any other its
+    /// Master (if any).
     fn coordinator(&self) -> Coordinator {
-        if rendezvous::HostedRendezvous::of(self).is_some() {
+        if replica_groups::ReplicaGroups::of(self).is_some() {
+            Coordinator::Lighthouse
+        } else if rendezvous::HostedRendezvous::of(self).is_some() {
             Coordinator::RendezvousStore
         } else {
             Coordinator::Master
         }
     }
 
-    /// An elastic job whose rendezvous eto hosts replaces its workers under new names; any
-    /// other keeps its ranks' names.
+    /// An elastic job whose rendezvous eto hosts, or of replica groups, replaces its workers
+    /// under new names; any other keeps its ranks' names.
     fn worker_names(&self) -> WorkerNames {
         match self.coordinator() {
-            Coordinator::RendezvousStore => WorkerNames::NeverReused,
+            Coordinator::RendezvousStore | Coordinator::Lighthouse => WorkerNames::NeverReused,
             _ => WorkerNames::PerRun,
         }
     }
@@ -213,6 +220,7 @@ impl ServedJob for PyTorchJob {
     fn coordinator_role(&self) -> &'static str {
         match self.coordinator() {
             Coordinator::RendezvousStore => rendezvous::STORE_REPLICA_TYPE,
+            Coordinator::Lighthouse => replica_groups::LIGHTHOUSE_REPLICA_TYPE,
             _ => VOCABULARY.launcher_role,
         }
     }
@@ -221,13 +229,14 @@ impl ServedJob for PyTorchJob {
         let name = self.metadata.name.as_deref().unwrap_or_default();
         match self.coordinator() {
             Coordinator::RendezvousStore => rendezvous::store_name(name),
+            Coordinator::Lighthouse => replica_groups::lighthouse_name(name),
             _ => Kind::PyTorchJob.launcher_name(name),
         }
     }
 
     fn min_field(&self) -> &'static str {
         match self.coordinator() {
-            Coordinator::RendezvousStore => "elasticPolicy.minReplicas",
+            Coordinator::RendezvousStore | Coordinator::Lighthouse => "elasticPolicy.minReplicas",
             _ => Kind::PyTorchJob.vocabulary().min_field,
         }
     }
@@ -235,6 +244,7 @@ impl ServedJob for PyTorchJob {
     fn launcher_called(&self) -> &'static str {
         match self.coordinator() {
             Coordinator::RendezvousStore => "rendezvous store",
+            Coordinator::Lighthouse => "Lighthouse",
             _ => Kind::PyTorchJob.vocabulary().launcher_called,
         }
     }

@@ -15,17 +15,17 @@ use crate::builders::{
 use crate::child::Child;
 use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
-use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, service};
+use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, replica_groups, service};
 use crate::kind::{Coordinator, JobRef};
 use crate::{cooldown, joining, notice, spares};
 
-/// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, or the Master, which
-/// trains and shows the job's notice as the Workers do.
+/// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, the Lighthouse of its
+/// replica groups, or the Master, which trains and shows the job's notice as the Workers do.
 pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
-    let (pod, running) = if job.job_ref.coordinator() == Coordinator::RendezvousStore {
-        (store_pod(job, inputs.avoided), RunningLauncher::Left)
-    } else {
-        (master_pod(job, inputs.avoided), RunningLauncher::Relabelled)
+    let (pod, running) = match job.job_ref.coordinator() {
+        Coordinator::RendezvousStore => (store_pod(job, inputs.avoided), RunningLauncher::Left),
+        Coordinator::Lighthouse => (lighthouse_pod(job, inputs.avoided), RunningLauncher::Left),
+        _ => (master_pod(job, inputs.avoided), RunningLauncher::Relabelled),
     };
     LauncherObjects {
         config_map: None,
@@ -96,6 +96,10 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
             time_to_save_on_sigterm(&mut spec, job.spec.elastic.checkpoint_grace);
         }
     }
+    if replica_groups::ReplicaGroups::of(pytorch).is_some() {
+        let pod = crate::names::worker(job.name(), index);
+        replica_groups::name_in_service(&mut spec, job.name(), job.namespace(), &pod);
+    }
     cooldown::avoiding(&mut spec, in_cooldown);
     spares::spread(&mut spec, &job.spec.workers, &job.pod_labels(Role::Worker));
     let mut metadata = worker_metadata(job, index);
@@ -115,11 +119,14 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
 }
 
 /// What a run of PyTorchJob `job` needs beside its pods: the Service that names every pod
-/// when eto hosts its rendezvous, else a Service per pod, named like it, for the Master and
+/// when eto hosts its rendezvous or runs its replica groups, else a Service per pod, named like it, for the Master and
 /// the run's Workers as the spec has them.
 pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
-    let services = if job.job_ref.coordinator() == Coordinator::RendezvousStore {
-        store_service(job).into_iter().collect()
+    let services = if matches!(
+        job.job_ref.coordinator(),
+        Coordinator::RendezvousStore | Coordinator::Lighthouse
+    ) {
+        vec![rendezvous::service(job)]
     } else {
         let workers: Vec<u32> = (0..job.spec.workers.desired).collect();
         pod_services(job, &workers)
@@ -159,11 +166,11 @@ pub fn store_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
     rendezvous::store_pod(job, &hosted, avoided)
 }
 
-/// The Service that names every pod of `job`, if eto hosts its rendezvous (see
-/// [`rendezvous::service`]).
-pub fn store_service(job: JobContext<'_>) -> Option<Service> {
-    let hosted = HostedRendezvous::of(pytorch_job(&job)?)?;
-    Some(rendezvous::service(job, &hosted))
+/// The Lighthouse of `job`'s current run, if its Workers are replica groups (see
+/// [`replica_groups::lighthouse_pod`]), placed away from the nodes `avoided`.
+pub fn lighthouse_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<Pod> {
+    let groups = replica_groups::ReplicaGroups::of(pytorch_job(&job)?)?;
+    replica_groups::lighthouse_pod(job, &groups, avoided)
 }
 
 fn pytorch_job<'a>(job: &JobContext<'a>) -> Option<&'a PyTorchJob> {

@@ -99,7 +99,8 @@ impl HostedRendezvous {
             && defaulted.worker.is_some()
             && policy.rdzv_host.is_none()
             && policy.rdzv_backend.as_deref().is_none_or(|b| b == "c10d")
-            && policy.standalone != Some(true);
+            && policy.standalone != Some(true)
+            && policy.replica_groups.is_none();
         leaves_it_to_eto.then(|| Self {
             job: job.metadata.name.clone().unwrap_or_default(),
             port: policy.rdzv_port.unwrap_or(DEFAULT_STORE_PORT),
@@ -185,26 +186,16 @@ pub fn service_name(job: &str) -> String {
 /// `avoided`; `None` without a Worker template.
 ///
 /// It runs [`STORE_PROGRAM`] with the image of the Workers' `pytorch` container (so the store
-/// speaks the Workers' own PyTorch version), under the Workers' scheduling constraints,
-/// pull secrets and security context, without their volumes, other containers or resources:
-/// it asks for a tenth of a CPU and 256 MiB. It never restarts in place (a restarted store
-/// would have forgotten the rendezvous): its end is the run's loss.
+/// speaks the Workers' own PyTorch version), as every pod [`beside_the_workers`] is. It never
+/// restarts in place (a restarted store would have forgotten the rendezvous): its end is the
+/// run's loss.
 pub fn store_pod(
     job: JobContext<'_>,
     hosted: &HostedRendezvous,
     avoided: &[NodeCooldown],
 ) -> Option<Pod> {
-    let template = job.job_ref.worker_template()?;
-    let workers = template.spec.clone().unwrap_or_default();
-    let first = workers
-        .containers
-        .iter()
-        .find(|c| c.name == PYTORCH_CONTAINER)
-        .or_else(|| workers.containers.first())?;
     let container = Container {
         name: "rendezvous".into(),
-        image: first.image.clone(),
-        image_pull_policy: first.image_pull_policy.clone(),
         command: Some(vec![
             "/bin/sh".into(),
             "-c".into(),
@@ -216,34 +207,61 @@ pub fn store_pod(
             hosted.run_id(job.run),
         ]),
         ports: Some(vec![
-            ContainerPort {
-                name: Some("rendezvous".into()),
-                container_port: hosted.port,
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            },
-            ContainerPort {
-                name: Some("report".into()),
-                container_port: hosted.report_port(),
-                protocol: Some("TCP".into()),
-                ..ContainerPort::default()
-            },
+            tcp_port("rendezvous", hosted.port),
+            tcp_port("report", hosted.report_port()),
         ]),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_string(), Quantity("100m".into())),
-                ("memory".to_string(), Quantity("256Mi".into())),
-            ])),
-            ..ResourceRequirements::default()
-        }),
-        security_context: first.security_context.clone(),
         ..Container::default()
     };
+    beside_the_workers(
+        job,
+        hosted.store_name(),
+        STORE_REPLICA_TYPE,
+        container,
+        avoided,
+    )
+}
+
+/// A pod of `job`'s current run that serves its Workers and trains nothing (the rendezvous
+/// store, the Lighthouse): pod `name` running `container` with the image, pull policy and
+/// security context of the Workers' `pytorch` container, under the Workers' scheduling
+/// constraints, pull secrets, security context and DNS settings, without their volumes,
+/// other containers or resources: it asks for a tenth of a CPU and 256 MiB. Its host name is
+/// its name in the Service that names every pod of the job, its replica type `replica_type`,
+/// and it is placed as a launcher is, away from the nodes `avoided`. It never restarts in
+/// place. `None` without a Worker template.
+pub(super) fn beside_the_workers(
+    job: JobContext<'_>,
+    name: String,
+    replica_type: &str,
+    mut container: Container,
+    avoided: &[NodeCooldown],
+) -> Option<Pod> {
+    let template = job.job_ref.worker_template()?;
+    let workers = template.spec.clone().unwrap_or_default();
+    let first = workers
+        .containers
+        .iter()
+        .find(|c| c.name == PYTORCH_CONTAINER)
+        .or_else(|| workers.containers.first())?;
+    container.image.clone_from(&first.image);
+    container
+        .image_pull_policy
+        .clone_from(&first.image_pull_policy);
+    container
+        .security_context
+        .clone_from(&first.security_context);
+    container.resources = Some(ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity("100m".into())),
+            ("memory".to_string(), Quantity("256Mi".into())),
+        ])),
+        ..ResourceRequirements::default()
+    });
     let mut spec = PodSpec {
         containers: vec![container],
         restart_policy: Some("Never".into()),
-        hostname: Some(hosted.store_name()),
-        subdomain: Some(hosted.service_name()),
+        hostname: Some(name.clone()),
+        subdomain: Some(service_name(job.name())),
         node_selector: workers.node_selector,
         affinity: workers.affinity,
         tolerations: workers.tolerations,
@@ -259,9 +277,9 @@ pub fn store_pod(
     };
     place_launcher(&job, &mut spec, avoided);
     let mut labels = job.labels();
-    labels.insert(REPLICA_TYPE_LABEL.into(), STORE_REPLICA_TYPE.into());
+    labels.insert(REPLICA_TYPE_LABEL.into(), replica_type.into());
     labels.insert(RUN_LABEL.into(), job.run.to_string());
-    let mut metadata = job.metadata(hosted.store_name());
+    let mut metadata = job.metadata(name);
     metadata.labels = Some(labels);
     Some(Pod {
         metadata,
@@ -270,16 +288,26 @@ pub fn store_pod(
     })
 }
 
+/// A TCP port `name` of a container.
+pub(super) fn tcp_port(name: &str, port: i32) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.into()),
+        container_port: port,
+        protocol: Some("TCP".into()),
+        ..ContainerPort::default()
+    }
+}
+
 /// The headless Service `<job>-workers` of `job`: it selects every pod of the job and
 /// publishes them ready or not, so that each pod's `<name>.<job>-workers` resolves from its
 /// creation on.
-pub fn service(job: JobContext<'_>, hosted: &HostedRendezvous) -> Service {
+pub fn service(job: JobContext<'_>) -> Service {
     let selector = BTreeMap::from([(
         job.kind().vocabulary().job_name_label.to_string(),
         job.name().to_string(),
     )]);
     Service {
-        metadata: job.metadata(hosted.service_name()),
+        metadata: job.metadata(service_name(job.name())),
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".into()),
             selector: Some(selector),

@@ -15,7 +15,10 @@
 use eto_api::PyTorchJob;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::elastic::ElasticPolicy;
-use eto_api::pytorch_job::{MASTER, MULTIKUEUE, PYTORCH_CONTAINER, TRAINING_OPERATOR, WORKER};
+use eto_api::pytorch_job::{
+    MASTER, MULTIKUEUE, PYTORCH_CONTAINER, ReplicaGroups as ReplicaGroupsSpec, TRAINING_OPERATOR,
+    WORKER,
+};
 use eto_api::training_job::JobRestartPolicy;
 
 use crate::builders::DISCOVERY_DIR;
@@ -23,6 +26,7 @@ use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, Worke
 use crate::kind::Kind;
 use crate::kind::pytorch_job::Defaulted;
 use crate::kind::pytorch_job::rendezvous::HostedRendezvous;
+use crate::kind::pytorch_job::replica_groups::ReplicaGroups;
 use crate::validation::{
     Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
     elastic_settings,
@@ -54,8 +58,9 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .as_ref()
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
-    let hosted = HostedRendezvous::of(job).is_some();
-    // eto's settings apply where eto hosts the rendezvous; elsewhere the defaults do.
+    // eto runs the group: it hosts the rendezvous, or the Workers are replica groups.
+    let hosted = HostedRendezvous::of(job).is_some() || ReplicaGroups::of(job).is_some();
+    // eto's settings apply where eto runs the group; elsewhere the defaults do.
     let eto = spec
         .elastic_policy
         .as_ref()
@@ -122,6 +127,44 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
             scheduling_policy: run_policy.scheduling_policy.clone(),
         },
     )
+}
+
+/// Adds to `errors` every rule `groups`, the replica groups of `job`, break: a job of groups
+/// has no Master, its groups are one pod each, and the Lighthouse's port and
+/// timeouts are in range.
+fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &mut Errors) {
+    const FIELD: &str = "spec.elasticPolicy.replicaGroups";
+    if job.spec.pytorch_replica_specs.contains_key(MASTER) {
+        errors.push(
+            FIELD,
+            format!("a job of replica groups has no {MASTER}: each Worker is a group"),
+        );
+    }
+    if let Some(size) = groups.pods_per_group.filter(|size| *size != 1) {
+        errors.push(
+            format!("{FIELD}.podsPerGroup"),
+            format!("must be 1 (a group is one pod), not {size}"),
+        );
+    }
+    let lighthouse = groups.lighthouse.clone().unwrap_or_default();
+    if let Some(port) = lighthouse.port.filter(|port| !(1..=65535).contains(port)) {
+        errors.push(
+            format!("{FIELD}.lighthouse.port"),
+            format!("must be between 1 and 65535, not {port}"),
+        );
+    }
+    for (field, value) in [
+        ("heartbeatTimeoutMs", lighthouse.heartbeat_timeout_ms),
+        ("joinTimeoutMs", lighthouse.join_timeout_ms),
+        ("quorumTickMs", lighthouse.quorum_tick_ms),
+    ] {
+        if let Some(value) = value.filter(|value| *value < 1) {
+            errors.push(
+                format!("{FIELD}.lighthouse.{field}"),
+                format!("must be at least 1, not {value}"),
+            );
+        }
+    }
 }
 
 /// Adds every rule `job` breaks to `errors`; returns its run limits as validated.
@@ -226,11 +269,19 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
         if let Some(metrics) = &policy.metrics {
             super::metrics::check(metrics, "spec.elasticPolicy.metrics", errors);
         }
+        if let Some(groups) = &policy.replica_groups {
+            check_replica_groups(job, groups, errors);
+        }
         if let Some(spares) = policy.spare_replicas {
             if spares < 0 {
                 errors.push(
                     "spec.elasticPolicy.spareReplicas",
                     format!("must not be negative, not {spares}"),
+                );
+            } else if spares > 0 && policy.replica_groups.is_some() {
+                errors.push(
+                    "spec.elasticPolicy.spareReplicas",
+                    "does not apply to replica groups: a lost group costs the others no restart",
                 );
             } else if spares > 0 && HostedRendezvous::of(job).is_none() {
                 errors.push(
@@ -377,6 +428,26 @@ mod tests {
             (
                 json!({"spec": {"elasticPolicy": {"spareReplicas": 1}}}),
                 "spec.elasticPolicy.spareReplicas: needs the rendezvous eto hosts",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"spareReplicas": 1, "replicaGroups": {}}}}),
+                "spec.elasticPolicy.spareReplicas: does not apply to replica groups",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"podsPerGroup": 2}}}}),
+                "spec.elasticPolicy.replicaGroups.podsPerGroup: must be 1 (a group is one pod), not 2",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"lighthouse": {"port": 70000}}}}}),
+                "spec.elasticPolicy.replicaGroups.lighthouse.port: must be between 1 and 65535, not 70000",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"lighthouse": {"heartbeatTimeoutMs": 0}}}}}),
+                "spec.elasticPolicy.replicaGroups.lighthouse.heartbeatTimeoutMs: must be at least 1, not 0",
+            ),
+            (
+                json!({"spec": {"elasticPolicy": {"replicaGroups": {}}}}),
+                "spec.elasticPolicy.replicaGroups: a job of replica groups has no Master",
             ),
             (
                 json!({"spec": {"runPolicy": {"managedBy": ""}}}),

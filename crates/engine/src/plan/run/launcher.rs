@@ -64,7 +64,10 @@ impl<'o> Run<'_, 'o> {
     /// The launcher of the current run, if it exists.
     pub(super) fn launcher(&self) -> Option<Launcher<'o>> {
         match self.context.job_ref.coordinator() {
-            Coordinator::LauncherPod | Coordinator::Master | Coordinator::RendezvousStore => {
+            Coordinator::LauncherPod
+            | Coordinator::Master
+            | Coordinator::RendezvousStore
+            | Coordinator::Lighthouse => {
                 let name = self.context.job_ref.launcher_name();
                 let pod = self
                     .observed
@@ -227,10 +230,12 @@ impl<'o> Run<'_, 'o> {
             Child::LauncherJob(_) => self.observed.launcher_job.is_some(),
             _ => self.pod_exists(&name),
         };
-        let may_create = !conditions::is_true(
-            &self.planner.status.conditions,
-            conditions::LAUNCHER_CREATED,
-        );
+        // A lost Lighthouse is created again within the run (see lighthouse_loss.rs).
+        let may_create = self.context.job_ref.coordinator() == Coordinator::Lighthouse
+            || !conditions::is_true(
+                &self.planner.status.conditions,
+                conditions::LAUNCHER_CREATED,
+            );
         let workers_allow = match self.context.spec.launcher_start {
             LauncherStart::WhenMinReady => hosts.len() >= min,
             LauncherStart::AtStartup => true,

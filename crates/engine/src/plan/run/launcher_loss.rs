@@ -28,7 +28,8 @@
 //! condition say what the platform did, and on which node.
 //!
 //! This holds for every kind and restart policy, and whatever `suspendBelowMinWorkers` says:
-//! a run cannot go on without its launcher.
+//! a run cannot go on without its launcher. The one exception is a Lighthouse of replica
+//! groups, which is replaced within the run (see `lighthouse_loss.rs`).
 
 use super::{Launcher, Run};
 use crate::conditions;
@@ -44,6 +45,10 @@ impl Run<'_, '_> {
     /// announced it goes away, or its pod is disrupted or being deleted. Reports it with a
     /// `LauncherDisrupted` Warning event.
     pub(super) fn launcher_threatened(&mut self) -> Option<String> {
+        if self.context.job_ref.coordinator() == Coordinator::Lighthouse {
+            // Replaced once it goes, in the same run (see lighthouse_loss.rs).
+            return None;
+        }
         let launcher = self.launcher().filter(Launcher::is_running)?;
         let pod = launcher.pod?;
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -97,16 +102,20 @@ impl Run<'_, '_> {
                         .unwrap_or_default();
                     format!("its launcher {pod} {}{on}", disruption.describe())
                 }
-                // A rendezvous store never ends by itself; if it does (out of memory, a
-                // crash), the rendezvous is gone as surely as if the platform took it.
-                _ if self.context.job_ref.coordinator() == Coordinator::RendezvousStore
+                // A rendezvous store or a Lighthouse never ends by itself; if it does (out of
+                // memory, a crash), what it served is gone as surely as if the platform took it.
+                _ if self.context.job_ref.coordinator().only_serves()
                     && matches!(launcher.phase, "Succeeded" | "Failed") =>
                 {
                     let pod = launcher
                         .pod
                         .and_then(|pod| pod.metadata.name.clone())
                         .unwrap_or(name);
-                    format!("its rendezvous store {pod} ended ({})", launcher.phase)
+                    format!(
+                        "its {} {pod} ended ({})",
+                        self.context.job_ref.launcher_called(),
+                        launcher.phase
+                    )
                 }
                 _ => return false,
             },

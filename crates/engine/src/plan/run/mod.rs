@@ -5,6 +5,7 @@
 mod collateral_launcher_failure;
 mod launcher;
 mod launcher_loss;
+mod lighthouse_loss;
 mod lost_group;
 mod notices;
 mod outcome;
@@ -26,6 +27,7 @@ use crate::builders::JobContext;
 use crate::conditions;
 use crate::effective_spec::SshSecretSource;
 use crate::gang::Gang;
+use crate::kind::Coordinator;
 use crate::{pods, scaling};
 
 use launcher::Launcher;
@@ -203,11 +205,18 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let launcher = self.launcher();
-        // Before the launcher's own outcome: the platform taking it ends the run, not the job
-        // (see launcher_loss.rs).
-        if self.launcher_lost(launcher.as_ref()) {
+        let launcher = if self.context.job_ref.coordinator() == Coordinator::Lighthouse {
+            // A Lighthouse's end is no outcome of the run: it is replaced (see
+            // lighthouse_loss.rs).
+            let lost = self.lighthouse_lost(launcher.as_ref());
+            launcher.filter(|_| !lost)
+        } else if self.launcher_lost(launcher.as_ref()) {
+            // Before the launcher's own outcome: the platform taking it ends the run, not the
+            // job (see launcher_loss.rs).
             return;
-        }
+        } else {
+            launcher
+        };
         if launcher.as_ref().is_some_and(|l| l.phase == "Succeeded") {
             let message = format!(
                 "{} {} succeeded",

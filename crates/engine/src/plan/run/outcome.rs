@@ -14,12 +14,12 @@ use super::{Launcher, Restart, Run};
 
 impl Run<'_, '_> {
     /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
-    /// Master (see [`Coordinator::Master`]), or whose rendezvous store eto runs (see
-    /// [`Coordinator::RendezvousStore`]).
+    /// Master (see [`Coordinator::Master`]), whose rendezvous store eto runs (see
+    /// [`Coordinator::RendezvousStore`]), or of replica groups (see [`Coordinator::Lighthouse`]).
     pub(super) fn workers_decide(&self) -> bool {
         match self.context.job_ref.coordinator() {
             Coordinator::Master => self.context.job_ref.launcher_template().is_none(),
-            Coordinator::RendezvousStore => true,
+            Coordinator::RendezvousStore | Coordinator::Lighthouse => true,
             Coordinator::LauncherPod | Coordinator::LauncherJob => false,
         }
     }

@@ -16,6 +16,7 @@ mod pytorch;
 mod regroup;
 mod rejection;
 mod rendezvous;
+mod replica_groups;
 mod scaling;
 mod spares;
 mod suspension;

@@ -1,0 +1,64 @@
+//! A Lighthouse lost while its replica groups train: replaced under the same address, the run
+//! goes on.
+//!
+//! The Lighthouse (see `kind/pytorch_job/replica_groups.rs`) keeps no state the groups need
+//! back: each group's Manager heartbeats it and asks it for every step's quorum, and a new
+//! Lighthouse forms the next quorum from the groups that come to it. So, unlike the rendezvous
+//! store (whose loss ends the run, see `launcher_loss.rs`), a Lighthouse that ended (a crash,
+//! out of memory, its pod evicted or gone with its node) is replaced at once in the same run,
+//! under the same name and host name, and no group is touched: the groups that outlive the
+//! gap train on. A group whose quorum request fails in the gap ends its training process; its
+//! container restarts in its pod (the Workers' `OnFailure`) and heals from a group that went
+//! on. Nor does a warning of the Lighthouse's node suspend the job: the Lighthouse stays until
+//! its pod goes, and its replacement avoids the warned nodes.
+
+use super::{Launcher, Run};
+use crate::{conditions, pods};
+
+/// Reason of the Warning event when the Lighthouse is lost.
+pub const LIGHTHOUSE_LOST: &str = "LighthouseLost";
+
+impl Run<'_, '_> {
+    /// Makes way for a new Lighthouse when the run's `launcher` ended or disappeared (see the
+    /// module documentation): deletes an ended pod, so that its name is free, and says so. The
+    /// new one is created with the launcher, in [`Run::discovery_and_launcher`]. Returns
+    /// whether the Lighthouse is lost.
+    pub(super) fn lighthouse_lost(&mut self, launcher: Option<&Launcher<'_>>) -> bool {
+        let name = self.context.job_ref.launcher_name();
+        let why = match launcher {
+            Some(launcher) => {
+                let ended = launcher.disruption.as_ref().is_some_and(|d| d.ended)
+                    || matches!(launcher.phase, "Succeeded" | "Failed");
+                let Some(pod) = launcher
+                    .pod
+                    .filter(|pod| ended && !pods::is_terminating(pod))
+                else {
+                    return ended;
+                };
+                self.planner.delete_pod_with_grace(pod, 0);
+                match &launcher.disruption {
+                    Some(disruption) => format!("{name} {}", disruption.describe()),
+                    None => format!("{name} ended ({})", launcher.phase),
+                }
+            }
+            None if conditions::is_true(
+                &self.planner.status.conditions,
+                conditions::LAUNCHER_CREATED,
+            ) && !self.pod_exists(&name) =>
+            {
+                format!("{name} disappeared (deleted, or gone with its node)")
+            }
+            None => return false,
+        };
+        self.planner.event(
+            true,
+            LIGHTHOUSE_LOST,
+            "Replace",
+            format!(
+                "PyTorchJob {}: its Lighthouse {why}; a new Lighthouse starts under the same address and the replica groups go on (no suspend, no failure counted)",
+                self.name()
+            ),
+        );
+        true
+    }
+}

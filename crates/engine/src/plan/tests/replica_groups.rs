@@ -1,0 +1,211 @@
+//! TorchFT replica groups (see `kind/pytorch_job/replica_groups.rs`), as a reconcile plans
+//! them: a Lighthouse beside the groups, a lost group replaced alone under the id it had.
+
+use eto_api::PyTorchJob;
+use k8s_openapi::api::core::v1::Pod;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::kind::pytorch_job::replica_groups::group_of;
+use crate::testing::pytorch_job;
+use crate::testing::world::World;
+
+/// `ddp`: `groups` replica groups between two and four, no Master; planned once.
+fn job(groups: u32) -> World {
+    let mut value = serde_json::to_value(pytorch_job()).unwrap();
+    json_patch::merge(
+        &mut value,
+        &json!({"spec": {
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "replicaGroups": {}},
+            "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": groups}}
+        }}),
+    );
+    let job: PyTorchJob = serde_json::from_value(value).unwrap();
+    let mut world = World::pytorch(job);
+    world.reconcile();
+    world
+}
+
+/// Each Worker pod's name and group id, by name.
+fn groups(world: &World) -> Vec<(String, Option<u32>)> {
+    world
+        .pods
+        .iter()
+        .filter(|(name, _)| name.starts_with("ddp-worker-"))
+        .map(|(name, pod)| (name.clone(), group_of(pod)))
+        .collect()
+}
+
+fn env(pod: &Pod, name: &str) -> Option<String> {
+    pod.spec.as_ref()?.containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|var| var.name == name)?
+        .value
+        .clone()
+}
+
+fn ready_all(world: &mut World) {
+    let names: Vec<String> = world.pods.keys().cloned().collect();
+    for name in names {
+        world.ready(&name);
+    }
+    world.reconcile();
+}
+
+#[test]
+fn groups_start_beside_a_lighthouse_each_with_its_own_id() {
+    let world = job(3);
+    assert_eq!(
+        groups(&world),
+        [
+            ("ddp-worker-0".to_string(), Some(0)),
+            ("ddp-worker-1".to_string(), Some(1)),
+            ("ddp-worker-2".to_string(), Some(2)),
+        ]
+    );
+    let lighthouse = &world.pods["ddp-lighthouse"];
+    let command = lighthouse.spec.as_ref().unwrap().containers[0]
+        .command
+        .clone()
+        .unwrap();
+    assert_eq!(
+        command[3..],
+        [
+            "torchft_lighthouse",
+            "--min_replicas",
+            "2",
+            "--bind",
+            "[::]:29510",
+            "--heartbeat_timeout_ms",
+            "1000"
+        ]
+    );
+    let worker = &world.pods["ddp-worker-1"];
+    assert_eq!(env(worker, "REPLICA_GROUP_ID").as_deref(), Some("1"));
+    assert_eq!(env(worker, "NUM_REPLICA_GROUPS").as_deref(), Some("4"));
+    assert_eq!(
+        env(worker, "TORCHFT_LIGHTHOUSE").as_deref(),
+        Some("http://ddp-lighthouse.ddp-workers:29510")
+    );
+    assert_eq!(env(worker, "PET_RDZV_ENDPOINT"), None);
+    let spec = worker.spec.as_ref().unwrap();
+    assert_eq!(
+        (spec.hostname.as_deref(), spec.subdomain.as_deref()),
+        (Some("ddp-worker-1"), Some("ddp-workers"))
+    );
+    assert_eq!(
+        spec.dns_config.as_ref().unwrap().searches,
+        Some(vec!["ddp-workers.default.svc.cluster.local".to_string()])
+    );
+    assert!(world.pod_services.contains_key("ddp-workers"));
+}
+
+#[test]
+fn a_lost_group_is_replaced_alone_under_its_id() {
+    let mut world = job(3);
+    ready_all(&mut world);
+    let before: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    world.evict("ddp-worker-1");
+    world.reconcile();
+    world.pods.remove("ddp-worker-1");
+    world.reconcile();
+    assert_eq!(
+        groups(&world),
+        [
+            ("ddp-worker-0".to_string(), Some(0)),
+            ("ddp-worker-2".to_string(), Some(2)),
+            ("ddp-worker-3".to_string(), Some(1)),
+        ],
+        "the replacement takes the lost group's id"
+    );
+    let after: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    assert_eq!(before, after, "the other groups are not touched");
+    assert!(world.pods.contains_key("ddp-lighthouse"));
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert!(
+        status
+            .eto
+            .blacklist
+            .iter()
+            .any(|entry| entry.pod == "ddp-worker-1"),
+        "{:?}",
+        status.eto.blacklist
+    );
+}
+
+#[test]
+fn a_new_group_takes_the_lowest_free_id() {
+    let mut world = job(2);
+    ready_all(&mut world);
+    world.set_worker_replicas(3);
+    world.reconcile();
+    assert_eq!(
+        groups(&world).last().cloned(),
+        Some(("ddp-worker-2".to_string(), Some(2)))
+    );
+}
+
+#[test]
+fn below_the_minimum_of_groups_the_job_suspends() {
+    let mut world = job(2);
+    ready_all(&mut world);
+    world.lose_with_node("ddp-worker-0");
+    world.reconcile();
+    world.advance(3600);
+    world.reconcile();
+    world.reconcile();
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let running = status.conditions.iter().find(|c| c.type_ == "Running");
+    assert_eq!(
+        running.and_then(|c| c.reason.as_deref()),
+        Some("BelowMinWorkers"),
+        "{:?}",
+        status.conditions
+    );
+    assert_eq!(status.eto.run, Some(1), "it resumes in a new run");
+}
+
+#[test]
+fn a_lost_lighthouse_is_replaced_in_the_same_run_and_the_groups_are_kept() {
+    let mut world = job(3);
+    ready_all(&mut world);
+    let groups_before = groups(&world);
+    world.exit("ddp-lighthouse", 137);
+    let plan = world.reconcile();
+    assert!(
+        crate::testing::world::deleted_pods(&plan).contains(&"ddp-lighthouse".to_string()),
+        "the ended Lighthouse makes way"
+    );
+    assert!(
+        crate::testing::world::reasons(&plan).contains(&"LighthouseLost".to_string()),
+        "{:?}",
+        crate::testing::world::reasons(&plan)
+    );
+    world.reconcile();
+    assert!(
+        world.pods.contains_key("ddp-lighthouse"),
+        "a new Lighthouse"
+    );
+    assert_eq!(groups(&world), groups_before, "no group is touched");
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run goes on");
+    assert!(
+        !status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Suspended" && c.status == eto_api::common::ConditionStatus::True)
+    );
+
+    world.pods.remove("ddp-lighthouse");
+    world.reconcile();
+    assert!(
+        world.pods.contains_key("ddp-lighthouse"),
+        "one that disappears is replaced too"
+    );
+}
