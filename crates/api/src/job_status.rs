@@ -193,3 +193,22 @@ pub struct Reformation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub joined: Vec<String>,
 }
+
+/// The replica groups of a run, as their Lighthouse reports them.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaGroupsStatus {
+    /// The latest quorum's id: one more each time the quorum's groups changed.
+    pub quorum_id: i64,
+    /// Groups in the latest quorum: those that trained its step together.
+    pub quorum: i64,
+    /// The step the latest quorum trained.
+    pub step: i64,
+    /// Groups whose Manager heartbeats the Lighthouse.
+    pub heartbeating: i64,
+    /// Groups that heartbeat but are not in the quorum yet: new or replaced groups joining,
+    /// which heal from a live group as they do.
+    pub healing: i64,
+    /// Groups the job holds that do not heartbeat: starting, or lost and not yet replaced.
+    pub missing: i64,
+}

@@ -33,6 +33,7 @@ use crate::common::{
 };
 use crate::elastic::ElasticPolicy;
 pub use crate::job_status::Reformation;
+pub use crate::job_status::ReplicaGroupsStatus;
 use crate::kubeflow::{EtoJobStatus, KubeflowReplicaStatus, SchedulingPolicy};
 
 /// The value of `runPolicy.managedBy` that names training-operator v1, whose jobs eto runs in
@@ -94,6 +95,12 @@ pub const DEFAULT_PORT: i32 = 23456;
         type_ = "integer",
         json_path = ".status.workers.desired",
         description = "Workers the job asks for"
+    ),
+    printcolumn(
+        name = "Quorum",
+        type_ = "integer",
+        json_path = ".status.replicaGroups.quorum",
+        description = "Replica groups in the latest TorchFT quorum"
     ),
     printcolumn(
         name = "Age",
@@ -487,6 +494,11 @@ pub struct PyTorchJobStatus {
     /// eto: torchrun's rendezvous of the current run, as the store eto hosts last reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendezvous: Option<RendezvousStatus>,
+
+    /// eto: the replica groups' quorum, as the Lighthouse last reported it (a job of
+    /// `elasticPolicy.replicaGroups`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_groups: Option<ReplicaGroupsStatus>,
 }
 
 /// torchrun's rendezvous of a run, as its store reports it.

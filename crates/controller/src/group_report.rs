@@ -1,7 +1,8 @@
 //! Reading the report of a run's coordinator (see [`eto_engine::group_report`]; a PyTorchJob's
-//! rendezvous store) before the job is planned.
+//! rendezvous store, or the Lighthouse of its replica groups) before the job is planned.
 //!
-//! `GET /api/v1/namespaces/<ns>/pods/<pod>:<report port>/proxy/report`, through the API
+//! `GET /api/v1/namespaces/<ns>/pods/<pod>:<report port>/proxy/report` (a Lighthouse's
+//! `/status`), through the API
 //! server's pod proxy as the `kubeai` stop signal goes (see [`crate::kubeai_stop`]), while the
 //! coordinator runs (the job says where: [`eto_engine::kind::ServedJob::group_report_source`]).
 //! One request of at most [`READ_TIMEOUT`]: a report that cannot be read is no report; a
@@ -45,11 +46,9 @@ pub async fn read(ctx: &Context, job: JobRef<'_>, source: &ReportSource) -> Opti
             return None;
         }
     };
-    match serde_json::from_str(&text) {
-        Ok(report) => Some(report),
-        Err(error) => {
-            tracing::debug!(pod = source.pod, %error, "the coordinator's report is not one");
-            None
-        }
+    let report = source.read(&text);
+    if report.is_none() {
+        tracing::debug!(pod = source.pod, "the coordinator's report is not one");
     }
+    report
 }

@@ -30,19 +30,43 @@ pub const SAVED_PATH: &str = "/saved";
 /// The path eto reads.
 pub const REPORT_PATH: &str = "/report";
 
-/// Where eto reads a report: a pod of the job's namespace and a port.
+/// Where eto reads a report: a pod of the job's namespace, a port, and what answers there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportSource {
     /// The coordinator's pod.
     pub pod: String,
     /// Its report port.
     pub port: i32,
+    /// The path of the report.
+    pub path: &'static str,
+    /// What the pod serves there.
+    pub format: ReportFormat,
+}
+
+/// What a coordinator serves as its report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// eto's store program: `GET /report`, a [`GroupReport`] in JSON.
+    Store,
+    /// A TorchFT Lighthouse: its status page (see [`crate::quorum_report`]).
+    Lighthouse,
 }
 
 impl ReportSource {
     /// The pod proxy's path to the report in `namespace`.
     pub fn proxy_path(&self, namespace: &str) -> String {
-        pods::proxy_path(namespace, &self.pod, self.port, REPORT_PATH)
+        pods::proxy_path(namespace, &self.pod, self.port, self.path)
+    }
+
+    /// The report `text` says, as this source serves it; `None` if it is not one.
+    pub fn read(&self, text: &str) -> Option<GroupReport> {
+        match self.format {
+            ReportFormat::Store => serde_json::from_str(text).ok(),
+            ReportFormat::Lighthouse => Some(GroupReport {
+                quorum: Some(crate::quorum_report::read_status(text)?),
+                ..GroupReport::default()
+            }),
+        }
     }
 }
 
@@ -59,6 +83,9 @@ pub struct GroupReport {
     /// takes none.
     #[serde(default)]
     pub orders: Option<GroupOrders>,
+    /// The replica groups' quorum, from a Lighthouse's status page.
+    #[serde(skip)]
+    pub quorum: Option<crate::quorum_report::QuorumReport>,
 }
 
 /// One word of the training code that it saved.

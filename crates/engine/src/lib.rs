@@ -42,6 +42,7 @@ pub mod plan;
 pub mod pod_metadata;
 pub mod pods;
 pub mod quantity;
+pub mod quorum_report;
 pub mod regroup;
 pub mod scaling;
 pub mod spares;

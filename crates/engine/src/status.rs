@@ -53,6 +53,9 @@ pub struct JobStatus {
     /// The training group of the current run, as the pod that coordinates it last reported it
     /// (a PyTorchJob's rendezvous).
     pub group: Option<GroupStatus>,
+    /// The replica groups of the current run, as their Lighthouse last reported them (a
+    /// PyTorchJob of replica groups).
+    pub replica_groups: Option<eto_api::job_status::ReplicaGroupsStatus>,
     /// Nodes the job's new workers avoid.
     pub nodes_in_cooldown: Vec<NodeCooldown>,
     /// Nodes running the job's workers that announced they go away.

@@ -355,7 +355,7 @@ pub(crate) mod world {
                     }
                     ApiStatus::PyTorchJob(status) => {
                         if let Some(job) = &mut self.pytorch_job {
-                            job.status = Some(status);
+                            job.status = Some(*status);
                         }
                     }
                     ApiStatus::TrainingJob(status) => self.job.status = Some(status),

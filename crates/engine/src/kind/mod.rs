@@ -478,6 +478,16 @@ impl<'a> JobRef<'a> {
         self.served().group_report_source(pods)
     }
 
+    /// See [`ServedJob::complete_new_workers`].
+    pub fn complete_new_workers(
+        self,
+        target: &[u32],
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        new: &mut std::collections::BTreeMap<u32, Pod>,
+    ) {
+        self.served().complete_new_workers(target, pods, new);
+    }
+
     /// See [`ServedJob::heartbeat_timeout`].
     pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
         self.served().heartbeat_timeout()
@@ -550,7 +560,7 @@ pub enum ApiStatus {
     /// An MPIJob's.
     MpiJob(MPIJobStatus),
     /// A PyTorchJob's.
-    PyTorchJob(PyTorchJobStatus),
+    PyTorchJob(Box<PyTorchJobStatus>),
 }
 
 impl ApiStatus {
@@ -559,7 +569,9 @@ impl ApiStatus {
         match kind {
             Kind::TrainingJob => Self::TrainingJob(training_job::status::from_engine(status)),
             Kind::MpiJob => Self::MpiJob(mpi_job::status::from_engine(status)),
-            Kind::PyTorchJob => Self::PyTorchJob(pytorch_job::status::from_engine(job, status)),
+            Kind::PyTorchJob => {
+                Self::PyTorchJob(Box::new(pytorch_job::status::from_engine(job, status)))
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! most kinds answer; a kind overrides it where its jobs differ (a PyTorchJob whose
 //! rendezvous eto hosts has a rendezvous store for a launcher, for example).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
@@ -87,6 +88,18 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     fn group_report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
         let _ = pods;
         None
+    }
+
+    /// Completes the new workers `new` (their pods, by index) beside the workers of the
+    /// target `target`, whose pods are among `pods` (by index): a PyTorchJob's replica groups
+    /// give each new group the lowest group id no live group holds. Nothing by default.
+    fn complete_new_workers(
+        &self,
+        target: &[u32],
+        pods: &BTreeMap<u32, &Pod>,
+        new: &mut BTreeMap<u32, Pod>,
+    ) {
+        let _ = (target, pods, new);
     }
 
     /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])

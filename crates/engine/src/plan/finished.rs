@@ -65,6 +65,7 @@ impl Planner {
         self.status.draining_workers.clear();
         self.status.held_workers.clear();
         self.status.group = None;
+        self.status.replica_groups = None;
         self.status.notice = None;
         if job.job_ref.coordinator().only_serves() {
             // The store or Lighthouse serves no one once the job ended, whatever

@@ -211,6 +211,26 @@ impl ServedJob for PyTorchJob {
         report_source::source(self, pods)
     }
 
+    /// A new replica group takes the lowest group id no live group holds (see
+    /// [`replica_groups::ids_of_new`]).
+    fn complete_new_workers(
+        &self,
+        target: &[u32],
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        new: &mut std::collections::BTreeMap<u32, Pod>,
+    ) {
+        if replica_groups::ReplicaGroups::of(self).is_none() {
+            return;
+        }
+        let created: Vec<u32> = new.keys().copied().collect();
+        let ids = replica_groups::ids_of_new(target, &created, pods);
+        for (index, pod) in new.iter_mut() {
+            if let Some(id) = ids.get(index) {
+                replica_groups::give_id(pod, *id);
+            }
+        }
+    }
+
     fn heartbeat_timeout(&self) -> Option<Duration> {
         self.coordinator()
             .group_reforms()

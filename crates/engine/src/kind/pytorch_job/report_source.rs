@@ -1,21 +1,36 @@
 //! Where eto reads the report of a PyTorchJob's rendezvous store (see
 //! [`crate::group_report`]): the store's pod serves it on its report port (see
-//! [`super::rendezvous`]).
+//! [`super::rendezvous`]); for replica groups, the Lighthouse's status page on its port (see
+//! [`super::replica_groups`]).
 
 use eto_api::PyTorchJob;
 use eto_api::well_known::RUN_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::rendezvous::HostedRendezvous;
-use crate::group_report::ReportSource;
+use super::replica_groups::{ReplicaGroups, STATUS_PATH};
+use crate::group_report::{REPORT_PATH, ReportFormat, ReportSource};
 use crate::kind::ServedJob;
 use crate::pods;
 
-/// Where to read `job`'s report now: the store of the job's current run runs (its pod among
-/// `pods` is running, not being deleted, and of the run).
+/// Where to read `job`'s report now: the store (or Lighthouse) of the job's current run runs
+/// (its pod among `pods` is running, not being deleted, and of the run).
 pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
-    let hosted = HostedRendezvous::of(job)?;
-    let name = hosted.store_name();
+    let (name, port, path, format) = match (HostedRendezvous::of(job), ReplicaGroups::of(job)) {
+        (Some(hosted), _) => (
+            hosted.store_name(),
+            hosted.report_port(),
+            REPORT_PATH,
+            ReportFormat::Store,
+        ),
+        (None, Some(groups)) => (
+            groups.lighthouse_name(),
+            groups.port,
+            STATUS_PATH,
+            ReportFormat::Lighthouse,
+        ),
+        (None, None) => return None,
+    };
     let run = job.engine_status().current_run().to_string();
     pods.iter()
         .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
@@ -23,7 +38,9 @@ pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
         .filter(|pod| pods::label(pod, RUN_LABEL) == Some(run.as_str()))?;
     Some(ReportSource {
         pod: name,
-        port: hosted.report_port(),
+        port,
+        path,
+        format,
     })
 }
 

@@ -35,6 +35,7 @@ pub fn to_engine(status: &PyTorchJobStatus) -> JobStatus {
     JobStatus {
         held_workers: status.held_workers.clone(),
         group: status.rendezvous.clone().map(group_to_engine),
+        replica_groups: status.replica_groups.clone(),
         ..kubeflow_to_engine(
             &status.conditions,
             status
@@ -105,6 +106,7 @@ pub fn from_engine(job: &str, status: JobStatus) -> PyTorchJobStatus {
         eto,
         held_workers: status.held_workers,
         rendezvous: status.group.map(group_from_engine),
+        replica_groups: status.replica_groups,
     }
 }
 

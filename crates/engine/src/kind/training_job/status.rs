@@ -27,6 +27,7 @@ pub fn to_engine(status: &TrainingJobStatus) -> JobStatus {
         draining_workers: status.draining_workers,
         held_workers: Vec::new(),
         group: None,
+        replica_groups: None,
         nodes_in_cooldown: status.nodes_in_cooldown,
         node_warnings: status.node_warnings,
         selector: status.selector,

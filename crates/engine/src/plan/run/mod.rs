@@ -315,6 +315,7 @@ impl<'p, 'o> Run<'p, 'o> {
         planner.status.draining_workers.clear();
         planner.status.held_workers.clear();
         planner.status.group = None;
+        planner.status.replica_groups = None;
         planner.status.workers = None;
         let reason = kind.reason("Restarting");
         planner.condition(conditions::RESTARTING, true, &reason, message);

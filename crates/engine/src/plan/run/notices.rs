@@ -23,6 +23,7 @@ impl Run<'_, '_> {
         if self.run != self.planner.old.current_run() {
             return;
         }
+        self.show_quorum();
         let Some(state) = self
             .observed
             .group_report
@@ -47,6 +48,26 @@ impl Run<'_, '_> {
             let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
             self.planner.requeue_at(again);
         }
+    }
+
+    /// Shows the replica groups' quorum as their Lighthouse reported it (see
+    /// [`crate::quorum_report::QuorumReport::status`]), and reads it again every [`crate::group_report::FORMING_POLL`]
+    /// while a group heals or is missing.
+    fn show_quorum(&mut self) {
+        let Some(quorum) = self
+            .observed
+            .group_report
+            .and_then(|report| report.quorum.as_ref())
+        else {
+            return;
+        };
+        let groups = self.planner.status.target_workers.len();
+        let status = quorum.status(groups);
+        if status.healing > 0 || status.missing > 0 {
+            let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
+            self.planner.requeue_at(again);
+        }
+        self.planner.status.replica_groups = Some(status);
     }
 
     /// Changes the metadata of the workers of the run whose notice is not the one they should

@@ -498,6 +498,7 @@ impl Run<'_, '_> {
         planner.status.draining_workers.clear();
         planner.status.held_workers.clear();
         planner.status.group = None;
+        planner.status.replica_groups = None;
         if let Some(workers) = planner.status.workers.as_mut() {
             *workers = WorkerSummary {
                 ready: 0,

@@ -16,8 +16,7 @@ use super::{Run, RunState};
 use crate::conditions;
 use crate::discovery::Host;
 use crate::group_report::GroupReport;
-use crate::kind::pytorch_job::replica_groups;
-use crate::kind::{Coordinator, WorkerNames};
+use crate::kind::WorkerNames;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
@@ -350,27 +349,23 @@ impl<'o> Run<'_, 'o> {
                     self.state,
                     RunState::AtMinimum | RunState::BelowMinimum { .. }
                 );
+            let mut new: BTreeMap<u32, Pod> = decision
+                .create
+                .iter()
+                .filter_map(|index| Some((*index, self.job().worker_pod(*index, &avoided)?)))
+                .collect();
             // A replica group's replacement takes the id of the group it replaces.
-            let group_ids = if self.context.job_ref.coordinator() == Coordinator::Lighthouse {
-                replica_groups::ids_of_new(&decision.target, &decision.create, &current)
-            } else {
-                BTreeMap::new()
-            };
-            for index in &decision.create {
-                let mut pod = self.job().worker_pod(*index, &avoided);
-                if let (Some(pod), Some(id)) = (pod.as_mut(), group_ids.get(index)) {
-                    replica_groups::give_id(pod, *id);
-                }
-                if let Some(pod) = pod.as_mut().filter(|_| starts_at_once) {
+            self.context
+                .job_ref
+                .complete_new_workers(&decision.target, &current, &mut new);
+            for mut pod in new.into_values() {
+                if starts_at_once {
                     pod.metadata
                         .annotations
                         .get_or_insert_default()
                         .insert(joining::START_ANNOTATION.into(), joining::GO.into());
                 }
-                self.planner
-                    .plan
-                    .apply
-                    .extend(pod.map(|pod| Child::Pod(Box::new(pod))));
+                self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
             }
             self.planner.event(
                 false,

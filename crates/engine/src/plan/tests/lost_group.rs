@@ -55,6 +55,7 @@ fn status(world: &World) -> JobStatus {
 fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
     GroupReport {
         orders: None,
+        quorum: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
@@ -350,6 +351,7 @@ fn the_status_shows_a_closed_rendezvous() {
 fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker_exiting() {
     let closed_for = |seconds: f64| GroupReport {
         orders: None,
+        quorum: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 1,

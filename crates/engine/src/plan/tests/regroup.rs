@@ -76,6 +76,7 @@ fn notice_of(world: &World, name: &str) -> Option<Notice> {
 fn saved(world: &mut World, notice: &Notice) {
     world.group_report = Some(GroupReport {
         orders: None,
+        quorum: None,
         saved: vec![SavedCheckpoint {
             pod: "ddp-worker-0".into(),
             step: Some(12),

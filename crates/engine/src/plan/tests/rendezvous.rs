@@ -338,6 +338,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
     assert_eq!(rendezvous(&world), None, "no report, nothing shown");
     let report = |round, complete, waiting| GroupReport {
         orders: None,
+        quorum: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round,
@@ -452,6 +453,7 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
     use eto_api::job_status::NoticeKind;
     let report = |complete: bool, age: f64| GroupReport {
         orders: None,
+        quorum: None,
         saved: Vec::new(),
         rendezvous: Some(RendezvousState {
             round: 2,

@@ -209,3 +209,30 @@ fn a_lost_lighthouse_is_replaced_in_the_same_run_and_the_groups_are_kept() {
         "one that disappears is replaced too"
     );
 }
+
+#[test]
+fn the_status_shows_the_quorum_the_lighthouse_reports() {
+    use crate::group_report::GroupReport;
+    use crate::quorum_report::QuorumReport;
+
+    let mut world = job(3);
+    ready_all(&mut world);
+    world.group_report = Some(GroupReport {
+        quorum: Some(QuorumReport {
+            quorum_id: 5,
+            participants: 2,
+            step: 140,
+            heartbeating: 2,
+        }),
+        ..GroupReport::default()
+    });
+    world.reconcile();
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let groups = status.replica_groups.clone().expect("the quorum shown");
+    assert_eq!((groups.quorum_id, groups.quorum, groups.step), (5, 2, 140));
+    assert_eq!(
+        (groups.heartbeating, groups.healing, groups.missing),
+        (2, 0, 1),
+        "one of three groups does not heartbeat"
+    );
+}

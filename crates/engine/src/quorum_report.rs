@@ -1,0 +1,148 @@
+//! What a TorchFT Lighthouse reports of the quorum of a run's replica groups (see
+//! `kind/pytorch_job/replica_groups.rs`), read from its status page, and what the job's status
+//! shows of it.
+
+use eto_api::job_status::ReplicaGroupsStatus;
+
+/// The quorum as a Lighthouse's status page shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuorumReport {
+    /// The latest quorum's id (0 before the first).
+    pub quorum_id: i64,
+    /// Groups in the latest quorum.
+    pub participants: i64,
+    /// The highest step of a group in the latest quorum.
+    pub step: i64,
+    /// Groups heartbeating.
+    pub heartbeating: i64,
+}
+
+/// The quorum the Lighthouse's status page `page` shows (TorchFT 0.2.0's: `Current
+/// quorum_id: N`, the latest quorum's `Num participants: N` and each member's `Step: N`, and
+/// `[N heartbeating]`); `None` if `page` is not one.
+pub fn read_status(page: &str) -> Option<QuorumReport> {
+    let number_after = |text: &str, label: &str| -> Option<i64> {
+        let rest = &text[text.find(label)? + label.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let quorum_id = number_after(page, "Current quorum_id:")?;
+    let heartbeating = page
+        .find(" heartbeating]")
+        .and_then(|end| {
+            let start = page[..end].rfind('[')? + 1;
+            page[start..end].trim().parse().ok()
+        })
+        .unwrap_or(0);
+    let previous = page
+        .find("Previous Quorum")
+        .map_or("", |start| &page[start..]);
+    let previous = previous
+        .find("Heartbeats")
+        .map_or(previous, |end| &previous[..end]);
+    let step = previous
+        .match_indices("Step:")
+        .filter_map(|(at, _)| number_after(&previous[at..], "Step:"))
+        .max()
+        .unwrap_or(0);
+    Some(QuorumReport {
+        quorum_id,
+        participants: number_after(previous, "Num participants:").unwrap_or(0),
+        step,
+        heartbeating,
+    })
+}
+
+impl QuorumReport {
+    /// The status of the replica groups of a run holding `groups` groups, whose Lighthouse
+    /// reported this: a heartbeating group outside the quorum is healing, a group the job
+    /// holds that does not heartbeat is missing.
+    pub fn status(&self, groups: usize) -> ReplicaGroupsStatus {
+        let groups = i64::try_from(groups).unwrap_or(i64::MAX);
+        ReplicaGroupsStatus {
+            quorum_id: self.quorum_id,
+            quorum: self.participants,
+            step: self.step,
+            heartbeating: self.heartbeating,
+            healing: (self.heartbeating - self.participants).max(0),
+            missing: (groups - self.heartbeating).max(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// The status page of TorchFT 0.2.0's Lighthouse, as the harness's served it: three
+    /// groups in quorum 2 at step 12, and three heartbeating.
+    const PAGE: &str = r#"
+Current quorum_id: 2 <br>
+Next quorum status: New quorum not ready, only have 0 participants, need min_replicas 2 [0/0 participants healthy][3 heartbeating][shrink_only=false]
+
+<h3>Previous Quorum</h3>
+Previous quorum id: 2 <br>
+Num participants: 3 <br>
+Quorum age:
+0.148304832s
+<div>
+<div class="member">
+  <b>eto_ft_0:1e62d685</b> <br/>
+  Step: 12 <br/>
+  Manager: http://ddp-worker-0:45569 <br/>
+</div>
+<div class="member">
+  <b>eto_ft_1:c4654d35</b> <br/>
+  Step: 11 <br/>
+  Manager: http://ddp-worker-1:38119 <br/>
+</div>
+</div>
+<h2>Heartbeats</h2>
+<ul>
+  <li class="heartbeat">eto_ft_1:c4654d35: seen 0.066504275s ago</li>
+</ul>"#;
+
+    #[test]
+    fn the_lighthouses_page_gives_the_quorum_and_the_groups_state() {
+        let read = read_status(PAGE).unwrap();
+        assert_eq!(
+            read,
+            QuorumReport {
+                quorum_id: 2,
+                participants: 3,
+                step: 12,
+                heartbeating: 3
+            }
+        );
+        let before_any = "Current quorum_id: 0 <br>\nNext quorum status: New quorum not ready [0/0 participants healthy][0 heartbeating]\n<h3>Previous Quorum</h3>\n<h2>Heartbeats</h2>";
+        assert_eq!(read_status(before_any), Some(QuorumReport::default()));
+        assert_eq!(read_status("<html>not a lighthouse</html>"), None);
+
+        let cases = [
+            ("all in quorum", 3, 3, 3, (0, 0)),
+            ("one replaced, healing", 2, 3, 3, (1, 0)),
+            ("one lost, not yet replaced", 2, 2, 3, (0, 1)),
+        ];
+        for (name, participants, heartbeating, groups, (healing, missing)) in cases {
+            let quorum = QuorumReport {
+                quorum_id: 4,
+                participants,
+                step: 7,
+                heartbeating,
+            };
+            let status = quorum.status(groups);
+            assert_eq!(
+                (status.healing, status.missing),
+                (healing, missing),
+                "{name}"
+            );
+            assert_eq!((status.quorum, status.step), (participants, 7), "{name}");
+        }
+    }
+}
