@@ -34,5 +34,6 @@ mod pytorchjob;
 mod scaling;
 mod suspend;
 mod termination;
+mod torchft_real;
 mod torchrun_local;
 mod wide_jobs;

@@ -40,17 +40,23 @@ dist.destroy_process_group()
 /// A pod template whose container `pytorch` runs `script` under torchrun, in the image
 /// `ETO_E2E_IMAGE` names, placed as `ETO_E2E_POD_PATCH` says.
 fn torchrun_template(script: &str) -> serde_json::Value {
+    // Debian bookworm's torch 1.13 under Python 3.11 cannot read its own default of
+    // `--redirects` and `--tee` ("0": Python 3.11 no longer lists a flag's zero member), so
+    // the command names a local rank the pod does not have; nothing else is passed.
+    shell_template(&format!(
+        "cat > /tmp/ddp.py <<'EOF'\n{script}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
+    ))
+}
+
+/// A pod template whose container `pytorch` runs the shell `command`, in the image
+/// `ETO_E2E_IMAGE` names, pulled as `ETO_E2E_PULL_POLICY` says and placed as
+/// `ETO_E2E_POD_PATCH` says.
+pub(crate) fn shell_template(command: &str) -> serde_json::Value {
     let image = std::env::var("ETO_E2E_IMAGE").expect("ETO_E2E_IMAGE names an image with torchrun");
     let pull = std::env::var("ETO_E2E_PULL_POLICY").unwrap_or("IfNotPresent".into());
     let patch: serde_json::Value = std::env::var("ETO_E2E_POD_PATCH")
         .map(|text| serde_json::from_str(&text).expect("ETO_E2E_POD_PATCH is JSON"))
         .unwrap_or_default();
-    // Debian bookworm's torch 1.13 under Python 3.11 cannot read its own default of
-    // `--redirects` and `--tee` ("0": Python 3.11 no longer lists a flag's zero member), so
-    // the command names a local rank the pod does not have; nothing else is passed.
-    let command = format!(
-        "cat > /tmp/ddp.py <<'EOF'\n{script}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
-    );
     let mut template = serde_json::json!({"spec": {
         "containers": [{
             "name": "pytorch",
@@ -278,7 +284,7 @@ fn ddp_job(namespace: &str) -> serde_json::Value {
 }
 
 /// Applies `job` and waits until it ends; returns it.
-async fn run_to_the_end(
+pub(crate) async fn run_to_the_end(
     scratch: &Scratch,
     job: serde_json::Value,
     meanwhile: impl AsyncFnOnce(&Api<Pod>),
@@ -328,7 +334,7 @@ async fn results(pods: &Api<Pod>) -> Vec<String> {
 }
 
 /// The job's condition types, after asserting that `Succeeded` is the newest.
-fn succeeded_last(job: &PyTorchJob) -> Vec<String> {
+pub(crate) fn succeeded_last(job: &PyTorchJob) -> Vec<String> {
     let types = condition_types(job);
     assert_eq!(
         types.last().map(String::as_str),
@@ -357,7 +363,7 @@ fn succeeded_in_one_uncounted_new_run(job: &PyTorchJob, printed: &str) {
     );
 }
 
-fn condition_types(job: &PyTorchJob) -> Vec<String> {
+pub(crate) fn condition_types(job: &PyTorchJob) -> Vec<String> {
     job.status
         .iter()
         .flat_map(|status| &status.conditions)
@@ -470,14 +476,14 @@ dist.destroy_process_group()
 "#;
 
 /// The log of pod `name`, or nothing if it has none (yet, or any more).
-async fn log_of(pods: &Api<Pod>, name: &str) -> String {
+pub(crate) async fn log_of(pods: &Api<Pod>, name: &str) -> String {
     pods.logs(name, &LogParams::default())
         .await
         .unwrap_or_default()
 }
 
 /// The logs of every pod of the namespace, each printed under its name.
-async fn every_log(pods: &Api<Pod>) -> String {
+pub(crate) async fn every_log(pods: &Api<Pod>) -> String {
     let mut printed = String::new();
     for pod in pods.list(&Default::default()).await.unwrap() {
         let name = pod.metadata.name.unwrap_or_default();
@@ -495,14 +501,14 @@ fn starts(log: &str) -> Vec<&str> {
 
 /// The lines `log` printed that carry `marker`, from it on: torchrun may put the local rank
 /// before what a training process prints (`[default0]:`).
-fn marked<'a>(log: &'a str, marker: &str) -> Vec<&'a str> {
+pub(crate) fn marked<'a>(log: &'a str, marker: &str) -> Vec<&'a str> {
     log.lines()
         .filter_map(|line| line.find(marker).map(|at| &line[at..]))
         .collect()
 }
 
 /// The value of `key` (`from_step=`, `run_id=`, ...) in a line the training printed.
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
         .find_map(|word| word.strip_prefix(key))
 }
@@ -545,7 +551,7 @@ async fn ten_steps_trained(pods: &Api<Pod>) {
 }
 
 /// Sets the Worker replicas of `ddp` through its scale subresource, as `kubectl scale` does.
-async fn scale_workers(jobs: &Api<PyTorchJob>, replicas: i32) {
+pub(crate) async fn scale_workers(jobs: &Api<PyTorchJob>, replicas: i32) {
     let scale = serde_json::json!({"spec": {"replicas": replicas}});
     jobs.patch_scale(
         "ddp",
@@ -998,24 +1004,24 @@ async fn two_workers_added_at_once_join_the_group_together() {
 }
 
 /// What losing a Worker of an elastic job cost, as a benchmark prints it.
-struct LossCost {
+pub(crate) struct LossCost {
     /// Seconds from the loss to the first step trained after it.
-    seconds_to_next_step: f64,
+    pub(crate) seconds_to_next_step: f64,
     /// Seconds from the loss to the first step trained by a group of three again.
-    seconds_to_whole: f64,
+    pub(crate) seconds_to_whole: f64,
     /// Times the training started again after the loss (one per re-formed group).
-    restarts: usize,
+    pub(crate) restarts: usize,
     /// Steps the job had saved and trained again.
-    steps_redone: u32,
+    pub(crate) steps_redone: u32,
     /// Runs the job started after its first.
-    new_runs: i32,
+    pub(crate) new_runs: i32,
     /// The job's last condition.
-    outcome: String,
+    pub(crate) outcome: String,
 }
 
 /// Runs [`ELASTIC_CHECKPOINTED`] as an elastic job with `settings` (rendezvous and eto's),
 /// takes `victim` as `taken` once 10 steps are saved, and measures what it cost.
-async fn measure_loss(
+pub(crate) async fn measure_loss(
     name: &str,
     settings: serde_json::Value,
     victim: Victim,
@@ -1321,7 +1327,7 @@ async fn benchmark_scaling_out_a_running_group() {
 
 /// How a Worker is taken from a running group.
 #[derive(Clone, Copy, Debug)]
-enum Taken {
+pub(crate) enum Taken {
     /// Its pod force-deleted (`--grace-period=0 --force`): gone from the API at once, its
     /// processes killed, as a node that vanishes takes them.
     ForceDeleted,
@@ -1332,7 +1338,7 @@ enum Taken {
 
 /// Which Worker is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Victim {
+pub(crate) enum Victim {
     /// The pod holding group rank 0, as the training printed it.
     GroupRankZero,
     /// Another one.

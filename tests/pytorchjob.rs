@@ -1039,3 +1039,111 @@ async fn metrics_give_the_job_v1s_autoscaler_which_scales_it_and_goes_while_it_i
     let job = jobs.get("elastic").await.unwrap();
     assert!(!has(&job, "Failed"));
 }
+
+/// 16 TorchFT replica groups of 8 GPUs each (`elasticPolicy.replicaGroups`) lose two nodes at
+/// once: only those two groups are replaced, each under a new name with the id of the group it
+/// replaces; the other 14 pods are never touched, and the run goes on.
+#[tokio::test]
+async fn replica_groups_losing_two_nodes_replace_only_those_groups_under_their_ids() {
+    let env = Env::start(sim_config(18, 8)).await;
+    let groups = ELASTIC_JOB
+        .replace("name: elastic", "name: ft")
+        .replace("minReplicas: 2", "minReplicas: 8")
+        .replace("maxReplicas: 4", "maxReplicas: 16\n    replicaGroups: {}")
+        .replace("replicas: 3", "replicas: 16")
+        .replace("nvidia.com/gpu: \"1\"", "nvidia.com/gpu: \"8\"");
+    env.apply::<PyTorchJob>(&groups).await;
+    env.wait::<PyTorchJob>("ft", "runs with 16 groups", |job| {
+        has(job, "Running") && ready_workers(job) == 16
+    })
+    .await;
+    let group_of = |pod: &Pod| {
+        pod.metadata
+            .labels
+            .as_ref()?
+            .get("eto.dev/replica-group")
+            .cloned()
+    };
+    let pods: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    let lighthouse = pods
+        .iter()
+        .find(|pod| pod.metadata.name.as_deref() == Some("ft-lighthouse"))
+        .expect("a Lighthouse");
+    assert_eq!(
+        lighthouse.spec.as_ref().unwrap().containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.clone()),
+        None,
+        "the Lighthouse asks for no GPU"
+    );
+    let node_of = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let workers: Vec<&Pod> = pods.iter().filter(|pod| group_of(pod).is_some()).collect();
+    let mut ids: Vec<String> = workers.iter().filter_map(|pod| group_of(pod)).collect();
+    ids.sort_by_key(|id| id.parse::<u32>().unwrap());
+    assert_eq!(ids, (0..16).map(|id| id.to_string()).collect::<Vec<_>>());
+    let lost: Vec<&Pod> = workers
+        .iter()
+        .copied()
+        .filter(|pod| node_of(pod) != node_of(lighthouse))
+        .take(2)
+        .collect();
+    let lost_ids: Vec<String> = lost.iter().filter_map(|pod| group_of(pod)).collect();
+    let kept: std::collections::BTreeMap<String, String> = workers
+        .iter()
+        .filter(|pod| !lost.iter().any(|l| l.metadata.uid == pod.metadata.uid))
+        .map(|pod| {
+            (
+                pod.metadata.name.clone().unwrap(),
+                pod.metadata.uid.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kept.len(), 14);
+    for pod in &lost {
+        env.cluster
+            .reclaim_node(&node_of(pod).unwrap(), std::time::Duration::ZERO)
+            .unwrap();
+    }
+    let job = env
+        .wait::<PyTorchJob>("ft", "is back to 16 ready groups", |job| {
+            ready_workers(job) == 16
+                && job
+                    .status
+                    .as_ref()
+                    .is_some_and(|status| status.eto.blacklist.len() == 2)
+        })
+        .await;
+    assert!(has(&job, "Running") && !has(&job, "Failed") && !has(&job, "Suspended"));
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run goes on"
+    );
+    let now: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    let live = now
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none() && group_of(pod).is_some());
+    let mut replacements = Vec::new();
+    for pod in live {
+        let name = pod.metadata.name.clone().unwrap();
+        match kept.get(&name) {
+            Some(uid) => assert_eq!(pod.metadata.uid.as_ref(), Some(uid), "{name} untouched"),
+            None => replacements.push((name, group_of(pod).unwrap())),
+        }
+    }
+    let mut replaced_ids: Vec<String> = replacements.iter().map(|(_, id)| id.clone()).collect();
+    replaced_ids.sort();
+    let mut expected = lost_ids.clone();
+    expected.sort();
+    assert_eq!(
+        replaced_ids, expected,
+        "the lost groups' ids: {replacements:?}"
+    );
+    assert!(
+        replacements.iter().all(|(name, _)| {
+            eto_engine::names::worker_index("ft", name).is_some_and(|index| index >= 16)
+        }),
+        "under new names: {replacements:?}"
+    );
+}

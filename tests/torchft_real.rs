@@ -1,0 +1,477 @@
+//! TorchFT replica groups under eto on a real cluster: a PyTorchJob whose Workers are replica
+//! groups (`elasticPolicy.replicaGroups`) trains with TorchFT's own `Manager`, each group a
+//! `torchrun --standalone` of one pod, around the Lighthouse eto runs. The training prints,
+//! at each step, its group, the step and the quorum's size, so that a loss's cost to the other
+//! groups is read from what they printed.
+//!
+//! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d) and an image with
+//! torch 2.7 or later and `torchft` named by `ETO_E2E_IMAGE` (the harness's
+//! `harness.local/torch2:v1`), placed as the e2e tests place theirs (`ETO_E2E_PULL_POLICY`,
+//! `ETO_E2E_POD_PATCH`): `cargo test -p eto-tests --test integration torchft_real:: --
+//! --ignored --nocapture`.
+
+use std::time::Duration;
+
+use eto_api::PyTorchJob;
+use eto_tests::poll::until;
+use eto_tests::scratch::Scratch;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams};
+
+use crate::pytorch_real::{
+    every_log, field, log_of, marked, run_to_the_end, shell_template, succeeded_last,
+};
+
+/// A TorchFT training loop as TorchFT's own examples write it: a `Manager` over Gloo (5 s
+/// collective timeout), its `DistributedDataParallel` and `Optimizer` around a small MLP, a
+/// step every 0.2 s; `TOTAL_STEPS` steps. It prints its start, each step with the quorum's
+/// size, and when it healed from another group.
+const TORCHFT_STEPS: &str = r#"
+import os, socket, time
+from datetime import timedelta
+import torch
+from torch import nn, optim
+from torchft import Manager, DistributedDataParallel, Optimizer, ProcessGroupGloo
+group = int(os.environ["REPLICA_GROUP_ID"])
+groups = int(os.environ["NUM_REPLICA_GROUPS"])
+total = int(os.environ.get("TOTAL_STEPS", "300"))
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8))
+opt = optim.AdamW(model.parameters())
+healed = []
+def load_state_dict(state):
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optim"])
+    healed.append(True)
+def state_dict():
+    return {"model": model.state_dict(), "optim": opt.state_dict()}
+manager = Manager(
+    pg=ProcessGroupGloo(timeout=timedelta(seconds=5)),
+    min_replica_size=1,
+    load_state_dict=load_state_dict,
+    state_dict=state_dict,
+    replica_id=f"eto_ft_{group}",
+    timeout=timedelta(seconds=10),
+)
+ddp = DistributedDataParallel(manager, model)
+optimizer = Optimizer(manager, opt)
+print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
+was_healed = 0
+while manager.current_step() < total:
+    optimizer.zero_grad()
+    ddp(torch.randn(32, 64)).sum().backward()
+    optimizer.step()
+    if len(healed) > was_healed:
+        was_healed = len(healed)
+        print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
+    print(f"eto-ft-step: group={group} step={manager.current_step()} quorum={manager.num_participants()} at={time.time():.2f}", flush=True)
+    time.sleep(0.2)
+print(f"eto-ft-done: group={group} steps={manager.current_step()}", flush=True)
+manager.shutdown(wait=False)
+"#;
+
+/// A PyTorchJob `ddp` of `groups` replica groups between `min` and four, each running
+/// [`TORCHFT_STEPS`] under torchrun in the image `ETO_E2E_IMAGE` names.
+fn replica_group_job(namespace: &str, groups: i32, min: i32) -> serde_json::Value {
+    let template = shell_template(&format!(
+        "cat > /tmp/train_ft.py <<'EOF'\n{TORCHFT_STEPS}\nEOF\nexec torchrun /tmp/train_ft.py"
+    ));
+    serde_json::json!({
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": namespace},
+        "spec": {
+            "nprocPerNode": "1",
+            "elasticPolicy": {"minReplicas": min, "maxReplicas": 4, "replicaGroups": {}},
+            "pytorchReplicaSpecs": {
+                "Worker": {"replicas": groups, "restartPolicy": "OnFailure", "template": template}
+            }
+        }
+    })
+}
+
+/// One step a group printed: the step, the quorum's size and the time.
+#[derive(Clone, Debug)]
+struct Step {
+    step: u64,
+    quorum: u64,
+    at: f64,
+}
+
+/// The steps `log` printed.
+fn steps(log: &str) -> Vec<Step> {
+    marked(log, "eto-ft-step:")
+        .into_iter()
+        .filter_map(|line| {
+            Some(Step {
+                step: field(line, "step=")?.parse().ok()?,
+                quorum: field(line, "quorum=")?.parse().ok()?,
+                at: field(line, "at=")?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// The longest time between two steps of `steps` from `from` on (the time between
+/// `from` and the first step after it included).
+fn longest_gap(steps: &[Step], from: f64) -> f64 {
+    let mut last = from;
+    let mut longest: f64 = 0.0;
+    for step in steps.iter().filter(|step| step.at > from) {
+        longest = longest.max(step.at - last);
+        last = step.at;
+    }
+    longest
+}
+
+/// Waits until Worker `name` printed step `step`.
+async fn reached(pods: &Api<Pod>, name: &str, step: u64) {
+    until(
+        &format!("{name} trains to step {step}"),
+        Duration::from_secs(300),
+        async || {
+            let log = log_of(pods, name).await;
+            steps(&log).iter().any(|s| s.step >= step).then_some(())
+        },
+    )
+    .await;
+}
+
+/// How many times the kubelet restarted the training container of pod `name` (its earlier
+/// containers' logs are gone: what a log prints shows only the current one).
+async fn container_restarts(pods: &Api<Pod>, name: &str) -> usize {
+    pods.get(name)
+        .await
+        .ok()
+        .and_then(|pod| pod.status?.container_statuses?.into_iter().next())
+        .map_or(0, |status| {
+            usize::try_from(status.restart_count).unwrap_or(0)
+        })
+}
+
+/// The time now, as the training prints it (seconds since the epoch).
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// What losing one replica group's pod cost, as the training printed it.
+struct GroupLossCost {
+    /// The surviving groups' longest time between two steps from the loss on, in seconds.
+    survivors_stall: f64,
+    /// Steps the surviving groups trained again beyond the one in flight at the loss.
+    survivors_steps_lost: u64,
+    /// Times a surviving group's training started again.
+    survivors_restarts: usize,
+    /// Whether the survivors trained in a quorum of two after the loss.
+    survivors_went_on_as_two: bool,
+    /// The group id the replacement trained under.
+    replacement_group: Option<String>,
+    /// Whether the replacement healed from a live group.
+    replacement_healed: bool,
+    /// Seconds from the replacement's container start (its pod's readiness) to its first step
+    /// in the quorum of three (the start is known to the second).
+    replacement_ready_to_full_quorum: f64,
+    /// Runs the job started after its first.
+    new_runs: i32,
+    /// The job's last condition.
+    outcome: String,
+}
+
+/// Runs [`TORCHFT_STEPS`] as three replica groups between two and four, force-deletes the pod
+/// of group 1 (`ddp-worker-1`) once every group trained `at_step` steps, waits until the job's
+/// status shows the quorum of three again as the Lighthouse reports it, and measures what the
+/// loss cost from what the training printed.
+async fn measure_group_loss(name: &str, at_step: u64) -> GroupLossCost {
+    let scratch = Scratch::start(name).await;
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let mut lost_at = 0.0;
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+            reached(pods, name, at_step).await;
+        }
+        lost_at = now();
+        pods.delete("ddp-worker-1", &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        reached(pods, "ddp-worker-3", 1).await;
+        until(
+            "the status shows a quorum of three, none missing",
+            Duration::from_secs(120),
+            async || {
+                let job = jobs.get("ddp").await.ok()?;
+                let groups = job.status?.replica_groups?;
+                (groups.quorum == 3 && groups.missing == 0).then_some(())
+            },
+        )
+        .await;
+    })
+    .await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    let mut cost = GroupLossCost {
+        survivors_stall: 0.0,
+        survivors_steps_lost: 0,
+        survivors_restarts: 0,
+        survivors_went_on_as_two: true,
+        replacement_group: None,
+        replacement_healed: false,
+        replacement_ready_to_full_quorum: f64::INFINITY,
+        new_runs: job.status.as_ref().and_then(|s| s.eto.run).unwrap_or(0),
+        outcome: crate::pytorch_real::condition_types(&job)
+            .last()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    for survivor in ["ddp-worker-0", "ddp-worker-2"] {
+        let log = log_of(&pods, survivor).await;
+        let printed = steps(&log);
+        let before = printed
+            .iter()
+            .filter(|s| s.at <= lost_at)
+            .map(|s| s.step)
+            .max();
+        let first_after = printed.iter().find(|s| s.at > lost_at).map(|s| s.step);
+        if let (Some(before), Some(after)) = (before, first_after) {
+            cost.survivors_steps_lost = cost.survivors_steps_lost.max(before.saturating_sub(after));
+        }
+        cost.survivors_stall = cost.survivors_stall.max(longest_gap(&printed, lost_at));
+        cost.survivors_restarts += marked(&log, "eto-ft-start:").len().saturating_sub(1)
+            + container_restarts(&pods, survivor).await;
+        cost.survivors_went_on_as_two &= printed.iter().any(|s| s.at > lost_at && s.quorum == 2);
+    }
+    let replacement = log_of(&pods, "ddp-worker-3").await;
+    cost.replacement_group = marked(&replacement, "eto-ft-start:")
+        .first()
+        .and_then(|line| field(line, "group="))
+        .map(str::to_string);
+    cost.replacement_healed = !marked(&replacement, "eto-ft-healed:").is_empty();
+    // The pod has no readiness probe: it is ready once its container started.
+    let ready_at = pods
+        .get("ddp-worker-3")
+        .await
+        .ok()
+        .and_then(|pod| pod.status?.container_statuses?.into_iter().next()?.state)
+        .and_then(|state| match (state.running, state.terminated) {
+            (Some(running), _) => running.started_at,
+            (None, Some(terminated)) => terminated.started_at,
+            _ => None,
+        })
+        .map(|time| time.0.as_millisecond() as f64 / 1000.0);
+    let in_full_quorum = steps(&replacement).into_iter().find(|s| s.quorum == 3);
+    if let (Some(ready_at), Some(step)) = (ready_at, in_full_quorum) {
+        cost.replacement_ready_to_full_quorum = step.at - ready_at;
+    }
+    scratch.end().await;
+    cost
+}
+
+/// Case 1: one group's pod is force-deleted mid-training. The other groups train on without a
+/// restart, pausing about as long as the Lighthouse's heartbeat timeout takes to leave the
+/// lost group out; eto replaces the lost group alone, under a new name and the same group id,
+/// and the new group heals from a live one and trains in the quorum; the job succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_lost_replica_group_costs_the_others_a_pause_of_about_a_second() {
+    let cost = measure_group_loss("torchft-loss", 30).await;
+    println!(
+        "torchft loss: survivors' longest gap {:.2} s, steps lost {}, restarts {}; the replacement (group {:?}) trained in the full quorum {:.2} s after its pod was ready",
+        cost.survivors_stall,
+        cost.survivors_steps_lost,
+        cost.survivors_restarts,
+        cost.replacement_group,
+        cost.replacement_ready_to_full_quorum
+    );
+    assert_eq!(cost.outcome, "Succeeded");
+    assert_eq!(cost.new_runs, 0, "the run went on");
+    assert_eq!(cost.survivors_restarts, 0, "the survivors never restarted");
+    assert!(
+        cost.survivors_went_on_as_two,
+        "the survivors trained on as two"
+    );
+    assert_eq!(cost.survivors_steps_lost, 0);
+    assert_eq!(
+        cost.replacement_group.as_deref(),
+        Some("1"),
+        "the replacement has the lost group's id"
+    );
+    assert!(
+        cost.replacement_healed,
+        "the replacement healed from a live group"
+    );
+    assert!(
+        cost.replacement_ready_to_full_quorum.is_finite(),
+        "the replacement trained in the quorum of three"
+    );
+}
+
+/// Benchmark: the same loss (a pod force-deleted once the training is under way, a Worker
+/// that is not group rank 0) under replica groups, eto's elastic torchrun and v1's wiring, in
+/// one run. Prints the survivors' stall and the steps they lost for each, and for replica
+/// groups the time from the replacement's pod being ready to its first step in the full
+/// quorum; asserts only that every job succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn benchmark_a_lost_group_against_elastic_torchrun_and_v1s_wiring() {
+    use crate::pytorch_real::{Taken, Victim, measure_loss};
+    let groups = measure_group_loss("bench-ft-groups", 10).await;
+    let elastic = measure_loss(
+        "bench-ft-elastic",
+        serde_json::json!({}),
+        Victim::Another,
+        Taken::ForceDeleted,
+    )
+    .await;
+    let v1 = measure_loss(
+        "bench-ft-v1",
+        serde_json::json!({"rdzvHost": "ddp-worker-0"}),
+        Victim::Another,
+        Taken::ForceDeleted,
+    )
+    .await;
+    println!(
+        "| a Worker force-deleted at step 10 | survivors' stall | survivors' steps lost | training restarts | new runs |"
+    );
+    println!("|---|---|---|---|---|");
+    println!(
+        "| replica groups (TorchFT) | {:.2} s | {} | {} | {} |",
+        groups.survivors_stall,
+        groups.survivors_steps_lost,
+        groups.survivors_restarts,
+        groups.new_runs
+    );
+    for (how, cost) in [("eto's elastic torchrun", &elastic), ("v1's wiring", &v1)] {
+        println!(
+            "| {how} | {:.2} s | {} | {} | {} |",
+            cost.seconds_to_next_step, cost.steps_redone, cost.restarts, cost.new_runs
+        );
+    }
+    println!(
+        "replica groups: the replacement (group {:?}, healed {}) trained in the full quorum {:.2} s after its pod was ready",
+        groups.replacement_group,
+        groups.replacement_healed,
+        groups.replacement_ready_to_full_quorum
+    );
+    assert_eq!(groups.outcome, "Succeeded", "replica groups");
+    assert_eq!(elastic.outcome, "Succeeded", "eto's elastic torchrun");
+    assert_eq!(v1.outcome, "Succeeded", "v1's wiring");
+}
+
+/// Case 3: the Lighthouse's pod is force-deleted mid-training. eto starts a new Lighthouse
+/// under the same address in the same run (no suspend, no failure); each group's Manager asks
+/// again for the quorum it did not get (eto's `TORCHFT_QUORUM_RETRIES`), and the groups train
+/// on from the step they reached, without a restart. Prints how long they stood still.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_lost_lighthouse_is_replaced_and_the_groups_train_on() {
+    let scratch = Scratch::start("torchft-lighthouse").await;
+    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let mut lost_at = 0.0;
+    let mut step_at_loss = 0;
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+            reached(pods, name, 30).await;
+        }
+        lost_at = now();
+        step_at_loss = steps(&log_of(pods, "ddp-worker-0").await)
+            .last()
+            .map_or(0, |s| s.step);
+        pods.delete("ddp-lighthouse", &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    })
+    .await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    succeeded_last(&job);
+    let status = job.status.clone().unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    let mut restarted = 0;
+    for group in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        let restarts = container_restarts(&pods, group).await;
+        let log = log_of(&pods, group).await;
+        let printed = steps(&log);
+        let gap = longest_gap(&printed, lost_at);
+        let lowest_after = printed
+            .iter()
+            .filter(|s| s.at > lost_at)
+            .map(|s| s.step)
+            .min();
+        println!(
+            "torchft lighthouse loss: {group} container restarts {restarts}, longest gap between steps after the loss {gap:.2} s, lowest step after it {lowest_after:?} (step {step_at_loss} at the loss)"
+        );
+        restarted += usize::from(restarts > 0);
+        assert!(
+            lowest_after.is_some_and(|step| step >= step_at_loss),
+            "{group} went on from the step it reached: {log}"
+        );
+    }
+    println!("torchft lighthouse loss: {restarted} of 3 groups restarted their training");
+    assert_eq!(restarted, 0, "the groups asked the new Lighthouse again");
+    scratch.end().await;
+}
+
+/// Case 5: a running job of three replica groups scaled out to four through its scale
+/// subresource, as `kubectl scale` does, once every group trained 30 steps: the new group, with
+/// the next free id, heals from a live one and trains in the quorum of four; the three others
+/// never restart. Prints their longest gap between steps.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
+    let scratch = Scratch::start("torchft-scale-out").await;
+    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut scaled_at = 0.0;
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+            reached(pods, name, 30).await;
+        }
+        scaled_at = now();
+        crate::pytorch_real::scale_workers(&jobs, 4).await;
+        reached(pods, "ddp-worker-3", 1).await;
+    })
+    .await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    succeeded_last(&job);
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run went on"
+    );
+    for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+        let log = log_of(&pods, name).await;
+        assert_eq!(
+            marked(&log, "eto-ft-start:").len(),
+            1,
+            "{name} never restarted"
+        );
+        assert_eq!(
+            container_restarts(&pods, name).await,
+            0,
+            "{name} never restarted"
+        );
+        let printed = steps(&log);
+        let gap = longest_gap(&printed, scaled_at);
+        println!("torchft scale 3 -> 4: {name}'s longest gap between steps {gap:.2} s");
+        assert!(
+            printed.iter().any(|s| s.at > scaled_at && s.quorum == 4),
+            "{name} trained in a quorum of four: {log}"
+        );
+    }
+    let new = log_of(&pods, "ddp-worker-3").await;
+    let started = marked(&new, "eto-ft-start:");
+    assert_eq!(
+        started.first().and_then(|line| field(line, "group=")),
+        Some("3"),
+        "{new}"
+    );
+    assert!(
+        !marked(&new, "eto-ft-healed:").is_empty(),
+        "the new group healed: {new}"
+    );
+    scratch.end().await;
+}
