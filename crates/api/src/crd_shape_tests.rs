@@ -208,7 +208,7 @@ fn pytorch_jobs_answer_to_training_operators_names_columns_and_scale_subresource
     );
     assert_eq!(
         column_names::<PyTorchJob>(),
-        ["State", "Ready", "Pending", "Desired", "Age"]
+        ["State", "Ready", "Pending", "Desired", "Quorum", "Age"]
     );
     assert_eq!(
         scale_paths::<PyTorchJob>(),
