@@ -138,7 +138,6 @@ mod tests {
         let source = ReportSource {
             pod: "ddp-rdzv".into(),
             port: 29401,
-            path: eto_engine::group_report::REPORT_PATH,
             format: eto_engine::group_report::ReportFormat::Store,
         };
         for (code, taken) in [(200, true), (503, false)] {

@@ -37,9 +37,7 @@ pub struct ReportSource {
     pub pod: String,
     /// Its report port.
     pub port: i32,
-    /// The path of the report.
-    pub path: &'static str,
-    /// What the pod serves there.
+    /// What the pod serves there, and at which path.
     pub format: ReportFormat,
 }
 
@@ -55,7 +53,11 @@ pub enum ReportFormat {
 impl ReportSource {
     /// The pod proxy's path to the report in `namespace`.
     pub fn proxy_path(&self, namespace: &str) -> String {
-        pods::proxy_path(namespace, &self.pod, self.port, self.path)
+        let path = match self.format {
+            ReportFormat::Store => REPORT_PATH,
+            ReportFormat::Lighthouse => crate::quorum_report::STATUS_PATH,
+        };
+        pods::proxy_path(namespace, &self.pod, self.port, path)
     }
 
     /// The report `text` says, as this source serves it; `None` if it is not one.

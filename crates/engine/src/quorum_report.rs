@@ -4,6 +4,9 @@
 
 use eto_api::job_status::ReplicaGroupsStatus;
 
+/// The path of the Lighthouse's status page.
+pub const STATUS_PATH: &str = "/status";
+
 /// The quorum as a Lighthouse's status page shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QuorumReport {

@@ -261,9 +261,6 @@ pub fn give_id(pod: &mut Pod, id: u32) {
     }
 }
 
-/// The path of the Lighthouse's status page (see [`crate::quorum_report`]).
-pub const STATUS_PATH: &str = "/status";
-
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;

@@ -8,25 +8,23 @@ use eto_api::well_known::RUN_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::rendezvous::HostedRendezvous;
-use super::replica_groups::{ReplicaGroups, STATUS_PATH};
-use crate::group_report::{REPORT_PATH, ReportFormat, ReportSource};
+use super::replica_groups::ReplicaGroups;
+use crate::group_report::{ReportFormat, ReportSource};
 use crate::kind::ServedJob;
 use crate::pods;
 
 /// Where to read `job`'s report now: the store (or Lighthouse) of the job's current run runs
 /// (its pod among `pods` is running, not being deleted, and of the run).
 pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
-    let (name, port, path, format) = match (HostedRendezvous::of(job), ReplicaGroups::of(job)) {
+    let (name, port, format) = match (HostedRendezvous::of(job), ReplicaGroups::of(job)) {
         (Some(hosted), _) => (
             hosted.store_name(),
             hosted.report_port(),
-            REPORT_PATH,
             ReportFormat::Store,
         ),
         (None, Some(groups)) => (
             groups.lighthouse_name(),
             groups.port,
-            STATUS_PATH,
             ReportFormat::Lighthouse,
         ),
         (None, None) => return None,
@@ -39,7 +37,6 @@ pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
     Some(ReportSource {
         pod: name,
         port,
-        path,
         format,
     })
 }

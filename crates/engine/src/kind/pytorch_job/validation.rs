@@ -59,13 +59,13 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
     // eto runs the group: it hosts the rendezvous, or the Workers are replica groups.
-    let hosted = HostedRendezvous::of(job).is_some() || ReplicaGroups::of(job).is_some();
+    let eto_runs_group = HostedRendezvous::of(job).is_some() || ReplicaGroups::of(job).is_some();
     // eto's settings apply where eto runs the group; elsewhere the defaults do.
     let eto = spec
         .elastic_policy
         .as_ref()
         .map(|policy| &policy.eto)
-        .filter(|_| hosted);
+        .filter(|_| eto_runs_group);
     let mut elastic = elastic_settings(&job.metadata, eto, &mut errors);
     if eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
         // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the
@@ -76,8 +76,8 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     // A static job's minimum is all its ranks: a lost one ends the run at once (see
     // plan/run/rank_loss.rs), it does not wait below the minimum. An elastic job whose
     // rendezvous eto hosts goes on above its minimum and suspends below it.
-    elastic.suspend_below_min_workers = hosted;
-    let counts = match (&defaulted.elastic, hosted) {
+    elastic.suspend_below_min_workers = eto_runs_group;
+    let counts = match (&defaulted.elastic, eto_runs_group) {
         (Some(bounds), true) => WorkerCounts {
             desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)),
             min: bounds.min,
@@ -99,7 +99,7 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     // eto is the platform's doing (a pod gone with its node included), or a failure the
     // Worker's policy leaves to eto; a first Worker that succeeds ends the job before. A static
     // job's Workers are its ranks, whose loss ends the run.
-    let worker_restart_policy = if hosted {
+    let worker_restart_policy = if eto_runs_group {
         ReplicaRestartPolicy::Always
     } else {
         ReplicaRestartPolicy::Never
