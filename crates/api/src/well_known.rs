@@ -76,3 +76,7 @@ pub const MPI_JOB_ROLE_LABEL: &str = "training.kubeflow.org/job-role";
 pub const MPI_REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
 /// Environment variable of the first container of an MPIJob's pods: `launcher` or `worker`.
 pub const MPI_ROLE_ENV: &str = "K_MPI_JOB_ROLE";
+
+/// The annotation by which a pod's owner says which pods go first when the job shrinks: the
+/// lowest cost first, as for a ReplicaSet (Kubernetes' `controller.kubernetes.io/pod-deletion-cost`).
+pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";

@@ -1,5 +1,6 @@
 //! Reading the state of a pod.
 
+use eto_api::well_known::POD_DELETION_COST_ANNOTATION;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 /// The pod's `status.phase`, `Pending` when unset.
@@ -55,6 +56,15 @@ fn condition_is_true(pod: &Pod, type_: &str) -> bool {
 /// Whether the pod runs, is Ready and is not being deleted.
 pub fn is_ready(pod: &Pod) -> bool {
     phase(pod) == "Running" && condition_is_true(pod, READY_CONDITION) && !is_terminating(pod)
+}
+
+/// The pod's deletion cost (its `controller.kubernetes.io/pod-deletion-cost` annotation): a
+/// shrinking job removes the pods of the lowest cost first. 0 when unset or not an `int32`, as
+/// for a ReplicaSet.
+pub fn deletion_cost(pod: &Pod) -> i32 {
+    annotation(pod, POD_DELETION_COST_ANNOTATION)
+        .and_then(|cost| cost.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Whether the pod is about to be disrupted (`DisruptionTarget=True`: a spot reclaim, a

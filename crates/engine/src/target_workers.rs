@@ -19,8 +19,9 @@
 //! 4. A ScaleIn or ScaleOut under way (see [`crate::scaling`]) adds its new workers to the
 //!    target, or takes its workers out.
 //! 5. When the count the job holds to changed since the last reconcile, the target grows with
-//!    new indices or shrinks, dropping workers that are not ready first, then the highest
-//!    indices.
+//!    new indices or shrinks, dropping workers that are not ready first, then those whose pods
+//!    have the lowest `controller.kubernetes.io/pod-deletion-cost` (as a ReplicaSet does: the
+//!    way to pick which workers a `kubectl scale` removes), then the highest indices.
 //!
 //! Without a change of `worker.replicas`, a lost worker that is not replaced is not made up for:
 //! the job runs with fewer workers, as with et-operator.
@@ -212,9 +213,16 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             next_index += 1;
         }
         if target.len() > desired {
-            // Workers that are not ready cost nothing to drop; among equals, the newest go.
+            // Workers that are not ready cost nothing to drop; then those of the lowest
+            // deletion cost go, and among equals the newest.
             let ready = |index: &u32| input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
-            target.sort_by_key(|index| (!ready(index), *index));
+            let cost = |index: &u32| {
+                input
+                    .pods
+                    .get(index)
+                    .map_or(0, |pod| pods::deletion_cost(pod))
+            };
+            target.sort_by_key(|index| (!ready(index), std::cmp::Reverse(cost(index)), *index));
             decision.delete.extend(
                 target
                     .drain(desired..)
@@ -655,5 +663,75 @@ mod tests {
         assert_eq!(decision.target, [0, 2]);
         assert_eq!(decision.delete, [1, 3]);
         assert_eq!(decision.resized, Some((4, 2)));
+    }
+
+    #[test]
+    fn a_shrink_removes_the_workers_of_the_lowest_deletion_cost_first() {
+        let costing = |cost: &str| {
+            let mut pod = running();
+            pod.metadata.annotations = Some(BTreeMap::from([(
+                eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
+                cost.to_string(),
+            )]));
+            pod
+        };
+        let shrink = |pods: Vec<(u32, Pod)>, desired: u32| Case {
+            policy: ReplicaRestartPolicy::Never,
+            desired,
+            previous_desired: Some(3),
+            previous_target: vec![0, 1, 2],
+            pods,
+            draining: BTreeSet::new(),
+            held: BTreeSet::new(),
+            add: vec![],
+            remove: vec![],
+            next_index: 3,
+        };
+        let cases = [
+            (
+                "a negative cost goes first",
+                vec![(0, costing("-1")), (1, running()), (2, running())],
+                2,
+                vec![0],
+            ),
+            (
+                "a positive cost stays, the newest of the others goes",
+                vec![(0, running()), (1, running()), (2, costing("5"))],
+                2,
+                vec![1],
+            ),
+            (
+                "among equal costs the newest goes",
+                vec![(0, costing("-1")), (1, costing("-1")), (2, running())],
+                2,
+                vec![1],
+            ),
+            (
+                "a cost that is not an int32 counts as 0",
+                vec![(0, costing("cheap")), (1, running()), (2, running())],
+                2,
+                vec![2],
+            ),
+            (
+                "a worker that is not ready goes before a cheap one",
+                vec![
+                    (0, costing("-10")),
+                    (1, pod("Pending", false)),
+                    (2, running()),
+                ],
+                2,
+                vec![1],
+            ),
+            (
+                "two go, the cheapest first",
+                vec![(0, costing("3")), (1, costing("-2")), (2, costing("1"))],
+                1,
+                vec![1, 2],
+            ),
+        ];
+        for (what, pods, desired, deleted) in cases {
+            let decision = decide_case(&shrink(pods, desired));
+            assert_eq!(decision.delete, deleted, "{what}");
+        }
     }
 }
