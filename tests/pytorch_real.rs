@@ -782,6 +782,37 @@ async fn an_elastic_job_scaled_out_re_forms_its_group_once() {
     scratch.end().await;
 }
 
+/// Mounts eto's notice helper (`python/eto_notice.py` of this repository, put in a ConfigMap
+/// of the scratch namespace) at `/opt/eto-helper` in the first container of `template`.
+pub(crate) async fn mount_the_notice_helper(scratch: &Scratch, template: &mut serde_json::Value) {
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let helper =
+        std::fs::read_to_string(eto_tests::workspace_root().join("python/eto_notice.py")).unwrap();
+    let config_map = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "eto-helper"}, "data": {"eto_notice.py": helper}
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &config_map)
+        .await
+        .unwrap();
+    let push = |list: &mut serde_json::Value, value: serde_json::Value| {
+        if list.is_null() {
+            *list = serde_json::json!([]);
+        }
+        list.as_array_mut().unwrap().push(value);
+    };
+    push(
+        &mut template["spec"]["volumes"],
+        serde_json::json!({"name": "helper", "configMap": {"name": "eto-helper"}}),
+    );
+    push(
+        &mut template["spec"]["containers"][0]["volumeMounts"],
+        serde_json::json!({"name": "helper", "mountPath": "/opt/eto-helper"}),
+    );
+}
+
 /// Saves its step only when eto asks (through `python/eto_notice.py`, mounted from this
 /// repository): every rank polls the notice each step and they agree by an all-reduce; rank 0
 /// saves and says so, and every rank waits for the change.
@@ -830,29 +861,10 @@ dist.destroy_process_group()
 #[ignore = "needs cluster"]
 async fn a_worker_scaled_in_leaves_once_the_group_saved_and_nothing_is_trained_twice() {
     let scratch = Scratch::start("pytorch-regroup").await;
-    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(scratch.client.clone(), &scratch.namespace);
-    let helper =
-        std::fs::read_to_string(eto_tests::workspace_root().join("python/eto_notice.py")).unwrap();
-    let config_map = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "eto-helper"}, "data": {"eto_notice.py": helper}
-    }))
-    .unwrap();
-    config_maps
-        .create(&PostParams::default(), &config_map)
-        .await
-        .unwrap();
     let (mut template, saved) = checkpointed_template(&scratch);
     template["spec"]["containers"][0]["command"] =
         torchrun_template(ELASTIC_ON_NOTICE)["spec"]["containers"][0]["command"].clone();
-    template["spec"]["volumes"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({"name": "helper", "configMap": {"name": "eto-helper"}}));
-    template["spec"]["containers"][0]["volumeMounts"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({"name": "helper", "mountPath": "/opt/eto-helper"}));
+    mount_the_notice_helper(&scratch, &mut template).await;
     let job = elastic_job(
         &scratch.namespace,
         template,

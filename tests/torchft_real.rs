@@ -25,10 +25,17 @@ use crate::pytorch_real::{
 /// A TorchFT training loop as TorchFT's own examples write it: a `Manager` over Gloo (5 s
 /// collective timeout), its `DistributedDataParallel` and `Optimizer` around a small MLP, a
 /// step every 0.2 s; `TOTAL_STEPS` steps. It prints its start, each step with the quorum's
-/// size, and when it healed from another group.
+/// size, and when it healed from another group. Between two steps it leaves if its pod is going
+/// away (a SIGTERM, which torchrun forwards, or a notice that eto's helper, mounted at
+/// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
+/// a collective in flight with it when it goes.
 const TORCHFT_STEPS: &str = r#"
-import os, socket, time
+import os, signal, socket, sys, time
 from datetime import timedelta
+sys.path.insert(0, "/opt/eto-helper")
+import eto_notice
+terminated = []
+signal.signal(signal.SIGTERM, lambda *_: terminated.append(time.time()))
 import torch
 from torch import nn, optim
 from torchft import Manager, DistributedDataParallel, Optimizer, ProcessGroupGloo
@@ -58,6 +65,10 @@ optimizer = Optimizer(manager, opt)
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
 while manager.current_step() < total:
+    if terminated or not eto_notice.check_alive():
+        print(f"eto-ft-leaving: group={group} step={manager.current_step()} sigterm={bool(terminated)} notice={eto_notice.notice_kind()} at={time.time():.2f}", flush=True)
+        manager.shutdown(wait=False)
+        sys.exit(0)
     optimizer.zero_grad()
     ddp(torch.randn(32, 64)).sum().backward()
     optimizer.step()
@@ -71,11 +82,14 @@ manager.shutdown(wait=False)
 "#;
 
 /// A PyTorchJob `ddp` of `groups` replica groups between `min` and four, each running
-/// [`TORCHFT_STEPS`] under torchrun in the image `ETO_E2E_IMAGE` names.
-fn replica_group_job(namespace: &str, groups: i32, min: i32) -> serde_json::Value {
-    let template = shell_template(&format!(
+/// [`TORCHFT_STEPS`] under torchrun in the image `ETO_E2E_IMAGE` names, with eto's notice
+/// helper.
+async fn replica_group_job(scratch: &Scratch, groups: i32, min: i32) -> serde_json::Value {
+    let mut template = shell_template(&format!(
         "cat > /tmp/train_ft.py <<'EOF'\n{TORCHFT_STEPS}\nEOF\nexec torchrun /tmp/train_ft.py"
     ));
+    crate::pytorch_real::mount_the_notice_helper(scratch, &mut template).await;
+    let namespace = &scratch.namespace;
     serde_json::json!({
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
@@ -149,6 +163,40 @@ async fn container_restarts(pods: &Api<Pod>, name: &str) -> usize {
         })
 }
 
+/// Asserts that the groups of pods `names` never restarted and trained in a quorum of
+/// `quorum` after `scaled_at`; prints their longest gap between steps from then on, for the
+/// scale `what`.
+async fn trained_on_without_a_restart(
+    pods: &Api<Pod>,
+    names: &[&str],
+    scaled_at: f64,
+    quorum: u64,
+    what: &str,
+) {
+    for name in names {
+        let log = log_of(pods, name).await;
+        assert_eq!(
+            marked(&log, "eto-ft-start:").len(),
+            1,
+            "{name} never restarted"
+        );
+        assert_eq!(
+            container_restarts(pods, name).await,
+            0,
+            "{name} never restarted"
+        );
+        let printed = steps(&log);
+        let gap = longest_gap(&printed, scaled_at);
+        println!("torchft scale {what}: {name}'s longest gap between steps {gap:.2} s");
+        assert!(
+            printed
+                .iter()
+                .any(|s| s.at > scaled_at && s.quorum == quorum),
+            "{name} trained in a quorum of {quorum}: {log}"
+        );
+    }
+}
+
 /// The time now, as the training prints it (seconds since the epoch).
 fn now() -> f64 {
     std::time::SystemTime::now()
@@ -187,7 +235,7 @@ struct GroupLossCost {
 async fn measure_group_loss(name: &str, at_step: u64) -> GroupLossCost {
     let scratch = Scratch::start(name).await;
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
-    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let job = replica_group_job(&scratch, 3, 2).await;
     let mut lost_at = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
         for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
@@ -368,7 +416,7 @@ async fn benchmark_a_lost_group_against_elastic_torchrun_and_v1s_wiring() {
 #[ignore = "needs cluster"]
 async fn a_lost_lighthouse_is_replaced_and_the_groups_train_on() {
     let scratch = Scratch::start("torchft-lighthouse").await;
-    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let job = replica_group_job(&scratch, 3, 2).await;
     let mut lost_at = 0.0;
     let mut step_at_loss = 0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
@@ -422,7 +470,7 @@ async fn a_lost_lighthouse_is_replaced_and_the_groups_train_on() {
 #[ignore = "needs cluster"]
 async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
     let scratch = Scratch::start("torchft-scale-out").await;
-    let job = replica_group_job(&scratch.namespace, 3, 2);
+    let job = replica_group_job(&scratch, 3, 2).await;
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let mut scaled_at = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
@@ -442,26 +490,14 @@ async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
         0,
         "the run went on"
     );
-    for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-        let log = log_of(&pods, name).await;
-        assert_eq!(
-            marked(&log, "eto-ft-start:").len(),
-            1,
-            "{name} never restarted"
-        );
-        assert_eq!(
-            container_restarts(&pods, name).await,
-            0,
-            "{name} never restarted"
-        );
-        let printed = steps(&log);
-        let gap = longest_gap(&printed, scaled_at);
-        println!("torchft scale 3 -> 4: {name}'s longest gap between steps {gap:.2} s");
-        assert!(
-            printed.iter().any(|s| s.at > scaled_at && s.quorum == 4),
-            "{name} trained in a quorum of four: {log}"
-        );
-    }
+    trained_on_without_a_restart(
+        &pods,
+        &["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"],
+        scaled_at,
+        4,
+        "3 -> 4",
+    )
+    .await;
     let new = log_of(&pods, "ddp-worker-3").await;
     let started = marked(&new, "eto-ft-start:");
     assert_eq!(
@@ -473,5 +509,84 @@ async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
         !marked(&new, "eto-ft-healed:").is_empty(),
         "the new group healed: {new}"
     );
+    scratch.end().await;
+}
+
+/// A targeted scale-in of replica groups, as a ReplicaSet's owner does it: a running job of
+/// three groups, once every group trained 30 steps, has its group 0's pod marked with the
+/// lowest `controller.kubernetes.io/pod-deletion-cost` and is scaled in to two through its
+/// scale subresource. eto deletes that group's pod at once (no drain); its training hears of
+/// it through the SIGTERM torchrun forwards and leaves between two steps; the two
+/// other groups never restart and train on in a quorum of two. Prints their longest gap
+/// between steps and how long the leaving group took to go.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_go_on() {
+    let scratch = Scratch::start("torchft-scale-in").await;
+    let job = replica_group_job(&scratch, 3, 2).await;
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut scaled_at = 0.0;
+    let mut gone_at = 0.0;
+    let mut leaving_log = String::new();
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
+            reached(pods, name, 30).await;
+        }
+        let cheapest = serde_json::json!({"metadata": {"annotations": {
+            eto_api::well_known::POD_DELETION_COST_ANNOTATION: "-1"
+        }}});
+        pods.patch(
+            "ddp-worker-0",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&cheapest),
+        )
+        .await
+        .unwrap();
+        scaled_at = now();
+        crate::pytorch_real::scale_workers(&jobs, 2).await;
+        until(
+            "the leaving group's pod is gone",
+            Duration::from_secs(180),
+            async || match pods.get_opt("ddp-worker-0").await.ok()? {
+                Some(_) => {
+                    let log = log_of(pods, "ddp-worker-0").await;
+                    if !log.is_empty() {
+                        leaving_log = log;
+                    }
+                    None
+                }
+                None => Some(()),
+            },
+        )
+        .await;
+        gone_at = now();
+    })
+    .await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    println!("ddp-worker-0 (leaving):\n{leaving_log}");
+    succeeded_last(&job);
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run went on"
+    );
+    let left = marked(&leaving_log, "eto-ft-leaving:");
+    assert_eq!(left.len(), 1, "group 0 heard it leaves: {leaving_log}");
+    let left_at: f64 = field(left[0], "at=").unwrap().parse().unwrap();
+    println!(
+        "torchft scale 3 -> 2: group 0 left between two steps {:.2} s after the scale-in ({}); its pod was gone {:.2} s after it",
+        left_at - scaled_at,
+        left[0],
+        gone_at - scaled_at
+    );
+    trained_on_without_a_restart(
+        &pods,
+        &["ddp-worker-1", "ddp-worker-2"],
+        scaled_at,
+        2,
+        "3 -> 2",
+    )
+    .await;
     scratch.end().await;
 }

@@ -100,6 +100,14 @@ impl Coordinator {
         self == Self::RendezvousStore
     }
 
+    /// Whether a worker removed from a running job drains first (see [`crate::drain`]). A
+    /// replica group does not: it leaves the quorum by itself when its training stops, so its
+    /// pod is deleted at once, and its training hears of it through the SIGTERM torchrun
+    /// forwards, with the pod's grace period to leave between two steps.
+    pub fn removed_workers_drain(self) -> bool {
+        self != Self::Lighthouse
+    }
+
     /// Whether it is a pod that only serves the workers (a rendezvous store, a Lighthouse):
     /// it never ends by itself, and it serves no one once the job ended.
     pub fn only_serves(self) -> bool {

@@ -92,13 +92,17 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
         if let Some(container) = super::training_container(&mut spec) {
             joining::gate_command(container);
         }
-        if job.spec.elastic.checkpoint_on_termination {
-            time_to_save_on_sigterm(&mut spec, job.spec.elastic.checkpoint_grace);
-        }
     }
-    if replica_groups::ReplicaGroups::of(pytorch).is_some() {
+    let groups = replica_groups::ReplicaGroups::of(pytorch).is_some();
+    if groups {
         let pod = crate::names::worker(job.name(), index);
         replica_groups::name_in_service(&mut spec, job.name(), job.namespace(), &pod);
+    }
+    // Where eto runs the group, the training has time after a SIGTERM, which torchrun forwards
+    // to it: to save (a group that re-forms), or to leave between two steps (a replica group),
+    // so that no other group has a collective in flight with it when it goes.
+    if (hosted.is_some() || groups) && job.spec.elastic.checkpoint_on_termination {
+        time_to_save_on_sigterm(&mut spec, job.spec.elastic.checkpoint_grace);
     }
     cooldown::avoiding(&mut spec, in_cooldown);
     spares::spread(&mut spec, &job.spec.workers, &job.pod_labels(Role::Worker));

@@ -67,7 +67,9 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .map(|policy| &policy.eto)
         .filter(|_| eto_runs_group);
     let mut elastic = elastic_settings(&job.metadata, eto, &mut errors);
-    if eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
+    // Replica groups are eto's own: v1's ways need not be kept for them.
+    let as_v1 = ReplicaGroups::of(job).is_none();
+    if as_v1 && eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
         // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the
         // pods' commands run as they are.
         elastic.spec_suspend_grace = std::time::Duration::ZERO;

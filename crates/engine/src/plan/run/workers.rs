@@ -276,12 +276,16 @@ impl<'o> Run<'_, 'o> {
                 format!("worker replicas changed from {from} to {to}"),
             );
         }
+        // Replica groups have no host discovery to leave: theirs go at once.
+        let drains = self.context.job_ref.coordinator().removed_workers_drain();
         let was_in_discovery = |pod: &Pod| {
-            self.planner
-                .old
-                .current_workers
-                .iter()
-                .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
+            drains
+                && self
+                    .planner
+                    .old
+                    .current_workers
+                    .iter()
+                    .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
         };
         // A group that re-forms lets a worker lost to its node's warning leave by draining
         // too, once the group saved (see crate::regroup).

@@ -90,6 +90,22 @@ fn groups_start_beside_a_lighthouse_each_with_its_own_id() {
         Some("http://ddp-lighthouse.ddp-workers:29510")
     );
     assert_eq!(env(worker, "PET_RDZV_ENDPOINT"), None);
+    assert!(
+        env(
+            worker,
+            crate::kind::pytorch_job::objects::SHUTDOWN_TIMEOUT_ENV
+        )
+        .is_some(),
+        "torchrun gives the training time after a SIGTERM, to leave between two steps"
+    );
+    assert!(
+        worker
+            .spec
+            .as_ref()
+            .unwrap()
+            .termination_grace_period_seconds
+            .is_some()
+    );
     let spec = worker.spec.as_ref().unwrap();
     assert_eq!(
         (spec.hostname.as_deref(), spec.subdomain.as_deref()),
@@ -235,4 +251,39 @@ fn the_status_shows_the_quorum_the_lighthouse_reports() {
         (2, 0, 1),
         "one of three groups does not heartbeat"
     );
+}
+
+#[test]
+fn a_scale_in_deletes_the_leaving_groups_pod_at_once_the_cheapest_first() {
+    use crate::testing::world::deleted_pods;
+    let mut world = job(3);
+    ready_all(&mut world);
+    let staying: Vec<Pod> = ["ddp-worker-1", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    world.pod("ddp-worker-0").metadata.annotations = Some(
+        [(
+            eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
+            "-1".to_string(),
+        )]
+        .into(),
+    );
+    world.set_worker_replicas(2);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-0"],
+        "no drain: the group leaves the quorum when its training stops"
+    );
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert!(status.eto.draining_workers.is_empty());
+    assert_eq!(
+        status.eto.notice, None,
+        "the others are not asked to checkpoint"
+    );
+    let after: Vec<Pod> = ["ddp-worker-1", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    assert_eq!(staying, after, "the staying groups are not touched");
+    assert!(world.pods.contains_key("ddp-lighthouse"));
 }
