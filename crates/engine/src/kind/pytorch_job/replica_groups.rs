@@ -181,7 +181,17 @@ pub fn lighthouse_name(job: &str) -> String {
 /// it may not have).
 const LIGHTHOUSE_PROGRAM: &str = r#"script="$(command -v torchft_lighthouse)" || { echo "torchft_lighthouse is not on the image's PATH: install torchft" >&2; exit 127; }
 python="$(command -v python3 || command -v python)"
-exec "$python" "$script" "$@""#;
+# As PID 1 the Lighthouse would ignore SIGTERM and hold its pod for the whole grace period
+# (and a resumed run's new Lighthouse, of the same name, with it): pass SIGTERM on instead.
+"$python" "$script" "$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+status=0
+while kill -0 "$child" 2>/dev/null; do
+  wait "$child"
+  status=$?
+done
+exit "$status""#;
 
 /// The Lighthouse's pod of `job`'s current run, placed as a launcher is and away from the
 /// nodes `avoided` (see [`beside_the_workers`]); `None` without a Worker template.
