@@ -28,7 +28,9 @@ use crate::pytorch_real::{
 /// size, and when it healed from another group. Between two steps it leaves if its pod is going
 /// away (a SIGTERM, which torchrun forwards, or a notice that eto's helper, mounted at
 /// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
-/// a collective in flight with it when it goes.
+/// a collective in flight with it when it goes. Where `/ckpt` is mounted, every group saves its
+/// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
+/// loads the newest of those checkpoints.
 const TORCHFT_STEPS: &str = r#"
 import os, signal, socket, sys, time
 from datetime import timedelta
@@ -60,6 +62,21 @@ manager = Manager(
     replica_id=f"eto_ft_{group}",
     timeout=timedelta(seconds=10),
 )
+ckpt = "/ckpt"
+def newest_checkpoint():
+    newest = None
+    for name in sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else []:
+        if name.startswith("group-") and name.endswith(".pt"):
+            state = torch.load(os.path.join(ckpt, name), weights_only=False)
+            if newest is None or state["manager"]["step"] > newest["manager"]["step"]:
+                newest = state
+    return newest
+resumed = newest_checkpoint()
+if resumed is not None:
+    model.load_state_dict(resumed["model"])
+    opt.load_state_dict(resumed["optim"])
+    manager.load_state_dict(resumed["manager"])
+    print(f"eto-ft-resumed: group={group} from_step={manager.current_step()}", flush=True)
 ddp = DistributedDataParallel(manager, model)
 optimizer = Optimizer(manager, opt)
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
@@ -72,6 +89,13 @@ while manager.current_step() < total:
     optimizer.zero_grad()
     ddp(torch.randn(32, 64)).sum().backward()
     optimizer.step()
+    if os.path.isdir(ckpt) and manager.current_step() % 10 == 0:
+        path = f"{ckpt}/group-{group}.pt"
+        torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "manager": manager.state_dict()}, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        with open(f"{ckpt}/step.{group}.tmp", "w") as saved:
+            saved.write(str(manager.current_step()))
+        os.replace(f"{ckpt}/step.{group}.tmp", f"{ckpt}/step")
     if len(healed) > was_healed:
         was_healed = len(healed)
         print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
@@ -549,8 +573,9 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
             Duration::from_secs(180),
             async || match pods.get_opt("ddp-worker-0").await.ok()? {
                 Some(_) => {
+                    // Once the container is gone the API server answers with an error text.
                     let log = log_of(pods, "ddp-worker-0").await;
-                    if !log.is_empty() {
+                    if log.contains("eto-ft-start:") {
                         leaving_log = log;
                     }
                     None
@@ -588,5 +613,101 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
         "3 -> 2",
     )
     .await;
+    scratch.end().await;
+}
+
+/// Case 4: two of three groups (two at least) are evicted while no node takes a new pod (a
+/// spot reclaim on a full cluster). Below its minimum the job is `Suspended`, never `Failed`;
+/// once capacity returns it resumes in a new run, every group from the newest checkpoint the
+/// groups saved (not from step 0), and succeeds.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
+    use eto_tests::nodes::set_unschedulable;
+    let scratch = Scratch::start("torchft-suspend").await;
+    let mut job = replica_group_job(&scratch, 3, 2).await;
+    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
+    let checkpoint = format!("{root}/{}", scratch.namespace);
+    let template = &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
+    template["spec"]["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "ckpt",
+            "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}));
+    template["spec"]["containers"][0]["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "ckpt", "mountPath": "/ckpt"}));
+    json_patch::merge(
+        &mut job["spec"]["elasticPolicy"],
+        &serde_json::json!({"belowMinSeconds": 5, "checkpointGraceSeconds": 15}),
+    );
+    let saved = || {
+        std::fs::read_to_string(format!("{checkpoint}/step"))
+            .ok()
+            .and_then(|step| step.trim().parse::<u64>().ok())
+    };
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let client = scratch.client.clone();
+    let mut saved_at_suspend = 0;
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        until(
+            "the groups save step 30",
+            Duration::from_secs(300),
+            async || (saved()? >= 30).then_some(()),
+        )
+        .await;
+        let node: Vec<String> = pods
+            .get("ddp-worker-2")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .into_iter()
+            .collect();
+        set_unschedulable(&client, &node, true).await;
+        for name in ["ddp-worker-0", "ddp-worker-1"] {
+            pods.evict(name, &Default::default()).await.unwrap();
+        }
+        until("the job suspends", Duration::from_secs(180), async || {
+            let status = jobs.get("ddp").await.ok()?.status?;
+            status
+                .conditions
+                .iter()
+                .any(|c| {
+                    c.type_ == "Suspended" && c.status == eto_api::common::ConditionStatus::True
+                })
+                .then_some(())
+        })
+        .await;
+        saved_at_suspend = saved().unwrap_or_default();
+        println!("torchft below the minimum: suspended with step {saved_at_suspend} saved");
+        set_unschedulable(&client, &node, false).await;
+    })
+    .await;
+    let printed = every_log(&scratch.pods()).await;
+    let types = succeeded_last(&job);
+    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
+    assert_eq!(
+        job.status.as_ref().unwrap().eto.run,
+        Some(1),
+        "resumed in one new run"
+    );
+    let resumed = marked(&printed, "eto-ft-resumed:");
+    println!("torchft below the minimum: {resumed:#?}");
+    assert_eq!(resumed.len(), 3, "every group resumed: {printed}");
+    for line in &resumed {
+        let from: u64 = field(line, "from_step=").unwrap().parse().unwrap();
+        assert!(
+            from >= saved_at_suspend && from > 0,
+            "resumed from the newest checkpoint ({saved_at_suspend}): {line}"
+        );
+    }
+    assert_eq!(
+        marked(&printed, "eto-ft-done:").len(),
+        3,
+        "the three groups trained to the end: {printed}"
+    );
     scratch.end().await;
 }
