@@ -287,3 +287,33 @@ fn a_scale_in_deletes_the_leaving_groups_pod_at_once_the_cheapest_first() {
     assert_eq!(staying, after, "the staying groups are not touched");
     assert!(world.pods.contains_key("ddp-lighthouse"));
 }
+
+#[test]
+fn a_warned_group_is_told_and_replaced_the_others_untouched() {
+    use eto_api::job_status::NoticeKind;
+    let mut world = job(3);
+    ready_all(&mut world);
+    world
+        .pod("ddp-worker-1")
+        .spec
+        .get_or_insert_default()
+        .node_name = Some("spot-1".into());
+    let staying: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    world.warn("spot-1", 120);
+    world.reconcile();
+    let notice = crate::notice::shown(&world.pods["ddp-worker-1"]).expect("a notice");
+    assert_eq!(notice.kind, NoticeKind::Reclaim, "the warned group is told");
+    assert_eq!(
+        groups(&world).last().cloned(),
+        Some(("ddp-worker-3".to_string(), Some(1))),
+        "its replacement starts at once, elsewhere, under its id"
+    );
+    let after: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
+        .map(|name| world.pods[name].clone())
+        .to_vec();
+    assert_eq!(staying, after, "the other groups are not touched");
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert_eq!(status.eto.notice, None, "no notice for the job");
+}
