@@ -504,6 +504,15 @@ mod tests {
             Duration::ZERO,
             "without eto's settings a suspend is immediate, as Kueue expects"
         );
+        let groups = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "replicaGroups": {}
+        }))))
+        .unwrap();
+        assert!(
+            !groups.elastic.spec_suspend_grace.is_zero()
+                && groups.elastic.checkpoint_on_termination,
+            "replica groups are eto's own: its settings apply without any set"
+        );
 
         let own_host = validate(&job(elastic(json!({
             "minReplicas": 2, "maxReplicas": 4, "rdzvHost": "ddp-worker-0", "belowMinSeconds": 5
