@@ -70,6 +70,16 @@ impl JobStatus {
     pub fn current_run(&self) -> i32 {
         self.run.unwrap_or(self.restart_count)
     }
+
+    /// Forgets what the run's workers were doing as a group: the workers draining out of it or
+    /// held back, and the group and the replica groups' quorum its coordinator reported. A run
+    /// that ends, is suspended or starts again keeps none of it.
+    pub fn forget_the_runs_group(&mut self) {
+        self.draining_workers.clear();
+        self.held_workers.clear();
+        self.group = None;
+        self.replica_groups = None;
+    }
 }
 
 pub use eto_api::job_status::Reformation;

@@ -62,10 +62,7 @@ impl Planner {
         self.status.current_workers.clear();
         // Nothing trains any more: no drain is worth waiting for (cleanPodPolicy decides), and
         // no notice is worth showing.
-        self.status.draining_workers.clear();
-        self.status.held_workers.clear();
-        self.status.group = None;
-        self.status.replica_groups = None;
+        self.status.forget_the_runs_group();
         self.status.notice = None;
         if job.job_ref.coordinator().only_serves() {
             // The store or Lighthouse serves no one once the job ended, whatever

@@ -59,7 +59,8 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
     // eto runs the group: it hosts the rendezvous, or the Workers are replica groups.
-    let eto_runs_group = HostedRendezvous::of(job).is_some() || ReplicaGroups::of(job).is_some();
+    let replica_groups = ReplicaGroups::of(job).is_some();
+    let eto_runs_group = HostedRendezvous::of(job).is_some() || replica_groups;
     // eto's settings apply where eto runs the group; elsewhere the defaults do.
     let eto = spec
         .elastic_policy
@@ -68,8 +69,7 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .filter(|_| eto_runs_group);
     let mut elastic = elastic_settings(&job.metadata, eto, &mut errors);
     // Replica groups are eto's own: v1's ways need not be kept for them.
-    let as_v1 = ReplicaGroups::of(job).is_none();
-    if as_v1 && eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
+    if !replica_groups && eto.is_none_or(|eto| *eto == ElasticPolicy::default()) {
         // As v1 runs them: a suspend (Kueue's preemption) deletes the pods at once, and the
         // pods' commands run as they are.
         elastic.spec_suspend_grace = std::time::Duration::ZERO;

@@ -312,10 +312,7 @@ impl<'p, 'o> Run<'p, 'o> {
         planner.status.run = Some(self.run);
         planner.status.notice = None;
         planner.status.target_workers.clear();
-        planner.status.draining_workers.clear();
-        planner.status.held_workers.clear();
-        planner.status.group = None;
-        planner.status.replica_groups = None;
+        planner.status.forget_the_runs_group();
         planner.status.workers = None;
         let reason = kind.reason("Restarting");
         planner.condition(conditions::RESTARTING, true, &reason, message);

@@ -495,10 +495,7 @@ impl Run<'_, '_> {
         planner.status.phase = Some(JobPhase::Suspended);
         planner.status.target_workers.clear();
         planner.status.current_workers.clear();
-        planner.status.draining_workers.clear();
-        planner.status.held_workers.clear();
-        planner.status.group = None;
-        planner.status.replica_groups = None;
+        planner.status.forget_the_runs_group();
         if let Some(workers) = planner.status.workers.as_mut() {
             *workers = WorkerSummary {
                 ready: 0,
