@@ -388,10 +388,14 @@ fn elastic_texts(schema: &mut schemars::Schema) {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaGroups {
-    /// Pods per replica group. Each group is one pod (one `torchrun --standalone`, its
-    /// processes `nprocPerNode`); 1, the default, is the only size eto runs.
+    /// Pods per replica group, 1 by default. A group of one pod runs `torchrun --standalone`;
+    /// the pods of a larger group form a torchrun group of their own at their rank 0 pod
+    /// (`<pod>.<job>-workers`, the Workers' port), each running `nprocPerNode` processes. A group comes and
+    /// goes whole: a lost pod takes the others of its group with it, and all are replaced
+    /// under new names with the group's id. The Worker replicas, `minReplicas` and
+    /// `maxReplicas` count groups; `metrics` cannot scale groups of several pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 1))]
+    #[schemars(range(min = 1))]
     pub pods_per_group: Option<i32>,
 
     /// The Lighthouse, which forms each step's quorum of groups.

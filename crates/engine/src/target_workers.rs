@@ -22,6 +22,12 @@
 //!    new indices or shrinks, dropping workers that are not ready first, then those whose pods
 //!    have the lowest `controller.kubernetes.io/pod-deletion-cost` (as a ReplicaSet does: the
 //!    way to pick which workers a `kubectl scale` removes), then the highest indices.
+//! 6. Workers whose pods train as one group (a replica group of several pods, see
+//!    [`WorkerInput::groups`]) come and go together: a lost worker takes the other workers
+//!    of its group out of the target with it (their pods are deleted; each is replaced under
+//!    a new index when the lost one is), a worker lost to a withdrawn warning never returns
+//!    alone, and a shrink drops whole groups, ranking each group as its least ready and
+//!    cheapest worker, then by its newest.
 //!
 //! Without a change of `worker.replicas`, a lost worker that is not replaced is not made up for:
 //! the job runs with fewer workers, as with et-operator.
@@ -65,6 +71,10 @@ pub struct WorkerInput<'a> {
     pub remove: &'a [u32],
     /// The smallest index never used by the job.
     pub next_index: u32,
+    /// The group of each worker whose pod is one of several that train as one group, by
+    /// index (a replica group of several pods: its group id); empty where every worker
+    /// stands alone.
+    pub groups: &'a BTreeMap<u32, u32>,
 }
 
 /// A target worker that stopped counting.
@@ -75,6 +85,17 @@ pub struct LostWorker {
     /// Why.
     pub loss: Loss,
     /// The index of its replacement, if its restart policy replaces it.
+    pub replacement: Option<u32>,
+}
+
+/// A target worker taken out with its group, whose other worker was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftWithGroup {
+    /// Its index.
+    pub index: u32,
+    /// The index of the lost worker of its group.
+    pub lost: u32,
+    /// The index of its replacement, if the lost worker is replaced.
     pub replacement: Option<u32>,
 }
 
@@ -89,6 +110,9 @@ pub struct WorkerDecision {
     pub delete: Vec<u32>,
     /// Target workers lost since the last reconcile.
     pub lost: Vec<LostWorker>,
+    /// Target workers taken out with their group since the last reconcile (see the module
+    /// documentation); their pods are among those to delete.
+    pub left_with_group: Vec<LeftWithGroup>,
     /// Worker pods taken into the target.
     pub adopted: Vec<u32>,
     /// Workers of `returning` back in the target, each with the target worker that gave way
@@ -142,6 +166,32 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         }
     }
 
+    // A lost worker takes its group with it.
+    let fallen: BTreeMap<u32, &LostWorker> = decision
+        .lost
+        .iter()
+        .filter_map(|lost| Some((*input.groups.get(&lost.index)?, lost)))
+        .collect();
+    for index in target.clone() {
+        let Some(lost) = input.groups.get(&index).and_then(|group| fallen.get(group)) else {
+            continue;
+        };
+        target.retain(|i| *i != index);
+        if input.pods.contains_key(&index) {
+            decision.delete.push(index);
+        }
+        let replacement = lost.replacement.map(|_| {
+            next_index += 1;
+            next_index - 1
+        });
+        target.extend(replacement);
+        decision.left_with_group.push(LeftWithGroup {
+            index,
+            lost: lost.index,
+            replacement,
+        });
+    }
+
     let lost: BTreeSet<u32> = decision.lost.iter().map(|l| l.index).collect();
     for &index in input.add {
         if !target.contains(&index) && !lost.contains(&index) && !input.blacklisted.contains(&index)
@@ -151,6 +201,11 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     }
     let not_ready = |index: &u32| !input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
     for &index in input.returning {
+        if input.groups.contains_key(&index) {
+            // Its group left with it and was replaced.
+            decision.delete.push(index);
+            continue;
+        }
         let gives_way = target
             .iter()
             .copied()
@@ -214,7 +269,8 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         }
         if target.len() > desired {
             // Workers that are not ready cost nothing to drop; then those of the lowest
-            // deletion cost go, and among equals the newest.
+            // deletion cost go, and among equals the newest. A group ranks as its least
+            // ready and cheapest worker, and as its newest.
             let ready = |index: &u32| input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
             let cost = |index: &u32| {
                 input
@@ -222,7 +278,26 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
                     .get(index)
                     .map_or(0, |pod| pods::deletion_cost(pod))
             };
-            target.sort_by_key(|index| (!ready(index), std::cmp::Reverse(cost(index)), *index));
+            let members = |index: &u32| -> Vec<u32> {
+                match input.groups.get(index) {
+                    Some(group) => target
+                        .iter()
+                        .copied()
+                        .filter(|i| input.groups.get(i) == Some(group))
+                        .collect(),
+                    None => vec![*index],
+                }
+            };
+            let rank = |index: &u32| {
+                let members = members(index);
+                let all_ready = members.iter().all(ready);
+                let cost = members.iter().map(cost).min().unwrap_or(0);
+                let newest = members.iter().copied().max().unwrap_or(*index);
+                (!all_ready, std::cmp::Reverse(cost), newest, *index)
+            };
+            let ranks: BTreeMap<u32, _> =
+                target.iter().map(|index| (*index, rank(index))).collect();
+            target.sort_by_key(|index| ranks[index]);
             decision.delete.extend(
                 target
                     .drain(desired..)
@@ -285,11 +360,22 @@ mod tests {
             add: &case.add,
             remove: &case.remove,
             next_index: case.next_index,
+            groups: &BTreeMap::new(),
         })
     }
 
     fn running() -> Pod {
         pod("Running", true)
+    }
+
+    /// A running, ready pod whose deletion cost annotation is `cost`.
+    fn costing(cost: &str) -> Pod {
+        let mut pod = running();
+        pod.metadata.annotations = Some(BTreeMap::from([(
+            eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
+            cost.to_string(),
+        )]));
+        pod
     }
 
     #[test]
@@ -411,6 +497,7 @@ mod tests {
                 add: &[],
                 remove: &[],
                 next_index: 4,
+                groups: &BTreeMap::new(),
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
             assert_eq!(decision.target, target, "{case}");
@@ -667,14 +754,6 @@ mod tests {
 
     #[test]
     fn a_shrink_removes_the_workers_of_the_lowest_deletion_cost_first() {
-        let costing = |cost: &str| {
-            let mut pod = running();
-            pod.metadata.annotations = Some(BTreeMap::from([(
-                eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
-                cost.to_string(),
-            )]));
-            pod
-        };
         let shrink = |pods: Vec<(u32, Pod)>, desired: u32| Case {
             policy: ReplicaRestartPolicy::Never,
             desired,
@@ -732,6 +811,140 @@ mod tests {
         for (what, pods, desired, deleted) in cases {
             let decision = decide_case(&shrink(pods, desired));
             assert_eq!(decision.delete, deleted, "{what}");
+        }
+    }
+
+    #[test]
+    fn workers_of_one_group_come_and_go_together() {
+        // Three groups of two: 0 and 1, 2 and 3, 4 and 5.
+        let groups = BTreeMap::from([(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)]);
+        let failed = || pod("Failed", false);
+        struct Row {
+            what: &'static str,
+            policy: ReplicaRestartPolicy,
+            desired: u32,
+            pods: Vec<(u32, Pod)>,
+            returning: BTreeSet<u32>,
+            target: Vec<u32>,
+            delete: Vec<u32>,
+            left_with_group: Vec<LeftWithGroup>,
+        }
+        let all_running = |changed: Vec<(u32, Pod)>| -> Vec<(u32, Pod)> {
+            let mut pods: BTreeMap<u32, Pod> = (0..6).map(|i| (i, running())).collect();
+            pods.extend(changed);
+            pods.into_iter().collect()
+        };
+        let left = |index, lost, replacement| LeftWithGroup {
+            index,
+            lost,
+            replacement,
+        };
+        let rows = [
+            Row {
+                what: "a failed worker takes its group, both replaced",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 6,
+                pods: all_running(vec![(3, failed())]),
+                returning: BTreeSet::new(),
+                target: vec![0, 1, 4, 5, 6, 7],
+                delete: vec![2],
+                left_with_group: vec![left(2, 3, Some(7))],
+            },
+            Row {
+                what: "a failed worker takes its group, neither replaced",
+                policy: ReplicaRestartPolicy::Never,
+                desired: 6,
+                pods: all_running(vec![(0, failed())]),
+                returning: BTreeSet::new(),
+                target: vec![2, 3, 4, 5],
+                delete: vec![1],
+                left_with_group: vec![left(1, 0, None)],
+            },
+            Row {
+                what: "a vanished worker takes its group",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 6,
+                pods: all_running(vec![])
+                    .into_iter()
+                    .filter(|(i, _)| *i != 4)
+                    .collect(),
+                returning: BTreeSet::new(),
+                target: vec![0, 1, 2, 3, 6, 7],
+                delete: vec![5],
+                left_with_group: vec![left(5, 4, Some(7))],
+            },
+            Row {
+                what: "a shrink drops the group of the cheapest worker",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 4,
+                pods: all_running(vec![(1, costing("-5")), (4, costing("100"))]),
+                returning: BTreeSet::new(),
+                target: vec![2, 3, 4, 5],
+                delete: vec![0, 1],
+                left_with_group: vec![],
+            },
+            Row {
+                what: "a shrink drops a group with a worker not ready first",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 4,
+                pods: all_running(vec![(2, pod("Pending", false)), (0, costing("-5"))]),
+                returning: BTreeSet::new(),
+                target: vec![0, 1, 4, 5],
+                delete: vec![2, 3],
+                left_with_group: vec![],
+            },
+            Row {
+                what: "a shrink among equals drops the newest group",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 2,
+                pods: all_running(vec![]),
+                returning: BTreeSet::new(),
+                target: vec![0, 1],
+                delete: vec![2, 3, 4, 5],
+                left_with_group: vec![],
+            },
+            Row {
+                what: "a worker of a group that left never returns alone",
+                policy: ReplicaRestartPolicy::Always,
+                desired: 6,
+                pods: all_running(vec![(8, running())]),
+                returning: BTreeSet::from([8]),
+                target: vec![0, 1, 2, 3, 4, 5],
+                delete: vec![8],
+                left_with_group: vec![],
+            },
+        ];
+        let mut groups_with_returning = groups.clone();
+        groups_with_returning.insert(8, 3);
+        for row in rows {
+            let pods: BTreeMap<u32, &Pod> = row.pods.iter().map(|(i, p)| (*i, p)).collect();
+            let previous_desired = if row.what.starts_with("a shrink") {
+                6
+            } else {
+                row.desired
+            };
+            let decision = decide(&WorkerInput {
+                policy: row.policy,
+                desired: row.desired,
+                previous_desired: Some(previous_desired),
+                previous_target: &[0, 1, 2, 3, 4, 5],
+                pods: &pods,
+                blacklisted: &row.returning,
+                returning: &row.returning,
+                draining: &BTreeSet::new(),
+                held: &BTreeSet::new(),
+                add: &[],
+                remove: &[],
+                next_index: 6,
+                groups: &groups_with_returning,
+            });
+            assert_eq!(decision.target, row.target, "{}", row.what);
+            assert_eq!(decision.delete, row.delete, "{}", row.what);
+            assert_eq!(
+                decision.left_with_group, row.left_with_group,
+                "{}",
+                row.what
+            );
         }
     }
 }

@@ -496,6 +496,19 @@ impl<'a> JobRef<'a> {
         self.served().complete_new_workers(target, pods, new);
     }
 
+    /// See [`ServedJob::worker_groups`].
+    pub fn worker_groups(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeMap<u32, u32> {
+        self.served().worker_groups(pods)
+    }
+
+    /// See [`ServedJob::pods_per_group`].
+    pub fn pods_per_group(self) -> u32 {
+        self.served().pods_per_group()
+    }
+
     /// See [`ServedJob::heartbeat_timeout`].
     pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
         self.served().heartbeat_timeout()

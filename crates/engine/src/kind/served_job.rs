@@ -102,6 +102,20 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         let _ = (target, pods, new);
     }
 
+    /// The group of each worker among `pods` (by index) whose pod is one of several that
+    /// train as one group (see [`crate::target_workers::WorkerInput::groups`]): a PyTorchJob's
+    /// replica groups of several pods. Empty by default.
+    fn worker_groups(&self, pods: &BTreeMap<u32, &Pod>) -> BTreeMap<u32, u32> {
+        let _ = pods;
+        BTreeMap::new()
+    }
+
+    /// How many worker pods make one group of those the job counts (a PyTorchJob's replica
+    /// group of several pods); 1 by default.
+    fn pods_per_group(&self) -> u32 {
+        1
+    }
+
     /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])
     /// go without a heartbeat before the others take them for dead; `None` for jobs without
     /// such a group.

@@ -211,24 +211,40 @@ impl ServedJob for PyTorchJob {
         report_source::source(self, pods)
     }
 
-    /// A new replica group takes the lowest group id no live group holds (see
-    /// [`replica_groups::ids_of_new`]).
+    /// A new replica group takes the lowest group id no live group holds in full, and each
+    /// of its pods a rank in it (see [`replica_groups::places_of_new`]).
     fn complete_new_workers(
         &self,
         target: &[u32],
         pods: &std::collections::BTreeMap<u32, &Pod>,
         new: &mut std::collections::BTreeMap<u32, Pod>,
     ) {
-        if replica_groups::ReplicaGroups::of(self).is_none() {
+        let Some(groups) = replica_groups::ReplicaGroups::of(self) else {
             return;
-        }
+        };
         let created: Vec<u32> = new.keys().copied().collect();
-        let ids = replica_groups::ids_of_new(target, &created, pods);
+        let places = replica_groups::places_of_new(groups.pods_per_group, target, &created, pods);
         for (index, pod) in new.iter_mut() {
-            if let Some(id) = ids.get(index) {
-                replica_groups::give_id(pod, *id);
+            if let Some(place) = places.get(index) {
+                replica_groups::give_place(pod, &groups, *place);
             }
         }
+    }
+
+    /// The Workers of replica groups of several pods, by group (see
+    /// [`replica_groups::groups_of_several`]).
+    fn worker_groups(
+        &self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeMap<u32, u32> {
+        replica_groups::ReplicaGroups::of(self)
+            .map(|groups| replica_groups::groups_of_several(&groups, pods))
+            .unwrap_or_default()
+    }
+
+    /// The pods of a replica group (see [`replica_groups`]).
+    fn pods_per_group(&self) -> u32 {
+        replica_groups::ReplicaGroups::of(self).map_or(1, |groups| groups.pods_per_group)
     }
 
     fn heartbeat_timeout(&self) -> Option<Duration> {

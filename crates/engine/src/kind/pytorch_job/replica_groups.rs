@@ -1,16 +1,21 @@
 //! TorchFT replica groups (`elasticPolicy.replicaGroups`): a PyTorchJob whose Workers train
 //! as fault-tolerant replica groups, coordinated step by step by a Lighthouse eto runs.
 //!
-//! Each Worker is a replica group of its own: one pod running `torchrun --standalone` (its
-//! processes `nprocPerNode`), told of the Lighthouse (`TORCHFT_LIGHTHOUSE`), of its group id
-//! (`REPLICA_GROUP_ID`) and of the number of group ids (`NUM_REPLICA_GROUPS`, the job's
-//! `maxReplicas`). The training code's TorchFT `Manager` joins each step's quorum at the
-//! Lighthouse; a group that stops heartbeating is left out of the next quorum, and the others
-//! train on without a restart. So a group is the unit of loss: eto replaces a lost group's pod
-//! under a new name (as it replaces any Worker whose name is never reused) and gives the new
-//! pod the lost group's id, the lowest id no live group holds, so that data shards stay where
-//! they were; the new group heals from a live one. `minReplicas`, `maxReplicas` and the Worker
-//! replicas count groups; below `minReplicas` the job suspends as every elastic job does.
+//! A replica group is `podsPerGroup` Worker pods (one by default) that train as one torchrun
+//! group (their processes `nprocPerNode` each), told of the Lighthouse (`TORCHFT_LIGHTHOUSE`),
+//! of their group id (`REPLICA_GROUP_ID`) and of the number of group ids
+//! (`NUM_REPLICA_GROUPS`, the job's `maxReplicas`). A group of one pod runs
+//! `torchrun --standalone`; a group of several forms torchrun's static rendezvous of its own
+//! (`PET_NNODES` the group's size, `PET_NODE_RANK` the pod's rank in it, `PET_MASTER_ADDR` its
+//! rank 0 pod, `<pod>.<job>-workers`, and `PET_MASTER_PORT` the Workers' port). The training
+//! code's TorchFT `Manager` joins each step's quorum at the Lighthouse; a group that stops
+//! heartbeating is left out of the next quorum, and the others train on without a restart.
+//! So a group is the unit of loss: a lost pod takes the other pods of its group with it (see
+//! [`crate::target_workers`]), eto replaces them all under new names (as it replaces any
+//! Worker whose name is never reused) and gives the new pods the lost group's id, the lowest
+//! id no live group holds in full, so that data shards stay where they were; the new group
+//! heals from a live one. `minReplicas`, `maxReplicas` and the Worker replicas count groups;
+//! below `minReplicas` the job suspends as every elastic job does.
 //!
 //! The Lighthouse runs in a pod of its own, `<job>-lighthouse`, from the Workers' image
 //! (`torchft_lighthouse`), as the rendezvous store does (see
@@ -20,7 +25,7 @@
 //! Worker searches that subdomain (`dnsConfig.searches`), since a TorchFT Manager advertises its
 //! bare host name to the groups that heal from it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use eto_api::PyTorchJob;
 use eto_api::job_status::NodeCooldown;
@@ -65,6 +70,9 @@ pub const LIGHTHOUSE_REPLICA_TYPE: &str = "lighthouse";
 /// The label holding a Worker's replica group id.
 pub const GROUP_LABEL: &str = "eto.dev/replica-group";
 
+/// The label holding a Worker's rank in its replica group (0 to `podsPerGroup` - 1).
+pub const RANK_LABEL: &str = "eto.dev/group-rank";
+
 /// The variable holding a Worker's replica group id.
 pub const GROUP_ID_ENV: &str = "REPLICA_GROUP_ID";
 
@@ -73,6 +81,11 @@ pub const GROUP_ID_ENV: &str = "REPLICA_GROUP_ID";
 pub struct ReplicaGroups {
     /// The job's name.
     pub job: String,
+    /// The pods of each group.
+    pub pods_per_group: u32,
+    /// The port of a group's rank 0 pod, where a group of several pods forms (the Workers'
+    /// `pytorchjob-port`).
+    pub group_port: i32,
     /// The Lighthouse's port.
     pub port: i32,
     /// Fewest groups: the Lighthouse's `--min_replicas`.
@@ -105,6 +118,12 @@ impl ReplicaGroups {
         let lighthouse = groups.lighthouse.clone().unwrap_or_default();
         Some(Self {
             job: job.to_string(),
+            pods_per_group: groups
+                .pods_per_group
+                .and_then(|size| u32::try_from(size).ok())
+                .unwrap_or(1)
+                .max(1),
+            group_port: defaulted.worker.as_ref()?.port,
             port: lighthouse.port.unwrap_or(DEFAULT_PORT),
             min: elastic.min,
             ids: elastic.max,
@@ -155,18 +174,26 @@ impl ReplicaGroups {
         args
     }
 
-    /// What every Worker is told, beside its own group id: the Lighthouse, the number of group
-    /// ids, a torchrun of its own (`PET_STANDALONE=1`, `PET_NNODES=1`), and how long its
-    /// Manager keeps asking for a quorum (see [`QUORUM_RETRIES`]).
+    /// What every Worker is told, beside its own place (see [`give_place`]): the Lighthouse,
+    /// the number of group ids, its group's torchrun (`PET_NNODES` the group's size; one pod
+    /// runs alone, `PET_STANDALONE=1`; several meet at their rank 0 pod's `PET_MASTER_PORT`),
+    /// and how long its Manager keeps asking for a quorum (see [`QUORUM_RETRIES`]).
     pub fn variables(&self) -> Vec<EnvVar> {
-        vec![
+        let mut variables = vec![
             var("TORCHFT_LIGHTHOUSE", self.lighthouse_url()),
             var("NUM_REPLICA_GROUPS", self.ids),
-            var("PET_NNODES", 1),
-            var("PET_STANDALONE", 1),
+            var("PET_NNODES", self.pods_per_group),
+        ];
+        if self.pods_per_group == 1 {
+            variables.push(var("PET_STANDALONE", 1));
+        } else {
+            variables.push(var("PET_MASTER_PORT", self.group_port));
+        }
+        variables.extend([
             var(QUORUM_TIMEOUT_ENV, QUORUM_TIMEOUT_SECONDS),
             var(QUORUM_RETRIES_ENV, QUORUM_RETRIES),
-        ]
+        ]);
+        variables
     }
 }
 
@@ -239,36 +266,107 @@ pub fn name_in_service(spec: &mut PodSpec, job: &str, namespace: &str, pod: &str
 
 /// The group id of Worker `pod`, as its label holds it.
 pub fn group_of(pod: &Pod) -> Option<u32> {
-    pod.metadata.labels.as_ref()?.get(GROUP_LABEL)?.parse().ok()
+    label(pod, GROUP_LABEL)
 }
 
-/// The group id of each new Worker of `created`, beside the Workers of `target` whose pods
-/// (among `pods`, by index) hold theirs: the lowest ids no live group holds, lowest first to
-/// the lowest index, so that a lost group's id passes to its replacement.
-pub fn ids_of_new(
+/// The rank of Worker `pod` in its group, as its label holds it (0 where it holds none: a
+/// group of one pod).
+fn rank_of(pod: &Pod) -> u32 {
+    label(pod, RANK_LABEL).unwrap_or(0)
+}
+
+fn label(pod: &Pod, key: &str) -> Option<u32> {
+    pod.metadata.labels.as_ref()?.get(key)?.parse().ok()
+}
+
+/// Where a new Worker trains: its group, its rank in it, and the index of the group's rank 0
+/// Worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The group id.
+    pub id: u32,
+    /// The rank in the group.
+    pub rank: u32,
+    /// The index of the group's rank 0 Worker.
+    pub first: u32,
+}
+
+/// The place of each new Worker of `created` in groups of `size` pods, beside the Workers of
+/// `target` whose pods (among `pods`, by index) hold theirs: lowest index first, each takes
+/// the lowest rank free in the lowest group id not held in full, so that a lost group's id
+/// passes to its replacement and a group whose creation was cut short is completed.
+pub fn places_of_new(
+    size: u32,
     target: &[u32],
     created: &[u32],
     pods: &BTreeMap<u32, &Pod>,
-) -> BTreeMap<u32, u32> {
-    let taken: BTreeSet<u32> = target
-        .iter()
-        .filter(|index| !created.contains(index))
-        .filter_map(|index| group_of(pods.get(index)?))
-        .collect();
-    let free = (0..).filter(|id| !taken.contains(id));
-    created.iter().copied().zip(free).collect()
+) -> BTreeMap<u32, Place> {
+    // The Workers of each group id: by rank, their index.
+    let mut members: BTreeMap<u32, BTreeMap<u32, u32>> = BTreeMap::new();
+    for index in target.iter().filter(|index| !created.contains(index)) {
+        if let Some(pod) = pods.get(index)
+            && let Some(id) = group_of(pod)
+        {
+            members.entry(id).or_default().insert(rank_of(pod), *index);
+        }
+    }
+    let mut assigned = Vec::new();
+    for &index in created {
+        let Some(id) = (0..).find(|id| members.get(id).is_none_or(|m| m.len() < size as usize))
+        else {
+            break;
+        };
+        let group = members.entry(id).or_default();
+        let rank = (0..).find(|rank| !group.contains_key(rank)).unwrap_or(0);
+        group.insert(rank, index);
+        assigned.push((index, id, rank));
+    }
+    assigned
+        .into_iter()
+        .map(|(index, id, rank)| {
+            let group = &members[&id];
+            let first = group.get(&0).or(group.values().min()).copied();
+            let first = first.unwrap_or(index);
+            (index, Place { id, rank, first })
+        })
+        .collect()
 }
 
-/// Gives Worker `pod` group id `id`: its label, and `REPLICA_GROUP_ID` in its training
-/// container, unless the container sets it itself.
-pub fn give_id(pod: &mut Pod, id: u32) {
-    pod.metadata
-        .labels
-        .get_or_insert_default()
-        .insert(GROUP_LABEL.into(), id.to_string());
-    if let Some(container) = pod.spec.as_mut().and_then(training_container) {
-        super::env::add_to_container(container, &[var(GROUP_ID_ENV, id)]);
+/// Gives Worker `pod` of `groups` its place `place`: its labels, and in its training container
+/// `REPLICA_GROUP_ID` and, in a group of several pods, `PET_NODE_RANK` and `PET_MASTER_ADDR`
+/// (the group's rank 0 pod in the Workers' Service), unless the container sets them itself.
+pub fn give_place(pod: &mut Pod, groups: &ReplicaGroups, place: Place) {
+    let labels = pod.metadata.labels.get_or_insert_default();
+    labels.insert(GROUP_LABEL.into(), place.id.to_string());
+    let mut variables = vec![var(GROUP_ID_ENV, place.id)];
+    if groups.pods_per_group > 1 {
+        labels.insert(RANK_LABEL.into(), place.rank.to_string());
+        variables.extend([
+            var("PET_NODE_RANK", place.rank),
+            var(
+                "PET_MASTER_ADDR",
+                format!(
+                    "{}.{}",
+                    crate::names::worker(&groups.job, place.first),
+                    service_name(&groups.job)
+                ),
+            ),
+        ]);
     }
+    if let Some(container) = pod.spec.as_mut().and_then(training_container) {
+        super::env::add_to_container(container, &variables);
+    }
+}
+
+/// The group of each Worker among `pods` (by index) of a job whose groups have several pods;
+/// empty for groups of one pod, which stand alone.
+pub fn groups_of_several(groups: &ReplicaGroups, pods: &BTreeMap<u32, &Pod>) -> BTreeMap<u32, u32> {
+    if groups.pods_per_group == 1 {
+        return BTreeMap::new();
+    }
+    pods.iter()
+        .filter_map(|(index, pod)| Some((*index, group_of(pod)?)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -278,48 +376,200 @@ mod tests {
 
     use super::*;
 
-    fn worker(index: u32, id: Option<u32>) -> Pod {
-        let labels = id.map(|id| json!({GROUP_LABEL: id.to_string()}));
+    fn worker(index: u32, place: Option<(u32, u32)>) -> Pod {
+        let labels = place
+            .map(|(id, rank)| json!({GROUP_LABEL: id.to_string(), RANK_LABEL: rank.to_string()}));
         serde_json::from_value(json!({"metadata": {
             "name": format!("ddp-worker-{index}"), "labels": labels
         }}))
         .unwrap()
     }
 
-    #[test]
-    fn new_groups_take_the_lowest_ids_no_live_group_holds() {
-        let pods = [worker(0, Some(0)), worker(2, Some(2)), worker(5, None)];
-        let by_index: BTreeMap<u32, &Pod> = [0, 2, 5].into_iter().zip(pods.iter()).collect();
-        /// A case's name, the target, the Workers created, and the ids they get.
-        type Case<'a> = (&'a str, &'a [u32], &'a [u32], &'a [(u32, u32)]);
-        let cases: [Case<'_>; 4] = [
-            ("a lost group's id passes on", &[0, 2, 3], &[3], &[(3, 1)]),
-            ("two new groups", &[0, 2, 3, 4], &[3, 4], &[(3, 1), (4, 3)]),
-            (
-                "a pod without a label holds none",
-                &[0, 5, 6],
-                &[6],
-                &[(6, 1)],
-            ),
-            ("the first groups", &[7, 8], &[7, 8], &[(7, 0), (8, 1)]),
-        ];
-        for (name, target, created, expected) in cases {
-            let ids = ids_of_new(target, created, &by_index);
-            assert_eq!(ids, expected.iter().copied().collect(), "{name}");
-        }
-    }
-
-    #[test]
-    fn the_lighthouse_gets_the_minimum_and_only_the_timeouts_set() {
-        let mut groups = ReplicaGroups {
+    fn groups(pods_per_group: u32) -> ReplicaGroups {
+        ReplicaGroups {
             job: "ddp".into(),
+            pods_per_group,
+            group_port: 23456,
             port: 29510,
             min: 0,
             ids: 4,
             heartbeat_timeout_ms: DEFAULT_HEARTBEAT_TIMEOUT_MS,
             join_timeout_ms: None,
             quorum_tick_ms: None,
+        }
+    }
+
+    /// A case's name, the group size, the target, the Workers created, and the places they
+    /// get: (index, id, rank, first).
+    type Case<'a> = (
+        &'a str,
+        u32,
+        &'a [u32],
+        &'a [u32],
+        &'a [(u32, u32, u32, u32)],
+    );
+
+    fn check_places(pods: &[(u32, Pod)], cases: &[Case<'_>]) {
+        let by_index: BTreeMap<u32, &Pod> = pods.iter().map(|(i, p)| (*i, p)).collect();
+        for (name, size, target, created, expected) in cases {
+            let places = places_of_new(*size, target, created, &by_index);
+            let expected: BTreeMap<u32, Place> = expected
+                .iter()
+                .map(|&(index, id, rank, first)| (index, Place { id, rank, first }))
+                .collect();
+            assert_eq!(places, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn new_groups_take_the_lowest_ids_no_live_group_holds() {
+        let pods = [
+            (0, worker(0, Some((0, 0)))),
+            (2, worker(2, Some((2, 0)))),
+            (5, worker(5, None)),
+        ];
+        check_places(
+            &pods,
+            &[
+                (
+                    "a lost group's id passes on",
+                    1,
+                    &[0, 2, 3],
+                    &[3],
+                    &[(3, 1, 0, 3)],
+                ),
+                (
+                    "two new groups",
+                    1,
+                    &[0, 2, 3, 4],
+                    &[3, 4],
+                    &[(3, 1, 0, 3), (4, 3, 0, 4)],
+                ),
+                (
+                    "a pod without a label holds none",
+                    1,
+                    &[0, 5, 6],
+                    &[6],
+                    &[(6, 1, 0, 6)],
+                ),
+                (
+                    "the first groups",
+                    1,
+                    &[7, 8],
+                    &[7, 8],
+                    &[(7, 0, 0, 7), (8, 1, 0, 8)],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn groups_of_two_fill_their_ranks_and_meet_at_their_first_pod() {
+        // Group 0 is whole (0 and 1); group 1 lost both its pods; group 2 has only rank 1.
+        let pods = [
+            (0, worker(0, Some((0, 0)))),
+            (1, worker(1, Some((0, 1)))),
+            (7, worker(7, Some((2, 1)))),
+        ];
+        check_places(
+            &pods,
+            &[
+                (
+                    "the first groups",
+                    2,
+                    &[0, 1, 2, 3],
+                    &[0, 1, 2, 3],
+                    &[(0, 0, 0, 0), (1, 0, 1, 0), (2, 1, 0, 2), (3, 1, 1, 2)],
+                ),
+                (
+                    "a lost group's id passes to both new pods",
+                    2,
+                    &[0, 1, 8, 9],
+                    &[8, 9],
+                    &[(8, 1, 0, 8), (9, 1, 1, 8)],
+                ),
+                (
+                    "a group cut short is completed under its id",
+                    2,
+                    &[0, 1, 7, 8, 9, 10],
+                    &[8, 9, 10],
+                    &[(8, 1, 0, 8), (9, 1, 1, 8), (10, 2, 0, 10)],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_group_of_several_pods_forms_at_its_first_pod() {
+        let template = || -> Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": "ddp-worker-9"},
+                "spec": {"containers": [{"name": "pytorch"}]}
+            }))
+            .unwrap()
         };
+        let env = |pod: &Pod| -> Vec<(String, String)> {
+            let container = &pod.spec.as_ref().unwrap().containers[0];
+            container
+                .env
+                .iter()
+                .flatten()
+                .map(|var| (var.name.clone(), var.value.clone().unwrap_or_default()))
+                .collect()
+        };
+        let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+        let place = Place {
+            id: 1,
+            rank: 1,
+            first: 8,
+        };
+        let mut pod = template();
+        give_place(&mut pod, &groups(2), place);
+        assert_eq!(
+            env(&pod),
+            [
+                pair(GROUP_ID_ENV, "1"),
+                pair("PET_NODE_RANK", "1"),
+                pair("PET_MASTER_ADDR", "ddp-worker-8.ddp-workers")
+            ]
+        );
+        assert_eq!((group_of(&pod), rank_of(&pod)), (Some(1), 1));
+        let names = |groups: &ReplicaGroups| -> Vec<String> {
+            groups.variables().into_iter().map(|var| var.name).collect()
+        };
+        assert!(names(&groups(2)).contains(&"PET_MASTER_PORT".to_string()));
+        assert!(!names(&groups(2)).contains(&"PET_STANDALONE".to_string()));
+        assert!(names(&groups(1)).contains(&"PET_STANDALONE".to_string()));
+
+        let mut alone = template();
+        give_place(
+            &mut alone,
+            &groups(1),
+            Place {
+                id: 3,
+                rank: 0,
+                first: 9,
+            },
+        );
+        assert_eq!(env(&alone), [pair(GROUP_ID_ENV, "3")]);
+        assert_eq!(alone.metadata.labels.unwrap().get(RANK_LABEL), None);
+
+        let members = [
+            (0, worker(0, Some((0, 0)))),
+            (1, worker(1, Some((0, 1)))),
+            (2, worker(2, None)),
+        ];
+        let by_index: BTreeMap<u32, &Pod> = members.iter().map(|(i, p)| (*i, p)).collect();
+        assert_eq!(
+            groups_of_several(&groups(2), &by_index),
+            BTreeMap::from([(0, 0), (1, 0)])
+        );
+        assert!(groups_of_several(&groups(1), &by_index).is_empty());
+    }
+
+    #[test]
+    fn the_lighthouse_gets_the_minimum_and_only_the_timeouts_set() {
+        let mut groups = groups(1);
         assert_eq!(
             groups.lighthouse_args(),
             [
@@ -349,7 +599,15 @@ mod tests {
             "spec": {"containers": [{"name": "pytorch", "env": [{"name": GROUP_ID_ENV, "value": "7"}]}]}
         }))
         .unwrap();
-        give_id(&mut pod, 1);
+        give_place(
+            &mut pod,
+            &groups(1),
+            Place {
+                id: 1,
+                rank: 0,
+                first: 3,
+            },
+        );
         assert_eq!(group_of(&pod), Some(1));
         let env = pod.spec.unwrap().containers[0].env.clone().unwrap();
         assert_eq!(env.len(), 1);

@@ -59,7 +59,10 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         .map_or(0, |worker| worker.replicas);
     let run_policy = spec.run_policy.clone().unwrap_or_default();
     // eto runs the group: it hosts the rendezvous, or the Workers are replica groups.
-    let replica_groups = ReplicaGroups::of(job).is_some();
+    let groups = ReplicaGroups::of(job);
+    let replica_groups = groups.is_some();
+    // The engine counts Worker pods; replica groups count groups of this many.
+    let pods_per_group = groups.map_or(1, |groups| groups.pods_per_group);
     let eto_runs_group = HostedRendezvous::of(job).is_some() || replica_groups;
     // eto's settings apply where eto runs the group; elsewhere the defaults do.
     let eto = spec
@@ -81,9 +84,9 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     elastic.suspend_below_min_workers = eto_runs_group;
     let counts = match (&defaulted.elastic, eto_runs_group) {
         (Some(bounds), true) => WorkerCounts {
-            desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)),
-            min: bounds.min,
-            max: Some(bounds.max.max(bounds.min)),
+            desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)) * pods_per_group,
+            min: bounds.min * pods_per_group,
+            max: Some(bounds.max.max(bounds.min) * pods_per_group),
             spares: bounds
                 .policy
                 .spare_replicas
@@ -132,8 +135,10 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
 }
 
 /// Adds to `errors` every rule `groups`, the replica groups of `job`, break: a job of groups
-/// has no Master, its groups are one pod each, and the Lighthouse's port and
-/// timeouts are in range.
+/// has no Master, its groups have at least one pod, groups of several pods are not scaled by
+/// `metrics` (the scale subresource counts groups in its spec but pods in its status, which a
+/// HorizontalPodAutoscaler would misread), and the Lighthouse's port and timeouts are in
+/// range.
 fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &mut Errors) {
     const FIELD: &str = "spec.elasticPolicy.replicaGroups";
     if job.spec.pytorch_replica_specs.contains_key(MASTER) {
@@ -142,11 +147,29 @@ fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &m
             format!("a job of replica groups has no {MASTER}: each Worker is a group"),
         );
     }
-    if let Some(size) = groups.pods_per_group.filter(|size| *size != 1) {
-        errors.push(
+    match groups.pods_per_group {
+        Some(size) if size < 1 => errors.push(
             format!("{FIELD}.podsPerGroup"),
-            format!("must be 1 (a group is one pod), not {size}"),
-        );
+            format!("must be at least 1, not {size}"),
+        ),
+        Some(size)
+            if size > 1
+                && job
+                    .spec
+                    .elastic_policy
+                    .as_ref()
+                    .is_some_and(|policy| policy.metrics.is_some()) =>
+        {
+            errors.push(
+                format!("{FIELD}.podsPerGroup"),
+                format!(
+                    "cannot be {size} with spec.elasticPolicy.metrics: an autoscaler would count \
+                     pods where the Worker replicas count groups; scale groups of several pods \
+                     through the Worker replicas"
+                ),
+            );
+        }
+        _ => {}
     }
     let lighthouse = groups.lighthouse.clone().unwrap_or_default();
     if let Some(port) = lighthouse.port.filter(|port| !(1..=65535).contains(port)) {
@@ -436,8 +459,12 @@ mod tests {
                 "spec.elasticPolicy.spareReplicas: does not apply to replica groups",
             ),
             (
-                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"podsPerGroup": 2}}}}),
-                "spec.elasticPolicy.replicaGroups.podsPerGroup: must be 1 (a group is one pod), not 2",
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"podsPerGroup": 0}}}}),
+                "spec.elasticPolicy.replicaGroups.podsPerGroup: must be at least 1, not 0",
+            ),
+            (
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"metrics": [], "replicaGroups": {"podsPerGroup": 2}}}}),
+                "spec.elasticPolicy.replicaGroups.podsPerGroup: cannot be 2 with spec.elasticPolicy.metrics",
             ),
             (
                 json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"lighthouse": {"port": 70000}}}}}),
@@ -512,6 +539,15 @@ mod tests {
             !groups.elastic.spec_suspend_grace.is_zero()
                 && groups.elastic.checkpoint_on_termination,
             "replica groups are eto's own: its settings apply without any set"
+        );
+        let pairs = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "replicaGroups": {"podsPerGroup": 2}
+        }))))
+        .unwrap();
+        assert_eq!(
+            (pairs.workers.desired, pairs.workers.min, pairs.workers.max),
+            (6, 4, Some(8)),
+            "the counts of groups of two, in pods"
         );
 
         let own_host = validate(&job(elastic(json!({

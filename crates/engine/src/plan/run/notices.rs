@@ -61,7 +61,8 @@ impl Run<'_, '_> {
         else {
             return;
         };
-        let groups = self.planner.status.target_workers.len();
+        let pods_per_group = self.context.job_ref.pods_per_group().max(1) as usize;
+        let groups = self.planner.status.target_workers.len() / pods_per_group;
         let status = quorum.status(groups);
         if status.healing > 0 || status.missing > 0 {
             let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);

@@ -148,6 +148,7 @@ impl<'o> Run<'_, 'o> {
         // Spares are Workers too, beside a full group (see crate::spares).
         let spares = spares::kept(&spec.workers, desired.now);
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group);
+        let groups = self.context.job_ref.worker_groups(&current);
         let decision = target_workers::decide(&WorkerInput {
             policy,
             desired: with_spares(desired.now),
@@ -161,6 +162,7 @@ impl<'o> Run<'_, 'o> {
             add: &step.add,
             remove: &step.remove,
             next_index,
+            groups: &groups,
         });
         for lost in &decision.lost {
             if let Some(replacement) = lost.replacement {
@@ -223,6 +225,25 @@ impl<'o> Run<'_, 'o> {
                     exit_code: lost.loss.exit_code(),
                     time: Time(self.planner.now),
                 },
+            );
+        }
+        for left in &decision.left_with_group {
+            if left.replacement.is_some() {
+                self.planner.plan.tallies.replacements += 1;
+            }
+            let then = match left.replacement {
+                Some(replacement) => format!("replaced by {}", names::worker(&name, replacement)),
+                None => "not replaced".to_string(),
+            };
+            self.planner.event(
+                false,
+                "WorkerLeftWithGroup",
+                "Replace",
+                format!(
+                    "worker {} leaves with its group, whose worker {} was lost; it is {then}",
+                    names::worker(&name, left.index),
+                    names::worker(&name, left.lost),
+                ),
             );
         }
         for (index, gave_way) in &decision.returned {

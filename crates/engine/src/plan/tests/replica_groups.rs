@@ -10,13 +10,19 @@ use crate::kind::pytorch_job::replica_groups::group_of;
 use crate::testing::pytorch_job;
 use crate::testing::world::World;
 
-/// `ddp`: `groups` replica groups between two and four, no Master; planned once.
+/// `ddp`: `groups` replica groups of one pod between two and four, no Master; planned once.
 fn job(groups: u32) -> World {
+    job_of(groups, json!({}))
+}
+
+/// `ddp`: `groups` replica groups between two and four, no Master, whose
+/// `elasticPolicy.replicaGroups` is `settings`; planned once.
+fn job_of(groups: u32, settings: serde_json::Value) -> World {
     let mut value = serde_json::to_value(pytorch_job()).unwrap();
     json_patch::merge(
         &mut value,
         &json!({"spec": {
-            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "replicaGroups": {}},
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "replicaGroups": settings},
             "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": groups}}
         }}),
     );
@@ -44,6 +50,22 @@ fn env(pod: &Pod, name: &str) -> Option<String> {
         .find(|var| var.name == name)?
         .value
         .clone()
+}
+
+/// Gives pod `name` the lowest deletion cost of the job's pods.
+fn cheapest(world: &mut World, name: &str) {
+    world.pod(name).metadata.annotations = Some(
+        [(
+            eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
+            "-1".to_string(),
+        )]
+        .into(),
+    );
+}
+
+/// The pods named `names`, as they are now.
+fn snapshot(world: &World, names: &[&str]) -> Vec<Pod> {
+    names.iter().map(|name| world.pods[*name].clone()).collect()
 }
 
 fn ready_all(world: &mut World) {
@@ -122,9 +144,7 @@ fn groups_start_beside_a_lighthouse_each_with_its_own_id() {
 fn a_lost_group_is_replaced_alone_under_its_id() {
     let mut world = job(3);
     ready_all(&mut world);
-    let before: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
+    let before = snapshot(&world, &["ddp-worker-0", "ddp-worker-2"]);
     world.evict("ddp-worker-1");
     world.reconcile();
     world.pods.remove("ddp-worker-1");
@@ -138,9 +158,7 @@ fn a_lost_group_is_replaced_alone_under_its_id() {
         ],
         "the replacement takes the lost group's id"
     );
-    let after: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
+    let after = snapshot(&world, &["ddp-worker-0", "ddp-worker-2"]);
     assert_eq!(before, after, "the other groups are not touched");
     assert!(world.pods.contains_key("ddp-lighthouse"));
     let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
@@ -258,16 +276,8 @@ fn a_scale_in_deletes_the_leaving_groups_pod_at_once_the_cheapest_first() {
     use crate::testing::world::deleted_pods;
     let mut world = job(3);
     ready_all(&mut world);
-    let staying: Vec<Pod> = ["ddp-worker-1", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
-    world.pod("ddp-worker-0").metadata.annotations = Some(
-        [(
-            eto_api::well_known::POD_DELETION_COST_ANNOTATION.to_string(),
-            "-1".to_string(),
-        )]
-        .into(),
-    );
+    let staying = snapshot(&world, &["ddp-worker-1", "ddp-worker-2"]);
+    cheapest(&mut world, "ddp-worker-0");
     world.set_worker_replicas(2);
     let plan = world.reconcile();
     assert_eq!(
@@ -281,9 +291,7 @@ fn a_scale_in_deletes_the_leaving_groups_pod_at_once_the_cheapest_first() {
         status.eto.notice, None,
         "the others are not asked to checkpoint"
     );
-    let after: Vec<Pod> = ["ddp-worker-1", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
+    let after = snapshot(&world, &["ddp-worker-1", "ddp-worker-2"]);
     assert_eq!(staying, after, "the staying groups are not touched");
     assert!(world.pods.contains_key("ddp-lighthouse"));
 }
@@ -298,9 +306,7 @@ fn a_warned_group_is_told_and_replaced_the_others_untouched() {
         .spec
         .get_or_insert_default()
         .node_name = Some("spot-1".into());
-    let staying: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
+    let staying = snapshot(&world, &["ddp-worker-0", "ddp-worker-2"]);
     world.warn("spot-1", 120);
     world.reconcile();
     let notice = crate::notice::shown(&world.pods["ddp-worker-1"]).expect("a notice");
@@ -310,10 +316,159 @@ fn a_warned_group_is_told_and_replaced_the_others_untouched() {
         Some(("ddp-worker-3".to_string(), Some(1))),
         "its replacement starts at once, elsewhere, under its id"
     );
-    let after: Vec<Pod> = ["ddp-worker-0", "ddp-worker-2"]
-        .map(|name| world.pods[name].clone())
-        .to_vec();
+    let after = snapshot(&world, &["ddp-worker-0", "ddp-worker-2"]);
     assert_eq!(staying, after, "the other groups are not touched");
     let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
     assert_eq!(status.eto.notice, None, "no notice for the job");
+}
+
+/// A Worker pod's name, its group id, its rank and where its group forms.
+type Place = (String, Option<u32>, Option<String>, Option<String>);
+
+/// Each Worker pod's [`Place`].
+fn places(world: &World) -> Vec<Place> {
+    world
+        .pods
+        .iter()
+        .filter(|(name, _)| name.starts_with("ddp-worker-"))
+        .map(|(name, pod)| {
+            (
+                name.clone(),
+                group_of(pod),
+                env(pod, "PET_NODE_RANK"),
+                env(pod, "PET_MASTER_ADDR"),
+            )
+        })
+        .collect()
+}
+
+fn place(name: &str, id: u32, rank: u32, first: &str) -> Place {
+    (
+        name.to_string(),
+        Some(id),
+        Some(rank.to_string()),
+        Some(format!("{first}.ddp-workers")),
+    )
+}
+
+#[test]
+fn groups_of_two_pods_form_each_at_its_first_pod() {
+    let world = job_of(3, json!({"podsPerGroup": 2}));
+    assert_eq!(
+        places(&world),
+        [
+            place("ddp-worker-0", 0, 0, "ddp-worker-0"),
+            place("ddp-worker-1", 0, 1, "ddp-worker-0"),
+            place("ddp-worker-2", 1, 0, "ddp-worker-2"),
+            place("ddp-worker-3", 1, 1, "ddp-worker-2"),
+            place("ddp-worker-4", 2, 0, "ddp-worker-4"),
+            place("ddp-worker-5", 2, 1, "ddp-worker-4"),
+        ]
+    );
+    let worker = &world.pods["ddp-worker-3"];
+    assert_eq!(env(worker, "PET_NNODES").as_deref(), Some("2"));
+    assert_eq!(env(worker, "PET_MASTER_PORT").as_deref(), Some("23456"));
+    assert_eq!(env(worker, "PET_STANDALONE"), None);
+    assert_eq!(env(worker, "NUM_REPLICA_GROUPS").as_deref(), Some("4"));
+    let first = world.pods["ddp-worker-2"].spec.as_ref().unwrap();
+    assert_eq!(
+        (first.hostname.as_deref(), first.subdomain.as_deref()),
+        (Some("ddp-worker-2"), Some("ddp-workers")),
+        "the Workers' Service names a group's first pod"
+    );
+    let command = world.pods["ddp-lighthouse"]
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .command
+        .clone()
+        .unwrap();
+    assert_eq!(command[4..6], ["--min_replicas", "2"], "groups, not pods");
+}
+
+#[test]
+fn a_lost_pod_takes_its_group_and_both_are_replaced_under_its_id() {
+    use crate::testing::world::{deleted_pods, reasons};
+    let mut world = job_of(3, json!({"podsPerGroup": 2}));
+    ready_all(&mut world);
+    let untouched = [
+        "ddp-worker-0",
+        "ddp-worker-1",
+        "ddp-worker-4",
+        "ddp-worker-5",
+    ];
+    let others = snapshot(&world, &untouched);
+    world.evict("ddp-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-2"],
+        "its partner goes at once, without a drain"
+    );
+    assert!(reasons(&plan).contains(&"WorkerLeftWithGroup".to_string()));
+    world.pods.remove("ddp-worker-2");
+    world.pods.remove("ddp-worker-3");
+    world.reconcile();
+    let new: Vec<_> = places(&world)
+        .into_iter()
+        .filter(|(name, ..)| ["ddp-worker-6", "ddp-worker-7"].contains(&name.as_str()))
+        .collect();
+    assert_eq!(
+        new,
+        [
+            place("ddp-worker-6", 1, 0, "ddp-worker-6"),
+            place("ddp-worker-7", 1, 1, "ddp-worker-6"),
+        ],
+        "a new group of two takes the lost group's id"
+    );
+    let after = snapshot(&world, &untouched);
+    assert_eq!(others, after, "the other groups are not touched");
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let blacklisted: Vec<&str> = status
+        .eto
+        .blacklist
+        .iter()
+        .map(|e| e.pod.as_str())
+        .collect();
+    assert_eq!(
+        blacklisted,
+        ["ddp-worker-3"],
+        "only the lost pod is blacklisted"
+    );
+}
+
+#[test]
+fn groups_of_two_scale_in_whole_and_count_as_groups() {
+    use crate::group_report::GroupReport;
+    use crate::quorum_report::QuorumReport;
+    use crate::testing::world::deleted_pods;
+    let mut world = job_of(3, json!({"podsPerGroup": 2}));
+    ready_all(&mut world);
+    cheapest(&mut world, "ddp-worker-2");
+    world.set_worker_replicas(2);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-2", "ddp-worker-3"],
+        "the group of the cheapest pod leaves whole"
+    );
+    world.group_report = Some(GroupReport {
+        quorum: Some(QuorumReport {
+            quorum_id: 3,
+            participants: 1,
+            step: 20,
+            heartbeating: 1,
+        }),
+        ..GroupReport::default()
+    });
+    world.reconcile();
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let groups = status.replica_groups.clone().expect("the quorum shown");
+    assert_eq!(
+        (groups.quorum, groups.missing),
+        (1, 1),
+        "two groups of four pods, one in the quorum"
+    );
+    assert_eq!(status.eto.workers.as_ref().unwrap().desired, 4, "in pods");
 }
