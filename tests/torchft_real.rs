@@ -1,8 +1,8 @@
 //! TorchFT replica groups under eto on a real cluster: a PyTorchJob whose Workers are replica
 //! groups (`elasticPolicy.replicaGroups`) trains with TorchFT's own `Manager`, each group a
-//! `torchrun --standalone` of one pod, around the Lighthouse eto runs. The training prints,
-//! at each step, its group, the step and the quorum's size, so that a loss's cost to the other
-//! groups is read from what they printed.
+//! `torchrun --standalone` of one pod (in one case a torchrun of two pods), around the
+//! Lighthouse eto runs. The training prints, at each step, its group, the step and the
+//! quorum's size, so that a loss's cost to the other groups is read from what they printed.
 //!
 //! Needs a real cluster with a pod network and cluster DNS (`#[ignore]`d) and an image with
 //! torch 2.7 or later and `torchft` named by `ETO_E2E_IMAGE` (the harness's
@@ -175,6 +175,24 @@ async fn reached(pods: &Api<Pod>, name: &str, step: u64) {
     .await;
 }
 
+/// Asserts that `job` succeeded without starting a second run: the groups trained through
+/// what happened to them.
+fn succeeded_in_its_first_run(job: &PyTorchJob) {
+    succeeded_last(job);
+    let run = job.status.as_ref().and_then(|status| status.eto.run);
+    assert_eq!(run.unwrap_or(0), 0, "the run went on");
+}
+
+/// Waits until every Worker of `names` printed step `step`.
+async fn all_reached(pods: &Api<Pod>, names: &[&str], step: u64) {
+    for name in names {
+        reached(pods, name, step).await;
+    }
+}
+
+/// The Workers of [`replica_group_job`]'s three groups of one pod.
+const THREE_GROUPS: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
+
 /// How many times the kubelet restarted the training container of pod `name` (its earlier
 /// containers' logs are gone: what a log prints shows only the current one).
 async fn container_restarts(pods: &Api<Pod>, name: &str) -> usize {
@@ -189,7 +207,7 @@ async fn container_restarts(pods: &Api<Pod>, name: &str) -> usize {
 
 /// Asserts that the groups of pods `names` never restarted and trained in a quorum of
 /// `quorum` after `scaled_at`; prints their longest gap between steps from then on, for the
-/// scale `what`.
+/// change `what`.
 async fn trained_on_without_a_restart(
     pods: &Api<Pod>,
     names: &[&str],
@@ -211,7 +229,7 @@ async fn trained_on_without_a_restart(
         );
         let printed = steps(&log);
         let gap = longest_gap(&printed, scaled_at);
-        println!("torchft scale {what}: {name}'s longest gap between steps {gap:.2} s");
+        println!("torchft {what}: {name}'s longest gap between steps {gap:.2} s");
         assert!(
             printed
                 .iter()
@@ -262,9 +280,7 @@ async fn measure_group_loss(name: &str, at_step: u64) -> GroupLossCost {
     let job = replica_group_job(&scratch, 3, 2).await;
     let mut lost_at = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-            reached(pods, name, at_step).await;
-        }
+        all_reached(pods, &THREE_GROUPS, at_step).await;
         lost_at = now();
         pods.delete("ddp-worker-1", &DeleteParams::default().grace_period(0))
             .await
@@ -444,9 +460,7 @@ async fn a_lost_lighthouse_is_replaced_and_the_groups_train_on() {
     let mut lost_at = 0.0;
     let mut step_at_loss = 0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-            reached(pods, name, 30).await;
-        }
+        all_reached(pods, &THREE_GROUPS, 30).await;
         lost_at = now();
         step_at_loss = steps(&log_of(pods, "ddp-worker-0").await)
             .last()
@@ -458,9 +472,7 @@ async fn a_lost_lighthouse_is_replaced_and_the_groups_train_on() {
     .await;
     let pods = scratch.pods();
     every_log(&pods).await;
-    succeeded_last(&job);
-    let status = job.status.clone().unwrap();
-    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    succeeded_in_its_first_run(&job);
     let mut restarted = 0;
     for group in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
         let restarts = container_restarts(&pods, group).await;
@@ -498,9 +510,7 @@ async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let mut scaled_at = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-            reached(pods, name, 30).await;
-        }
+        all_reached(pods, &THREE_GROUPS, 30).await;
         scaled_at = now();
         crate::pytorch_real::scale_workers(&jobs, 4).await;
         reached(pods, "ddp-worker-3", 1).await;
@@ -508,18 +518,13 @@ async fn a_group_added_by_a_scale_out_heals_and_the_others_go_on() {
     .await;
     let pods = scratch.pods();
     every_log(&pods).await;
-    succeeded_last(&job);
-    assert_eq!(
-        job.status.unwrap().eto.run.unwrap_or(0),
-        0,
-        "the run went on"
-    );
+    succeeded_in_its_first_run(&job);
     trained_on_without_a_restart(
         &pods,
         &["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"],
         scaled_at,
         4,
-        "3 -> 4",
+        "scale 3 -> 4",
     )
     .await;
     let new = log_of(&pods, "ddp-worker-3").await;
@@ -553,9 +558,7 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
     let mut gone_at = 0.0;
     let mut leaving_log = String::new();
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        for name in ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"] {
-            reached(pods, name, 30).await;
-        }
+        all_reached(pods, &THREE_GROUPS, 30).await;
         let cheapest = serde_json::json!({"metadata": {"annotations": {
             eto_api::well_known::POD_DELETION_COST_ANNOTATION: "-1"
         }}});
@@ -590,12 +593,7 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
     let pods = scratch.pods();
     every_log(&pods).await;
     println!("ddp-worker-0 (leaving):\n{leaving_log}");
-    succeeded_last(&job);
-    assert_eq!(
-        job.status.unwrap().eto.run.unwrap_or(0),
-        0,
-        "the run went on"
-    );
+    succeeded_in_its_first_run(&job);
     let left = marked(&leaving_log, "eto-ft-leaving:");
     assert_eq!(left.len(), 1, "group 0 heard it leaves: {leaving_log}");
     let left_at: f64 = field(left[0], "at=").unwrap().parse().unwrap();
@@ -610,7 +608,7 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
         &["ddp-worker-1", "ddp-worker-2"],
         scaled_at,
         2,
-        "3 -> 2",
+        "scale 3 -> 2",
     )
     .await;
     scratch.end().await;
@@ -709,5 +707,69 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
         3,
         "the three groups trained to the end: {printed}"
     );
+    scratch.end().await;
+}
+
+/// Groups of two pods (`podsPerGroup: 2`, each group a torchrun of two nodes formed at its
+/// first pod), two groups, at least one. Once every pod trained 30 steps, the second pod of
+/// group 1 is force-deleted: eto deletes its partner at once and replaces both under new
+/// names with group id 1; the new pair forms its torchrun, heals from group 0 and trains in the
+/// quorum of two; group 0's pods never restart. Prints group 0's longest gap between steps.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes_on() {
+    let scratch = Scratch::start("torchft-pairs").await;
+    let mut job = replica_group_job(&scratch, 2, 1).await;
+    job["spec"]["elasticPolicy"]["replicaGroups"]["podsPerGroup"] = 2.into();
+    let first = [
+        "ddp-worker-0",
+        "ddp-worker-1",
+        "ddp-worker-2",
+        "ddp-worker-3",
+    ];
+    let replacements = ["ddp-worker-4", "ddp-worker-5"];
+    let mut lost_at = 0.0;
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        all_reached(pods, &first, 30).await;
+        lost_at = now();
+        pods.delete("ddp-worker-3", &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        all_reached(pods, &replacements, 1).await;
+    })
+    .await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    succeeded_in_its_first_run(&job);
+    let partner = pods.get("ddp-worker-2").await.ok();
+    assert!(
+        partner.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some()),
+        "the lost pod's partner left with it"
+    );
+    for name in replacements {
+        let log = log_of(&pods, name).await;
+        let start = marked(&log, "eto-ft-start:");
+        assert_eq!(
+            start.first().and_then(|line| field(line, "group=")),
+            Some("1"),
+            "{name} trains under the lost group's id: {log}"
+        );
+        assert!(
+            !marked(&log, "eto-ft-healed:").is_empty(),
+            "{name} healed from group 0: {log}"
+        );
+        assert!(
+            steps(&log).iter().any(|s| s.quorum == 2),
+            "{name} trained in the quorum of two: {log}"
+        );
+    }
+    trained_on_without_a_restart(
+        &pods,
+        &first[..2],
+        lost_at,
+        2,
+        "loss of one pod of a group of two",
+    )
+    .await;
     scratch.end().await;
 }

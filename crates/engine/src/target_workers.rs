@@ -25,7 +25,8 @@
 //! 6. Workers whose pods train as one group (a replica group of several pods, see
 //!    [`WorkerInput::groups`]) come and go together: a lost worker takes the other workers
 //!    of its group out of the target with it (their pods are deleted; each is replaced under
-//!    a new index when the lost one is), a worker lost to a withdrawn warning never returns
+//!    a new index when the lost one is; a group left short of workers takes a lost worker
+//!    whose pod is gone, which tells no group), a worker lost to a withdrawn warning never returns
 //!    alone, and a shrink drops whole groups, ranking each group as its least ready and
 //!    cheapest worker, then by its newest.
 //!
@@ -75,6 +76,8 @@ pub struct WorkerInput<'a> {
     /// index (a replica group of several pods: its group id); empty where every worker
     /// stands alone.
     pub groups: &'a BTreeMap<u32, u32>,
+    /// The workers of each group of `groups`: 1 where every worker stands alone.
+    pub group_size: u32,
 }
 
 /// A target worker that stopped counting.
@@ -166,12 +169,29 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         }
     }
 
-    // A lost worker takes its group with it.
-    let fallen: BTreeMap<u32, &LostWorker> = decision
+    // A lost worker takes its group with it. A worker whose pod is gone tells no group: a
+    // group left short of workers takes one of those.
+    let mut fallen: BTreeMap<u32, &LostWorker> = decision
         .lost
         .iter()
         .filter_map(|lost| Some((*input.groups.get(&lost.index)?, lost)))
         .collect();
+    let mut vanished = decision
+        .lost
+        .iter()
+        .filter(|lost| !input.pods.contains_key(&lost.index));
+    let mut left_in: BTreeMap<u32, u32> = BTreeMap::new();
+    for group in target.iter().filter_map(|index| input.groups.get(index)) {
+        *left_in.entry(*group).or_default() += 1;
+    }
+    for (group, left) in left_in {
+        if left < input.group_size
+            && !fallen.contains_key(&group)
+            && let Some(lost) = vanished.next()
+        {
+            fallen.insert(group, lost);
+        }
+    }
     for index in target.clone() {
         let Some(lost) = input.groups.get(&index).and_then(|group| fallen.get(group)) else {
             continue;
@@ -361,6 +381,7 @@ mod tests {
             remove: &case.remove,
             next_index: case.next_index,
             groups: &BTreeMap::new(),
+            group_size: 1,
         })
     }
 
@@ -498,6 +519,7 @@ mod tests {
                 remove: &[],
                 next_index: 4,
                 groups: &BTreeMap::new(),
+                group_size: 1,
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
             assert_eq!(decision.target, target, "{case}");
@@ -914,10 +936,12 @@ mod tests {
                 left_with_group: vec![],
             },
         ];
-        let mut groups_with_returning = groups.clone();
-        groups_with_returning.insert(8, 3);
         for row in rows {
             let pods: BTreeMap<u32, &Pod> = row.pods.iter().map(|(i, p)| (*i, p)).collect();
+            // A pod's labels tell its group: one that is gone tells none.
+            let mut groups = groups.clone();
+            groups.insert(8, 3);
+            groups.retain(|index, _| pods.contains_key(index));
             let previous_desired = if row.what.starts_with("a shrink") {
                 6
             } else {
@@ -936,7 +960,8 @@ mod tests {
                 add: &[],
                 remove: &[],
                 next_index: 6,
-                groups: &groups_with_returning,
+                groups: &groups,
+                group_size: 2,
             });
             assert_eq!(decision.target, row.target, "{}", row.what);
             assert_eq!(decision.delete, row.delete, "{}", row.what);

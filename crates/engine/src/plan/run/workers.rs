@@ -163,6 +163,7 @@ impl<'o> Run<'_, 'o> {
             remove: &step.remove,
             next_index,
             groups: &groups,
+            group_size: self.context.job_ref.pods_per_group(),
         });
         for lost in &decision.lost {
             if let Some(replacement) = lost.replacement {

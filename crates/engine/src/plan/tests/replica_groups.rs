@@ -472,3 +472,26 @@ fn groups_of_two_scale_in_whole_and_count_as_groups() {
     );
     assert_eq!(status.eto.workers.as_ref().unwrap().desired, 4, "in pods");
 }
+
+#[test]
+fn a_force_deleted_pod_takes_its_group_too() {
+    use crate::testing::world::deleted_pods;
+    let mut world = job_of(3, json!({"podsPerGroup": 2}));
+    ready_all(&mut world);
+    world.pods.remove("ddp-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-2"],
+        "the gone pod's labels are gone with it: its group is the one short of a pod"
+    );
+    world.pods.remove("ddp-worker-2");
+    world.reconcile();
+    assert_eq!(
+        places(&world)[4..],
+        [
+            place("ddp-worker-6", 1, 0, "ddp-worker-6"),
+            place("ddp-worker-7", 1, 1, "ddp-worker-6"),
+        ]
+    );
+}
