@@ -87,8 +87,8 @@ pub enum Coordinator {
     RendezvousStore,
     /// A pod serving the TorchFT quorum of the run's replica groups (a PyTorchJob's
     /// Lighthouse, see [`pytorch_job::replica_groups`]): it trains nothing and launches
-    /// nothing, the workers decide the run's outcome, and each worker is a group that comes
-    /// and goes alone.
+    /// nothing, the workers decide the run's outcome, and each group of workers (one pod or
+    /// several) comes and goes alone.
     Lighthouse,
 }
 

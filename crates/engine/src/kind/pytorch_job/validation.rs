@@ -144,7 +144,7 @@ fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &m
     if job.spec.pytorch_replica_specs.contains_key(MASTER) {
         errors.push(
             FIELD,
-            format!("a job of replica groups has no {MASTER}: each Worker is a group"),
+            format!("a job of replica groups has no {MASTER}: its Workers form the groups"),
         );
     }
     match groups.pods_per_group {
