@@ -9,6 +9,7 @@
 use eto_api::PyTorchJob;
 use eto_api::common::ConditionStatus;
 use eto_api::pytorch_job::PyTorchReplicaType;
+use eto_engine::kind::pytorch_job::replica_groups;
 use eto_tests::autoscaled::autoscaled_pytorch_job;
 use eto_tests::env::{Env, pod_ready, sim_config};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -622,6 +623,29 @@ fn ready_workers(job: &PyTorchJob) -> i32 {
         .map_or(0, |workers| workers.ready)
 }
 
+/// Reclaims `nodes` at once and waits until job `name` is back to `ready` ready Worker pods
+/// with `lost` of them blacklisted; asserts that it ran on in its first run, never `Failed`
+/// nor `Suspended`.
+async fn reclaim_and_recover(env: &Env, name: &str, nodes: &[String], ready: i32, lost: usize) {
+    for node in nodes {
+        env.cluster
+            .reclaim_node(node, std::time::Duration::ZERO)
+            .unwrap();
+    }
+    let job = env
+        .wait::<PyTorchJob>(name, &format!("is back to {ready} ready pods"), |job| {
+            ready_workers(job) == ready
+                && job
+                    .status
+                    .as_ref()
+                    .is_some_and(|status| status.eto.blacklist.len() == lost)
+        })
+        .await;
+    assert!(has(&job, "Running") && !has(&job, "Failed") && !has(&job, "Suspended"));
+    let run = job.status.and_then(|status| status.eto.run);
+    assert_eq!(run.unwrap_or(0), 0, "the run goes on");
+}
+
 #[tokio::test]
 async fn a_128_worker_elastic_job_losing_two_nodes_at_once_trains_on_and_replaces_them() {
     let env = Env::start(sim_config(18, 8)).await;
@@ -654,23 +678,7 @@ async fn a_128_worker_elastic_job_losing_two_nodes_at_once_trains_on_and_replace
         .filter(|pod| node_of(pod).is_some_and(|node| reclaimed.contains(&node)))
         .count();
     assert_eq!(lost, 16, "two full nodes of workers");
-    for node in &reclaimed {
-        env.cluster
-            .reclaim_node(node, std::time::Duration::ZERO)
-            .unwrap();
-    }
-    let job = env
-        .wait::<PyTorchJob>("wide", "is back to 128 ready workers", |job| {
-            ready_workers(job) == 128
-                && job
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.eto.blacklist.len() == 16)
-        })
-        .await;
-    assert!(has(&job, "Running") && !has(&job, "Failed") && !has(&job, "Suspended"));
-    let status = job.status.unwrap();
-    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run goes on");
+    reclaim_and_recover(&env, "wide", &reclaimed, 128, 16).await;
     let indices: Vec<u32> = env
         .pods()
         .list(&Default::default())
@@ -1057,13 +1065,7 @@ async fn replica_groups_losing_two_nodes_replace_only_those_groups_under_their_i
         has(job, "Running") && ready_workers(job) == 16
     })
     .await;
-    let group_of = |pod: &Pod| {
-        pod.metadata
-            .labels
-            .as_ref()?
-            .get("eto.dev/replica-group")
-            .cloned()
-    };
+    let group_of = |pod: &Pod| replica_groups::group_of(pod).map(|id| id.to_string());
     let pods: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
     let lighthouse = pods
         .iter()
@@ -1100,26 +1102,8 @@ async fn replica_groups_losing_two_nodes_replace_only_those_groups_under_their_i
         })
         .collect();
     assert_eq!(kept.len(), 14);
-    for pod in &lost {
-        env.cluster
-            .reclaim_node(&node_of(pod).unwrap(), std::time::Duration::ZERO)
-            .unwrap();
-    }
-    let job = env
-        .wait::<PyTorchJob>("ft", "is back to 16 ready groups", |job| {
-            ready_workers(job) == 16
-                && job
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.eto.blacklist.len() == 2)
-        })
-        .await;
-    assert!(has(&job, "Running") && !has(&job, "Failed") && !has(&job, "Suspended"));
-    assert_eq!(
-        job.status.unwrap().eto.run.unwrap_or(0),
-        0,
-        "the run goes on"
-    );
+    let reclaimed: Vec<String> = lost.iter().filter_map(|pod| node_of(pod)).collect();
+    reclaim_and_recover(&env, "ft", &reclaimed, 16, 2).await;
     let now: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
     let live = now
         .iter()
@@ -1145,5 +1129,114 @@ async fn replica_groups_losing_two_nodes_replace_only_those_groups_under_their_i
             eto_engine::names::worker_index("ft", name).is_some_and(|index| index >= 16)
         }),
         "under new names: {replacements:?}"
+    );
+}
+
+/// 128 pods in 16 TorchFT replica groups of eight pods (`podsPerGroup: 8`, one GPU each) lose
+/// two nodes at once: every group with a pod there is replaced whole, its other pods deleted
+/// and eight new pods created under new names with its id and ranks 0 to 7; the pods of every
+/// other group are never touched, and the run goes on.
+#[tokio::test]
+async fn replica_groups_of_eight_pods_losing_two_nodes_replace_only_the_groups_they_held() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let env = Env::start(sim_config(18, 8)).await;
+    let groups = ELASTIC_JOB
+        .replace("name: elastic", "name: ft")
+        .replace("minReplicas: 2", "minReplicas: 8")
+        .replace(
+            "maxReplicas: 4",
+            "maxReplicas: 16\n    replicaGroups: {podsPerGroup: 8}",
+        )
+        .replace("replicas: 3", "replicas: 16");
+    env.apply::<PyTorchJob>(&groups).await;
+    env.wait::<PyTorchJob>("ft", "runs with 128 pods in 16 groups", |job| {
+        has(job, "Running") && ready_workers(job) == 128
+    })
+    .await;
+    let pods: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    let node_of = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let rank_of = |pod: &Pod| {
+        let labels = pod.metadata.labels.as_ref()?;
+        labels.get(replica_groups::RANK_LABEL)?.parse::<u32>().ok()
+    };
+    let workers: Vec<&Pod> = pods
+        .iter()
+        .filter(|pod| replica_groups::group_of(pod).is_some())
+        .collect();
+    let mut per_group: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for pod in &workers {
+        per_group
+            .entry(replica_groups::group_of(pod).unwrap())
+            .or_default()
+            .insert(rank_of(pod).unwrap());
+    }
+    assert_eq!(per_group.len(), 16);
+    assert!(per_group.values().all(|ranks| *ranks == (0..8).collect()));
+    let lighthouse_node = pods
+        .iter()
+        .find(|pod| pod.metadata.name.as_deref() == Some("ft-lighthouse"))
+        .and_then(node_of);
+    let mut nodes: Vec<String> = workers.iter().filter_map(|pod| node_of(pod)).collect();
+    nodes.sort();
+    nodes.dedup();
+    let reclaimed: Vec<String> = nodes
+        .into_iter()
+        .filter(|node| Some(node) != lighthouse_node.as_ref())
+        .take(2)
+        .collect();
+    let on_reclaimed = |pod: &&&Pod| node_of(pod).is_some_and(|node| reclaimed.contains(&node));
+    let lost = workers.iter().filter(on_reclaimed).count();
+    let hit: BTreeSet<u32> = workers
+        .iter()
+        .filter(on_reclaimed)
+        .filter_map(|pod| replica_groups::group_of(pod))
+        .collect();
+    let kept: BTreeMap<String, String> = workers
+        .iter()
+        .filter(|pod| !hit.contains(&replica_groups::group_of(pod).unwrap()))
+        .map(|pod| {
+            (
+                pod.metadata.name.clone().unwrap(),
+                pod.metadata.uid.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kept.len(), 128 - 8 * hit.len());
+    println!("eto-sim: {lost} pods on the two nodes, of the groups {hit:?}");
+    assert!(
+        8 * hit.len() > lost,
+        "a group hit has pods on other nodes too, which must go with it"
+    );
+    reclaim_and_recover(&env, "ft", &reclaimed, 128, lost).await;
+    let now: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    let mut replaced: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for pod in now
+        .iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+    {
+        let Some(id) = replica_groups::group_of(pod) else {
+            continue;
+        };
+        let name = pod.metadata.name.clone().unwrap();
+        match kept.get(&name) {
+            Some(uid) => assert_eq!(pod.metadata.uid.as_ref(), Some(uid), "{name} untouched"),
+            None => {
+                let index = eto_engine::names::worker_index("ft", &name).unwrap();
+                assert!(index >= 128, "{name} has a new name");
+                replaced
+                    .entry(id)
+                    .or_default()
+                    .insert(rank_of(pod).unwrap());
+            }
+        }
+    }
+    assert_eq!(
+        replaced.keys().copied().collect::<BTreeSet<u32>>(),
+        hit,
+        "the groups hit, and only they, are replaced under their ids"
+    );
+    assert!(
+        replaced.values().all(|ranks| *ranks == (0..8).collect()),
+        "each whole: {replaced:?}"
     );
 }
