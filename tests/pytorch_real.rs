@@ -674,19 +674,42 @@ dist.destroy_process_group()
 fn checkpointed_template(
     scratch: &Scratch,
 ) -> (serde_json::Value, impl Fn() -> Option<u32> + use<>) {
+    let mut template = torchrun_template(ELASTIC_CHECKPOINTED);
+    let saved = mount_a_checkpoint_directory(scratch, &mut template);
+    (template, saved)
+}
+
+/// Mounts a directory of this machine under `ETO_E2E_CHECKPOINT_ROOT`, one per scratch
+/// namespace, at `/ckpt` in the first container of `template` (the pods' node must be this
+/// machine); returns a reader of the step the training wrote to `/ckpt/step`.
+pub(crate) fn mount_a_checkpoint_directory(
+    scratch: &Scratch,
+    template: &mut serde_json::Value,
+) -> impl Fn() -> Option<u32> + use<> {
     let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
     let checkpoint = format!("{root}/{}", scratch.namespace);
-    let mut template = torchrun_template(ELASTIC_CHECKPOINTED);
-    template["spec"]["volumes"] = serde_json::json!([{"name": "ckpt",
-        "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}]);
-    template["spec"]["containers"][0]["volumeMounts"] =
-        serde_json::json!([{"name": "ckpt", "mountPath": "/ckpt"}]);
-    let saved = move || {
+    push(
+        &mut template["spec"]["volumes"],
+        serde_json::json!({"name": "ckpt",
+            "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}),
+    );
+    push(
+        &mut template["spec"]["containers"][0]["volumeMounts"],
+        serde_json::json!({"name": "ckpt", "mountPath": "/ckpt"}),
+    );
+    move || {
         std::fs::read_to_string(format!("{checkpoint}/step"))
             .ok()
             .and_then(|step| step.trim().parse::<u32>().ok())
-    };
-    (template, saved)
+    }
+}
+
+/// Appends `value` to the JSON list `list`, which may not exist yet.
+fn push(list: &mut serde_json::Value, value: serde_json::Value) {
+    if list.is_null() {
+        *list = serde_json::json!([]);
+    }
+    list.as_array_mut().unwrap().push(value);
 }
 
 /// Two of the three Workers of an elastic job (two to four) are evicted while no node takes
@@ -797,12 +820,6 @@ pub(crate) async fn mount_the_notice_helper(scratch: &Scratch, template: &mut se
         .create(&PostParams::default(), &config_map)
         .await
         .unwrap();
-    let push = |list: &mut serde_json::Value, value: serde_json::Value| {
-        if list.is_null() {
-            *list = serde_json::json!([]);
-        }
-        list.as_array_mut().unwrap().push(value);
-    };
     push(
         &mut template["spec"]["volumes"],
         serde_json::json!({"name": "helper", "configMap": {"name": "eto-helper"}}),

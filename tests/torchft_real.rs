@@ -624,27 +624,14 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
     use eto_tests::nodes::set_unschedulable;
     let scratch = Scratch::start("torchft-suspend").await;
     let mut job = replica_group_job(&scratch, 3, 2).await;
-    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
-    let checkpoint = format!("{root}/{}", scratch.namespace);
-    let template = &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
-    template["spec"]["volumes"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({"name": "ckpt",
-            "hostPath": {"path": checkpoint, "type": "DirectoryOrCreate"}}));
-    template["spec"]["containers"][0]["volumeMounts"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({"name": "ckpt", "mountPath": "/ckpt"}));
+    let saved = crate::pytorch_real::mount_a_checkpoint_directory(
+        &scratch,
+        &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"],
+    );
     json_patch::merge(
         &mut job["spec"]["elasticPolicy"],
         &serde_json::json!({"belowMinSeconds": 5, "checkpointGraceSeconds": 15}),
     );
-    let saved = || {
-        std::fs::read_to_string(format!("{checkpoint}/step"))
-            .ok()
-            .and_then(|step| step.trim().parse::<u64>().ok())
-    };
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let client = scratch.client.clone();
     let mut saved_at_suspend = 0;
@@ -696,7 +683,7 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
     println!("torchft below the minimum: {resumed:#?}");
     assert_eq!(resumed.len(), 3, "every group resumed: {printed}");
     for line in &resumed {
-        let from: u64 = field(line, "from_step=").unwrap().parse().unwrap();
+        let from: u32 = field(line, "from_step=").unwrap().parse().unwrap();
         assert!(
             from >= saved_at_suspend && from > 0,
             "resumed from the newest checkpoint ({saved_at_suspend}): {line}"
