@@ -395,7 +395,7 @@ pub struct ReplicaGroups {
     /// under new names with the group's id. The Worker replicas, `minReplicas` and
     /// `maxReplicas` count groups; `metrics` cannot scale groups of several pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 1024))]
     pub pods_per_group: Option<i32>,
 
     /// The Lighthouse, which forms each step's quorum of groups.

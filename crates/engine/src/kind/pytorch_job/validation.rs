@@ -84,9 +84,11 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     elastic.suspend_below_min_workers = eto_runs_group;
     let counts = match (&defaulted.elastic, eto_runs_group) {
         (Some(bounds), true) => WorkerCounts {
-            desired: workers.clamp(bounds.min, bounds.max.max(bounds.min)) * pods_per_group,
-            min: bounds.min * pods_per_group,
-            max: Some(bounds.max.max(bounds.min) * pods_per_group),
+            desired: workers
+                .clamp(bounds.min, bounds.max.max(bounds.min))
+                .saturating_mul(pods_per_group),
+            min: bounds.min.saturating_mul(pods_per_group),
+            max: Some(bounds.max.max(bounds.min).saturating_mul(pods_per_group)),
             spares: bounds
                 .policy
                 .spare_replicas
@@ -134,11 +136,14 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
     )
 }
 
+/// The most pods a replica group may have: a torchrun group of this many nodes.
+const MAX_PODS_PER_GROUP: i32 = 1024;
+
 /// Adds to `errors` every rule `groups`, the replica groups of `job`, break: a job of groups
-/// has no Master, its groups have at least one pod, groups of several pods are not scaled by
-/// `metrics` (the scale subresource counts groups in its spec but pods in its status, which a
-/// HorizontalPodAutoscaler would misread), and the Lighthouse's port and timeouts are in
-/// range.
+/// has no Master, its groups have 1 to [`MAX_PODS_PER_GROUP`] pods, groups of several pods
+/// are not scaled by `metrics` (the scale subresource counts groups in its spec but pods in
+/// its status, which a HorizontalPodAutoscaler would misread), and the Lighthouse's port and
+/// timeouts are in range.
 fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &mut Errors) {
     const FIELD: &str = "spec.elasticPolicy.replicaGroups";
     if job.spec.pytorch_replica_specs.contains_key(MASTER) {
@@ -148,9 +153,9 @@ fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &m
         );
     }
     match groups.pods_per_group {
-        Some(size) if size < 1 => errors.push(
+        Some(size) if !(1..=MAX_PODS_PER_GROUP).contains(&size) => errors.push(
             format!("{FIELD}.podsPerGroup"),
-            format!("must be at least 1, not {size}"),
+            format!("must be between 1 and {MAX_PODS_PER_GROUP}, not {size}"),
         ),
         Some(size)
             if size > 1
@@ -460,7 +465,7 @@ mod tests {
             ),
             (
                 json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"podsPerGroup": 0}}}}),
-                "spec.elasticPolicy.replicaGroups.podsPerGroup: must be at least 1, not 0",
+                "spec.elasticPolicy.replicaGroups.podsPerGroup: must be between 1 and 1024, not 0",
             ),
             (
                 json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"metrics": [], "replicaGroups": {"podsPerGroup": 2}}}}),
@@ -548,6 +553,15 @@ mod tests {
             (pairs.workers.desired, pairs.workers.min, pairs.workers.max),
             (6, 4, Some(8)),
             "the counts of groups of two, in pods"
+        );
+        let huge = validate(&job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": i32::MAX, "replicaGroups": {"podsPerGroup": 1024}
+        }))))
+        .unwrap();
+        assert_eq!(
+            huge.workers.max,
+            Some(u32::MAX),
+            "counts saturate, never overflow"
         );
 
         let own_host = validate(&job(elastic(json!({
