@@ -102,6 +102,13 @@ pub struct LeftWithGroup {
     pub replacement: Option<u32>,
 }
 
+/// The grace period of a worker taken out with its group (see the module documentation): its
+/// group lost a pod and cannot train again, and while it lives its training may hold up the
+/// other groups (a TorchFT Manager that still heartbeats makes the Lighthouse wait for it).
+/// Training between two steps hears the SIGTERM and leaves within it; training stuck in a
+/// step of its broken group is stopped then.
+pub const LEFT_WITH_GROUP_GRACE_SECONDS: i64 = 2;
+
 /// What the worker bookkeeping decided.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkerDecision {

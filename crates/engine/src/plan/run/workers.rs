@@ -298,6 +298,19 @@ impl<'o> Run<'_, 'o> {
                 format!("worker replicas changed from {from} to {to}"),
             );
         }
+        // A worker that leaves with its group goes within seconds, neither drained nor given
+        // its own grace period (see target_workers::LEFT_WITH_GROUP_GRACE_SECONDS).
+        let left_with_group: BTreeSet<u32> = decision
+            .left_with_group
+            .iter()
+            .map(|left| left.index)
+            .collect();
+        for index in &left_with_group {
+            if let Some(pod) = current.get(index).filter(|pod| !pods::is_terminating(pod)) {
+                self.planner
+                    .delete_pod_with_grace(pod, target_workers::LEFT_WITH_GROUP_GRACE_SECONDS);
+            }
+        }
         // Replica groups have no host discovery to leave: theirs go at once.
         let drains = self.context.job_ref.coordinator().removed_workers_drain();
         let was_in_discovery = |pod: &Pod| {
@@ -321,6 +334,7 @@ impl<'o> Run<'_, 'o> {
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
             .iter()
+            .filter(|index| !left_with_group.contains(index))
             .filter_map(|index| current.get(index))
             .filter(|pod| !pods::is_terminating(pod))
             .chain(warned_leaving)

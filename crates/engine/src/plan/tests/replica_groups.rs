@@ -406,6 +406,11 @@ fn a_lost_pod_takes_its_group_and_both_are_replaced_under_its_id() {
         ["ddp-worker-2"],
         "its partner goes at once, without a drain"
     );
+    assert_eq!(
+        plan.delete[0].grace_seconds,
+        Some(crate::target_workers::LEFT_WITH_GROUP_GRACE_SECONDS),
+        "within seconds: while it lives it may hold up the other groups"
+    );
     assert!(reasons(&plan).contains(&"WorkerLeftWithGroup".to_string()));
     world.pods.remove("ddp-worker-2");
     world.pods.remove("ddp-worker-3");
