@@ -321,12 +321,11 @@ pub fn places_of_new(
         group.insert(rank, index);
         assigned.push((index, id, rank));
     }
+    // Every group that took a new Worker has its rank 0: the lowest rank free goes first.
     assigned
         .into_iter()
         .map(|(index, id, rank)| {
-            let group = &members[&id];
-            let first = group.get(&0).or(group.values().min()).copied();
-            let first = first.unwrap_or(index);
+            let first = members[&id].get(&0).copied().unwrap_or(index);
             (index, Place { id, rank, first })
         })
         .collect()
