@@ -20,6 +20,16 @@ one line of JSON, within about a second of deciding it:
 
 An empty file means there is no notice.
 
+A PyTorchJob of replica groups (TorchFT) tells each worker its group id in REPLICA_GROUP_ID.
+A spare group (elasticPolicy.spareReplicas) starts without one and waits: its id appears in
+/etc/edl/replica-group when eto gives it the place of a lost or added group. Read the id with
+replica_group(), which waits for it, before building the TorchFT Manager:
+
+    group = eto_notice.replica_group()                # a spare waits here, already started
+    if group is None:
+        sys.exit(0)                                   # told to leave while waiting
+    manager = Manager(..., replica_id=f"train_{group}")
+
 With torchrun, every rank polls and all must agree on the step they save at, for example:
 
     flag = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
@@ -51,6 +61,7 @@ import urllib.request
 from datetime import datetime
 
 NOTICE_FILE = "/etc/edl/notice"
+GROUP_FILE = "/etc/edl/replica-group"
 TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
 URGENCY = {"Suspend": 4, "Reclaim": 3, "Checkpoint": 2, "Resume": 1}
 ASKS_TO_SAVE = ("Suspend", "Reclaim", "Checkpoint")
@@ -116,6 +127,33 @@ def is_resume():
         return True
     current = notice()
     return bool(current and current.get("kind") == "Resume")
+
+
+def replica_group(poll_seconds=0.05, timeout_seconds=None):
+    """This worker's replica group id as an int: REPLICA_GROUP_ID where set, else the id
+    eto gives a spare in the file ETO_GROUP_FILE names (/etc/edl/replica-group by default),
+    waited for. Returns None when a notice asks this pod to leave (check_alive() is False)
+    or timeout_seconds pass first.
+    """
+    given = os.environ.get("REPLICA_GROUP_ID")
+    if given:
+        return int(given)
+    path = os.environ.get("ETO_GROUP_FILE", GROUP_FILE)
+    waited = 0.0
+    while True:
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read().strip()
+        except OSError:
+            text = ""
+        if text.isdigit():
+            return int(text)
+        if not check_alive():
+            return None
+        if timeout_seconds is not None and waited >= timeout_seconds:
+            return None
+        time.sleep(poll_seconds)
+        waited += poll_seconds
 
 
 def notice_kind():

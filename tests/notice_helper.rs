@@ -311,3 +311,62 @@ print(shown and shown["kind"], flush=True)
     assert_eq!(lines.next().unwrap().unwrap(), "Checkpoint");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_spare_waits_for_the_group_id_eto_gives_it_or_leaves_when_told() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+print(eto_notice.replica_group(timeout_seconds=0.2), flush=True)
+sys.stdin.readline()
+print(eto_notice.replica_group(timeout_seconds=10), flush=True)
+"#;
+    // (case, REPLICA_GROUP_ID, file after the first answer, notice then, first and second answer)
+    let cases = [
+        ("given", Some("2"), "", None, ["2", "2"]),
+        ("spare", None, "3\n", None, ["None", "3"]),
+        (
+            "spare told to leave",
+            None,
+            "",
+            Some(NoticeKind::Reclaim),
+            ["None", "None"],
+        ),
+    ];
+    for (case, given, group, then, answers) in cases {
+        let group_file = dir.join(format!("{case}.group"));
+        let notice_file = dir.join(format!("{case}.notice"));
+        for path in [&group_file, &notice_file] {
+            std::fs::write(path, "").unwrap();
+        }
+        let mut command = python();
+        command
+            .args(["-c", script])
+            .arg(workspace_root().join("python"))
+            .env("ETO_GROUP_FILE", &group_file)
+            .env("ETO_NOTICE_FILE", &notice_file)
+            .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+            .env_remove("REPLICA_GROUP_ID")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        if let Some(given) = given {
+            command.env("REPLICA_GROUP_ID", given);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), answers[0], "{case}");
+        // The spare waits now; eto gives it an id, or its node's reclaim comes first.
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"go\n").unwrap();
+        std::fs::write(&group_file, group).unwrap();
+        if let Some(kind) = then {
+            std::fs::write(&notice_file, notice(kind, None)).unwrap();
+        }
+        assert_eq!(lines.next().unwrap().unwrap(), answers[1], "{case}");
+        assert!(child.wait().unwrap().success(), "{case}");
+    }
+}

@@ -279,7 +279,13 @@ pub struct PyTorchElasticPolicy {
     /// so that a node's loss takes a member or a spare, not both, and gives torchrun a
     /// `join_timeout` of a year where `rdzvConf` sets none: torch before 2.3 keeps a spare's
     /// agent waiting only that long. Applies to an elastic job whose rendezvous eto hosts.
-    /// Defaults to 0.
+    ///
+    /// With `replicaGroups` (of one pod each), the count of spare groups, kept at every size:
+    /// a spare's pod starts and waits with no group id (no `REPLICA_GROUP_ID`, an empty
+    /// `/etc/edl/replica-group`) until a group is lost or added; then eto gives it that
+    /// group's id (label `eto.dev/replica-group`, which the file shows within a second) and
+    /// its training, already started, joins the quorum and heals from a live group. A new
+    /// spare is started in its place. Defaults to 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub spare_replicas: Option<i32>,

@@ -37,12 +37,24 @@ pub const SPREAD_WEIGHT: i32 = 50;
 /// The node label the spread is over.
 pub const NODE_TOPOLOGY: &str = "kubernetes.io/hostname";
 
-/// The spare Workers kept beside a group holding `group` Workers: `counts.spares` when the
-/// group is at its maximum, none below it.
-pub fn kept(counts: &WorkerCounts, group: u32) -> u32 {
-    match counts.max {
-        Some(max) if group >= max => counts.spares,
-        _ => 0,
+/// When a job keeps its spares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeptWhen {
+    /// Beside a group at its maximum only: below it, torchrun would take a spare into the
+    /// group.
+    AtMaximum,
+    /// At every size: eto itself gives a spare its place (a spare replica group, see
+    /// `kind::pytorch_job::replica_groups`).
+    Always,
+}
+
+/// The spare Workers kept beside a group holding `group` Workers: `counts.spares` at every
+/// size, or only when the group is at its maximum, as `when` says.
+pub fn kept(counts: &WorkerCounts, group: u32, when: KeptWhen) -> u32 {
+    match (when, counts.max) {
+        (KeptWhen::Always, _) => counts.spares,
+        (KeptWhen::AtMaximum, Some(max)) if group >= max => counts.spares,
+        (KeptWhen::AtMaximum, _) => 0,
     }
 }
 
@@ -90,16 +102,38 @@ mod tests {
     }
 
     #[test]
-    fn spares_are_kept_only_beside_a_full_group() {
+    fn spares_are_kept_beside_a_full_group_or_at_every_size() {
+        use KeptWhen::{Always, AtMaximum};
         let cases = [
-            ("below the maximum", counts(Some(4), 1), 3, 0),
-            ("at the maximum", counts(Some(4), 1), 4, 1),
-            ("two spares at the maximum", counts(Some(4), 2), 4, 2),
-            ("no spares asked", counts(Some(4), 0), 4, 0),
-            ("unbounded", counts(None, 1), 4, 0),
+            ("below the maximum", counts(Some(4), 1), 3, AtMaximum, 0),
+            ("at the maximum", counts(Some(4), 1), 4, AtMaximum, 1),
+            (
+                "two spares at the maximum",
+                counts(Some(4), 2),
+                4,
+                AtMaximum,
+                2,
+            ),
+            ("no spares asked", counts(Some(4), 0), 4, AtMaximum, 0),
+            ("unbounded", counts(None, 1), 4, AtMaximum, 0),
+            (
+                "spare groups below the maximum",
+                counts(Some(4), 1),
+                3,
+                Always,
+                1,
+            ),
+            (
+                "spare groups at the maximum",
+                counts(Some(4), 2),
+                4,
+                Always,
+                2,
+            ),
+            ("no spare groups asked", counts(Some(4), 0), 3, Always, 0),
         ];
-        for (name, counts, group, expected) in cases {
-            assert_eq!(kept(&counts, group), expected, "{name}");
+        for (name, counts, group, when, expected) in cases {
+            assert_eq!(kept(&counts, group, when), expected, "{name}");
         }
     }
 

@@ -28,7 +28,8 @@
 //!    a new index when the lost one is; a group left short of workers takes a lost worker
 //!    whose pod is gone, which tells no group), a worker lost to a withdrawn warning never returns
 //!    alone, and a shrink drops whole groups, ranking each group as its least ready and
-//!    cheapest worker, then by its newest.
+//!    cheapest worker, then by its newest. A shrink drops workers waiting as spares (see
+//!    [`WorkerInput::spares`]) last.
 //!
 //! Without a change of `worker.replicas`, a lost worker that is not replaced is not made up for:
 //! the job runs with fewer workers, as with et-operator.
@@ -78,6 +79,9 @@ pub struct WorkerInput<'a> {
     pub groups: &'a BTreeMap<u32, u32>,
     /// The workers of each group of `groups`: 1 where every worker stands alone.
     pub group_size: u32,
+    /// Workers that wait as spares for eto to give them a place (spare replica groups): a
+    /// shrink drops them last.
+    pub spares: &'a BTreeSet<u32>,
 }
 
 /// A target worker that stopped counting.
@@ -297,7 +301,8 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         if target.len() > desired {
             // Workers that are not ready cost nothing to drop; then those of the lowest
             // deletion cost go, and among equals the newest. A group ranks as its least
-            // ready and cheapest worker, and as its newest.
+            // ready and cheapest worker, and as its newest. Waiting spares go last: the
+            // count of their groups shrank.
             let ready = |index: &u32| input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
             let cost = |index: &u32| {
                 input
@@ -320,7 +325,8 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
                 let all_ready = members.iter().all(ready);
                 let cost = members.iter().map(cost).min().unwrap_or(0);
                 let newest = members.iter().copied().max().unwrap_or(*index);
-                (!all_ready, std::cmp::Reverse(cost), newest, *index)
+                let group = !input.spares.contains(index);
+                (group, !all_ready, std::cmp::Reverse(cost), newest, *index)
             };
             let ranks: BTreeMap<u32, _> =
                 target.iter().map(|index| (*index, rank(index))).collect();
@@ -389,6 +395,7 @@ mod tests {
             next_index: case.next_index,
             groups: &BTreeMap::new(),
             group_size: 1,
+            spares: &BTreeSet::new(),
         })
     }
 
@@ -527,6 +534,7 @@ mod tests {
                 next_index: 4,
                 groups: &BTreeMap::new(),
                 group_size: 1,
+                spares: &BTreeSet::new(),
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
             assert_eq!(decision.target, target, "{case}");
@@ -782,6 +790,40 @@ mod tests {
     }
 
     #[test]
+    fn a_shrink_keeps_the_workers_waiting_as_spares() {
+        let ready = running();
+        let pods: BTreeMap<u32, &Pod> = (0..5).map(|index| (index, &ready)).collect();
+        // Five workers: four groups and the spare 4; the job goes to three groups and a spare.
+        for (spares, target, delete) in [
+            (BTreeSet::from([4]), vec![0, 1, 2, 4], vec![3]),
+            (BTreeSet::new(), vec![0, 1, 2, 3], vec![4]),
+        ] {
+            let decision = decide(&WorkerInput {
+                policy: ReplicaRestartPolicy::Always,
+                desired: 4,
+                previous_desired: Some(5),
+                previous_target: &[0, 1, 2, 3, 4],
+                pods: &pods,
+                blacklisted: &BTreeSet::new(),
+                returning: &BTreeSet::new(),
+                draining: &BTreeSet::new(),
+                held: &BTreeSet::new(),
+                add: &[],
+                remove: &[],
+                next_index: 5,
+                groups: &BTreeMap::new(),
+                group_size: 1,
+                spares: &spares,
+            });
+            assert_eq!(
+                (decision.target, decision.delete),
+                (target, delete),
+                "{spares:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_shrink_removes_the_workers_of_the_lowest_deletion_cost_first() {
         let shrink = |pods: Vec<(u32, Pod)>, desired: u32| Case {
             policy: ReplicaRestartPolicy::Never,
@@ -969,6 +1011,7 @@ mod tests {
                 next_index: 6,
                 groups: &groups,
                 group_size: 2,
+                spares: &BTreeSet::new(),
             });
             assert_eq!(decision.target, row.target, "{}", row.what);
             assert_eq!(decision.delete, row.delete, "{}", row.what);

@@ -374,6 +374,19 @@ pub fn annotation_file(path: &str, annotation: &str, mode: i32) -> DownwardAPIVo
     }
 }
 
+/// A downward-API file at `path` holding the pod's label `label` (empty while it has none).
+pub fn label_file(path: &str, label: &str, mode: i32) -> DownwardAPIVolumeFile {
+    DownwardAPIVolumeFile {
+        path: path.into(),
+        field_ref: Some(ObjectFieldSelector {
+            api_version: None,
+            field_path: format!("metadata.labels['{label}']"),
+        }),
+        mode: Some(mode),
+        resource_field_ref: None,
+    }
+}
+
 /// Merges `ours` over `theirs` (template labels or annotations): eto's keys win.
 pub fn merged(
     theirs: Option<&BTreeMap<String, String>>,

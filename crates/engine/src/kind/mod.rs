@@ -486,14 +486,28 @@ impl<'a> JobRef<'a> {
         self.served().group_report_source(pods)
     }
 
-    /// See [`ServedJob::complete_new_workers`].
-    pub fn complete_new_workers(
+    /// See [`ServedJob::seat_workers`].
+    pub fn seat_workers(
         self,
+        groups: u32,
         target: &[u32],
         pods: &std::collections::BTreeMap<u32, &Pod>,
         new: &mut std::collections::BTreeMap<u32, Pod>,
-    ) {
-        self.served().complete_new_workers(target, pods, new);
+    ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, String>> {
+        self.served().seat_workers(groups, target, pods, new)
+    }
+
+    /// See [`ServedJob::spares_kept`].
+    pub fn spares_kept(self) -> crate::spares::KeptWhen {
+        self.served().spares_kept()
+    }
+
+    /// See [`ServedJob::waiting_spares`].
+    pub fn waiting_spares(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeSet<u32> {
+        self.served().waiting_spares(pods)
     }
 
     /// See [`ServedJob::worker_groups`].

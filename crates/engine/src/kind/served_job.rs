@@ -90,16 +90,35 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         None
     }
 
-    /// Completes the new workers `new` (their pods, by index) beside the workers of the
-    /// target `target`, whose pods are among `pods` (by index): a PyTorchJob's replica groups
-    /// give each new group the lowest group id no live group holds. Nothing by default.
-    fn complete_new_workers(
+    /// Seats the workers of the target `target`, holding `groups` groups beside its spares,
+    /// whose pods are among `pods` (by index), the new ones in `new`: a PyTorchJob's replica
+    /// groups give each group no live worker holds the lowest group id free, first to a
+    /// waiting spare, then to new workers (see [`crate::kind::pytorch_job::replica_groups::seat`]).
+    /// Returns the labels each waiting spare that takes a place now (by index) is to show.
+    /// Nothing by default.
+    fn seat_workers(
         &self,
+        groups: u32,
         target: &[u32],
         pods: &BTreeMap<u32, &Pod>,
         new: &mut BTreeMap<u32, Pod>,
-    ) {
-        let _ = (target, pods, new);
+    ) -> BTreeMap<u32, BTreeMap<String, String>> {
+        let _ = (groups, target, pods, new);
+        BTreeMap::new()
+    }
+
+    /// When it keeps its spare workers (see [`crate::spares`]): beside a group at its maximum
+    /// by default.
+    fn spares_kept(&self) -> crate::spares::KeptWhen {
+        crate::spares::KeptWhen::AtMaximum
+    }
+
+    /// The workers among `pods` (by index) that wait as spares with no place of their own,
+    /// for eto to give one (a PyTorchJob's spare replica groups), which a shrink drops last.
+    /// Empty by default (torchrun chooses its spares itself).
+    fn waiting_spares(&self, pods: &BTreeMap<u32, &Pod>) -> std::collections::BTreeSet<u32> {
+        let _ = pods;
+        std::collections::BTreeSet::new()
     }
 
     /// The group of each worker among `pods` (by index) whose pod is one of several that

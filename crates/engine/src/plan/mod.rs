@@ -67,6 +67,10 @@ use run::Run;
 /// it failed, was evicted or disappeared.
 pub const WORKER_LOST: &str = "WorkerLost";
 
+/// The reason of the Event that says a waiting spare took a place in the job (a spare replica
+/// group took a group's id).
+pub const SPARE_TAKES_PLACE: &str = "SpareTakesPlace";
+
 /// The reason a job fails with when `elasticPolicy.maxWaitSeconds` ran out before
 /// `minReplicas` workers were ready (et-operator's name for it).
 pub const WAITING_RESOURCE_TIMEOUT: &str = "WaitingResourceTimeout";

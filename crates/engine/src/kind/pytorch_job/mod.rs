@@ -211,24 +211,57 @@ impl ServedJob for PyTorchJob {
         report_source::source(self, pods)
     }
 
-    /// A new replica group takes the lowest group id no live group holds in full, and each
-    /// of its pods a rank in it (see [`replica_groups::places_of_new`]).
-    fn complete_new_workers(
+    /// A replica group no live Worker holds takes the lowest group id free, first by a
+    /// waiting spare, then by new Workers, each pod a rank in it (see
+    /// [`replica_groups::seat`]).
+    fn seat_workers(
         &self,
+        groups: u32,
         target: &[u32],
         pods: &std::collections::BTreeMap<u32, &Pod>,
         new: &mut std::collections::BTreeMap<u32, Pod>,
-    ) {
-        let Some(groups) = replica_groups::ReplicaGroups::of(self) else {
-            return;
+    ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, String>> {
+        let Some(replica_groups) = replica_groups::ReplicaGroups::of(self) else {
+            return std::collections::BTreeMap::new();
         };
         let created: Vec<u32> = new.keys().copied().collect();
-        let places = replica_groups::places_of_new(groups.pods_per_group, target, &created, pods);
+        let seating = replica_groups::seat(
+            replica_groups.pods_per_group,
+            groups,
+            target,
+            &created,
+            pods,
+        );
         for (index, pod) in new.iter_mut() {
-            if let Some(place) = places.get(index) {
-                replica_groups::give_place(pod, &groups, *place);
+            if let Some(place) = seating.new.get(index) {
+                replica_groups::give_place(pod, &replica_groups, *place);
             }
         }
+        seating
+            .promoted
+            .into_iter()
+            .map(|(index, id)| (index, replica_groups::promoted_labels(id)))
+            .collect()
+    }
+
+    /// Spare replica groups are kept at every size: eto gives each its place.
+    fn spares_kept(&self) -> crate::spares::KeptWhen {
+        if replica_groups::ReplicaGroups::of(self).is_some() {
+            crate::spares::KeptWhen::Always
+        } else {
+            crate::spares::KeptWhen::AtMaximum
+        }
+    }
+
+    /// The Workers of replica groups of one pod without a group id (see
+    /// [`replica_groups::spares_among`]).
+    fn waiting_spares(
+        &self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeSet<u32> {
+        replica_groups::ReplicaGroups::of(self)
+            .map(|groups| replica_groups::spares_among(&groups, pods))
+            .unwrap_or_default()
     }
 
     /// The Workers of replica groups of several pods, by group (see

@@ -80,10 +80,16 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
         index,
         run.as_ref(),
     )?;
+    let groups = replica_groups::ReplicaGroups::of(pytorch).is_some();
     // Workers joining a running group start together, behind a gate whose file sits beside
-    // the notice (see crate::joining).
-    let gate = hosted.as_ref().map(|_| joining::start_file());
-    let mut spec = with_notice(built.spec.unwrap_or_default(), gate.as_slice());
+    // the notice (see crate::joining); a replica group's id shows there too.
+    let beside: Vec<_> = hosted
+        .as_ref()
+        .map(|_| joining::start_file())
+        .into_iter()
+        .chain(groups.then(replica_groups::group_file))
+        .collect();
+    let mut spec = with_notice(built.spec.unwrap_or_default(), &beside);
     if let Some(hosted) = &hosted {
         // Named in the Service that publishes every pod of the job, so that the address
         // torchrun's rank 0 advertises (its fully qualified host name) resolves.
@@ -93,7 +99,6 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
             joining::gate_command(container);
         }
     }
-    let groups = replica_groups::ReplicaGroups::of(pytorch).is_some();
     if groups {
         let pod = crate::names::worker(job.name(), index);
         replica_groups::name_in_service(&mut spec, job.name(), job.namespace(), &pod);

@@ -25,7 +25,7 @@
 //! Worker searches that subdomain (`dnsConfig.searches`), since a TorchFT Manager advertises its
 //! bare host name to the groups that heal from it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use eto_api::PyTorchJob;
 use eto_api::job_status::NodeCooldown;
@@ -75,6 +75,16 @@ pub const RANK_LABEL: &str = "eto.dev/group-rank";
 
 /// The variable holding a Worker's replica group id.
 pub const GROUP_ID_ENV: &str = "REPLICA_GROUP_ID";
+
+/// The file beside the notice (`/etc/edl/replica-group`) that shows a Worker's group id: its
+/// [`GROUP_LABEL`], empty while it waits as a spare. A spare's training reads its id there
+/// once eto gives it one, since its environment cannot change.
+pub const GROUP_FILE: &str = "replica-group";
+
+/// The downward-API file [`GROUP_FILE`].
+pub fn group_file() -> k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    crate::builders::label_file(GROUP_FILE, GROUP_LABEL, 0o444)
+}
 
 /// The replica groups of a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,43 +301,105 @@ pub struct Place {
     pub first: u32,
 }
 
-/// The place of each new Worker of `created` in groups of `size` pods, beside the Workers of
-/// `target` whose pods (among `pods`, by index) hold theirs: lowest index first, each takes
-/// the lowest rank free in the lowest group id not held in full, so that a lost group's id
-/// passes to its replacement and a group whose creation was cut short is completed.
-pub fn places_of_new(
+/// Where the Workers of a target train: the spares that take a group's place now, and the
+/// places of the new Workers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seating {
+    /// The waiting spares (by index) that take a group id now: the id each takes.
+    pub promoted: BTreeMap<u32, u32>,
+    /// The place of each new Worker (by index) that trains in a group; a new Worker without
+    /// one waits as a spare.
+    pub new: BTreeMap<u32, Place>,
+}
+
+/// Seats the Workers of `target`, which holds `groups` groups of `size` pods beside its
+/// spares: the Workers whose pods (among `pods`, by index) hold a place keep it; each group
+/// the target holds and no live Worker does takes the lowest id free, given first to a
+/// waiting spare (a ready pod of a group of one without an id, lowest index first), then to
+/// the new Workers of `created`. Each new Worker, lowest index first, takes the lowest rank
+/// free in the lowest id open to it (a group cut short, or one of the free ids); one left
+/// without a place waits as a spare. So a lost group's id passes to its replacement, and a
+/// spare takes it at once when one waits.
+pub fn seat(
     size: u32,
+    groups: u32,
     target: &[u32],
     created: &[u32],
     pods: &BTreeMap<u32, &Pod>,
-) -> BTreeMap<u32, Place> {
+) -> Seating {
     // The Workers of each group id: by rank, their index.
     let mut members: BTreeMap<u32, BTreeMap<u32, u32>> = BTreeMap::new();
+    let mut spares = Vec::new();
     for index in target.iter().filter(|index| !created.contains(index)) {
-        if let Some(pod) = pods.get(index)
-            && let Some(id) = group_of(pod)
-        {
-            members.entry(id).or_default().insert(rank_of(pod), *index);
+        let Some(pod) = pods.get(index) else { continue };
+        match group_of(pod) {
+            Some(id) => {
+                members.entry(id).or_default().insert(rank_of(pod), *index);
+            }
+            None if size == 1 && waits_as_spare(pod) => spares.push(*index),
+            None => {}
         }
+    }
+    let open = (groups as usize).saturating_sub(members.len());
+    let mut free: Vec<u32> = (0..)
+        .filter(|id| !members.contains_key(id))
+        .take(open)
+        .collect();
+    let mut seating = Seating::default();
+    for (spare, id) in spares.into_iter().zip(free.clone()) {
+        seating.promoted.insert(spare, id);
+        members.entry(id).or_default().insert(0, spare);
+        free.retain(|free| *free != id);
     }
     let mut assigned = Vec::new();
     for &index in created {
-        let Some(id) = (0..).find(|id| members.get(id).is_none_or(|m| m.len() < size as usize))
-        else {
+        let cut_short = members
+            .iter()
+            .find(|(_, group)| group.len() < size as usize)
+            .map(|(id, _)| *id);
+        let Some(id) = cut_short.into_iter().chain(free.first().copied()).min() else {
             break;
         };
+        free.retain(|free| *free != id);
         let group = members.entry(id).or_default();
         let rank = (0..).find(|rank| !group.contains_key(rank)).unwrap_or(0);
         group.insert(rank, index);
         assigned.push((index, id, rank));
     }
     // Every group that took a new Worker has its rank 0: the lowest rank free goes first.
-    assigned
+    seating.new = assigned
         .into_iter()
         .map(|(index, id, rank)| {
             let first = members[&id].get(&0).copied().unwrap_or(index);
             (index, Place { id, rank, first })
         })
+        .collect();
+    seating
+}
+
+/// Whether `pod`, a Worker without a group id, waits as a spare that can take a group's
+/// place: it runs, ready, and is neither going nor finished.
+fn waits_as_spare(pod: &Pod) -> bool {
+    crate::pods::is_ready(pod)
+        && !crate::pods::is_disrupted(pod)
+        && !crate::pods::is_terminating(pod)
+        && !crate::pods::is_finished(pod)
+}
+
+/// The labels a spare's pod takes with group id `id`.
+pub fn promoted_labels(id: u32) -> BTreeMap<String, String> {
+    BTreeMap::from([(GROUP_LABEL.to_string(), id.to_string())])
+}
+
+/// The Workers among `pods` (by index) that wait as spares of a job whose groups have one
+/// pod: those without a group id.
+pub fn spares_among(groups: &ReplicaGroups, pods: &BTreeMap<u32, &Pod>) -> BTreeSet<u32> {
+    if groups.pods_per_group != 1 {
+        return BTreeSet::new();
+    }
+    pods.iter()
+        .filter(|(_, pod)| group_of(pod).is_none())
+        .map(|(index, _)| *index)
         .collect()
 }
 
@@ -411,7 +483,8 @@ mod tests {
     fn check_places(pods: &[(u32, Pod)], cases: &[Case<'_>]) {
         let by_index: BTreeMap<u32, &Pod> = pods.iter().map(|(i, p)| (*i, p)).collect();
         for (name, size, target, created, expected) in cases {
-            let places = places_of_new(*size, target, created, &by_index);
+            let groups = (target.len() as u32).div_ceil(*size);
+            let places = seat(*size, groups, target, created, &by_index).new;
             let expected: BTreeMap<u32, Place> = expected
                 .iter()
                 .map(|&(index, id, rank, first)| (index, Place { id, rank, first }))
@@ -459,6 +532,110 @@ mod tests {
                     &[(7, 0, 0, 7), (8, 1, 0, 8)],
                 ),
             ],
+        );
+    }
+
+    /// A ready Worker `index` waiting as a spare (no group id), or being deleted.
+    fn spare(index: u32, deleted: bool) -> Pod {
+        let mut pod = worker(index, None);
+        pod.status = serde_json::from_value(json!({
+            "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]
+        }))
+        .unwrap();
+        if deleted {
+            pod.metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+            );
+        }
+        pod
+    }
+
+    #[test]
+    fn a_waiting_spare_takes_a_missing_groups_id_before_new_workers() {
+        let pods = [
+            (0, worker(0, Some((0, 0)))),
+            (2, worker(2, Some((2, 0)))),
+            (3, spare(3, false)),
+            (5, spare(5, false)),
+            (6, worker(6, None)),
+            (7, spare(7, true)),
+        ];
+        let by_index: BTreeMap<u32, &Pod> = pods.iter().map(|(i, p)| (*i, p)).collect();
+        let place = |id: u32, index: u32| Place {
+            id,
+            rank: 0,
+            first: index,
+        };
+        // (name, groups, target, created, promoted, new places)
+        type SpareCase<'a> = (
+            &'a str,
+            u32,
+            &'a [u32],
+            &'a [u32],
+            &'a [(u32, u32)],
+            &'a [(u32, Place)],
+        );
+        let cases: &[SpareCase<'_>] = &[
+            (
+                "group 1 lost: the spare takes id 1, its replacement waits as the next spare",
+                3,
+                &[0, 2, 3, 4],
+                &[4],
+                &[(3, 1)],
+                &[],
+            ),
+            (
+                "a group added: the spare takes the new id",
+                4,
+                &[0, 2, 3, 4, 5],
+                &[4],
+                &[(3, 1), (5, 3)],
+                &[],
+            ),
+            (
+                "a lost group and a second spare: the lowest index goes first",
+                3,
+                &[0, 2, 3, 5, 8],
+                &[8],
+                &[(3, 1)],
+                &[],
+            ),
+            (
+                "no group missing: the spares wait",
+                2,
+                &[0, 2, 3, 8],
+                &[8],
+                &[],
+                &[],
+            ),
+            (
+                "a spare not ready or going does not take a place: the new Worker does",
+                3,
+                &[0, 2, 6, 7, 8],
+                &[8],
+                &[],
+                &[(8, place(1, 8))],
+            ),
+        ];
+        for (name, groups, target, created, promoted, new) in cases {
+            let seating = seat(1, *groups, target, created, &by_index);
+            assert_eq!(
+                seating,
+                Seating {
+                    promoted: promoted.iter().copied().collect(),
+                    new: new.iter().copied().collect(),
+                },
+                "{name}"
+            );
+        }
+        let groups = groups(1);
+        assert_eq!(
+            spares_among(&groups, &by_index),
+            BTreeSet::from([3, 5, 6, 7])
+        );
+        assert_eq!(
+            promoted_labels(1),
+            BTreeMap::from([(GROUP_LABEL.to_string(), "1".to_string())])
         );
     }
 

@@ -308,12 +308,23 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
                     "spec.elasticPolicy.spareReplicas",
                     format!("must not be negative, not {spares}"),
                 );
-            } else if spares > 0 && policy.replica_groups.is_some() {
+            } else if let Some(size) = policy
+                .replica_groups
+                .as_ref()
+                .and_then(|groups| groups.pods_per_group)
+                .filter(|size| spares > 0 && *size > 1)
+            {
                 errors.push(
                     "spec.elasticPolicy.spareReplicas",
-                    "does not apply to replica groups: a lost group costs the others no restart",
+                    format!(
+                        "spare groups need replicaGroups.podsPerGroup 1, not {size}: a spare \
+                         waits as one pod"
+                    ),
                 );
-            } else if spares > 0 && HostedRendezvous::of(job).is_none() {
+            } else if spares > 0
+                && policy.replica_groups.is_none()
+                && HostedRendezvous::of(job).is_none()
+            {
                 errors.push(
                     "spec.elasticPolicy.spareReplicas",
                     "needs the rendezvous eto hosts: no Master, no rdzvHost, rdzvBackend c10d, \
@@ -460,8 +471,8 @@ mod tests {
                 "spec.elasticPolicy.spareReplicas: needs the rendezvous eto hosts",
             ),
             (
-                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"spareReplicas": 1, "replicaGroups": {}}}}),
-                "spec.elasticPolicy.spareReplicas: does not apply to replica groups",
+                json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"spareReplicas": 1, "replicaGroups": {"podsPerGroup": 2}}}}),
+                "spec.elasticPolicy.spareReplicas: spare groups need replicaGroups.podsPerGroup 1, not 2",
             ),
             (
                 json!({"spec": {"pytorchReplicaSpecs": {"Master": null}, "elasticPolicy": {"replicaGroups": {"podsPerGroup": 0}}}}),
@@ -529,6 +540,11 @@ mod tests {
         }))))
         .unwrap();
         assert_eq!(spares.workers.spares, 1);
+
+        let spare_group = job(elastic(json!({
+            "minReplicas": 2, "maxReplicas": 4, "spareReplicas": 1, "replicaGroups": {}
+        })));
+        assert_eq!(validate(&spare_group).unwrap().workers.spares, 1);
 
         let unset = validate(&job(elastic(json!({"minReplicas": 2, "maxReplicas": 4})))).unwrap();
         assert_eq!(

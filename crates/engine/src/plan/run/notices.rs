@@ -62,7 +62,21 @@ impl Run<'_, '_> {
             return;
         };
         let pods_per_group = self.context.job_ref.pods_per_group().max(1) as usize;
-        let groups = self.planner.status.target_workers.len() / pods_per_group;
+        // Spare groups wait outside the quorum.
+        let spares = self
+            .planner
+            .status
+            .workers
+            .as_ref()
+            .and_then(|workers| workers.spares)
+            .map_or(0, |spares| usize::try_from(spares).unwrap_or(0));
+        let groups = self
+            .planner
+            .status
+            .target_workers
+            .len()
+            .saturating_sub(spares)
+            / pods_per_group;
         let status = quorum.status(groups);
         if status.healing > 0 || status.missing > 0 {
             let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);

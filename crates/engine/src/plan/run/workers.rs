@@ -9,15 +9,16 @@ use eto_api::common::ReplicaRestartPolicy;
 use eto_api::job_status::{BlacklistEntry, DrainingWorker, NoticeKind, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::super::{Child, WORKER_LOST, replica_statuses};
+use super::super::{Child, SPARE_TAKES_PLACE, WORKER_LOST, replica_statuses};
 use super::{Run, RunState};
 use crate::conditions;
 use crate::discovery::Host;
 use crate::group_report::GroupReport;
 use crate::kind::WorkerNames;
 use crate::loss::Loss;
+use crate::pod_metadata::PodMetadata;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
 use crate::{blacklist, cooldown, drain, joining, names, node_warnings, pods, regroup, spares};
@@ -145,10 +146,12 @@ impl<'o> Run<'_, 'o> {
         } else {
             spec.worker_restart_policy
         };
-        // Spares are Workers too, beside a full group (see crate::spares).
-        let spares = spares::kept(&spec.workers, desired.now);
-        let with_spares = |group: u32| group + spares::kept(&spec.workers, group);
+        // Spares are Workers too, beside a full group or at every size (see crate::spares).
+        let kept_when = self.context.job_ref.spares_kept();
+        let spares = spares::kept(&spec.workers, desired.now, kept_when);
+        let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
+        let waiting_spares = self.context.job_ref.waiting_spares(&current);
         let decision = target_workers::decide(&WorkerInput {
             policy,
             desired: with_spares(desired.now),
@@ -164,6 +167,7 @@ impl<'o> Run<'_, 'o> {
             next_index,
             groups: &groups,
             group_size: self.context.job_ref.pods_per_group(),
+            spares: &waiting_spares,
         });
         for lost in &decision.lost {
             if let Some(replacement) = lost.replacement {
@@ -373,15 +377,34 @@ impl<'o> Run<'_, 'o> {
         } else {
             Vec::new()
         };
-        if !decision.create.is_empty() && !holds {
+        let creates = !decision.create.is_empty() && !holds;
+        // New workers avoid the nodes in cooldown and those that announced they go.
+        let mut avoided = self.planner.status.nodes_in_cooldown.clone();
+        avoided.extend(node_warnings::avoided(&self.planner.warned));
+        let mut new: BTreeMap<u32, Pod> = decision
+            .create
+            .iter()
+            .filter(|_| creates)
+            .filter_map(|index| Some((*index, self.job().worker_pod(*index, &avoided)?)))
+            .collect();
+        // A replica group no worker holds takes its id: a waiting spare first, else a new
+        // worker (see kind::pytorch_job::replica_groups).
+        let pods_per_group = self.context.job_ref.pods_per_group().max(1);
+        let held_groups = u32::try_from(decision.target.len())
+            .unwrap_or(u32::MAX)
+            .saturating_sub(spares)
+            .div_ceil(pods_per_group);
+        let promoted =
+            self.context
+                .job_ref
+                .seat_workers(held_groups, &decision.target, &current, &mut new);
+        self.promote_spares(&promoted, &current);
+        if creates {
             let created: Vec<String> = decision
                 .create
                 .iter()
                 .map(|i| names::worker(&name, *i))
                 .collect();
-            // New workers avoid the nodes in cooldown and those that announced they go.
-            let mut avoided = self.planner.status.nodes_in_cooldown.clone();
-            avoided.extend(node_warnings::avoided(&self.planner.warned));
             // A group that re-forms gathers its first workers itself; those joining it once
             // it formed start together, behind their gate (see crate::joining).
             let starts_at_once = regroups
@@ -389,15 +412,6 @@ impl<'o> Run<'_, 'o> {
                     self.state,
                     RunState::AtMinimum | RunState::BelowMinimum { .. }
                 );
-            let mut new: BTreeMap<u32, Pod> = decision
-                .create
-                .iter()
-                .filter_map(|index| Some((*index, self.job().worker_pod(*index, &avoided)?)))
-                .collect();
-            // A replica group's replacement takes the id of the group it replaces.
-            self.context
-                .job_ref
-                .complete_new_workers(&decision.target, &current, &mut new);
             for mut pod in new.into_values() {
                 if starts_at_once {
                     pod.metadata
@@ -443,7 +457,8 @@ impl<'o> Run<'_, 'o> {
             spec_replicas: Some(count(workers.desired as usize)),
             min: count(workers.min as usize),
             max: workers.max.map(|m| count(m as usize)),
-            spares: (workers.spares > 0).then(|| count(spares::kept(workers, holds_to) as usize)),
+            spares: (workers.spares > 0)
+                .then(|| count(spares::kept(workers, holds_to, kept_when) as usize)),
         });
         self.planner.status.replica_statuses = replica_statuses(
             self.context.kind(),
@@ -476,6 +491,39 @@ impl<'o> Run<'_, 'o> {
     /// re-forms, and takes it down once none drains (see [`crate::regroup`]); a suspending
     /// job's `Suspend` notice stays. While a worker drains, the store's report is read again
     /// every [`regroup::POLL`].
+    /// Shows each waiting spare of `promoted` (by index, among `current`) the labels of the
+    /// place it takes, and says so once.
+    fn promote_spares(
+        &mut self,
+        promoted: &BTreeMap<u32, BTreeMap<String, String>>,
+        current: &BTreeMap<u32, &Pod>,
+    ) {
+        for (index, labels) in promoted {
+            let Some(pod) = current.get(index) else {
+                continue;
+            };
+            let desired = ObjectMeta {
+                labels: Some(labels.clone()),
+                ..ObjectMeta::default()
+            };
+            let Some(change) = PodMetadata::change(&desired, &pod.metadata, &[]) else {
+                continue;
+            };
+            let place = labels
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.planner.event(
+                false,
+                SPARE_TAKES_PLACE,
+                "Promote",
+                format!("spare worker {} takes the place {place}", change.name),
+            );
+            self.planner.plan.apply.push(Child::PodMetadata(change));
+        }
+    }
+
     fn regroup_notice(&mut self) {
         if matches!(self.state, RunState::Suspending(_)) {
             return;

@@ -18,14 +18,21 @@ fn job(groups: u32) -> World {
 /// `ddp`: `groups` replica groups between two and four, no Master, whose
 /// `elasticPolicy.replicaGroups` is `settings`; planned once.
 fn job_of(groups: u32, settings: serde_json::Value) -> World {
+    job_with_policy(groups, json!({"replicaGroups": settings}))
+}
+
+/// `ddp`: `groups` Workers between two and four, no Master, whose `elasticPolicy` also has
+/// `policy`; planned once.
+fn job_with_policy(groups: u32, policy: serde_json::Value) -> World {
     let mut value = serde_json::to_value(pytorch_job()).unwrap();
     json_patch::merge(
         &mut value,
         &json!({"spec": {
-            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "replicaGroups": settings},
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4},
             "pytorchReplicaSpecs": {"Master": null, "Worker": {"replicas": groups}}
         }}),
     );
+    json_patch::merge(&mut value, &json!({"spec": {"elasticPolicy": policy}}));
     let job: PyTorchJob = serde_json::from_value(value).unwrap();
     let mut world = World::pytorch(job);
     world.reconcile();
@@ -170,6 +177,140 @@ fn a_lost_group_is_replaced_alone_under_its_id() {
             .any(|entry| entry.pod == "ddp-worker-1"),
         "{:?}",
         status.eto.blacklist
+    );
+}
+
+/// `ddp`: `groups` replica groups of one pod between two and four and one spare group, every
+/// pod ready.
+fn with_a_spare(groups: u32) -> World {
+    let mut world = job_with_policy(groups, json!({"spareReplicas": 1, "replicaGroups": {}}));
+    ready_all(&mut world);
+    world
+}
+
+#[test]
+fn a_spare_group_waits_without_an_id_and_shows_its_id_in_a_file() {
+    let world = with_a_spare(3);
+    assert_eq!(
+        groups(&world),
+        [
+            ("ddp-worker-0".to_string(), Some(0)),
+            ("ddp-worker-1".to_string(), Some(1)),
+            ("ddp-worker-2".to_string(), Some(2)),
+            ("ddp-worker-3".to_string(), None),
+        ],
+        "three groups and a spare"
+    );
+    let spare = &world.pods["ddp-worker-3"];
+    assert_eq!(env(spare, "REPLICA_GROUP_ID"), None);
+    assert_eq!(env(spare, "NUM_REPLICA_GROUPS").as_deref(), Some("4"));
+    let files: Vec<(String, String)> = spare
+        .spec
+        .as_ref()
+        .unwrap()
+        .volumes
+        .iter()
+        .flatten()
+        .filter_map(|volume| volume.downward_api.as_ref())
+        .flat_map(|api| api.items.iter().flatten())
+        .map(|item| {
+            (
+                item.path.clone(),
+                item.field_ref.as_ref().unwrap().field_path.clone(),
+            )
+        })
+        .collect();
+    assert!(
+        files.contains(&(
+            "replica-group".to_string(),
+            "metadata.labels['eto.dev/replica-group']".to_string()
+        )),
+        "{files:?}"
+    );
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let workers = status.eto.workers.as_ref().unwrap();
+    assert_eq!((workers.desired, workers.spares), (3, Some(1)));
+}
+
+#[test]
+fn a_lost_group_is_taken_over_by_the_waiting_spare_and_a_new_spare_starts() {
+    use crate::testing::world::reasons;
+    let mut world = with_a_spare(3);
+    let spare_before = world.pods["ddp-worker-3"].spec.clone();
+    world.evict("ddp-worker-1");
+    let plan = world.reconcile();
+    assert!(
+        reasons(&plan).contains(&crate::plan::SPARE_TAKES_PLACE.to_string()),
+        "{:?}",
+        reasons(&plan)
+    );
+    assert_eq!(
+        groups(&world),
+        [
+            ("ddp-worker-0".to_string(), Some(0)),
+            ("ddp-worker-1".to_string(), Some(1)),
+            ("ddp-worker-2".to_string(), Some(2)),
+            ("ddp-worker-3".to_string(), Some(1)),
+            ("ddp-worker-4".to_string(), None),
+        ],
+        "the spare takes group 1 in the reconcile that sees the loss; its replacement waits"
+    );
+    assert_eq!(
+        world.pods["ddp-worker-3"].spec, spare_before,
+        "the spare's pod is the same: only its label changed"
+    );
+    world.pods.remove("ddp-worker-1");
+    world.ready("ddp-worker-4");
+    let plan = world.reconcile();
+    assert!(
+        !reasons(&plan).contains(&crate::plan::SPARE_TAKES_PLACE.to_string()),
+        "no group is missing: the new spare waits"
+    );
+    assert_eq!(groups(&world).last().unwrap().1, None);
+}
+
+#[test]
+fn a_group_added_is_taken_by_the_spare_and_a_scale_in_keeps_it() {
+    let mut world = with_a_spare(3);
+    world.set_worker_replicas(4);
+    world.reconcile();
+    assert_eq!(
+        groups(&world)[3..],
+        [
+            ("ddp-worker-3".to_string(), Some(3)),
+            ("ddp-worker-4".to_string(), None),
+        ],
+        "the spare trains as group 3; a new spare starts"
+    );
+    world.ready("ddp-worker-4");
+    world.reconcile();
+    world.set_worker_replicas(3);
+    let plan = world.reconcile();
+    let deleted = crate::testing::world::deleted_pods(&plan);
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert_ne!(
+        deleted[0], "ddp-worker-4",
+        "a training group leaves, not the spare"
+    );
+}
+
+#[test]
+fn a_spare_that_is_not_ready_leaves_the_lost_group_to_a_new_pod() {
+    let mut world = with_a_spare(3);
+    world.pods.get_mut("ddp-worker-3").unwrap().status =
+        Some(serde_json::from_value(json!({"phase": "Pending"})).unwrap());
+    world.evict("ddp-worker-1");
+    world.reconcile();
+    assert_eq!(
+        groups(&world)[3..],
+        [
+            ("ddp-worker-3".to_string(), None),
+            ("ddp-worker-4".to_string(), Some(1)),
+        ]
+    );
+    assert_eq!(
+        env(&world.pods["ddp-worker-4"], "REPLICA_GROUP_ID").as_deref(),
+        Some("1")
     );
 }
 
