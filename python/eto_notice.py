@@ -21,8 +21,9 @@ one line of JSON, within about a second of deciding it:
 An empty file means there is no notice.
 
 A PyTorchJob of replica groups (TorchFT) tells each worker its group id in REPLICA_GROUP_ID.
-A spare group (elasticPolicy.spareReplicas) starts without one and waits: its id appears in
-/etc/edl/replica-group when eto gives it the place of a lost or added group. Read the id with
+A spare group (elasticPolicy.spareReplicas) starts without one (REPLICA_GROUP_ID=spare) and
+waits: its id appears in /etc/edl/replica-group when eto gives it the place of a lost or
+added group. Read the id with
 replica_group(), which waits for it, before building the TorchFT Manager:
 
     group = eto_notice.replica_group()                # a spare waits here, already started
@@ -130,13 +131,13 @@ def is_resume():
 
 
 def replica_group(poll_seconds=0.05, timeout_seconds=None):
-    """This worker's replica group id as an int: REPLICA_GROUP_ID where set, else the id
-    eto gives a spare in the file ETO_GROUP_FILE names (/etc/edl/replica-group by default),
-    waited for. Returns None when a notice asks this pod to leave (check_alive() is False)
-    or timeout_seconds pass first.
+    """This worker's replica group id as an int: REPLICA_GROUP_ID where it holds a number,
+    else (a spare's is "spare") the id eto gives it in the file ETO_GROUP_FILE names
+    (/etc/edl/replica-group by default), waited for. Returns None when a notice asks this pod
+    to leave (check_alive() is False) or timeout_seconds pass first.
     """
-    given = os.environ.get("REPLICA_GROUP_ID")
-    if given:
+    given = os.environ.get("REPLICA_GROUP_ID", "")
+    if given.isdigit():
         return int(given)
     path = os.environ.get("ETO_GROUP_FILE", GROUP_FILE)
     waited = 0.0

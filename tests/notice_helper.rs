@@ -328,7 +328,7 @@ print(eto_notice.replica_group(timeout_seconds=10), flush=True)
     // (case, REPLICA_GROUP_ID, file after the first answer, notice then, first and second answer)
     let cases = [
         ("given", Some("2"), "", None, ["2", "2"]),
-        ("spare", None, "3\n", None, ["None", "3"]),
+        ("spare", Some("spare"), "3\n", None, ["None", "3"]),
         (
             "spare told to leave",
             None,

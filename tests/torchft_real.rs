@@ -58,7 +58,7 @@ def load_state_dict(state):
 def state_dict():
     return {"model": model.state_dict(), "optim": opt.state_dict()}
 pg = ProcessGroupGloo(timeout=timedelta(seconds=5))
-if "REPLICA_GROUP_ID" not in os.environ:
+if not os.environ["REPLICA_GROUP_ID"].isdigit():
     print(f"eto-ft-waiting: host={socket.gethostname()} at={time.time():.2f}", flush=True)
 group = eto_notice.replica_group()
 if group is None:

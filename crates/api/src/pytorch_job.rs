@@ -281,11 +281,12 @@ pub struct PyTorchElasticPolicy {
     /// agent waiting only that long. Applies to an elastic job whose rendezvous eto hosts.
     ///
     /// With `replicaGroups` (of one pod each), the count of spare groups, kept at every size:
-    /// a spare's pod starts and waits with no group id (no `REPLICA_GROUP_ID`, an empty
-    /// `/etc/edl/replica-group`) until a group is lost or added; then eto gives it that
-    /// group's id (label `eto.dev/replica-group`, which the file shows within a second) and
-    /// its training, already started, joins the quorum and heals from a live group. A new
-    /// spare is started in its place. Defaults to 0.
+    /// a spare's pod starts with no group id (`REPLICA_GROUP_ID=spare`, an empty
+    /// `/etc/edl/replica-group`) and its training waits, built and ready, until a group is
+    /// lost or added; then eto gives it that group's id (label `eto.dev/replica-group`, which
+    /// the file shows within a second) and it joins the quorum and heals from a live group.
+    /// A new spare starts in its place. The training code must read its id with
+    /// `eto_notice.replica_group()` (or from that file). Defaults to 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub spare_replicas: Option<i32>,

@@ -233,8 +233,9 @@ impl ServedJob for PyTorchJob {
             pods,
         );
         for (index, pod) in new.iter_mut() {
-            if let Some(place) = seating.new.get(index) {
-                replica_groups::give_place(pod, &replica_groups, *place);
+            match seating.new.get(index) {
+                Some(place) => replica_groups::give_place(pod, &replica_groups, *place),
+                None => replica_groups::wait_as_spare(pod),
             }
         }
         seating

@@ -76,6 +76,11 @@ pub const RANK_LABEL: &str = "eto.dev/group-rank";
 /// The variable holding a Worker's replica group id.
 pub const GROUP_ID_ENV: &str = "REPLICA_GROUP_ID";
 
+/// `REPLICA_GROUP_ID` in a spare's pod: not a number, so that training code that does not
+/// wait for its id in [`GROUP_FILE`] stops at once with an error that shows this value,
+/// rather than training as a group it is not (TorchFT's own `train_ddp.py` would take group 0).
+pub const SPARE_GROUP_ID: &str = "spare";
+
 /// The file beside the notice (`/etc/edl/replica-group`) that shows a Worker's group id: its
 /// [`GROUP_LABEL`], empty while it waits as a spare. A spare's training reads its id there
 /// once eto gives it one, since its environment cannot change.
@@ -426,6 +431,14 @@ pub fn give_place(pod: &mut Pod, groups: &ReplicaGroups, place: Place) {
     }
     if let Some(container) = pod.spec.as_mut().and_then(training_container) {
         super::env::add_to_container(container, &variables);
+    }
+}
+
+/// Makes new Worker `pod` wait as a spare: `REPLICA_GROUP_ID` is [`SPARE_GROUP_ID`] in its
+/// training container, unless the container sets it itself.
+pub fn wait_as_spare(pod: &mut Pod) {
+    if let Some(container) = pod.spec.as_mut().and_then(training_container) {
+        super::env::add_to_container(container, &[var(GROUP_ID_ENV, SPARE_GROUP_ID)]);
     }
 }
 

@@ -202,7 +202,11 @@ fn a_spare_group_waits_without_an_id_and_shows_its_id_in_a_file() {
         "three groups and a spare"
     );
     let spare = &world.pods["ddp-worker-3"];
-    assert_eq!(env(spare, "REPLICA_GROUP_ID"), None);
+    assert_eq!(
+        env(spare, "REPLICA_GROUP_ID").as_deref(),
+        Some("spare"),
+        "not a number: code that does not wait for its id stops with an error"
+    );
     assert_eq!(env(spare, "NUM_REPLICA_GROUPS").as_deref(), Some("4"));
     let files: Vec<(String, String)> = spare
         .spec
