@@ -1,4 +1,4 @@
-//! Hot spares of an elastic PyTorchJob whose rendezvous eto hosts
+//! Hot spares of an elastic PyTorchJob whose rendezvous eto hosts, or of its replica groups
 //! (`elasticPolicy.spareReplicas`).
 //!
 //! torchrun (2.3 and later) keeps an agent that comes to a formed round holding `max_nodes`
@@ -13,6 +13,10 @@
 //! torchrun would take them into the group. Which Workers wait as spares is torchrun's
 //! choice (the last to come); eto counts them from the store's report. To keep a member and a
 //! spare off the same node, a job with spares prefers one of its Workers per node.
+//!
+//! A job of TorchFT replica groups keeps its spares at every size instead ([`KeptWhen::Always`]):
+//! there eto itself gives a waiting spare the place of a lost or added group (see
+//! `kind::pytorch_job::replica_groups::seat`).
 
 use std::collections::BTreeMap;
 

@@ -351,10 +351,10 @@ pub fn seat(
         .take(open)
         .collect();
     let mut seating = Seating::default();
-    for (spare, id) in spares.into_iter().zip(free.clone()) {
+    let taken_by_spares = spares.len().min(free.len());
+    for (spare, id) in spares.into_iter().zip(free.drain(..taken_by_spares)) {
         seating.promoted.insert(spare, id);
         members.entry(id).or_default().insert(0, spare);
-        free.retain(|free| *free != id);
     }
     let mut assigned = Vec::new();
     for &index in created {
@@ -383,12 +383,9 @@ pub fn seat(
 }
 
 /// Whether `pod`, a Worker without a group id, waits as a spare that can take a group's
-/// place: it runs, ready, and is neither going nor finished.
+/// place: it runs, ready (so neither being deleted nor finished), and is not disrupted.
 fn waits_as_spare(pod: &Pod) -> bool {
-    crate::pods::is_ready(pod)
-        && !crate::pods::is_disrupted(pod)
-        && !crate::pods::is_terminating(pod)
-        && !crate::pods::is_finished(pod)
+    crate::pods::is_ready(pod) && !crate::pods::is_disrupted(pod)
 }
 
 /// The labels a spare's pod takes with group id `id`.
