@@ -1240,3 +1240,98 @@ async fn replica_groups_of_eight_pods_losing_two_nodes_replace_only_the_groups_t
         "each whole: {replaced:?}"
     );
 }
+
+/// Three replica groups of two pods under v1's `OnFailure`: the training of one pod fails.
+/// Its pod ends rather than restarting in place (a restarted container could not rejoin its
+/// group, whose partner would hold up the Lighthouse), its partner leaves with it, and the
+/// group is replaced whole under new names and its id; the other groups' pods are never
+/// touched, the pod that failed is blacklisted, and the job fails nothing.
+#[tokio::test]
+async fn a_replica_group_pod_whose_training_fails_takes_its_group_and_is_replaced_whole() {
+    let env = Env::start(sim_config(3, 8)).await;
+    let groups = ELASTIC_JOB.replace("name: elastic", "name: ft").replace(
+        "maxReplicas: 4",
+        "maxReplicas: 4\n    replicaGroups: {podsPerGroup: 2}",
+    );
+    env.apply::<PyTorchJob>(&groups).await;
+    env.wait::<PyTorchJob>("ft", "runs with three groups of two", |job| {
+        has(job, "Running") && ready_workers(job) == 6
+    })
+    .await;
+    let names: Vec<String> = (0..6).map(|i| format!("ft-worker-{i}")).collect();
+    let before: Vec<Pod> = ready(&env, &names.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    for pod in &before {
+        assert_eq!(
+            pod.spec.as_ref().unwrap().restart_policy.as_deref(),
+            Some("Never"),
+            "no Worker restarts in place"
+        );
+    }
+    let failing = "ft-worker-3";
+    let group = replica_groups::group_of(&before[3]).unwrap();
+    let partner = before
+        .iter()
+        .find(|pod| {
+            replica_groups::group_of(pod) == Some(group)
+                && pod.metadata.name.as_deref() != Some(failing)
+        })
+        .and_then(|pod| pod.metadata.name.clone())
+        .unwrap();
+    env.cluster
+        .fail_pod("default", failing, 1, "Error")
+        .unwrap();
+    let replacements = ready(&env, &["ft-worker-6", "ft-worker-7"]).await;
+    for pod in &replacements {
+        assert_eq!(
+            replica_groups::group_of(pod),
+            Some(group),
+            "the new pair takes the failed group's id"
+        );
+    }
+    let job = env
+        .wait::<PyTorchJob>("ft", "runs with three groups again", |job| {
+            has(job, "Running") && ready_workers(job) == 6
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+    let blacklisted: Vec<String> = job
+        .status
+        .as_ref()
+        .unwrap()
+        .eto
+        .blacklist
+        .iter()
+        .map(|entry| entry.pod.clone())
+        .collect();
+    assert_eq!(blacklisted, [failing], "only the pod that failed");
+    let now: Vec<Pod> = env.pods().list(&Default::default()).await.unwrap().items;
+    for pod in before.iter().filter(|pod| {
+        let name = pod.metadata.name.as_deref();
+        name != Some(failing) && name != Some(partner.as_str())
+    }) {
+        let same = now.iter().find(|p| p.metadata.name == pod.metadata.name);
+        assert_eq!(
+            same.and_then(|p| p.metadata.uid.clone()),
+            pod.metadata.uid.clone(),
+            "{:?} untouched",
+            pod.metadata.name
+        );
+        assert_eq!(
+            same.and_then(|p| p
+                .status
+                .as_ref()?
+                .container_statuses
+                .as_ref()?
+                .first()
+                .map(|s| s.restart_count)),
+            Some(0)
+        );
+    }
+    let partner_now = now
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(partner.as_str()));
+    assert!(
+        partner_now.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some()),
+        "the partner left with the pod that failed"
+    );
+}

@@ -24,7 +24,8 @@ use crate::pytorch_real::{
 
 /// A TorchFT training loop as TorchFT's own examples write it: a `Manager` over Gloo (5 s
 /// collective timeout), its `DistributedDataParallel` and `Optimizer` around a small MLP, a
-/// step every 0.2 s; `TOTAL_STEPS` steps. Its group id comes from eto's helper once the
+/// step every 0.2 s; `TOTAL_STEPS` steps. The training of the pod named by `ETO_FT_FAIL_HOST`
+/// fails (exit code 3) once it reaches step `ETO_FT_FAIL_AT_STEP`, and says so. Its group id comes from eto's helper once the
 /// model and optimizer are built (a spare group, started without one, waits there for eto to
 /// give it a lost or added group's id, and says it waits: building an `AdamW` takes torch 2.15
 /// seconds on first use, which a spare spends before the loss). It prints its start, each step
@@ -91,7 +92,11 @@ ddp = DistributedDataParallel(manager, model)
 optimizer = Optimizer(manager, opt)
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
+fail_at = int(os.environ.get("ETO_FT_FAIL_AT_STEP", "-1"))
 while manager.current_step() < total:
+    if socket.gethostname() == os.environ.get("ETO_FT_FAIL_HOST") and manager.current_step() >= fail_at:
+        print(f"eto-ft-failing: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
+        os._exit(3)
     if terminated or not eto_notice.check_alive():
         print(f"eto-ft-leaving: group={group} step={manager.current_step()} sigterm={bool(terminated)} notice={eto_notice.notice_kind()} at={time.time():.2f}", flush=True)
         manager.shutdown(wait=False)
@@ -788,17 +793,33 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
     scratch.end().await;
 }
 
+/// How a group of two pods loses one in [`a_pair_loses_its_second_pod`].
+#[derive(Clone, Copy, Debug)]
+enum PairLoss {
+    /// The pod is force-deleted.
+    ForceDeleted,
+    /// The pod's training fails (exit code 3).
+    TrainingFails,
+}
+
 /// Groups of two pods (`podsPerGroup: 2`, each group a torchrun of two nodes formed at its
-/// first pod), two groups, at least one. Once every pod trained 30 steps, the second pod of
-/// group 1 is force-deleted: eto deletes its partner at once and replaces both under new
-/// names with group id 1; the new pair forms its torchrun, heals from group 0 and trains in the
-/// quorum of two; group 0's pods never restart. Prints group 0's longest gap between steps.
-#[tokio::test]
-#[ignore = "needs cluster"]
-async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes_on() {
-    let scratch = Scratch::start("torchft-pairs").await;
+/// first pod), two groups, at least one, under v1's `OnFailure`. Once every pod trained 30
+/// steps, the second pod of group 1 (`ddp-worker-3`) is lost as `loss` says: eto deletes its
+/// partner at once and replaces both under new names with group id 1; the new pair forms its
+/// torchrun, heals from group 0 and trains in the quorum of two; group 0's pods never restart,
+/// and the job succeeds in its first run. Prints group 0's longest gap between steps from the
+/// loss on.
+async fn a_pair_loses_its_second_pod(name: &str, loss: PairLoss) {
+    let scratch = Scratch::start(name).await;
     let mut job = replica_group_job(&scratch, 2, 1).await;
     job["spec"]["elasticPolicy"]["replicaGroups"]["podsPerGroup"] = 2.into();
+    let lost = "ddp-worker-3";
+    if let PairLoss::TrainingFails = loss {
+        job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = serde_json::json!([
+            {"name": "ETO_FT_FAIL_HOST", "value": lost},
+            {"name": "ETO_FT_FAIL_AT_STEP", "value": "30"},
+        ]);
+    }
     let first = [
         "ddp-worker-0",
         "ddp-worker-1",
@@ -808,11 +829,27 @@ async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes
     let replacements = ["ddp-worker-4", "ddp-worker-5"];
     let mut lost_at = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        all_reached(pods, &first, 30).await;
-        lost_at = now();
-        pods.delete("ddp-worker-3", &DeleteParams::default().grace_period(0))
-            .await
-            .unwrap();
+        match loss {
+            PairLoss::ForceDeleted => {
+                all_reached(pods, &first, 30).await;
+                lost_at = now();
+                pods.delete(lost, &DeleteParams::default().grace_period(0))
+                    .await
+                    .unwrap();
+            }
+            PairLoss::TrainingFails => {
+                lost_at = until(
+                    "the training of ddp-worker-3 fails",
+                    Duration::from_secs(300),
+                    async || {
+                        let log = log_of(pods, lost).await;
+                        let failing = marked(&log, "eto-ft-failing:");
+                        field(failing.first()?, "at=")?.parse::<f64>().ok()
+                    },
+                )
+                .await;
+            }
+        }
         all_reached(pods, &replacements, 1).await;
     })
     .await;
@@ -824,6 +861,27 @@ async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes
         partner.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some()),
         "the lost pod's partner left with it"
     );
+    if let PairLoss::TrainingFails = loss {
+        let failed = pods.get(lost).await.ok();
+        if let Some(pod) = failed {
+            let status = pod.status.unwrap_or_default();
+            assert_eq!(status.phase.as_deref(), Some("Failed"), "{lost} ended");
+            assert_eq!(
+                container_restarts(&pods, lost).await,
+                0,
+                "not restarted in place"
+            );
+        }
+        let blacklist = job
+            .status
+            .as_ref()
+            .map(|s| s.eto.blacklist.clone())
+            .unwrap_or_default();
+        assert!(
+            blacklist.iter().any(|entry| entry.pod == lost),
+            "{lost} is blacklisted: {blacklist:?}"
+        );
+    }
     for name in replacements {
         let log = log_of(&pods, name).await;
         let start = marked(&log, "eto-ft-start:");
@@ -841,13 +899,26 @@ async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes
             "{name} trained in the quorum of two: {log}"
         );
     }
-    trained_on_without_a_restart(
-        &pods,
-        &first[..2],
-        lost_at,
-        2,
-        "loss of one pod of a group of two",
-    )
-    .await;
+    let what = match loss {
+        PairLoss::ForceDeleted => "loss of one pod of a group of two",
+        PairLoss::TrainingFails => "failed training in one pod of a group of two",
+    };
+    trained_on_without_a_restart(&pods, &first[..2], lost_at, 2, what).await;
     scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes_on() {
+    a_pair_loses_its_second_pod("torchft-pairs", PairLoss::ForceDeleted).await;
+}
+
+/// The training process of one pod of a group of two fails: the pod ends rather than being
+/// restarted in place, which could not rejoin its group's torchrun, and the group is replaced
+/// whole as after a loss (see [`a_pair_loses_its_second_pod`]); the pod that failed is
+/// blacklisted.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_group_of_two_pods_whose_training_fails_in_one_is_replaced_whole() {
+    a_pair_loses_its_second_pod("torchft-pair-fails", PairLoss::TrainingFails).await;
 }

@@ -300,6 +300,10 @@ pub struct PyTorchElasticPolicy {
     /// `minReplicas`, `maxReplicas` and the Worker replicas count groups. The training code
     /// must use TorchFT (its `Manager`); it reads `TORCHFT_LIGHTHOUSE`, `REPLICA_GROUP_ID` and
     /// `NUM_REPLICA_GROUPS` (`maxReplicas`, so that every group id has its own data shard).
+    /// A Worker's pod never restarts in place (`restartPolicy: Never`): a pod whose training
+    /// fails ends, and the Worker `restartPolicy` decides whether eto replaces its group
+    /// (`OnFailure`, v1's default, always does), under new names, blacklisting the pods that
+    /// failed and cooling their nodes down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_groups: Option<ReplicaGroups>,
 

@@ -102,6 +102,7 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
     if groups {
         let pod = crate::names::worker(job.name(), index);
         replica_groups::name_in_service(&mut spec, job.name(), job.namespace(), &pod);
+        replica_groups::never_restarted_in_place(&mut spec);
     }
     // Where eto runs the group, the training has time after a SIGTERM, which torchrun forwards
     // to it: to save (a group that re-forms), or to leave between two steps (a replica group),

@@ -14,8 +14,10 @@
 //! [`crate::target_workers`]), eto replaces them all under new names (as it replaces any
 //! Worker whose name is never reused) and gives the new pods the lost group's id, the lowest
 //! id no live group holds in full, so that data shards stay where they were; the new group
-//! heals from a live one. `minReplicas`, `maxReplicas` and the Worker replicas count groups;
-//! below `minReplicas` the job suspends as every elastic job does.
+//! heals from a live one. A pod whose training fails ends rather than restarting in place
+//! (see [`never_restarted_in_place`]), and its group goes the same way. `minReplicas`,
+//! `maxReplicas` and the Worker replicas count groups; below `minReplicas` the job suspends
+//! as every elastic job does.
 //!
 //! The Lighthouse runs in a pod of its own, `<job>-lighthouse`, from the Workers' image
 //! (`torchft_lighthouse`), as the rendezvous store does (see
@@ -277,6 +279,17 @@ pub fn name_in_service(spec: &mut PodSpec, job: &str, namespace: &str, pod: &str
         .searches
         .get_or_insert_default()
         .push(format!("{service}.{namespace}.svc.cluster.local"));
+}
+
+/// Makes a Worker's pod end when its training fails (`restartPolicy: Never`), whatever the
+/// Worker replica's policy, which decides instead whether eto replaces the group (see
+/// [`crate::target_workers`]). A container the kubelet restarts in place cannot rejoin its
+/// group: the others of a group of several pods are past their torchrun's rendezvous, and
+/// while they heartbeat the Lighthouse waits for a group that never joins, holding up every
+/// other group; and a pod that fails on a faulty node would fail there again, never
+/// blacklisted nor its node cooled down.
+pub fn never_restarted_in_place(spec: &mut PodSpec) {
+    spec.restart_policy = Some("Never".into());
 }
 
 /// The group id of Worker `pod`, as its label holds it.

@@ -496,6 +496,15 @@ fn place(name: &str, id: u32, rank: u32, first: &str) -> Place {
     )
 }
 
+/// The places of the pair that replaces group 1 of three groups of two pods: the next two
+/// indices, group 1, formed at the first.
+fn group_one_renewed() -> [Place; 2] {
+    [
+        place("ddp-worker-6", 1, 0, "ddp-worker-6"),
+        place("ddp-worker-7", 1, 1, "ddp-worker-6"),
+    ]
+}
+
 #[test]
 fn groups_of_two_pods_form_each_at_its_first_pod() {
     let world = job_of(3, json!({"podsPerGroup": 2}));
@@ -566,10 +575,7 @@ fn a_lost_pod_takes_its_group_and_both_are_replaced_under_its_id() {
         .collect();
     assert_eq!(
         new,
-        [
-            place("ddp-worker-6", 1, 0, "ddp-worker-6"),
-            place("ddp-worker-7", 1, 1, "ddp-worker-6"),
-        ],
+        group_one_renewed(),
         "a new group of two takes the lost group's id"
     );
     let after = snapshot(&world, &untouched);
@@ -637,11 +643,53 @@ fn a_force_deleted_pod_takes_its_group_too() {
     );
     world.pods.remove("ddp-worker-2");
     world.reconcile();
+    assert_eq!(places(&world)[4..], group_one_renewed());
+}
+
+#[test]
+fn a_pod_whose_training_fails_ends_and_its_group_is_replaced_whole() {
+    use crate::testing::world::deleted_pods;
+    let mut world = job_of(3, json!({"podsPerGroup": 2}));
+    let restart_policies: Vec<Option<String>> = world
+        .pods
+        .values()
+        .filter(|pod| group_of(pod).is_some())
+        .map(|pod| pod.spec.as_ref().unwrap().restart_policy.clone())
+        .collect();
+    assert_eq!(
+        restart_policies,
+        vec![Some("Never".to_string()); 6],
+        "under v1's OnFailure too, no Worker restarts in place"
+    );
+    ready_all(&mut world);
+    world.exit("ddp-worker-3", 1);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-2"],
+        "its partner goes too"
+    );
+    world.pods.remove("ddp-worker-2");
+    world.pods.remove("ddp-worker-3");
+    world.reconcile();
     assert_eq!(
         places(&world)[4..],
-        [
-            place("ddp-worker-6", 1, 0, "ddp-worker-6"),
-            place("ddp-worker-7", 1, 1, "ddp-worker-6"),
-        ]
+        group_one_renewed(),
+        "OnFailure replaces the group under its id"
+    );
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert!(
+        status.eto.blacklist.iter().any(|e| e.pod == "ddp-worker-3"),
+        "the pod that failed is blacklisted"
+    );
+    assert_eq!(
+        status
+            .eto
+            .nodes_in_cooldown
+            .iter()
+            .map(|n| n.node.as_str())
+            .collect::<Vec<_>>(),
+        ["node-ddp-worker-3"],
+        "its node cools down"
     );
 }
