@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use eto_api::TrainingJob;
 use eto_tests::autoscaled::autoscaled_pytorch_job;
-use eto_tests::nodes::{cordon_every_node, uncordon};
+use eto_tests::nodes::{cordon_every_node, set_taint, uncordon};
 use eto_tests::poll::until;
 use eto_tests::scratch::{Scratch, phase_of};
 use futures::FutureExt;
@@ -466,31 +466,6 @@ async fn a_launcher_that_quits_after_a_reclaim_below_the_minimum_suspends_and_re
     assert_eq!(status.restart_count, 0);
     assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
     scratch.end().await;
-}
-
-/// Puts `taint` on `node` (or takes it off, with `None`) by a merge patch of its taints,
-/// keeping the others.
-async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
-    let current = nodes.get(node).await.unwrap();
-    let mut taints: Vec<serde_json::Value> = current
-        .spec
-        .and_then(|spec| spec.taints)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|taint| taint.key != key)
-        .map(|taint| serde_json::to_value(taint).unwrap())
-        .collect();
-    if on {
-        taints.push(serde_json::json!({"key": key, "effect": "NoSchedule"}));
-    }
-    nodes
-        .patch(
-            node,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"spec": {"taints": taints}})),
-        )
-        .await
-        .unwrap();
 }
 
 #[tokio::test]

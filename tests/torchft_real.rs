@@ -143,6 +143,17 @@ async fn replica_group_job(scratch: &Scratch, groups: i32, min: i32) -> serde_js
     })
 }
 
+/// Sets the variables `vars` in the training container of `job`'s Workers.
+fn set_worker_env(job: &mut serde_json::Value, vars: &[(&str, &str)]) {
+    let container =
+        &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0];
+    let env = container["env"].as_array().cloned().unwrap_or_default();
+    let set = vars
+        .iter()
+        .map(|(name, value)| serde_json::json!({"name": name, "value": value}));
+    container["env"] = env.into_iter().chain(set).collect();
+}
+
 /// One step a group printed: the step, the quorum's size and the time.
 #[derive(Clone, Debug)]
 struct Step {
@@ -175,6 +186,14 @@ fn longest_gap(steps: &[Step], from: f64) -> f64 {
         last = step.at;
     }
     longest
+}
+
+/// How many steps of `steps` were trained again after time `at`: the last step printed by
+/// then less the first printed after it (`None` without a step on both sides).
+fn steps_lost(steps: &[Step], at: f64) -> Option<u64> {
+    let before = steps.iter().filter(|s| s.at <= at).map(|s| s.step).max()?;
+    let after = steps.iter().find(|s| s.at > at)?.step;
+    Some(before.saturating_sub(after))
 }
 
 /// Waits until Worker `name` printed step `step`.
@@ -373,14 +392,8 @@ async fn measure_group_loss(name: &str, at_step: u64, spares: i32) -> GroupLossC
     for survivor in ["ddp-worker-0", "ddp-worker-2"] {
         let log = log_of(&pods, survivor).await;
         let printed = steps(&log);
-        let before = printed
-            .iter()
-            .filter(|s| s.at <= lost_at)
-            .map(|s| s.step)
-            .max();
-        let first_after = printed.iter().find(|s| s.at > lost_at).map(|s| s.step);
-        if let (Some(before), Some(after)) = (before, first_after) {
-            cost.survivors_steps_lost = cost.survivors_steps_lost.max(before.saturating_sub(after));
+        if let Some(lost) = steps_lost(&printed, lost_at) {
+            cost.survivors_steps_lost = cost.survivors_steps_lost.max(lost);
         }
         cost.survivors_stall = cost.survivors_stall.max(longest_gap(&printed, lost_at));
         cost.survivors_restarts += marked(&log, "eto-ft-start:").len().saturating_sub(1)
@@ -717,7 +730,7 @@ async fn a_group_picked_for_a_scale_in_leaves_between_two_steps_and_the_others_g
 #[tokio::test]
 #[ignore = "needs cluster"]
 async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
-    use eto_tests::nodes::set_unschedulable;
+    use eto_tests::nodes::{cordon_every_node, uncordon};
     let scratch = Scratch::start("torchft-suspend").await;
     let mut job = replica_group_job(&scratch, 3, 2).await;
     let saved = crate::pytorch_real::mount_a_checkpoint_directory(
@@ -738,16 +751,8 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
             async || (saved()? >= 30).then_some(()),
         )
         .await;
-        let node: Vec<String> = pods
-            .get("ddp-worker-2")
-            .await
-            .unwrap()
-            .spec
-            .unwrap()
-            .node_name
-            .into_iter()
-            .collect();
-        set_unschedulable(&client, &node, true).await;
+        // No node takes a replacement, however many real nodes the cluster has.
+        let cordoned = cordon_every_node(&client).await;
         for name in ["ddp-worker-0", "ddp-worker-1"] {
             pods.evict(name, &Default::default()).await.unwrap();
         }
@@ -764,7 +769,7 @@ async fn groups_below_their_minimum_suspend_and_resume_from_the_checkpoint() {
         .await;
         saved_at_suspend = saved().unwrap_or_default();
         println!("torchft below the minimum: suspended with step {saved_at_suspend} saved");
-        set_unschedulable(&client, &node, false).await;
+        uncordon(&client, &cordoned).await;
     })
     .await;
     let printed = every_log(&scratch.pods()).await;
@@ -815,10 +820,10 @@ async fn a_pair_loses_its_second_pod(name: &str, loss: PairLoss) {
     job["spec"]["elasticPolicy"]["replicaGroups"]["podsPerGroup"] = 2.into();
     let lost = "ddp-worker-3";
     if let PairLoss::TrainingFails = loss {
-        job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = serde_json::json!([
-            {"name": "ETO_FT_FAIL_HOST", "value": lost},
-            {"name": "ETO_FT_FAIL_AT_STEP", "value": "30"},
-        ]);
+        set_worker_env(
+            &mut job,
+            &[("ETO_FT_FAIL_HOST", lost), ("ETO_FT_FAIL_AT_STEP", "30")],
+        );
     }
     let first = [
         "ddp-worker-0",
@@ -921,4 +926,130 @@ async fn a_group_of_two_pods_that_loses_one_is_replaced_whole_and_the_other_goes
 #[ignore = "needs cluster"]
 async fn a_group_of_two_pods_whose_training_fails_in_one_is_replaced_whole() {
     a_pair_loses_its_second_pod("torchft-pair-fails", PairLoss::TrainingFails).await;
+}
+
+/// The nodes with a real kubelet (`harness/real-kubelet=true`, where `ETO_E2E_POD_PATCH`
+/// places the training), by name.
+async fn real_nodes(client: &kube::Client) -> Vec<String> {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let listed = nodes
+        .list(&kube::api::ListParams::default().labels("harness/real-kubelet=true"))
+        .await
+        .expect("the API server lists nodes");
+    let mut names: Vec<String> = listed.into_iter().filter_map(|n| n.metadata.name).collect();
+    names.sort();
+    names
+}
+
+/// The node pod `name` runs on.
+async fn node_of(pods: &Api<Pod>, name: &str) -> Option<String> {
+    pods.get(name).await.ok()?.spec?.node_name
+}
+
+/// Case 2: a warned node under one group. Two groups (at least two) train on the first real
+/// node, beside the Lighthouse; a scale-out puts a third group on the second real node, which
+/// then announces a reclaim (Karpenter's `karpenter.sh/disrupted` taint). eto tells that
+/// group alone (its `Reclaim` notice), whose training leaves between two steps; its
+/// replacement starts at once on the first node under its id and heals from a live group;
+/// the two other groups never restart, lose no step, and pause only for the quorum's change.
+/// Needs two real nodes; cordons and taints them for a moment.
+#[tokio::test]
+#[ignore = "needs cluster with two real nodes (harness/real-kubelet=true); cordons and taints them for a moment"]
+async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on() {
+    use eto_tests::nodes::{set_taint, set_unschedulable};
+    const WARNING: &str = "karpenter.sh/disrupted";
+    let scratch = Scratch::start("torchft-warned").await;
+    let client = scratch.client.clone();
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let real = real_nodes(&client).await;
+    assert!(real.len() >= 2, "needs two real nodes: {real:?}");
+    let (home, spot) = (real[0].clone(), real[1].clone());
+    let elsewhere: Vec<String> = real[1..].to_vec();
+    set_unschedulable(&client, &elsewhere, true).await;
+    let mut job = replica_group_job(&scratch, 2, 2).await;
+    set_worker_env(&mut job, &[("TOTAL_STEPS", "600")]);
+    let jobs: Api<PyTorchJob> = Api::namespaced(client.clone(), &scratch.namespace);
+    let mut warned_at = 0.0;
+    let mut leaving_log = String::new();
+    let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
+        all_reached(pods, &THREE_GROUPS[..2], 10).await;
+        set_unschedulable(&client, std::slice::from_ref(&home), true).await;
+        set_unschedulable(&client, std::slice::from_ref(&spot), false).await;
+        crate::pytorch_real::scale_workers(&jobs, 3).await;
+        until(
+            "the third group trains in the quorum of three",
+            Duration::from_secs(300),
+            async || {
+                let log = log_of(pods, "ddp-worker-2").await;
+                steps(&log).iter().any(|s| s.quorum == 3).then_some(())
+            },
+        )
+        .await;
+        assert_eq!(node_of(pods, "ddp-worker-2").await, Some(spot.clone()));
+        set_unschedulable(&client, &elsewhere, false).await;
+        set_unschedulable(&client, std::slice::from_ref(&home), false).await;
+        warned_at = now();
+        set_taint(&nodes, &spot, WARNING, true).await;
+        until(
+            "the warned group leaves",
+            Duration::from_secs(120),
+            async || {
+                let log = log_of(pods, "ddp-worker-2").await;
+                (!marked(&log, "eto-ft-leaving:").is_empty()).then(|| leaving_log = log)
+            },
+        )
+        .await;
+        reached(pods, "ddp-worker-3", 1).await;
+    })
+    .await;
+    set_taint(&nodes, &spot, WARNING, false).await;
+    let pods = scratch.pods();
+    every_log(&pods).await;
+    succeeded_in_its_first_run(&job);
+    let left = marked(&leaving_log, "eto-ft-leaving:");
+    assert!(
+        left[0].contains("notice=Reclaim"),
+        "group 2 heard of the reclaim through its notice: {}",
+        left[0]
+    );
+    let left_at: f64 = field(left[0], "at=").unwrap().parse().unwrap();
+    println!(
+        "torchft warned node: group 2 left between two steps {:.2} s after the warning ({})",
+        left_at - warned_at,
+        left[0]
+    );
+    let replacement = log_of(&pods, "ddp-worker-3").await;
+    assert_eq!(
+        marked(&replacement, "eto-ft-start:")
+            .first()
+            .and_then(|line| field(line, "group=")),
+        Some("2"),
+        "the replacement trains under the warned group's id: {replacement}"
+    );
+    assert!(
+        !marked(&replacement, "eto-ft-healed:").is_empty(),
+        "the replacement healed from a live group: {replacement}"
+    );
+    assert_eq!(node_of(&pods, "ddp-worker-3").await, Some(home.clone()));
+    for survivor in &THREE_GROUPS[..2] {
+        let printed = steps(&log_of(&pods, survivor).await);
+        assert_eq!(
+            steps_lost(&printed, warned_at),
+            Some(0),
+            "{survivor} lost no step"
+        );
+        assert!(
+            printed.iter().any(|s| s.at > left_at && s.quorum == 2),
+            "{survivor} trained on without the warned group"
+        );
+    }
+    trained_on_without_a_restart(
+        &pods,
+        &THREE_GROUPS[..2],
+        warned_at,
+        3,
+        "warned node under group 2",
+    )
+    .await;
+    scratch.end().await;
 }

@@ -1,5 +1,6 @@
 //! Nodes of a real cluster made (un)schedulable, as `kubectl cordon` does: new pods wait, as on
-//! a cluster out of capacity, while running ones stay.
+//! a cluster out of capacity, while running ones stay; and tainted, as a cloud announces a
+//! reclaim.
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -34,4 +35,29 @@ pub async fn set_unschedulable(client: &kube::Client, names: &[String], unschedu
             .await
             .expect("the API server patches the node");
     }
+}
+
+/// Puts a `NoSchedule` taint `key` on node `node` (or takes it off) by a merge patch of its
+/// taints, keeping the others.
+pub async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
+    let current = nodes.get(node).await.expect("the API server has the node");
+    let mut taints: Vec<serde_json::Value> = current
+        .spec
+        .and_then(|spec| spec.taints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|taint| taint.key != key)
+        .map(|taint| serde_json::to_value(taint).expect("a taint is JSON"))
+        .collect();
+    if on {
+        taints.push(serde_json::json!({"key": key, "effect": "NoSchedule"}));
+    }
+    nodes
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"taints": taints}})),
+        )
+        .await
+        .expect("the API server patches the node");
 }
