@@ -1,6 +1,6 @@
 //! TorchFT replica groups under eto on a real cluster: a PyTorchJob whose Workers are replica
 //! groups (`elasticPolicy.replicaGroups`) trains with TorchFT's own `Manager`, each group a
-//! `torchrun --standalone` of one pod (in one case a torchrun of two pods), around the
+//! `torchrun --standalone` of one pod (in two cases a torchrun of two pods), around the
 //! Lighthouse eto runs. The training prints, at each step, its group, the step and the
 //! quorum's size, so that a loss's cost to the other groups is read from what they printed.
 //!
@@ -8,7 +8,8 @@
 //! torch 2.7 or later and `torchft` named by `ETO_E2E_IMAGE` (the harness's
 //! `harness.local/torch2:v1`), placed as the e2e tests place theirs (`ETO_E2E_PULL_POLICY`,
 //! `ETO_E2E_POD_PATCH`): `cargo test -p eto-tests --test integration torchft_real:: --
-//! --ignored --nocapture`.
+//! --ignored --nocapture`. The case of a warned node needs two nodes labelled
+//! `harness/real-kubelet=true`.
 
 use std::time::Duration;
 
