@@ -25,7 +25,7 @@ use eto_tests::nodes::{cordon_every_node, set_taint, uncordon};
 use eto_tests::poll::until;
 use eto_tests::scratch::{Scratch, phase_of};
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, Patch, PatchParams};
 
 const JOB: &str = r#"
@@ -494,8 +494,7 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         .await;
     let pods = scratch.pods();
     let node = running_on(&pods, "warned-worker-0").await;
-    let nodes: Api<Node> = Api::all(scratch.client.clone());
-    set_taint(&nodes, &node, "karpenter.sh/disrupted", true).await;
+    set_taint(&scratch.client, &node, "karpenter.sh/disrupted", true).await;
     let tainted = Instant::now();
     let notice = until(
         "worker-0 shows its Reclaim notice",
@@ -533,7 +532,7 @@ async fn a_worker_on_a_node_tainted_for_a_spot_reclaim_is_told_at_once() {
         listed.deadline.0.duration_since(listed.since.0),
         jiff::SignedDuration::from_secs(120)
     );
-    set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
+    set_taint(&scratch.client, &node, "karpenter.sh/disrupted", false).await;
     // A real kubelet starts the replacement at once, so worker-0 may be deleted in the same
     // second its notice is taken back: its pod may be gone by the time this looks.
     until(
@@ -660,8 +659,7 @@ async fn a_warning_on_the_launchers_node_tells_every_pod_then_resumes_elsewhere(
     scratch.wait_running("wl", Duration::from_secs(120)).await;
     let pods = scratch.pods();
     let node = running_on(&pods, "wl-launcher").await;
-    let nodes: Api<Node> = Api::all(scratch.client.clone());
-    set_taint(&nodes, &node, "karpenter.sh/disrupted", true).await;
+    set_taint(&scratch.client, &node, "karpenter.sh/disrupted", true).await;
     let tainted = Instant::now();
     let shown = async |pod: &str| {
         until(
@@ -689,7 +687,7 @@ async fn a_warning_on_the_launchers_node_tells_every_pod_then_resumes_elsewhere(
     end_pod(&pods, "wl-launcher", "launcher", 1, false).await;
     resumed_after_launcher_loss(&scratch, "wl", tainted).await;
     let moved = running_on(&pods, "wl-launcher").await;
-    set_taint(&nodes, &node, "karpenter.sh/disrupted", false).await;
+    set_taint(&scratch.client, &node, "karpenter.sh/disrupted", false).await;
     assert_ne!(moved, node, "the new launcher runs off the warned node");
     scratch.end().await;
 }

@@ -26,12 +26,12 @@ use crate::pytorch_real::{
 /// A TorchFT training loop as TorchFT's own examples write it: a `Manager` over Gloo (5 s
 /// collective timeout), its `DistributedDataParallel` and `Optimizer` around a small MLP, a
 /// step every 0.2 s; `TOTAL_STEPS` steps. The training of the pod named by `ETO_FT_FAIL_HOST`
-/// fails (exit code 3) once it reaches step `ETO_FT_FAIL_AT_STEP`, and says so. Its group id comes from eto's helper once the
-/// model and optimizer are built (a spare group, started without one, waits there for eto to
-/// give it a lost or added group's id, and says it waits: building an `AdamW` takes torch 2.15
-/// seconds on first use, which a spare spends before the loss). It prints its start, each step
-/// with the quorum's
-/// size, and when it healed from another group. Between two steps it leaves if its pod is going
+/// fails (exit code 3) once it reaches step `ETO_FT_FAIL_AT_STEP`, and says so. Its group id
+/// comes from eto's helper once the model and optimizer are built (a spare group, started
+/// without one, waits there for eto to give it a lost or added group's id, and says it waits:
+/// building an `AdamW` takes torch 2.15 seconds on first use, which a spare spends before the
+/// loss). It prints its start, each step with the quorum's size, and when it healed from
+/// another group. Between two steps it leaves if its pod is going
 /// away (a SIGTERM, which torchrun forwards, or a notice that eto's helper, mounted at
 /// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
 /// a collective in flight with it when it goes. Where `/ckpt` is mounted, every group saves its
@@ -961,7 +961,6 @@ async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on()
     const WARNING: &str = "karpenter.sh/disrupted";
     let scratch = Scratch::start("torchft-warned").await;
     let client = scratch.client.clone();
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     let real = real_nodes(&client).await;
     assert!(real.len() >= 2, "needs two real nodes: {real:?}");
     let (home, spot) = (real[0].clone(), real[1].clone());
@@ -990,7 +989,7 @@ async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on()
         set_unschedulable(&client, &elsewhere, false).await;
         set_unschedulable(&client, std::slice::from_ref(&home), false).await;
         warned_at = now();
-        set_taint(&nodes, &spot, WARNING, true).await;
+        set_taint(&client, &spot, WARNING, true).await;
         until(
             "the warned group leaves",
             Duration::from_secs(120),
@@ -1003,7 +1002,7 @@ async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on()
         reached(pods, "ddp-worker-3", 1).await;
     })
     .await;
-    set_taint(&nodes, &spot, WARNING, false).await;
+    set_taint(&client, &spot, WARNING, false).await;
     let pods = scratch.pods();
     every_log(&pods).await;
     succeeded_in_its_first_run(&job);

@@ -39,7 +39,8 @@ pub async fn set_unschedulable(client: &kube::Client, names: &[String], unschedu
 
 /// Puts a `NoSchedule` taint `key` on node `node` (or takes it off) by a merge patch of its
 /// taints, keeping the others.
-pub async fn set_taint(nodes: &Api<Node>, node: &str, key: &str, on: bool) {
+pub async fn set_taint(client: &kube::Client, node: &str, key: &str, on: bool) {
+    let nodes: Api<Node> = Api::all(client.clone());
     let current = nodes.get(node).await.expect("the API server has the node");
     let mut taints: Vec<serde_json::Value> = current
         .spec
