@@ -432,6 +432,7 @@ impl SimCluster {
             final_: false,
             disruption: None,
             crash_loop: false,
+            container_message: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -456,6 +457,7 @@ impl SimCluster {
             final_: false,
             disruption: None,
             crash_loop: true,
+            container_message: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -473,6 +475,7 @@ impl SimCluster {
             final_: false,
             disruption: None,
             crash_loop: false,
+            container_message: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -492,6 +495,7 @@ impl SimCluster {
             final_: true,
             disruption: Some("TerminationByKubelet".into()),
             crash_loop: false,
+            container_message: None,
         };
         self.terminate_pod(namespace, name, &termination)
     }
@@ -722,6 +726,7 @@ fn shut_down(state: &mut State, node: &str) {
         // Marked when the reclaim began (see `kubelet::mark_disruption`).
         disruption: None,
         crash_loop: false,
+        container_message: None,
     };
     for (key, _) in kubelet::pods_on(state, node) {
         let _ = kubelet::terminate(state, &key.namespace, &key.name, &termination);

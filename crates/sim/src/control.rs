@@ -73,6 +73,7 @@ impl TerminateRequest {
             disruption: (self.pod_reason.as_deref() == Some("Evicted"))
                 .then(|| "TerminationByKubelet".to_string()),
             crash_loop: self.crash_loop,
+            container_message: None,
         }
     }
 }

@@ -5,8 +5,9 @@
 //! pod being deleted is removed [`KubeletConfig::termination_delay`] (at most its grace period)
 //! after the kubelet first sees its `deletionTimestamp`; a finished one at once. A pod bound to
 //! a node that no longer exists is removed after [`KubeletConfig::orphan_gc_delay`], as the pod
-//! garbage collector does. Containers never exit by themselves: tests end them with
-//! [`terminate`].
+//! garbage collector does. Containers run until tests end them with [`terminate`], unless
+//! the pod carries its own failure (see [`containers`]): an image that cannot be pulled, a
+//! missing Secret, a command that exits.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::conditions::{disruption_target, set_condition};
+use super::containers::{self, Exit, Start};
 use super::{Changed, nodes, pods, terminal};
 use crate::errors::ApiError;
 use crate::options::{Subresource, WriteOptions, timestamp_now};
@@ -53,6 +55,10 @@ pub struct Kubelets {
     bound_seen: Seen,
     deletion_seen: Seen,
     orphan_seen: Seen,
+    /// Pods whose containers wait (see [`containers`]), with when they are tried again.
+    retry_at: Seen,
+    /// Running pods whose containers exit by themselves, with when, and how.
+    exit_at: HashMap<ObjectKey, (String, Instant, Exit)>,
     next_ip: u32,
 }
 
@@ -104,6 +110,8 @@ impl Kubelets {
             let bound_seen = self.bound_seen.remove(&key);
             let deletion_seen = self.deletion_seen.remove(&key);
             let orphan_seen = self.orphan_seen.remove(&key);
+            let retry_at = self.retry_at.remove(&key);
+            let exit_at = self.exit_at.remove(&key);
             let Some(pod) = state.get(&pods(), &key).map(Arc::clone) else {
                 continue;
             };
@@ -138,12 +146,77 @@ impl Kubelets {
                 }
                 continue;
             }
+            if let Some((exit_uid, at, exit)) = exit_at.filter(|(exit_uid, ..)| exit_uid == uid) {
+                if pod["status"]["phase"].as_str() != Some("Running") {
+                    continue;
+                }
+                if !due(at) {
+                    self.exit_at.insert(key, (exit_uid, at, exit));
+                    continue;
+                }
+                let termination = Termination {
+                    exit_code: exit.exit_code,
+                    reason: if exit.exit_code == 0 {
+                        "Completed"
+                    } else {
+                        "Error"
+                    }
+                    .into(),
+                    pod_reason: None,
+                    message: None,
+                    final_: false,
+                    disruption: None,
+                    crash_loop: true,
+                    container_message: exit.message,
+                };
+                wrote |= terminate(state, &key.namespace, &key.name, &termination).is_ok();
+                continue;
+            }
             if pod["status"]["phase"].as_str() == Some("Pending") {
                 let seen = first_seen(bound_seen, uid, now);
                 if !due(seen + config.start_delay) {
                     self.bound_seen.insert(key, (uid.to_string(), seen));
                     continue;
                 }
+                let tried = retry_at
+                    .as_ref()
+                    .is_some_and(|(seen_uid, _)| seen_uid == uid);
+                if let Some((_, at)) =
+                    retry_at.filter(|(seen_uid, at)| seen_uid == uid && !due(*at))
+                {
+                    self.bound_seen.insert(key.clone(), (uid.to_string(), seen));
+                    self.retry_at.insert(key, (uid.to_string(), at));
+                    continue;
+                }
+                let exit = match containers::start(state, &pod, tried) {
+                    Start::Runs => None,
+                    Start::Exits(exit) => Some(exit),
+                    Start::Waits {
+                        container,
+                        reason,
+                        message,
+                    } => {
+                        let waiting =
+                            containers::waiting_status(&pod, &container, &reason, &message);
+                        if waiting["status"] != pod["status"] {
+                            wrote |= state
+                                .replace(
+                                    &resource,
+                                    &key.namespace,
+                                    &key.name,
+                                    waiting,
+                                    Some(Subresource::Status),
+                                    &options,
+                                )
+                                .is_ok();
+                        }
+                        let again = now + containers::RETRY;
+                        due(again);
+                        self.bound_seen.insert(key.clone(), (uid.to_string(), seen));
+                        self.retry_at.insert(key, (uid.to_string(), again));
+                        continue;
+                    }
+                };
                 self.next_ip += 1;
                 // Loopback (127.1.0.1 on): nothing in a test may dial a pod and leave the
                 // machine; the pod proxy leads where a test says (see
@@ -165,6 +238,12 @@ impl Kubelets {
                         &options,
                     )
                     .is_ok();
+                if let Some(exit) = exit {
+                    // At least a moment later: the next pass ends it.
+                    let at = now + exit.after.max(Duration::from_millis(1));
+                    due(at);
+                    self.exit_at.insert(key, (uid.to_string(), at, exit));
+                }
             }
         }
         (wrote, next)
@@ -176,6 +255,8 @@ impl Kubelets {
             .keys()
             .chain(self.deletion_seen.keys())
             .chain(self.orphan_seen.keys())
+            .chain(self.retry_at.keys())
+            .chain(self.exit_at.keys())
     }
 }
 
@@ -252,6 +333,9 @@ pub struct Termination {
     /// it again after each back-off, and it fails again; here it waits until the pod is ended
     /// or deleted.
     pub crash_loop: bool,
+    /// The containers' termination message (their termination log, or the last lines of
+    /// their output).
+    pub container_message: Option<String>,
 }
 
 /// Ends the containers of a running pod. With `restartPolicy: Never` (or a final
@@ -285,12 +369,15 @@ pub fn terminate(
             Some("OnFailure") => termination.exit_code != 0,
             _ => false,
         };
-    let terminated = json!({
+    let mut terminated = json!({
         "exitCode": termination.exit_code,
         "reason": termination.reason,
         "startedAt": pod["status"]["startTime"],
         "finishedAt": now,
     });
+    if let Some(message) = &termination.container_message {
+        terminated["message"] = json!(message);
+    }
     let mut ended = (*pod).clone();
     for status in ended["status"]["containerStatuses"]
         .as_array_mut()

@@ -2,6 +2,7 @@
 //! that run (and stop) those pods.
 
 pub mod conditions;
+pub mod containers;
 pub mod gang;
 pub mod kubelet;
 pub mod placement;
