@@ -7,8 +7,9 @@ use std::time::Duration;
 use eto_api::common::ConditionStatus;
 use eto_api::job_status::JobPhase;
 use eto_sim::NodeSpec;
-use eto_tests::env::{Env, in_phase, job_yaml, pod_ready, sim_config, spot_nodes};
+use eto_tests::env::{Env, WAIT, in_phase, job_yaml, pod_ready, sim_config, spot_nodes};
 use eto_tests::history::PodHistory;
+use eto_tests::poll;
 use kube::api::{Patch, PatchParams};
 
 #[tokio::test]
@@ -130,20 +131,32 @@ async fn replacements_after_failures_on_two_then_three_nodes_are_created_and_pla
         .await;
     assert_eq!(node_of_ready(&env, "failing-worker-0").await, "gpu-node-0");
     let mut cooling = vec!["gpu-node-0"];
-    // (the worker that fails, its replacement, where the replacement runs)
+    // (the worker that fails, its replacement, where the replacement runs, the back-off
+    // before it: each replacement fails in turn, so they come later and later)
     let failures = [
-        ("failing-worker-0", "failing-worker-2", "gpu-node-1"),
-        ("failing-worker-2", "failing-worker-3", "gpu-node-2"),
-        ("failing-worker-3", "failing-worker-4", "gpu-node-3"),
+        ("failing-worker-0", "failing-worker-2", "gpu-node-1", 0),
+        ("failing-worker-2", "failing-worker-3", "gpu-node-2", 10),
+        ("failing-worker-3", "failing-worker-4", "gpu-node-3", 20),
     ];
-    for (failing, replacement, expected_node) in failures {
+    for (failing, replacement, expected_node, back_off) in failures {
         env.cluster
             .fail_pod("default", failing, 1, "Error")
             .unwrap();
-        assert_eq!(
-            node_of_ready(&env, replacement).await,
-            expected_node,
-            "{replacement} avoids {cooling:?}"
+        let failed_at = std::time::Instant::now();
+        let node = poll::until(
+            &format!("{replacement} runs"),
+            WAIT + Duration::from_secs(back_off),
+            async || {
+                let pod = env.pods().get_opt(replacement).await.ok()??;
+                pod_ready(Some(&pod)).then(|| pod.spec?.node_name)?
+            },
+        )
+        .await;
+        assert_eq!(node, expected_node, "{replacement} avoids {cooling:?}");
+        let waited = failed_at.elapsed();
+        assert!(
+            waited >= Duration::from_secs(back_off).saturating_sub(Duration::from_secs(1)),
+            "{replacement} came {waited:?} after the failure, before its back-off of {back_off}s"
         );
         cooling.push(expected_node);
     }

@@ -17,6 +17,7 @@ mod docs_links;
 mod e2e;
 mod elastic;
 mod examples;
+mod failing_pods;
 mod faults;
 mod foreign_objects;
 mod gang;

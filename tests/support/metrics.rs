@@ -30,6 +30,7 @@ pub fn every_family_sampled() -> Metrics {
             resumes: vec!["BelowMinWorkers".into()],
             scaling: vec![("ScaleOut".into(), true)],
             warned: 1,
+            pod_failures: vec![("Worker", "Error".into())],
         },
     );
     metrics

@@ -21,6 +21,9 @@ pub const COOLDOWN_LIMIT: usize = 64;
 /// Most entries `status.nodeWarnings` holds; those ending first are kept.
 pub const NODE_WARNINGS_LIMIT: usize = 64;
 
+/// Most pods one entry of `status.backoff` holds back.
+pub const BACKOFF_WAITING_LIMIT: usize = 1024;
+
 /// Where a job is in its life.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
 #[schemars(transform = without_description)]
@@ -97,6 +100,42 @@ pub struct NodeCooldown {
     pub pod: String,
     /// When the cooldown ends.
     pub until: Time,
+}
+
+/// Pods of one role that keep failing on their own (their code, their image, their
+/// configuration), and when eto creates the next: as the kubelet backs off a container that
+/// keeps failing, eto backs off the pods it creates to replace them.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleBackoff {
+    /// The role: `Worker`, or the pod that coordinates the job's runs (`Launcher`, `Master`,
+    /// `RendezvousStore`, `Lighthouse`).
+    pub role: String,
+    /// The role's failures in a row. Pods created before the latest failure that fail too
+    /// failed with it and are not counted again; a pod of the role created after it that runs
+    /// for 10 minutes ends the back-off, and so does a new pod template.
+    pub failures: i32,
+    /// When eto saw the latest failure.
+    pub since: Time,
+    /// New pods that replace the failed ones wait until then: at once after a first failure,
+    /// then 10 seconds, doubling with each failure in a row up to 5 minutes. Pods that
+    /// replace what the platform took (a reclaim, an eviction, a node's loss) never wait.
+    pub retry_at: Time,
+    /// The latest failure, as the kubelet reported it.
+    pub cause: String,
+    /// The pods whose creation waits until `retryAt`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = BACKOFF_WAITING_LIMIT))]
+    pub waiting: Vec<String>,
+    /// Workers of this index and above were created after the latest failure: their failures
+    /// are failures of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_index: Option<i32>,
+    /// The latest failure counted (the pod's uid): it counts once.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub counted: String,
+    /// A digest of the role's pod template when the failures were counted.
+    pub template: String,
 }
 
 /// A node that announced it goes away, with the job's workers on it.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::job_status::{
     BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, WarnedNode, WorkerSummary,
+    NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
 };
 
 /// Gang-scheduling settings of a Kubeflow job.
@@ -128,4 +128,9 @@ pub struct EtoJobStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = NODE_WARNINGS_LIMIT))]
     pub node_warnings: Vec<WarnedNode>,
+
+    /// eto: roles whose pods keep failing on their own, and when eto creates their next
+    /// pods; absent while none does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backoff: Vec<RoleBackoff>,
 }

@@ -29,7 +29,7 @@ use crate::common::{
 use crate::elastic::ElasticPolicy;
 use crate::job_status::{
     BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, WarnedNode, WorkerSummary,
+    NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
 };
 
 /// Desired state of a TrainingJob.
@@ -372,6 +372,11 @@ pub struct TrainingJobStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = NODE_WARNINGS_LIMIT))]
     pub node_warnings: Vec<WarnedNode>,
+
+    /// roles whose pods keep failing on their own, and when eto creates their next
+    /// pods; absent while none does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backoff: Vec<RoleBackoff>,
 
     /// Label selector of the job's worker pods, used by the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]

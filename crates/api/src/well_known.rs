@@ -80,3 +80,8 @@ pub const MPI_ROLE_ENV: &str = "K_MPI_JOB_ROLE";
 /// The annotation by which a pod's owner says which pods go first when the job shrinks: the
 /// lowest cost first, as for a ReplicaSet (Kubernetes' `controller.kubernetes.io/pod-deletion-cost`).
 pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// Annotation on the pods eto creates from a pod template of the job: a digest of that
+/// template, so that pods waiting on a template the job no longer has (an image never pulled, a
+/// missing Secret) are replaced by pods of the new one.
+pub const TEMPLATE_ANNOTATION: &str = "eto.dev/template";

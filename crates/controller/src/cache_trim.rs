@@ -16,9 +16,11 @@
 //!   never changes, and eto changes a pod's labels and annotations with a merge patch of its
 //!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
 //!   message, the type and status of the conditions the engine reads (`Ready` and
-//!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container, its
-//!   name, readiness, restart count, whether it runs, why it waits, how it terminated (exit
-//!   code and reason) and how it last terminated before that; a
+//!   `DisruptionTarget`, see `eto_engine::pods::CONDITIONS_READ`) and, of each container and
+//!   init container, its name, readiness, restart count, since when it runs, why it waits (with
+//!   the kubelet's message when it waits for good, see `eto_engine::own_failure`), how it
+//!   terminated (exit code and reason, and the end of its termination message after an error)
+//!   and how it last terminated before that; a
 //!   HorizontalPodAutoscaler's status (kube-controller-manager's, which eto does not read).
 //! - Everything else is kept: metadata, the other kinds' specs.
 //!
@@ -26,6 +28,7 @@
 //! A cached object is therefore not a faithful copy of the stored one: nothing may write a
 //! cached object back (eto never does: it applies objects it builds, and patches status).
 
+use eto_engine::own_failure::STUCK_REASONS;
 use eto_engine::pods::CONDITIONS_READ;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
@@ -102,6 +105,9 @@ impl Trim for Pod {
             container_statuses: status
                 .container_statuses
                 .map(|statuses| statuses.into_iter().map(kept_of_container).collect()),
+            init_container_statuses: status
+                .init_container_statuses
+                .map(|statuses| statuses.into_iter().map(kept_of_container).collect()),
             ..PodStatus::default()
         });
     }
@@ -139,20 +145,51 @@ fn kept_of_container(status: ContainerStatus) -> ContainerStatus {
     }
 }
 
-/// What is kept of a container's state: that it runs, why it waits, how it terminated.
+/// What is kept of a container's state: since when it runs, why it waits, how it terminated
+/// (the messages of a failure only, capped: see [`MESSAGE_KEPT`]).
 fn kept_state(state: ContainerState) -> ContainerState {
+    let stuck = |reason: &Option<String>| {
+        reason
+            .as_deref()
+            .is_some_and(|reason| STUCK_REASONS.contains(&reason))
+    };
     ContainerState {
-        running: state.running.map(|_| ContainerStateRunning::default()),
+        running: state.running.map(|running| ContainerStateRunning {
+            started_at: running.started_at,
+        }),
         waiting: state.waiting.map(|waiting| ContainerStateWaiting {
+            message: waiting
+                .message
+                .filter(|_| stuck(&waiting.reason))
+                .map(capped),
             reason: waiting.reason,
-            ..ContainerStateWaiting::default()
         }),
         terminated: state.terminated.map(|terminated| ContainerStateTerminated {
             exit_code: terminated.exit_code,
             reason: terminated.reason,
+            message: terminated
+                .message
+                .filter(|_| terminated.exit_code != 0)
+                .map(capped),
             ..ContainerStateTerminated::default()
         }),
     }
+}
+
+/// The longest part of a container's waiting or termination message a cache keeps: its end,
+/// which says why (the kubelet keeps up to 4 KiB of a termination message).
+pub const MESSAGE_KEPT: usize = 1024;
+
+/// The last [`MESSAGE_KEPT`] bytes of `message`.
+fn capped(message: String) -> String {
+    if message.len() <= MESSAGE_KEPT {
+        return message;
+    }
+    let mut start = message.len() - MESSAGE_KEPT;
+    while !message.is_char_boundary(start) {
+        start += 1;
+    }
+    message[start..].to_string()
 }
 
 impl Trim for Secret {
@@ -253,7 +290,8 @@ mod tests {
                 ],
                 "containerStatuses": [{"name": "worker", "ready": false, "restartCount": 0,
                     "image": "", "imageID": "",
-                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                        "message": "a long termination log"}}}],
             })
         );
     }
@@ -280,8 +318,34 @@ mod tests {
             )),
             serde_json::json!({"name": "pytorch", "ready": false, "restartCount": 3,
                 "image": "", "imageID": "",
-                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}})
+                "state": {"waiting": {"reason": "CrashLoopBackOff",
+                    "message": "back-off 40s restarting failed container"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                    "message": "RendezvousClosedError"}}})
+        );
+        // A wait that clears by itself keeps no message, nor does a success; a long message
+        // keeps its end.
+        assert_eq!(
+            kept(status(
+                serde_json::json!({"waiting": {"reason": "ContainerCreating", "message": "pulling"}}),
+                serde_json::json!({"terminated": {"exitCode": 0, "reason": "Completed", "message": "done"}})
+            )),
+            serde_json::json!({"name": "pytorch", "ready": false, "restartCount": 3,
+                "image": "", "imageID": "",
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+                "lastState": {"terminated": {"exitCode": 0, "reason": "Completed"}}})
+        );
+        let long = format!("{}the cause", "x".repeat(2 * MESSAGE_KEPT));
+        let ended_long = kept(status(
+            serde_json::json!({"terminated": {"exitCode": 2, "reason": "Error", "message": long}}),
+            serde_json::json!({}),
+        ));
+        let message = ended_long["state"]["terminated"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            (message.len(), message.ends_with("the cause")),
+            (MESSAGE_KEPT, true)
         );
         assert_eq!(
             kept(status(
@@ -289,7 +353,7 @@ mod tests {
                 serde_json::json!({})
             )),
             serde_json::json!({"name": "pytorch", "ready": false, "restartCount": 3,
-                "image": "", "imageID": "", "state": {"running": {}}})
+                "image": "", "imageID": "", "state": {"running": {"startedAt": "2026-11-22T12:00:14Z"}}})
         );
     }
 

@@ -59,6 +59,19 @@ pub struct ReasonLabels {
     pub reason: String,
 }
 
+/// Labels of a pod that failed on its own.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PodFailureLabels {
+    /// The kind of the job.
+    pub kind: String,
+    /// `Worker`, or the pod that coordinates the job's runs (`Launcher`, `Master`,
+    /// `RendezvousStore`, `Lighthouse`).
+    pub role: String,
+    /// The kubelet's reason: a termination reason (`Error`, `OOMKilled`) or a waiting reason
+    /// (`ImagePullBackOff`, `CreateContainerConfigError`, ...).
+    pub reason: String,
+}
+
 /// Labels of a `kubeai` stop signal sent.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StopLabels {
@@ -90,6 +103,8 @@ pub struct Metrics {
     pub workers_lost: Family<LossLabels, Counter>,
     /// Replacement workers created, by kind of job.
     pub worker_replacements: Family<KindLabels, Counter>,
+    /// Pods that failed on their own, or were seen waiting for good, by kind, role and reason.
+    pub pod_failures: Family<PodFailureLabels, Counter>,
     /// Workers told that their node announced it goes away, by kind of job.
     pub node_warnings: Family<KindLabels, Counter>,
     /// Suspends, by kind of job and reason.
@@ -178,6 +193,12 @@ impl Default for Metrics {
             "Replacement workers created for lost ones",
             worker_replacements.clone(),
         );
+        let pod_failures = Family::<PodFailureLabels, Counter>::default();
+        registry.register(
+            "pod_failures",
+            "Pods that failed on their own (their code, image or configuration) or were seen waiting for good (ImagePullBackOff, CreateContainerConfigError, ...), by role and the kubelet's reason; their replacements back off",
+            pod_failures.clone(),
+        );
         let node_warnings = Family::<KindLabels, Counter>::default();
         registry.register(
             "node_warnings",
@@ -256,6 +277,7 @@ impl Default for Metrics {
             reconcile_duration,
             workers_lost,
             worker_replacements,
+            pod_failures,
             node_warnings,
             suspends,
             resumes,
@@ -302,6 +324,15 @@ impl Metrics {
             self.worker_replacements
                 .get_or_create(&KindLabels { kind: kind.into() })
                 .inc_by(u64::from(tallies.replacements));
+        }
+        for (role, reason) in &tallies.pod_failures {
+            self.pod_failures
+                .get_or_create(&PodFailureLabels {
+                    kind: kind.into(),
+                    role: (*role).into(),
+                    reason: reason.clone(),
+                })
+                .inc();
         }
         if tallies.warned > 0 {
             self.node_warnings

@@ -17,6 +17,7 @@
 //! modules and the rules each holds; a test keeps it complete.
 
 pub mod already_applied;
+pub mod backoff;
 pub mod blacklist;
 pub mod builders;
 pub mod child;
@@ -37,6 +38,7 @@ pub mod loss;
 pub mod names;
 pub mod node_warnings;
 pub mod notice;
+pub mod own_failure;
 pub mod parse;
 pub mod plan;
 pub mod pod_metadata;

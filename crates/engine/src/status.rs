@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use eto_api::common::{JobCondition, ReplicaStatus, ReplicaType};
 use eto_api::job_status::{
-    BlacklistEntry, DrainingWorker, JobPhase, NodeCooldown, Notice, WarnedNode, WorkerSummary,
+    BlacklistEntry, DrainingWorker, JobPhase, NodeCooldown, Notice, RoleBackoff, WarnedNode,
+    WorkerSummary,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -60,6 +61,8 @@ pub struct JobStatus {
     pub nodes_in_cooldown: Vec<NodeCooldown>,
     /// Nodes running the job's workers that announced they go away.
     pub node_warnings: Vec<WarnedNode>,
+    /// Roles whose pods keep failing on their own (see [`crate::backoff`]).
+    pub backoff: Vec<RoleBackoff>,
     /// Label selector of the job's worker pods, for the scale subresource.
     pub selector: Option<String>,
 }

@@ -82,6 +82,10 @@ pub struct WorkerInput<'a> {
     /// Workers that wait as spares for eto to give them a place (spare replica groups): a
     /// shrink drops them last.
     pub spares: &'a BTreeSet<u32>,
+    /// Target workers to renew, whatever the restart policy: their pods wait on a pod template
+    /// the job no longer has (see `plan/run/template_change.rs`). Each leaves the target, its
+    /// pod is deleted, and a worker with a new index takes its place.
+    pub renew: &'a BTreeSet<u32>,
 }
 
 /// A target worker that stopped counting.
@@ -132,6 +136,8 @@ pub struct WorkerDecision {
     /// Workers of `returning` back in the target, each with the target worker that gave way
     /// to it, if one did.
     pub returned: Vec<(u32, Option<u32>)>,
+    /// Workers of `renew` taken out of the target, each with the worker that takes its place.
+    pub renewed: Vec<(u32, u32)>,
     /// The change of the desired count, if `worker.replicas` changed.
     pub resized: Option<(u32, u32)>,
 }
@@ -177,6 +183,19 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
                     replacement,
                 });
             }
+        }
+    }
+
+    for index in target.clone() {
+        if input.renew.contains(&index) && input.pods.contains_key(&index) {
+            target.retain(|i| *i != index);
+            decision.delete.push(index);
+            let replacement = spare.pop_first().unwrap_or_else(|| {
+                next_index += 1;
+                next_index - 1
+            });
+            target.push(replacement);
+            decision.renewed.push((index, replacement));
         }
     }
 
@@ -396,6 +415,7 @@ mod tests {
             groups: &BTreeMap::new(),
             group_size: 1,
             spares: &BTreeSet::new(),
+            renew: &BTreeSet::new(),
         })
     }
 
@@ -535,6 +555,7 @@ mod tests {
                 groups: &BTreeMap::new(),
                 group_size: 1,
                 spares: &BTreeSet::new(),
+                renew: &BTreeSet::new(),
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
             assert_eq!(decision.target, target, "{case}");
@@ -749,6 +770,36 @@ mod tests {
     }
 
     #[test]
+    fn workers_waiting_on_an_old_template_are_renewed_whatever_their_policy() {
+        let waiting = pod("Pending", false);
+        let pods: BTreeMap<u32, &Pod> = [(0, &waiting), (1, &waiting)].into_iter().collect();
+        let renew = BTreeSet::from([1]);
+        let decision = decide(&WorkerInput {
+            policy: ReplicaRestartPolicy::Never,
+            desired: 2,
+            previous_desired: Some(2),
+            previous_target: &[0, 1],
+            pods: &pods,
+            blacklisted: &BTreeSet::new(),
+            returning: &BTreeSet::new(),
+            draining: &BTreeSet::new(),
+            held: &BTreeSet::new(),
+            add: &[],
+            remove: &[],
+            next_index: 2,
+            groups: &BTreeMap::new(),
+            group_size: 1,
+            spares: &BTreeSet::new(),
+            renew: &renew,
+        });
+        assert_eq!(decision.target, [0, 2]);
+        assert_eq!(decision.create, [2]);
+        assert_eq!(decision.delete, [1]);
+        assert_eq!(decision.renewed, [(1, 2)]);
+        assert!(decision.lost.is_empty(), "a renewed worker is not lost");
+    }
+
+    #[test]
     fn scaling_out_adds_new_indices_and_scaling_in_drops_unready_then_newest() {
         let grow = Case {
             policy: ReplicaRestartPolicy::Never,
@@ -814,6 +865,7 @@ mod tests {
                 groups: &BTreeMap::new(),
                 group_size: 1,
                 spares: &spares,
+                renew: &BTreeSet::new(),
             });
             assert_eq!(
                 (decision.target, decision.delete),
@@ -1012,6 +1064,7 @@ mod tests {
                 groups: &groups,
                 group_size: 2,
                 spares: &BTreeSet::new(),
+                renew: &BTreeSet::new(),
             });
             assert_eq!(decision.target, row.target, "{}", row.what);
             assert_eq!(decision.delete, row.delete, "{}", row.what);

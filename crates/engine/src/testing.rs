@@ -294,6 +294,11 @@ pub(crate) mod world {
                             "{name} is applied again, but a pod's spec cannot change"
                         );
                         let mut pod = *pod;
+                        // As the API server stores it.
+                        pod.metadata.uid = Some(format!("uid-{name}-{}", self.now.as_second()));
+                        pod.metadata.creation_timestamp = Some(
+                            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(self.now),
+                        );
                         pod.status = Some(
                             serde_json::from_value(json!({"phase": "Pending"})).expect("a status"),
                         );
@@ -486,6 +491,24 @@ pub(crate) mod world {
                 "containerStatuses": [{"name": "pytorch", "image": "i", "imageID": "", "ready": false, "restartCount": 3,
                     "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                     "lastState": {"terminated": {"exitCode": code, "reason": "Error"}}}]}));
+        }
+
+        /// The pod's container `main` waits for good with the kubelet's `reason` and
+        /// `message` (`ImagePullBackOff`, `CreateContainerConfigError`, ...): the pod stays
+        /// `Pending`.
+        pub fn waits(&mut self, name: &str, reason: &str, message: &str) {
+            self.set_status(name, json!({"phase": "Pending",
+                "containerStatuses": [{"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"waiting": {"reason": reason, "message": message}}}]}));
+        }
+
+        /// The pod runs, Ready, its container started now.
+        pub fn runs(&mut self, name: &str) {
+            self.ready(name);
+            let started = self.now.to_string();
+            self.set_status(name, json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "main", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                    "state": {"running": {"startedAt": started}}}]}));
         }
 
         /// The pod's containers exited with `code`.

@@ -80,6 +80,7 @@ fn eto_to_engine(eto: &EtoJobStatus) -> JobStatus {
         draining_workers: eto.draining_workers.clone(),
         nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
         node_warnings: eto.node_warnings.clone(),
+        backoff: eto.backoff.clone(),
         ..JobStatus::default()
     }
 }
@@ -100,6 +101,7 @@ pub fn eto_from_engine(status: &JobStatus) -> EtoJobStatus {
         draining_workers: status.draining_workers.clone(),
         nodes_in_cooldown: status.nodes_in_cooldown.clone(),
         node_warnings: status.node_warnings.clone(),
+        backoff: status.backoff.clone(),
     }
 }
 

@@ -119,6 +119,17 @@ impl Coordinator {
     pub fn reads_host_discovery(self) -> bool {
         matches!(self, Self::LauncherPod | Self::LauncherJob)
     }
+
+    /// Its role, as `status.backoff` and the metrics name it: `Launcher`, `Master`,
+    /// `RendezvousStore` or `Lighthouse`.
+    pub fn role(self) -> &'static str {
+        match self {
+            Self::LauncherPod | Self::LauncherJob => "Launcher",
+            Self::Master => "Master",
+            Self::RendezvousStore => "RendezvousStore",
+            Self::Lighthouse => "Lighthouse",
+        }
+    }
 }
 
 /// The names, fields and labels of a kind, as its users and their tools know them, and the

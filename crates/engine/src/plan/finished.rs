@@ -13,7 +13,7 @@ use crate::kind::Coordinator;
 use crate::pods;
 use crate::scaling;
 
-use super::{Observed, Planner, duration_until, replica_statuses};
+use super::{Observed, Planner, duration_until, replica_statuses, run};
 
 impl Planner {
     /// A finished job: health conditions, `cleanPodPolicy`, time to live.
@@ -36,6 +36,9 @@ impl Planner {
         .unwrap_or_default();
         self.condition(conditions::READY, succeeded, &reason, &message);
         self.condition(conditions::STALLED, !succeeded, &reason, &message);
+        if conditions::find(&self.status.conditions, run::PODS_FAILING).is_some() {
+            self.condition(run::PODS_FAILING, false, &reason, "the job has finished");
+        }
         let ended = format!(
             "{} {} {}",
             self.kind.vocabulary().name,

@@ -106,6 +106,9 @@ pub struct Tallies {
     pub scaling: Vec<(String, bool)>,
     /// Workers told that their node announced it goes away (see [`crate::node_warnings`]).
     pub warned: u32,
+    /// Pods that failed on their own (see [`crate::own_failure`]), by role and the
+    /// kubelet's reason.
+    pub pod_failures: Vec<(&'static str, String)>,
 }
 
 /// What a reconcile should do.

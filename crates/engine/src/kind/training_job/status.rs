@@ -30,6 +30,7 @@ pub fn to_engine(status: &TrainingJobStatus) -> JobStatus {
         replica_groups: None,
         nodes_in_cooldown: status.nodes_in_cooldown,
         node_warnings: status.node_warnings,
+        backoff: status.backoff,
         selector: status.selector,
     }
 }
@@ -55,6 +56,7 @@ pub fn from_engine(status: JobStatus) -> TrainingJobStatus {
         draining_workers: status.draining_workers,
         nodes_in_cooldown: status.nodes_in_cooldown,
         node_warnings: status.node_warnings,
+        backoff: status.backoff,
         selector: status.selector,
     }
 }

@@ -21,7 +21,7 @@ use crate::plan::{Child, SecretPresence};
 use crate::pod_metadata::PodMetadata;
 use crate::{names, node_warnings, notice, pods};
 
-use super::{Run, suspension};
+use super::{Run, suspension, template_change};
 
 /// The launcher of the current run, as observed.
 #[derive(Clone, Debug)]
@@ -241,6 +241,17 @@ impl<'o> Run<'_, 'o> {
             LauncherStart::AtStartup => true,
         };
         if may_create && workers_allow && !old_launcher_present {
+            let mut desired = desired;
+            let digest = self.coordinator_template_digest();
+            match &mut desired {
+                Child::Pod(pod) => template_change::stamp(&mut pod.metadata, digest),
+                Child::LauncherJob(job) => {
+                    if let Some(template) = job.spec.as_mut().map(|spec| &mut spec.template) {
+                        template_change::stamp(template.metadata.get_or_insert_default(), digest);
+                    }
+                }
+                _ => {}
+            }
             self.planner.plan.apply.push(desired);
             self.resumed_after_loss(hosts.len());
             let message = format!(

@@ -3,6 +3,7 @@
 //! decided in [`crate::target_workers`] and applied in `workers.rs`.
 
 mod collateral_launcher_failure;
+mod failing_pods;
 mod launcher;
 mod launcher_loss;
 mod lighthouse_loss;
@@ -14,6 +15,8 @@ mod rank_loss;
 mod stalls;
 mod state;
 mod suspension;
+mod template_change;
+mod worker_backoff;
 mod worker_failure;
 mod workers;
 
@@ -30,6 +33,7 @@ use crate::gang::Gang;
 use crate::kind::Coordinator;
 use crate::{pods, scaling};
 
+pub(super) use failing_pods::PODS_FAILING;
 use launcher::Launcher;
 use phase::WAITING_FOR_WORKERS;
 use state::{Fact, RunState, Seen};
@@ -240,6 +244,9 @@ impl<'p, 'o> Run<'p, 'o> {
         // Before the launcher's failure: a lost rank makes every other rank fail too, a
         // torchrun group whose rendezvous closed never forms again, and a new run leaves the
         // old launcher behind.
+        if !suspending {
+            self.restart_on_new_template();
+        }
         if !self.ranks_kept() || !self.group_kept() {
             return;
         }
@@ -281,7 +288,7 @@ impl<'p, 'o> Run<'p, 'o> {
         if let Gang::Missing(scheduler) = self.observed.gang {
             return self.gang_scheduler_missing(scheduler);
         }
-        if !self.still_worth_waiting() {
+        if !self.still_worth_waiting() || !self.within_backoff_limit() {
             return;
         }
         let hosts = self.workers();

@@ -70,6 +70,9 @@ impl Run<'_, '_> {
             self.planner.requeue_at(due);
         }
         let phase = self.state.phase(training, self.scaling);
+        // Pods that fail on their own say why the job does not train, where it does not.
+        let failing = self.report_failing_pods();
+        let stall = failing.filter(|_| !training);
         if phase != JobPhase::Restarting
             && conditions::find(&self.planner.status.conditions, conditions::RESTARTING).is_some()
         {
@@ -105,12 +108,7 @@ impl Run<'_, '_> {
             }
             JobPhase::Restarting => {
                 let message = "waiting for the pods of the failed run to go".to_string();
-                self.planner.condition(
-                    conditions::READY,
-                    false,
-                    &kind.reason("Restarting"),
-                    &message,
-                );
+                self.not_ready(&kind.reason("Restarting"), &message, stall.as_ref());
             }
             JobPhase::Suspended => {
                 let pending = target.saturating_sub(ready);
@@ -122,8 +120,7 @@ impl Run<'_, '_> {
                     RunState::SuspendedAfterLoss { reason } => reason.clone(),
                     _ => suspension::BELOW_MIN_WORKERS.to_string(),
                 };
-                self.planner
-                    .condition(conditions::READY, false, &reason, &message);
+                self.not_ready(&reason, &message, stall.as_ref());
             }
             _ => {
                 let (reason, message) = if !workers_ready && !launcher_running {
@@ -151,21 +148,34 @@ impl Run<'_, '_> {
                     self.planner
                         .condition(conditions::RUNNING, false, reason, &message);
                 }
-                self.planner
-                    .condition(conditions::READY, false, reason, &message);
+                self.not_ready(reason, &message, stall.as_ref());
             }
         }
         if let RunState::Suspending(notice) = &self.state {
-            self.planner
-                .condition(conditions::READY, false, "Suspending", &notice.message);
+            let message = notice.message.clone();
+            self.not_ready("Suspending", &message, stall.as_ref());
         }
-        self.planner.condition(
-            conditions::STALLED,
-            false,
-            "Progressing",
-            "the job makes progress",
-        );
+        match &stall {
+            Some((reason, message)) => {
+                self.planner
+                    .condition(conditions::STALLED, true, reason, message);
+            }
+            None => self.planner.condition(
+                conditions::STALLED,
+                false,
+                "Progressing",
+                "the job makes progress",
+            ),
+        }
         self.planner.status.phase = Some(phase);
+    }
+
+    /// Sets `Ready=False` with `reason` and `message`, or with those of `stall`: pods that
+    /// fail on their own keep the job from training.
+    fn not_ready(&mut self, reason: &str, message: &str, stall: Option<&(String, String)>) {
+        let (reason, message) = stall.map_or((reason, message), |(r, m)| (r.as_str(), m.as_str()));
+        self.planner
+            .condition(conditions::READY, false, reason, message);
     }
 }
 

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::super::{Child, SPARE_TAKES_PLACE, WORKER_LOST, replica_statuses};
-use super::{Run, RunState};
+use super::{Run, RunState, template_change};
 use crate::conditions;
 use crate::discovery::Host;
 use crate::group_report::GroupReport;
@@ -107,12 +107,15 @@ impl<'o> Run<'_, 'o> {
                     .is_some_and(|pod| pods::is_ready(pod) && Loss::of(Some(pod)).is_none())
             })
             .collect();
+        // Workers held back while they regroup (see crate::regroup) or back off (see
+        // worker_backoff.rs).
         let held: BTreeSet<u32> = self
             .planner
             .old
             .held_workers
             .iter()
             .filter_map(|w| names::worker_index(&name, w))
+            .chain(self.workers_held_back())
             .collect();
         let desired = self.desired_workers();
         let mut step = if self.restarted {
@@ -152,6 +155,11 @@ impl<'o> Run<'_, 'o> {
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
         let waiting_spares = self.context.job_ref.waiting_spares(&current);
+        let renew = if suspending {
+            BTreeSet::new()
+        } else {
+            self.workers_to_renew(&current)
+        };
         let decision = target_workers::decide(&WorkerInput {
             policy,
             desired: with_spares(desired.now),
@@ -168,12 +176,15 @@ impl<'o> Run<'_, 'o> {
             groups: &groups,
             group_size: self.context.job_ref.pods_per_group(),
             spares: &waiting_spares,
+            renew: &renew,
         });
         for lost in &decision.lost {
             if let Some(replacement) = lost.replacement {
                 step.replaced(self.observed.scalers, &name, lost.index, replacement);
             }
         }
+        let next_unused = blacklist::after(next_index, decision.target.iter().copied());
+        let backed_off = self.back_off_workers(&decision, &current, next_index);
         // A request that succeeded leaves the job holding to its new size.
         let holds_to = match &step.finished {
             Some(finished) if finished.succeeded => u32::try_from(decision.target.len())
@@ -199,7 +210,13 @@ impl<'o> Run<'_, 'o> {
                 .map(|n| format!(" on node {n}"))
                 .unwrap_or_default();
             let then = match lost.replacement {
-                Some(replacement) => format!("replaced by {}", names::worker(&name, replacement)),
+                Some(replacement) => match backed_off.retry_at {
+                    Some(at) if backed_off.held.contains(&replacement) => format!(
+                        "replaced by {} at {at}: the Workers keep failing on their own, and their replacements back off",
+                        names::worker(&name, replacement)
+                    ),
+                    _ => format!("replaced by {}", names::worker(&name, replacement)),
+                },
                 None if suspending => {
                     "not replaced: the job is suspending, and the run that resumes creates its \
                      own workers"
@@ -248,6 +265,18 @@ impl<'o> Run<'_, 'o> {
                     "worker {} leaves with its group, whose worker {} was lost; it is {then}",
                     names::worker(&name, left.index),
                     names::worker(&name, left.lost),
+                ),
+            );
+        }
+        for (index, replacement) in &decision.renewed {
+            self.planner.event(
+                false,
+                template_change::TEMPLATE_CHANGED,
+                "Replace",
+                format!(
+                    "worker {} waits on a pod template the job no longer has; it is replaced by {}, of the new template",
+                    names::worker(&name, *index),
+                    names::worker(&name, *replacement),
                 ),
             );
         }
@@ -377,15 +406,25 @@ impl<'o> Run<'_, 'o> {
         } else {
             Vec::new()
         };
-        let creates = !decision.create.is_empty() && !holds;
+        let to_create: Vec<u32> = decision
+            .create
+            .iter()
+            .copied()
+            .filter(|index| !backed_off.held.contains(index))
+            .collect();
+        let creates = !to_create.is_empty() && !holds;
         // New workers avoid the nodes in cooldown and those that announced they go.
         let mut avoided = self.planner.status.nodes_in_cooldown.clone();
         avoided.extend(node_warnings::avoided(&self.planner.warned));
-        let mut new: BTreeMap<u32, Pod> = decision
-            .create
+        let digest = self.worker_template_digest();
+        let mut new: BTreeMap<u32, Pod> = to_create
             .iter()
             .filter(|_| creates)
-            .filter_map(|index| Some((*index, self.job().worker_pod(*index, &avoided)?)))
+            .filter_map(|index| {
+                let mut pod = self.job().worker_pod(*index, &avoided)?;
+                template_change::stamp(&mut pod.metadata, digest.clone());
+                Some((*index, pod))
+            })
             .collect();
         // A replica group no worker holds takes its id: a waiting spare first, else a new
         // worker (see kind::pytorch_job::replica_groups).
@@ -400,11 +439,7 @@ impl<'o> Run<'_, 'o> {
                 .seat_workers(held_groups, &decision.target, &current, &mut new);
         self.promote_spares(&promoted, &current);
         if creates {
-            let created: Vec<String> = decision
-                .create
-                .iter()
-                .map(|i| names::worker(&name, *i))
-                .collect();
+            let created: Vec<String> = to_create.iter().map(|i| names::worker(&name, *i)).collect();
             // A group that re-forms gathers its first workers itself; those joining it once
             // it formed start together, behind their gate (see crate::joining).
             let starts_at_once = regroups
@@ -434,8 +469,8 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .map(|i| names::worker(&name, *i))
             .collect();
-        let next = blacklist::after(next_index, decision.target.iter().copied());
-        self.planner.status.next_worker_index = Some(i32::try_from(next).unwrap_or(i32::MAX));
+        self.planner.status.next_worker_index =
+            Some(i32::try_from(next_unused).unwrap_or(i32::MAX));
         let ready: Vec<u32> = decision
             .target
             .iter()

@@ -2,6 +2,7 @@
 //! others by subject in the modules below, and the property tests over random lives.
 
 mod autoscaler;
+mod backoff;
 mod collateral;
 mod gang;
 mod group_orders;
@@ -998,6 +999,10 @@ fn a_worker_failing_on_a_node_cools_it_and_its_replacement_prefers_other_nodes()
     world.ready("mnist-worker-2");
     world.exit("mnist-worker-2", 137);
     world.reconcile();
+    // The replacement failed too, a second failure in a row: its own replacement backs off.
+    assert!(!world.pods.contains_key("mnist-worker-3"));
+    world.advance(10);
+    world.reconcile();
     assert_eq!(
         avoided_nodes(&world.pods["mnist-worker-3"]),
         ["node-mnist-worker-2"],
@@ -1041,6 +1046,9 @@ fn replacements_after_failures_on_three_nodes_avoid_all_three() {
         let failing = format!("mnist-worker-{failing}");
         failed_on.push(format!("node-{failing}"));
         world.exit(&failing, 1);
+        world.reconcile();
+        // A replacement that fails in turn is replaced after a back-off.
+        world.advance(10);
         world.reconcile();
         let replacement = format!("mnist-worker-{replacement}");
         assert_eq!(avoided_nodes(&world.pods[&replacement]), failed_on);
