@@ -200,6 +200,8 @@ pub(crate) mod world {
         /// A PyTorchJob's HorizontalPodAutoscaler.
         pub autoscaler: Option<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>,
         pub now: jiff::Timestamp,
+        /// Pods created so far: each gets a uid of its own.
+        pub pods_created: u64,
     }
 
     impl World {
@@ -227,6 +229,7 @@ pub(crate) mod world {
                 group_report: None,
                 autoscaler: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
+                pods_created: 0,
             }
         }
 
@@ -295,7 +298,8 @@ pub(crate) mod world {
                         );
                         let mut pod = *pod;
                         // As the API server stores it.
-                        pod.metadata.uid = Some(format!("uid-{name}-{}", self.now.as_second()));
+                        self.pods_created += 1;
+                        pod.metadata.uid = Some(format!("uid-{name}-{}", self.pods_created));
                         pod.metadata.creation_timestamp = Some(
                             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(self.now),
                         );

@@ -231,7 +231,8 @@ impl<'o> Run<'_, 'o> {
             _ => self.pod_exists(&name),
         };
         // A lost Lighthouse is created again within the run (see lighthouse_loss.rs).
-        let may_create = self.context.job_ref.coordinator() == Coordinator::Lighthouse
+        let lighthouse = self.context.job_ref.coordinator() == Coordinator::Lighthouse;
+        let may_create = (lighthouse && !self.coordinator_waits())
             || !conditions::is_true(
                 &self.planner.status.conditions,
                 conditions::LAUNCHER_CREATED,

@@ -13,6 +13,8 @@
 //! its pod goes, and its replacement avoids the warned nodes.
 
 use super::{Launcher, Run};
+use crate::kind::Coordinator;
+use crate::own_failure::OwnFailure;
 use crate::{conditions, pods};
 
 /// Reason of the Warning event when the Lighthouse is lost.
@@ -38,7 +40,16 @@ impl Run<'_, '_> {
                 self.planner.delete_pod_with_grace(pod, 0);
                 match &launcher.disruption {
                     Some(disruption) => format!("{name} {}", disruption.describe()),
-                    None => format!("{name} ended ({})", launcher.phase),
+                    None => {
+                        // Its own failure: its replacement backs off (see
+                        // restart_backoff.rs).
+                        if let Some(failure) = OwnFailure::of(pod) {
+                            let cause = format!("Lighthouse {name}: {}", failure.describe());
+                            let key = pod.metadata.uid.clone().unwrap_or_default();
+                            self.count_failure(Coordinator::Lighthouse.role(), &key, cause);
+                        }
+                        format!("{name} ended ({})", launcher.phase)
+                    }
                 }
             }
             None if conditions::is_true(

@@ -12,6 +12,7 @@ mod notices;
 mod outcome;
 mod phase;
 mod rank_loss;
+mod restart_backoff;
 mod stalls;
 mod state;
 mod suspension;
@@ -191,6 +192,7 @@ impl<'p, 'o> Run<'p, 'o> {
         if !self.within_deadline() {
             return;
         }
+        self.end_coordinator_backoff();
         for pod in self.observed.pods.clone() {
             if self.is_stale(pod) && !pods::is_terminating(pod) {
                 self.planner.delete_pod(pod);

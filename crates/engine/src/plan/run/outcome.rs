@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::conditions;
 use crate::kind::Coordinator;
 use crate::loss::Loss;
+use crate::own_failure::OwnFailure;
 use crate::pods;
 
 use super::{Launcher, Restart, Run};
@@ -118,6 +119,18 @@ impl Run<'_, '_> {
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {
+            let role = self.context.job_ref.coordinator().role();
+            let cause = format!(
+                "{role} {}: {}",
+                self.context.job_ref.launcher_name(),
+                launcher
+                    .pod
+                    .and_then(OwnFailure::of)
+                    .map_or_else(|| how.clone(), |failure| failure.describe())
+            );
+            if !self.restart_due(role, cause) {
+                return false;
+            }
             let message = format!(
                 "the {} {how}; restarting the job (restart {} of {})",
                 self.context.job_ref.launcher_called(),

@@ -431,3 +431,46 @@ fn a_launcher_stuck_on_an_old_template_starts_a_new_run_from_the_new_one() {
     assert_eq!(world.status().restart_count, 0, "nothing counted");
     assert!(deleted_pods(&plan).contains(&"mnist-launcher".to_string()));
 }
+
+#[test]
+fn a_launcher_that_keeps_failing_restarts_the_job_later_and_later() {
+    let mut job = training_job();
+    job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
+    let mut world = World::new(job);
+    world.launch();
+    // The first failure restarts at once.
+    world.exit("mnist-launcher", 1);
+    world.reconcile();
+    assert_eq!(world.status().run, Some(1));
+    world
+        .pods
+        .retain(|name, _| !name.starts_with("mnist-launcher"));
+    world.reconcile();
+    world.ready("mnist-worker-2");
+    world.ready("mnist-worker-3");
+    world.reconcile();
+    world.ready("mnist-launcher");
+    world.reconcile();
+    // The second waits 10 s, its pods left as they are.
+    world.exit("mnist-launcher", 1);
+    let plan = world.reconcile();
+    assert_eq!(world.status().run, Some(1), "not yet");
+    assert!(deleted_pods(&plan).is_empty());
+    assert_eq!(plan.requeue_after, Some(Duration::from_secs(10)));
+    assert_eq!(
+        condition(&world, conditions::STALLED),
+        (true, "CrashLoopBackOff".into())
+    );
+    let (_, _, message) = pods_failing(&world).expect("PodsFailing");
+    assert!(
+        message.starts_with("Launcher mnist-launcher: container main exited with code 1 (Error)"),
+        "{message}"
+    );
+    world.advance(9);
+    world.reconcile();
+    assert_eq!(world.status().run, Some(1));
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(world.status().run, Some(2), "restarted after its back-off");
+    assert_eq!(world.status().restart_count, 2);
+}

@@ -693,3 +693,44 @@ fn a_pod_whose_training_fails_ends_and_its_group_is_replaced_whole() {
         "its node cools down"
     );
 }
+
+#[test]
+fn a_lighthouse_that_keeps_failing_on_its_own_is_replaced_later_and_later() {
+    let mut world = job(3);
+    ready_all(&mut world);
+    let groups_before = groups(&world);
+    // (its wait before the next one)
+    for wait in [0, 10, 20] {
+        world.exit("ddp-lighthouse", 1);
+        world.reconcile();
+        world.reconcile();
+        if wait > 0 {
+            assert!(!world.pods.contains_key("ddp-lighthouse"), "waits {wait}s");
+            let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+            let failing = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "PodsFailing")
+                .expect("PodsFailing");
+            assert_eq!(failing.reason.as_deref(), Some("CrashLoopBackOff"));
+            assert!(
+                failing
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("Lighthouse ddp-lighthouse: container")),
+                "{failing:?}"
+            );
+            world.advance(wait);
+            world.reconcile();
+        }
+        assert!(world.pods.contains_key("ddp-lighthouse"), "after {wait}s");
+        world.ready("ddp-lighthouse");
+        world.reconcile();
+    }
+    assert_eq!(groups(&world), groups_before, "no group is touched");
+    // One the platform takes is replaced at once, whatever backs off.
+    world.lose_with_node("ddp-lighthouse");
+    world.reconcile();
+    world.reconcile();
+    assert!(world.pods.contains_key("ddp-lighthouse"));
+}
