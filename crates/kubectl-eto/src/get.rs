@@ -1,6 +1,7 @@
 //! `kubectl eto get`: the jobs, or one job with its workers, launcher, conditions and events.
 
 use eto_engine::kind::JobRef;
+use eto_engine::own_failure::OwnFailure;
 use eto_engine::pods;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Client;
@@ -162,6 +163,13 @@ fn gpus(pod: &Pod) -> u32 {
 }
 
 fn pod_row(pod: &Pod, note: Option<String>) -> WorkerRow {
+    // As `kubectl get pods` shows a pod that fails on its own: the kubelet's reason.
+    let note = note.or_else(|| {
+        OwnFailure::of(pod).map(|failure| match failure.exit_code {
+            Some(code) if !failure.waits => format!("{} (exit code {code})", failure.reason),
+            _ => failure.reason,
+        })
+    });
     WorkerRow {
         pod: pod.metadata.name.clone().unwrap_or_default(),
         node: pods::node(pod).map(String::from),
@@ -264,6 +272,17 @@ impl Detail {
             ),
         );
         field(&mut out, "Restarts", &s.restarts.to_string());
+        if let Some(failing) = self
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "PodsFailing" && c.status == "True")
+        {
+            field(
+                &mut out,
+                "Failing",
+                &format!("{}: {}", failing.reason, failing.message),
+            );
+        }
         let launcher = match &self.launcher {
             Some(l) => format!(
                 "{}   {}{}",

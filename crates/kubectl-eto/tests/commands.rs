@@ -199,6 +199,30 @@ async fn get_lists_both_kinds_and_shows_one_job_in_detail() {
 }
 
 #[tokio::test]
+async fn get_says_why_a_jobs_pods_fail() {
+    let cluster = Scripted::start("get-failing").await;
+    // The Workers' image (the last one of the file) cannot be pulled.
+    let yaml = example("elastic-minimal.yaml").replace("name: mnist-elastic", "name: unpulled");
+    let at = yaml.rfind("image: ").unwrap();
+    let end = at + yaml[at..].find('\n').unwrap();
+    let yaml = format!(
+        "{}image: example.invalid/none:v1{}",
+        &yaml[..at],
+        &yaml[end..]
+    );
+    cluster.env.apply::<TrainingJob>(&yaml).await;
+    let detail = cluster
+        .eventually(&["get", "unpulled"], |out| {
+            let head = head(&out.stdout);
+            head.contains("ImagePullBackOff: Worker")
+                && !head.contains("ErrImagePull")
+                && head.matches("ImagePullBackOff").count() >= 6
+        })
+        .await;
+    assert_golden("get-failing", head(&detail.stdout));
+}
+
+#[tokio::test]
 async fn get_as_json_and_yaml_parses_back() {
     let cluster = Scripted::start("get-json").await;
     let listed = cluster.run(&["get", "-o", "json"]).await;
@@ -539,6 +563,7 @@ fn the_documentation_shows_the_golden_outputs() {
         "get",
         "get-trainingjob",
         "get-pytorchjob",
+        "get-failing",
         "hosts",
         "top-node",
         "scale",

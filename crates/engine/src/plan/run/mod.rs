@@ -13,6 +13,7 @@ mod outcome;
 mod phase;
 mod rank_loss;
 mod restart_backoff;
+mod silent_workers;
 mod stalls;
 mod state;
 mod suspension;

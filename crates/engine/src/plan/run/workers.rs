@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::super::{Child, SPARE_TAKES_PLACE, WORKER_LOST, replica_statuses};
-use super::{Run, RunState, template_change};
+use super::{Run, RunState, silent_workers, template_change};
 use crate::conditions;
 use crate::discovery::Host;
 use crate::group_report::GroupReport;
@@ -155,10 +155,20 @@ impl<'o> Run<'_, 'o> {
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
         let waiting_spares = self.context.job_ref.waiting_spares(&current);
-        let renew = if suspending {
+        // Workers waiting on an old template, and Workers out of their group, are replaced
+        // whatever their restart policy.
+        let silent = if suspending {
+            BTreeMap::new()
+        } else {
+            self.silent_workers(&current)
+        };
+        let renew: BTreeSet<u32> = if suspending {
             BTreeSet::new()
         } else {
             self.workers_to_renew(&current)
+                .into_iter()
+                .chain(silent.keys().copied())
+                .collect()
         };
         let decision = target_workers::decide(&WorkerInput {
             policy,
@@ -269,15 +279,42 @@ impl<'o> Run<'_, 'o> {
             );
         }
         for (index, replacement) in &decision.renewed {
+            let pod_name = names::worker(&name, *index);
+            let by = names::worker(&name, *replacement);
+            let Some(left_at) = silent.get(index) else {
+                self.planner.event(
+                    false,
+                    template_change::TEMPLATE_CHANGED,
+                    "Replace",
+                    format!(
+                        "worker {pod_name} waits on a pod template the job no longer has; it is replaced by {by}, of the new template"
+                    ),
+                );
+                continue;
+            };
+            let node = current
+                .get(index)
+                .and_then(|p| pods::node(p))
+                .map(String::from);
+            self.planner.plan.tallies.lost.push(silent_workers::SILENT);
+            self.planner.plan.tallies.replacements += 1;
             self.planner.event(
-                false,
-                template_change::TEMPLATE_CHANGED,
+                true,
+                WORKER_LOST,
                 "Replace",
                 format!(
-                    "worker {} waits on a pod template the job no longer has; it is replaced by {}, of the new template",
-                    names::worker(&name, *index),
-                    names::worker(&name, *replacement),
+                    "worker {pod_name} runs but its agent left the group at {left_at} and has not come back (no heartbeat: frozen, or cut off); it is deleted and replaced by {by}",
                 ),
+            );
+            blacklist::record(
+                &mut self.planner.status.blacklist,
+                BlacklistEntry {
+                    pod: pod_name,
+                    node,
+                    reason: silent_workers::SILENT.to_string(),
+                    exit_code: None,
+                    time: Time(self.planner.now),
+                },
             );
         }
         for (index, gave_way) in &decision.returned {
@@ -298,14 +335,15 @@ impl<'o> Run<'_, 'o> {
                 ),
             );
         }
+        // A failed Worker's node cools down, and so does a silent one's.
         let failures: Vec<cooldown::Failure<'_>> = decision
             .lost
             .iter()
             .filter(|lost| matches!(lost.loss, Loss::Failed { .. }))
-            .filter_map(|lost| {
-                let pod = current
-                    .get(&lost.index)
-                    .filter(|p| !pods::is_disrupted(p))?;
+            .map(|lost| lost.index)
+            .chain(silent.keys().copied())
+            .filter_map(|index| {
+                let pod = current.get(&index).filter(|p| !pods::is_disrupted(p))?;
                 Some(cooldown::Failure {
                     node: pods::node(pod)?,
                     pod: pod.metadata.name.as_deref()?,
@@ -344,6 +382,14 @@ impl<'o> Run<'_, 'o> {
                     .delete_pod_with_grace(pod, target_workers::LEFT_WITH_GROUP_GRACE_SECONDS);
             }
         }
+        // A renewed Worker has nothing to drain: it waits on an old template, or is out of
+        // its group already. It goes at once.
+        let renewed: BTreeSet<u32> = decision.renewed.iter().map(|(index, _)| *index).collect();
+        for index in &renewed {
+            if let Some(pod) = current.get(index).filter(|pod| !pods::is_terminating(pod)) {
+                self.planner.delete_pod(pod);
+            }
+        }
         // Replica groups have no host discovery to leave: theirs go at once.
         let drains = self.context.job_ref.coordinator().removed_workers_drain();
         let was_in_discovery = |pod: &Pod| {
@@ -367,7 +413,7 @@ impl<'o> Run<'_, 'o> {
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
             .iter()
-            .filter(|index| !left_with_group.contains(index))
+            .filter(|index| !left_with_group.contains(index) && !renewed.contains(index))
             .filter_map(|index| current.get(index))
             .filter(|pod| !pods::is_terminating(pod))
             .chain(warned_leaving)

@@ -515,3 +515,97 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
         );
     }
 }
+
+#[test]
+fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
+    use crate::group_report::{FormedRound, GroupReport, Member, RendezvousState};
+    let mut world = running(elastic(json!({})));
+    for pod in ["ddp-worker-0", "ddp-worker-1"] {
+        world.training(pod);
+    }
+    world.reconcile();
+    // Worker 1 froze: the group re-formed without it, its pod still runs.
+    let left_at = world.now;
+    world.group_report = Some(GroupReport {
+        rendezvous: Some(RendezvousState {
+            round: 2,
+            complete: true,
+            participants: 1,
+            members: vec![Member {
+                host: "ddp-worker-0".into(),
+                heartbeat_age: Some(0.5),
+            }],
+            reformations: vec![FormedRound {
+                round: 2,
+                since: Some((left_at - jiff::SignedDuration::from_secs(31)).to_string()),
+                formed: left_at.to_string(),
+                paused: Some(31.0),
+                members: vec!["ddp-worker-0".into()],
+                left: vec!["ddp-worker-1".into()],
+                joined: Vec::new(),
+            }],
+            ..RendezvousState::default()
+        }),
+        ..GroupReport::default()
+    });
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "not before the grace");
+    assert!(
+        plan.requeue_after
+            .is_some_and(|after| after <= std::time::Duration::from_secs(60)),
+        "{:?}",
+        plan.requeue_after
+    );
+    world.advance(60);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
+    assert!(world.pods.contains_key("ddp-worker-2"), "replaced");
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let entry = status.eto.blacklist.last().unwrap();
+    assert_eq!(
+        (entry.pod.as_str(), entry.reason.as_str()),
+        ("ddp-worker-1", "Silent")
+    );
+    assert_eq!(
+        status
+            .eto
+            .nodes_in_cooldown
+            .iter()
+            .map(|n| n.node.as_str())
+            .collect::<Vec<_>>(),
+        ["node-ddp-worker-1"]
+    );
+    assert!(reasons(&plan).contains(&"WorkerLost".to_string()));
+    // A Worker back in the group (its agent restarted in its pod) is left alone.
+    let mut world = running(elastic(json!({})));
+    world.training("ddp-worker-1");
+    let mut report = world.group_report.clone().unwrap_or_default();
+    report.rendezvous = Some(RendezvousState {
+        round: 3,
+        complete: true,
+        participants: 2,
+        members: vec![
+            Member {
+                host: "ddp-worker-0".into(),
+                heartbeat_age: Some(0.5),
+            },
+            Member {
+                host: "ddp-worker-1".into(),
+                heartbeat_age: Some(0.5),
+            },
+        ],
+        reformations: vec![FormedRound {
+            round: 2,
+            since: None,
+            formed: world.now.to_string(),
+            paused: None,
+            members: vec!["ddp-worker-0".into()],
+            left: vec!["ddp-worker-1".into()],
+            joined: Vec::new(),
+        }],
+        ..RendezvousState::default()
+    });
+    world.group_report = Some(report);
+    world.advance(120);
+    assert!(deleted_pods(&world.reconcile()).is_empty());
+}
