@@ -18,6 +18,7 @@ mod e2e;
 mod elastic;
 mod examples;
 mod failing_pods;
+mod failing_pods_real;
 mod faults;
 mod foreign_objects;
 mod gang;

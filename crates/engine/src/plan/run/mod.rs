@@ -250,7 +250,8 @@ impl<'p, 'o> Run<'p, 'o> {
         if !suspending {
             self.restart_on_new_template();
         }
-        if !self.ranks_kept() || !self.group_kept() {
+        // A run that just ended is judged no more: its pods go with it.
+        if !self.restarted && (!self.ranks_kept() || !self.group_kept()) {
             return;
         }
         let launcher = launcher.filter(|_| !self.restarted);

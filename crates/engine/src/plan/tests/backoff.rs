@@ -474,3 +474,41 @@ fn a_launcher_that_keeps_failing_restarts_the_job_later_and_later() {
     assert_eq!(world.status().run, Some(2), "restarted after its back-off");
     assert_eq!(world.status().restart_count, 2);
 }
+
+#[test]
+fn ranks_stuck_on_an_old_template_start_one_new_run_from_the_new_one() {
+    let mut job = crate::testing::pytorch_job();
+    job.spec
+        .pytorch_replica_specs
+        .get_mut("Worker")
+        .unwrap()
+        .restart_policy = Some(ReplicaRestartPolicy::OnFailure);
+    let mut world = World::pytorch(job);
+    world.reconcile();
+    world.ready("ddp-master-0");
+    world.waits("ddp-worker-0", "ImagePullBackOff", "Back-off pulling image");
+    world.waits("ddp-worker-1", "ImagePullBackOff", "Back-off pulling image");
+    world.reconcile();
+    let worker = world
+        .pytorch_job
+        .as_mut()
+        .unwrap()
+        .spec
+        .pytorch_replica_specs
+        .get_mut("Worker")
+        .unwrap();
+    worker
+        .template
+        .as_mut()
+        .unwrap()
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .image = Some("pytorch/pytorch:2.5.1-b".into());
+    let plan = world.reconcile();
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    assert_eq!(status.eto.run, Some(1), "one new run, not two");
+    assert_eq!(status.eto.restart_count, Some(0), "counting nothing");
+    assert!(deleted_pods(&plan).contains(&"ddp-worker-0".to_string()));
+}
