@@ -1755,3 +1755,90 @@ async fn the_group_trains_on_when_a_worker_freezes_without_closing_its_connectio
     succeeded_last(&job);
     scratch.end().await;
 }
+
+/// A Worker freezes and stays frozen (its container paused, never resumed): the others re-form
+/// without it and train on, and once its agent has been out of the group for eto's grace
+/// (`SILENT_GRACE`, 60 s) while its pod still runs, eto deletes and replaces it; the
+/// replacement joins the group, which trains at its full size again, in the same run, and the
+/// job succeeds. Prints the seconds from the freeze to the replacement's first step in the
+/// group. Needs `ETO_E2E_FREEZE` as the test above.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_worker_frozen_for_good_is_replaced_and_its_replacement_joins_the_group() {
+    let scratch = Scratch::start("frozen-for-good").await;
+    let (mut template, saved) = checkpointed_template(&scratch);
+    template["spec"]["containers"][0]["env"] =
+        serde_json::json!([{"name": "TOTAL_STEPS", "value": "400"}]);
+    let job = elastic_job(
+        &scratch.namespace,
+        template,
+        serde_json::json!({"maxRestarts": null}),
+    );
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut figures = String::new();
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("10 steps are saved", Duration::from_secs(300), async || {
+            (saved()? >= 10).then_some(())
+        })
+        .await;
+        let victim = Victim::Another.among(pods).await;
+        let frozen_at = std::time::Instant::now();
+        on_container("ETO_E2E_FREEZE", pods, &victim).await;
+        let blacklisted = until(
+            "the frozen Worker is replaced",
+            Duration::from_secs(300),
+            async || {
+                let status = jobs.get("ddp").await.ok()?.status?;
+                status
+                    .eto
+                    .blacklist
+                    .iter()
+                    .find(|entry| entry.pod == victim)
+                    .map(|entry| entry.reason.clone())
+            },
+        )
+        .await;
+        assert_eq!(blacklisted, "Silent");
+        let replaced_after = frozen_at.elapsed().as_secs_f64();
+        let step = until(
+            "the group trains with three Workers again",
+            Duration::from_secs(300),
+            async || {
+                let log = every_log_quietly(pods).await;
+                let steps = marked(&log, "eto-elastic-step:");
+                steps
+                    .iter()
+                    .rev()
+                    .find(|line| line.contains("world=3"))
+                    .filter(|_| {
+                        marked(&log, "eto-elastic-start:")
+                            .iter()
+                            .any(|start| !start.contains(&format!("host={victim}")) && start.contains("world=3") && !start.contains("from_step=0 "))
+                    })
+                    .map(|line| line.to_string())
+            },
+        )
+        .await;
+        figures = format!(
+            "frozen for good: {victim} frozen; replaced {replaced_after:.1} s later (blacklisted Silent); the group trained with three Workers again {:.1} s after the freeze: {step}",
+            frozen_at.elapsed().as_secs_f64()
+        );
+        println!("{figures}");
+    })
+    .await;
+    println!("{figures}");
+    succeeded_last(&job);
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    scratch.end().await;
+}
+
+/// The logs of every pod of the namespace, joined, without printing them.
+async fn every_log_quietly(pods: &Api<Pod>) -> String {
+    let mut printed = String::new();
+    for pod in pods.list(&Default::default()).await.unwrap() {
+        let name = pod.metadata.name.unwrap_or_default();
+        printed.push_str(&log_of(pods, &name).await);
+    }
+    printed
+}

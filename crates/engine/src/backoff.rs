@@ -89,11 +89,13 @@ pub fn count(
             let failures = previous
                 .map_or(0, |record| record.failures)
                 .saturating_add(1);
+            // Whole seconds, as the API's times are.
+            let since = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
             RoleBackoff {
                 role: failure.role.to_string(),
                 failures,
-                since: Time(now),
-                retry_at: Time(crate::time::after(now, delay(failures))),
+                since: Time(since),
+                retry_at: Time(crate::time::after(since, delay(failures))),
                 cause: failure.cause.clone(),
                 waiting: previous.map(|r| r.waiting.clone()).unwrap_or_default(),
                 next_index: previous.and_then(|r| r.next_index),

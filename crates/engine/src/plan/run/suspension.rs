@@ -171,12 +171,23 @@ impl Run<'_, '_> {
 
     /// The workers of the run's target lost for certain: their pods are disrupted
     /// (`DisruptionTarget`: reclaimed, preempted, drained, or gone with their nodes), being
-    /// deleted, or gone.
+    /// deleted, or gone. A worker eto holds back (while a group re-forms, or its replacements
+    /// back off) has no pod yet, and is not lost.
     fn lost_for_certain(&self) -> u32 {
+        let held: Vec<&String> = self
+            .planner
+            .status
+            .held_workers
+            .iter()
+            .chain(self.worker_backoff().into_iter().flat_map(|b| &b.waiting))
+            .collect();
         let lost = self
             .target_pods()
             .into_iter()
-            .filter(|(_, pod)| pod.is_none_or(|p| pods::is_disrupted(p) || pods::is_terminating(p)))
+            .filter(|(worker, pod)| match pod {
+                Some(p) => pods::is_disrupted(p) || pods::is_terminating(p),
+                None => !held.contains(&worker),
+            })
             .count();
         u32::try_from(lost).unwrap_or(u32::MAX)
     }

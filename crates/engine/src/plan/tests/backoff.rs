@@ -512,3 +512,25 @@ fn ranks_stuck_on_an_old_template_start_one_new_run_from_the_new_one() {
     assert_eq!(status.eto.restart_count, Some(0), "counting nothing");
     assert!(deleted_pods(&plan).contains(&"ddp-worker-0".to_string()));
 }
+
+#[test]
+fn workers_held_back_are_not_lost_for_certain() {
+    let mut world = World::launched_replacing_failed_workers();
+    world.exit("mnist-worker-0", 1);
+    world.exit("mnist-worker-1", 1);
+    world.reconcile();
+    world.ready("mnist-worker-2");
+    world.ready("mnist-worker-3");
+    world.reconcile();
+    world.exit("mnist-worker-2", 1);
+    world.exit("mnist-worker-3", 1);
+    world.reconcile();
+    let plan = world.reconcile();
+    assert_eq!(worker_backoff(&world).unwrap().2.len(), 2);
+    assert_eq!(
+        world.status().notice,
+        None,
+        "no Suspend notice at once: the held Workers come back ({:?})",
+        reasons(&plan)
+    );
+}
