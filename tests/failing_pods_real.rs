@@ -326,3 +326,82 @@ async fn workers_whose_command_fails_are_backed_off_for_every_kind() {
     }
     scratch.end().await;
 }
+
+/// The pod that coordinates each kind's runs fails at once (its command `false`): the job
+/// restarts, the first time at once and then after 10 s, then 20 s, rather than two runs a
+/// second, and fails once its `backoffLimit` (3 here) is spent, saying why.
+#[tokio::test]
+#[ignore = "needs cluster (KUBECONFIG): installs eto's CRDs and runs pods in a scratch namespace"]
+async fn a_coordinator_whose_command_fails_restarts_the_job_after_a_back_off_for_every_kind() {
+    let scratch = Scratch::start("coordinator").await;
+    let mut watched = Vec::new();
+    for (kind, case) in cases() {
+        let name = format!("coordinator-{}", kind.to_lowercase());
+        let jobs: Api<DynamicObject> =
+            Api::namespaced_with(scratch.client.clone(), &scratch.namespace, &case.resource);
+        let mut job = (case.job)(&name, pod_spec(&["false"]), pod_spec(&["sleep", "3600"]));
+        job["metadata"]["namespace"] = json!(scratch.namespace);
+        match kind {
+            "TrainingJob" => {
+                job["spec"]["restartPolicy"] = json!("OnFailure");
+                job["spec"]["backoffLimit"] = json!(3);
+            }
+            "MPIJob" => job["spec"]["runPolicy"] = json!({"backoffLimit": 3}),
+            _ => {
+                // `ExitCode` makes the Master's pod `Never`: its failure is the job's to restart.
+                job["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] = json!("ExitCode");
+                job["spec"]["runPolicy"] = json!({"backoffLimit": 3});
+            }
+        }
+        jobs.patch(
+            &name,
+            &PatchParams::apply("eto-test").force(),
+            &Patch::Apply(&job),
+        )
+        .await
+        .unwrap();
+        watched.push((kind, name, jobs, Instant::now(), vec![(0_i64, 0.0_f64)]));
+    }
+    let finished = until(
+        "every job fails past its backoffLimit",
+        Duration::from_secs(400),
+        async || {
+            let mut all = true;
+            for (_, name, jobs, started, runs) in &mut watched {
+                let object = jobs.get(name).await.ok()?;
+                let status = &object.data["status"];
+                let run = status["run"]
+                    .as_i64()
+                    .or_else(|| status["eto"]["run"].as_i64())
+                    .unwrap_or(0);
+                if runs.last().is_some_and(|(last, _)| *last != run) {
+                    runs.push((run, started.elapsed().as_secs_f64()));
+                }
+                all &= holding(&object, "Failed").is_some();
+            }
+            all.then_some(())
+        },
+    )
+    .await;
+    let () = finished;
+    for (kind, name, jobs, _, runs) in &watched {
+        let object = jobs.get(name).await.unwrap();
+        let (_, message) = holding(&object, "Failed").unwrap();
+        let starts: Vec<String> = runs
+            .iter()
+            .map(|(run, at)| format!("run {run} at {at:.1} s"))
+            .collect();
+        println!("{kind}: {}; failed: {message}", starts.join(", "));
+        assert_eq!(
+            runs.len(),
+            4,
+            "{kind}: the first run and three restarts: {starts:?}"
+        );
+        let gaps: Vec<f64> = runs.windows(2).map(|pair| pair[1].1 - pair[0].1).collect();
+        assert!(
+            gaps[1] >= 10.0 && gaps[2] >= 20.0,
+            "{kind}: the second restart waits 10 s, the third 20 s: {starts:?}"
+        );
+    }
+    scratch.end().await;
+}

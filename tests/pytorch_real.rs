@@ -1679,7 +1679,7 @@ async fn a_closed_rendezvous_ends_the_run_at_once_and_the_next_resumes_from_the_
 
 /// Runs the shell command in environment variable `var` with `{id}` replaced by the runtime's
 /// id of `pod`'s training container (its `containerID` without the runtime's prefix).
-async fn on_container(var: &str, pods: &Api<Pod>, pod: &str) {
+pub(crate) async fn on_container(var: &str, pods: &Api<Pod>, pod: &str) {
     let command = std::env::var(var).unwrap_or_else(|_| panic!("{var} is set"));
     let status = pods.get(pod).await.unwrap().status.unwrap_or_default();
     let id = status

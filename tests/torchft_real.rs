@@ -1053,3 +1053,72 @@ async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on()
     .await;
     scratch.end().await;
 }
+
+/// A replica group freezes for good mid-training (its pod's container paused: its Manager
+/// stops heartbeating, its sockets stay open). The Lighthouse leaves it out of the quorum and
+/// the others train on without a restart; once its Manager has been silent for eto's grace
+/// (60 s) while its pod runs, eto deletes the pod and replaces the group under its id, and the
+/// replacement heals from a live group into the quorum of three. Needs `ETO_E2E_FREEZE`, as
+/// `pytorch_real.rs`'s frozen Workers do.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_replica_group_frozen_for_good_is_replaced_under_its_id() {
+    let scratch = Scratch::start("ft-frozen").await;
+    let mut job = replica_group_job(&scratch, 3, 2).await;
+    set_worker_env(&mut job, &[("TOTAL_STEPS", "900")]);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut figures = String::new();
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        all_reached(pods, &THREE_GROUPS, 20).await;
+        let frozen_at = now();
+        crate::pytorch_real::on_container("ETO_E2E_FREEZE", pods, "ddp-worker-1").await;
+        let entry = until(
+            "the frozen group is replaced",
+            Duration::from_secs(300),
+            async || {
+                let status = jobs.get("ddp").await.ok()?.status?;
+                status
+                    .eto
+                    .blacklist
+                    .iter()
+                    .find(|entry| entry.pod == "ddp-worker-1")
+                    .cloned()
+            },
+        )
+        .await;
+        assert_eq!(entry.reason, "Silent");
+        let replaced = now() - frozen_at;
+        until(
+            "the replacement trains in the quorum of three",
+            Duration::from_secs(300),
+            async || {
+                let log = log_of(pods, "ddp-worker-3").await;
+                steps(&log).iter().any(|s| s.quorum == 3).then_some(())
+            },
+        )
+        .await;
+        let replacement = log_of(pods, "ddp-worker-3").await;
+        assert!(
+            marked(&replacement, "eto-ft-start:")
+                .first()
+                .is_some_and(|start| start.contains("group=1 ")),
+            "{replacement}"
+        );
+        let mut gaps = Vec::new();
+        for name in ["ddp-worker-0", "ddp-worker-2"] {
+            let log = log_of(pods, name).await;
+            assert_eq!(marked(&log, "eto-ft-start:").len(), 1, "{name} never restarted");
+            gaps.push(format!("{name} {:.2} s", longest_gap(&steps(&log), frozen_at)));
+        }
+        figures = format!(
+            "torchft frozen for good: group 1 frozen; replaced {replaced:.1} s later (Silent); replacement in the quorum of three {:.1} s after the freeze; the others' longest gap: {}",
+            now() - frozen_at,
+            gaps.join(", ")
+        );
+        println!("{figures}");
+    })
+    .await;
+    println!("{figures}");
+    succeeded_in_its_first_run(&job);
+    scratch.end().await;
+}

@@ -39,7 +39,7 @@ pub struct DecisionLabels {
 pub struct LossLabels {
     /// The kind of the job.
     pub kind: String,
-    /// `Failed`, `Evicted`, `Disrupted`, `Completed` or `Deleted`.
+    /// `Failed`, `Evicted`, `Disrupted`, `Completed`, `Deleted` or `Silent`.
     pub reason: String,
 }
 
@@ -184,7 +184,7 @@ impl Default for Metrics {
         let workers_lost = Family::<LossLabels, Counter>::default();
         registry.register(
             "workers_lost",
-            "Workers lost, by kind of job and kind of loss (Failed, Evicted, Disrupted, Completed, Deleted)",
+            "Workers lost, by kind of job and kind of loss (Failed, Evicted, Disrupted, Completed, Deleted, Silent)",
             workers_lost.clone(),
         );
         let worker_replacements = Family::<KindLabels, Counter>::default();

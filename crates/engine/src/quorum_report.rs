@@ -8,7 +8,7 @@ use eto_api::job_status::ReplicaGroupsStatus;
 pub const STATUS_PATH: &str = "/status";
 
 /// The quorum as a Lighthouse's status page shows it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct QuorumReport {
     /// The latest quorum's id (0 before the first).
     pub quorum_id: i64,
@@ -18,6 +18,10 @@ pub struct QuorumReport {
     pub step: i64,
     /// Groups heartbeating.
     pub heartbeating: i64,
+    /// Every Manager's latest heartbeat the page lists: its replica id (`<id>:<uuid>`) and the
+    /// seconds since it came. A Manager that stopped (its group frozen or cut off) stays
+    /// listed, its heartbeat ageing.
+    pub heartbeats: Vec<(String, f64)>,
 }
 
 /// The quorum the Lighthouse's status page `page` shows (TorchFT 0.2.0's: `Current
@@ -52,15 +56,69 @@ pub fn read_status(page: &str) -> Option<QuorumReport> {
         .filter_map(|(at, _)| number_after(&previous[at..], "Step:"))
         .max()
         .unwrap_or(0);
+    let heartbeats = page
+        .split("class=\"heartbeat\">")
+        .skip(1)
+        .filter_map(|item| {
+            let item = &item[..item.find("</li>")?];
+            let (id, seen) = item.rsplit_once(": seen ")?;
+            Some((
+                id.trim().to_string(),
+                seconds(seen.trim().strip_suffix(" ago")?)?,
+            ))
+        })
+        .collect();
     Some(QuorumReport {
         quorum_id,
         participants: number_after(previous, "Num participants:").unwrap_or(0),
         step,
         heartbeating,
+        heartbeats,
     })
 }
 
+/// Seconds in a duration as Rust's `Debug` writes it: `0.066504275s`, `12.5ms`, `65s`.
+fn seconds(text: &str) -> Option<f64> {
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" | "us" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    Some(number * scale)
+}
+
+/// The replica group a Manager's replica id names, by the number it ends with before its
+/// `:<uuid>` (`train_3:1e62d685` is group 3), as eto's helper and examples name it from
+/// `REPLICA_GROUP_ID`.
+pub fn group_of_replica(replica_id: &str) -> Option<u32> {
+    let id = replica_id.split(':').next()?;
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    id[id.len() - digits..].parse().ok()
+}
+
 impl QuorumReport {
+    /// The replica groups whose Managers' newest heartbeat is older than `grace`, with its
+    /// age in seconds: groups that stopped without leaving (frozen, cut off).
+    pub fn silent_groups(
+        &self,
+        grace: std::time::Duration,
+    ) -> std::collections::BTreeMap<u32, f64> {
+        let mut newest: std::collections::BTreeMap<u32, f64> = std::collections::BTreeMap::new();
+        for (id, age) in &self.heartbeats {
+            if let Some(group) = group_of_replica(id) {
+                let entry = newest.entry(group).or_insert(*age);
+                *entry = entry.min(*age);
+            }
+        }
+        newest.retain(|_, age| *age > grace.as_secs_f64());
+        newest
+    }
+
     /// The status of the replica groups of a run holding `groups` groups, whose Lighthouse
     /// reported this: a heartbeating group outside the quorum is healing, a group the job
     /// holds that does not heartbeat is missing.
@@ -120,7 +178,8 @@ Quorum age:
                 quorum_id: 2,
                 participants: 3,
                 step: 12,
-                heartbeating: 3
+                heartbeating: 3,
+                heartbeats: vec![("eto_ft_1:c4654d35".into(), 0.066504275)],
             }
         );
         let before_any = "Current quorum_id: 0 <br>\nNext quorum status: New quorum not ready [0/0 participants healthy][0 heartbeating]\n<h3>Previous Quorum</h3>\n<h2>Heartbeats</h2>";
@@ -138,6 +197,7 @@ Quorum age:
                 participants,
                 step: 7,
                 heartbeating,
+                heartbeats: Vec::new(),
             };
             let status = quorum.status(groups);
             assert_eq!(
@@ -147,5 +207,31 @@ Quorum age:
             );
             assert_eq!((status.quorum, status.step), (participants, 7), "{name}");
         }
+    }
+
+    #[test]
+    fn groups_whose_managers_stopped_heartbeating_are_told_apart() {
+        let page = r#"<h2>Heartbeats</h2>
+<ul>
+  <li class="heartbeat">train_0:aa: seen 0.3s ago</li>
+  <li class="heartbeat">train_1:bb: seen 75.2s ago</li>
+  <li class="heartbeat">train_2:cc: seen 95s ago</li>
+  <li class="heartbeat">train_2:dd: seen 12.5ms ago</li>
+  <li class="heartbeat">train:ee: seen 99s ago</li>
+</ul>"#;
+        let report = read_status(&format!(
+            "Current quorum_id: 3 <br>\n[2 heartbeating]\n{page}"
+        ))
+        .unwrap();
+        assert_eq!(report.heartbeats.len(), 5);
+        assert_eq!(
+            report.silent_groups(std::time::Duration::from_secs(60)),
+            std::collections::BTreeMap::from([(1, 75.2)]),
+            "group 2's new Manager heartbeats; an id without a group number names none"
+        );
+        assert_eq!(group_of_replica("eto_ft_12:c4654d35"), Some(12));
+        assert_eq!(group_of_replica("spare"), None);
+        assert_eq!(seconds("1.5µs"), Some(1.5e-6));
+        assert_eq!(seconds("soon"), None);
     }
 }

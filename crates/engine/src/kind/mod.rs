@@ -513,6 +513,16 @@ impl<'a> JobRef<'a> {
         self.served().spares_kept()
     }
 
+    /// See [`ServedJob::silent_group_workers`].
+    pub fn silent_group_workers(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        quorum: &crate::quorum_report::QuorumReport,
+        grace: std::time::Duration,
+    ) -> std::collections::BTreeMap<u32, f64> {
+        self.served().silent_group_workers(pods, quorum, grace)
+    }
+
     /// See [`ServedJob::waiting_spares`].
     pub fn waiting_spares(
         self,

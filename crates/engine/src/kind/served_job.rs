@@ -121,6 +121,19 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         std::collections::BTreeSet::new()
     }
 
+    /// The workers among `pods` (by index) whose replica group's Manager has not heartbeated
+    /// the Lighthouse for longer than `grace`, as `quorum` shows it, each with the seconds
+    /// since its last heartbeat (a PyTorchJob's replica groups). Empty by default.
+    fn silent_group_workers(
+        &self,
+        pods: &BTreeMap<u32, &Pod>,
+        quorum: &crate::quorum_report::QuorumReport,
+        grace: Duration,
+    ) -> BTreeMap<u32, f64> {
+        let _ = (pods, quorum, grace);
+        BTreeMap::new()
+    }
+
     /// The group of each worker among `pods` (by index) whose pod is one of several that
     /// train as one group (see [`crate::target_workers::WorkerInput::groups`]): a PyTorchJob's
     /// replica groups of several pods. Empty by default.

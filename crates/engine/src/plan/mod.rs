@@ -92,8 +92,8 @@ pub struct EventSpec {
 /// of the same decision; these carry its category as data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tallies {
-    /// Workers lost, by kind of loss: `Failed`, `Evicted`, `Disrupted`, `Completed` or
-    /// `Deleted`.
+    /// Workers lost, by kind of loss: `Failed`, `Evicted`, `Disrupted`, `Completed`,
+    /// `Deleted`, or `Silent` (out of its group while its pod ran).
     pub lost: Vec<&'static str>,
     /// Replacement workers decided on.
     pub replacements: u32,

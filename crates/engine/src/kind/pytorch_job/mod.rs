@@ -276,6 +276,23 @@ impl ServedJob for PyTorchJob {
             .unwrap_or_default()
     }
 
+    /// The Workers of replica groups whose Manager stopped heartbeating (see
+    /// [`crate::quorum_report::QuorumReport::silent_groups`]).
+    fn silent_group_workers(
+        &self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        quorum: &crate::quorum_report::QuorumReport,
+        grace: Duration,
+    ) -> std::collections::BTreeMap<u32, f64> {
+        let silent = quorum.silent_groups(grace);
+        pods.iter()
+            .filter_map(|(index, pod)| {
+                let age = silent.get(&replica_groups::group_of(pod)?)?;
+                Some((*index, *age))
+            })
+            .collect()
+    }
+
     /// The pods of a replica group (see [`replica_groups`]).
     fn pods_per_group(&self) -> u32 {
         replica_groups::ReplicaGroups::of(self).map_or(1, |groups| groups.pods_per_group)

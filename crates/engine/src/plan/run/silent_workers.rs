@@ -9,6 +9,12 @@
 //! (neither a member nor waiting: an agent restarted in its pod joins again within seconds)
 //! is taken as lost: its pod is deleted, it is replaced under a new name, it goes on the
 //! blacklist with reason [`SILENT`] and its node cools down, as after a failure.
+//!
+//! Replica groups have no rendezvous: there the Lighthouse's status page tells, listing each
+//! Manager's latest heartbeat. A group whose pods run but whose Manager has not heartbeated
+//! for [`SILENT_GRACE`] (the Lighthouse left it out of every quorum since) is replaced the
+//! same way, whole, under its id. eto knows a Manager's group by the number its replica id
+//! ends with, as its helper and examples name it (`replica_id=f"train_{group}"`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -22,6 +28,9 @@ use crate::pods;
 /// replaced: beyond what an agent restarted in its pod takes to join again.
 pub const SILENT_GRACE: Duration = Duration::from_secs(60);
 
+/// How old a Manager's heartbeat is when it has stopped (they come every 100 ms by default).
+const STOPPED: f64 = 5.0;
+
 /// The blacklist's reason, and the event's, for a Worker replaced as silent.
 pub const SILENT: &str = "Silent";
 
@@ -33,6 +42,10 @@ impl Run<'_, '_> {
         &mut self,
         current: &BTreeMap<u32, &Pod>,
     ) -> BTreeMap<u32, jiff::Timestamp> {
+        let now = self.planner.now;
+        if let Some(quorum) = self.observed.group_report.and_then(|r| r.quorum.as_ref()) {
+            return self.silent_replica_groups(current, quorum);
+        }
         let Some(rendezvous) = self
             .observed
             .group_report
@@ -43,18 +56,13 @@ impl Run<'_, '_> {
         };
         let in_group: BTreeSet<&str> = rendezvous.hosts().collect();
         let target = self.planner.old.target_workers.clone();
-        let now = self.planner.now;
         let mut silent = BTreeMap::new();
         let mut next: Option<jiff::Timestamp> = None;
         for (index, pod) in current {
             let Some(name) = pod.metadata.name.as_deref() else {
                 continue;
             };
-            let runs = pods::phase(pod) == "Running"
-                && !pods::is_terminating(pod)
-                && !pods::is_disrupted(pod)
-                && self.context.kind().training_activity(pod).may_run();
-            if !runs || in_group.contains(name) || !target.iter().any(|w| w == name) {
+            if !self.runs_in_target(pod, &target) || in_group.contains(name) {
                 continue;
             }
             let Some(left_at) = rendezvous
@@ -77,5 +85,58 @@ impl Run<'_, '_> {
             self.planner.requeue_at(due);
         }
         silent
+    }
+
+    /// Whether `pod` is a Worker of the target `target` that runs: not being deleted or
+    /// taken, its training container running.
+    fn runs_in_target(&self, pod: &Pod, target: &[String]) -> bool {
+        pods::phase(pod) == "Running"
+            && !pods::is_terminating(pod)
+            && !pods::is_disrupted(pod)
+            && self.context.kind().training_activity(pod).may_run()
+            && target
+                .iter()
+                .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
+    }
+
+    /// The Workers of the target among `current` whose replica group's Manager stopped
+    /// heartbeating the Lighthouse more than [`SILENT_GRACE`] ago while they run, each with
+    /// when it last heartbeated.
+    fn silent_replica_groups(
+        &mut self,
+        current: &BTreeMap<u32, &Pod>,
+        quorum: &crate::quorum_report::QuorumReport,
+    ) -> BTreeMap<u32, jiff::Timestamp> {
+        let target = self.planner.old.target_workers.clone();
+        let now = self.planner.now;
+        let running: BTreeMap<u32, &Pod> = current
+            .iter()
+            .filter(|(_, pod)| self.runs_in_target(pod, &target))
+            .map(|(index, pod)| (*index, *pod))
+            .collect();
+        let silent = self
+            .context
+            .job_ref
+            .silent_group_workers(&running, quorum, SILENT_GRACE);
+        // Nothing but a read of the page tells that a group stopped: it is read again within
+        // the grace, and when a Manager that stopped will be due.
+        let stopped = quorum
+            .heartbeats
+            .iter()
+            .map(|(_, age)| *age)
+            .filter(|age| *age > STOPPED && *age <= SILENT_GRACE.as_secs_f64())
+            .map(|age| SILENT_GRACE.as_secs_f64() - age + 1.0)
+            .fold(SILENT_GRACE.as_secs_f64(), f64::min);
+        self.planner.requeue_at(crate::time::after(
+            now,
+            std::time::Duration::from_secs_f64(stopped.max(1.0)),
+        ));
+        silent
+            .into_iter()
+            .map(|(index, age)| {
+                let since = now - jiff::SignedDuration::from_secs_f64(age.min(1e9));
+                (index, since)
+            })
+            .collect()
     }
 }

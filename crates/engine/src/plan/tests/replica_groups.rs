@@ -402,6 +402,7 @@ fn the_status_shows_the_quorum_the_lighthouse_reports() {
             participants: 2,
             step: 140,
             heartbeating: 2,
+            heartbeats: Vec::new(),
         }),
         ..GroupReport::default()
     });
@@ -615,6 +616,7 @@ fn groups_of_two_scale_in_whole_and_count_as_groups() {
             participants: 1,
             step: 20,
             heartbeating: 1,
+            heartbeats: Vec::new(),
         }),
         ..GroupReport::default()
     });
@@ -733,4 +735,54 @@ fn a_lighthouse_that_keeps_failing_on_its_own_is_replaced_later_and_later() {
     world.reconcile();
     world.reconcile();
     assert!(world.pods.contains_key("ddp-lighthouse"));
+}
+
+#[test]
+fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
+    use crate::group_report::GroupReport;
+    use crate::quorum_report::QuorumReport;
+    let mut world = job(3);
+    ready_all(&mut world);
+    let before = groups(&world);
+    let stopped_for = |age: f64| GroupReport {
+        quorum: Some(QuorumReport {
+            quorum_id: 5,
+            participants: 2,
+            step: 40,
+            heartbeating: 2,
+            heartbeats: vec![
+                ("train_0:aa".into(), 0.1),
+                ("train_1:bb".into(), age),
+                ("train_2:cc".into(), 0.1),
+            ],
+        }),
+        ..GroupReport::default()
+    };
+    world.group_report = Some(stopped_for(20.0));
+    let plan = world.reconcile();
+    assert!(
+        crate::testing::world::deleted_pods(&plan).is_empty(),
+        "not yet"
+    );
+    assert!(
+        plan.requeue_after <= Some(std::time::Duration::from_secs(41)),
+        "looked at again by the time it is due: {:?}",
+        plan.requeue_after
+    );
+    world.group_report = Some(stopped_for(61.0));
+    let plan = world.reconcile();
+    assert_eq!(crate::testing::world::deleted_pods(&plan), ["ddp-worker-1"]);
+    world.reconcile();
+    let after = groups(&world);
+    assert_eq!(after.len(), before.len());
+    assert!(
+        after.contains(&("ddp-worker-3".to_string(), Some(1))),
+        "a new pod under group 1: {after:?}"
+    );
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let entry = status.eto.blacklist.last().unwrap();
+    assert_eq!(
+        (entry.pod.as_str(), entry.reason.as_str()),
+        ("ddp-worker-1", "Silent")
+    );
 }
