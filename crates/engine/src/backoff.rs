@@ -138,16 +138,13 @@ pub fn ran_well_since(pod: &Pod, since: jiff::Timestamp) -> Option<jiff::Timesta
         return None;
     }
     let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    let started = statuses
-        .iter()
-        .map(|status| {
-            let running = status.state.as_ref()?.running.as_ref()?;
-            (status.restart_count == 0).then_some(running.started_at.as_ref()?.0)
-        })
-        .collect::<Option<Vec<_>>>()?
-        .into_iter()
-        .max()?;
-    Some(crate::time::after(started, RAN_WELL))
+    if statuses.iter().any(|status| status.restart_count != 0) {
+        return None;
+    }
+    Some(crate::time::after(
+        crate::pods::running_since(pod)?,
+        RAN_WELL,
+    ))
 }
 
 /// A short, stable digest of a role's pod template: a changed template ends its back-off.

@@ -28,6 +28,31 @@ pub fn runs_at(pod: &Pod, now: jiff::Timestamp) -> bool {
             .is_none_or(|deleted| deleted.0 > now)
 }
 
+/// Since when every container of `pod` runs (the latest start among them), if they all run
+/// and the kubelet said when.
+pub fn running_since(pod: &Pod) -> Option<jiff::Timestamp> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .map(|status| {
+            Some(
+                status
+                    .state
+                    .as_ref()?
+                    .running
+                    .as_ref()?
+                    .started_at
+                    .as_ref()?
+                    .0,
+            )
+        })
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()
+}
+
 /// Whether the pod has finished (`Succeeded` or `Failed`).
 pub fn is_finished(pod: &Pod) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")

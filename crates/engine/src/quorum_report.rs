@@ -56,11 +56,14 @@ pub fn read_status(page: &str) -> Option<QuorumReport> {
         .filter_map(|(at, _)| number_after(&previous[at..], "Step:"))
         .max()
         .unwrap_or(0);
+    // Each `<li class="heartbeat ...">ID: seen 0.013518943s ago</li>`, its class and text
+    // spread over lines (`old` in the class of a stale one).
     let heartbeats = page
-        .split("class=\"heartbeat\">")
+        .split("<li class=\"heartbeat")
         .skip(1)
         .filter_map(|item| {
-            let item = &item[..item.find("</li>")?];
+            let item = &item[item.find('>')? + 1..];
+            let item = item[..item.find("</li>")?].trim();
             let (id, seen) = item.rsplit_once(": seen ")?;
             Some((
                 id.trim().to_string(),
@@ -166,7 +169,11 @@ Quorum age:
 </div>
 <h2>Heartbeats</h2>
 <ul>
-  <li class="heartbeat">eto_ft_1:c4654d35: seen 0.066504275s ago</li>
+  <li class="heartbeat
+    
+  ">
+    eto_ft_1:c4654d35: seen 0.066504275s ago
+  </li>
 </ul>"#;
 
     #[test]
@@ -211,14 +218,18 @@ Quorum age:
 
     #[test]
     fn groups_whose_managers_stopped_heartbeating_are_told_apart() {
-        let page = r#"<h2>Heartbeats</h2>
-<ul>
-  <li class="heartbeat">train_0:aa: seen 0.3s ago</li>
-  <li class="heartbeat">train_1:bb: seen 75.2s ago</li>
-  <li class="heartbeat">train_2:cc: seen 95s ago</li>
-  <li class="heartbeat">train_2:dd: seen 12.5ms ago</li>
-  <li class="heartbeat">train:ee: seen 99s ago</li>
-</ul>"#;
+        // As TorchFT 0.2.0's Lighthouse writes its list (a stale heartbeat's class has `old`).
+        let item = |class: &str, text: &str| {
+            format!("\n  <li class=\"heartbeat\n    {class}\n  \">\n    {text}\n  </li>\n")
+        };
+        let page = format!(
+            "<h2>Heartbeats</h2>\n\n<ul>\n{}{}{}{}{}</ul>",
+            item("", "train_0:aa: seen 0.3s ago"),
+            item("old", "train_1:bb: seen 75.2s ago"),
+            item("old", "train_2:cc: seen 95s ago"),
+            item("", "train_2:dd: seen 12.5ms ago"),
+            item("old", "train:ee: seen 99s ago"),
+        );
         let report = read_status(&format!(
             "Current quorum_id: 3 <br>\n[2 heartbeating]\n{page}"
         ))

@@ -131,11 +131,17 @@ impl Run<'_, '_> {
             now,
             std::time::Duration::from_secs_f64(stopped.max(1.0)),
         ));
+        // A Manager's silence is its pod's only if the pod ran before it last heartbeated: the
+        // pod that replaces a group trains under the same id, and its own Manager has not
+        // started yet.
         silent
             .into_iter()
-            .map(|(index, age)| {
+            .filter_map(|(index, age)| {
                 let since = now - jiff::SignedDuration::from_secs_f64(age.min(1e9));
-                (index, since)
+                let started = current
+                    .get(&index)
+                    .and_then(|pod| pods::running_since(pod))?;
+                (started < since).then_some((index, since))
             })
             .collect()
     }

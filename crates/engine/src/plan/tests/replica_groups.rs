@@ -737,12 +737,18 @@ fn a_lighthouse_that_keeps_failing_on_its_own_is_replaced_later_and_later() {
     assert!(world.pods.contains_key("ddp-lighthouse"));
 }
 
+const THREE: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
+
 #[test]
 fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
     use crate::group_report::GroupReport;
     use crate::quorum_report::QuorumReport;
     let mut world = job(3);
     ready_all(&mut world);
+    for pod in THREE {
+        world.runs(pod);
+    }
+    world.advance(100);
     let before = groups(&world);
     let stopped_for = |age: f64| GroupReport {
         quorum: Some(QuorumReport {
@@ -779,6 +785,12 @@ fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
         after.contains(&("ddp-worker-3".to_string(), Some(1))),
         "a new pod under group 1: {after:?}"
     );
+    // Its replacement runs under the same id before its own Manager heartbeats: the old
+    // Manager's silence is not its own.
+    world.runs("ddp-worker-3");
+    world.advance(10);
+    world.group_report = Some(stopped_for(71.0));
+    assert!(crate::testing::world::deleted_pods(&world.reconcile()).is_empty());
     let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
     let entry = status.eto.blacklist.last().unwrap();
     assert_eq!(
