@@ -35,12 +35,14 @@ fn training_job(name: &str, replicas: u32, min: u32, template: &str, container: 
     )
 }
 
-/// The pods ever created for `job`'s Workers: their indices are never used twice.
-async fn workers_created(env: &Env, job: &str) -> i32 {
+/// The pods ever created for `job`'s Workers: their indices are never used twice, and those
+/// a back-off holds are taken but not created yet.
+async fn workers_created(env: &Env, job: &str) -> usize {
     let job = env.jobs().get(job).await.unwrap();
-    job.status
-        .and_then(|status| status.next_worker_index)
-        .unwrap_or_default()
+    let status = job.status.unwrap_or_default();
+    let taken = usize::try_from(status.next_worker_index.unwrap_or_default()).unwrap_or(0);
+    let held: usize = status.backoff.iter().map(|b| b.waiting.len()).sum();
+    taken - held
 }
 
 fn condition<'a>(conditions: &'a [JobCondition], type_: &str) -> Option<&'a JobCondition> {

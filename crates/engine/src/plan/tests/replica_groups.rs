@@ -798,3 +798,34 @@ fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
         ("ddp-worker-1", "Silent")
     );
 }
+
+#[test]
+fn a_group_whose_training_keeps_failing_is_replaced_later_and_later() {
+    let mut world = job(3);
+    ready_all(&mut world);
+    // Group 1's training fails; its replacement (the pod of group 1 again) fails too.
+    world.exit("ddp-worker-1", 1);
+    world.reconcile();
+    assert!(
+        world.pods.contains_key("ddp-worker-3"),
+        "a first failure: at once"
+    );
+    world.ready("ddp-worker-3");
+    world.reconcile();
+    world.exit("ddp-worker-3", 1);
+    world.reconcile();
+    assert!(!world.pods.contains_key("ddp-worker-4"), "the second waits");
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let backoff = status.eto.backoff.first().expect("a back-off");
+    assert_eq!(
+        (backoff.failures, backoff.waiting.clone()),
+        (2, vec!["ddp-worker-4".to_string()])
+    );
+    world.advance(10);
+    world.reconcile();
+    assert_eq!(
+        groups(&world).last(),
+        Some(&("ddp-worker-4".to_string(), Some(1))),
+        "then under its id"
+    );
+}
