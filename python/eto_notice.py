@@ -30,6 +30,12 @@ replica_group(), which waits for it, before building the TorchFT Manager:
     if group is None:
         sys.exit(0)                                   # told to leave while waiting
     manager = Manager(..., replica_id=f"train_{group}")
+    ddp = eto_notice.fault_tolerant_ddp(manager, model)   # not torchft.DistributedDataParallel
+
+fault_tolerant_ddp() is TorchFT's DistributedDataParallel (gradients reduced in buckets)
+whose communication hook survives a group lost in the middle of an allreduce: torchft 0.2.0's
+own ends the survivors' training there (AssertionError at `assert fut._fut` in
+torchft/ddp.py), which is the common case of a spot reclaim without warning.
 
 With torchrun, every rank polls and all must agree on the step they save at, for example:
 
@@ -248,3 +254,41 @@ def wait_for_change(poll_seconds=0.5, timeout_seconds=None):
 def _key(value):
     """What tells notices apart: their kind and when they were posted."""
     return (value.get("kind"), value.get("since"))
+
+
+def fault_tolerant_ddp(manager, module, **kwargs):
+    """TorchFT's DistributedDataParallel around `module`, reducing gradients in buckets
+    through `manager`, that survives another replica group lost while an allreduce is in
+    flight. Use it where TorchFT's examples write torchft.DistributedDataParallel(manager,
+    module); `kwargs` go to torch's DistributedDataParallel as with TorchFT's.
+
+    When a peer group dies mid-collective (a spot reclaim without notice, a node crash), the
+    Manager records the error and its should_commit() turns the step down; torchft 0.2.0's
+    communication hook then fails (`assert fut._fut`) and ends this group's training with the
+    lost one. This hook hands DDP the bucket as it is instead: torchft.Optimizer skips the
+    step, its gradients are thrown away, and the group trains on in the next quorum. After a
+    good allreduce it returns what TorchFT's hook returns, so nothing else changes. torchft
+    nightly builds from 2026-10-14 on carry the same fix in their own hook; this one is for
+    the releases before. Needs torch and torchft, imported here only.
+    """
+    import torch
+    from torchft.ddp import DistributedDataParallel
+
+    def as_is(tensor):
+        done = torch.futures.Future()
+        done.set_result(tensor)
+        return done
+
+    class FaultTolerantDistributedDataParallel(DistributedDataParallel):
+        @staticmethod
+        def _comm_hook(state, bucket):
+            work = state.allreduce(bucket.buffer())
+            # False: the allreduce failed and the Manager knows; the step will not commit.
+            if not work.wait():
+                return as_is(bucket.buffer())
+            # After an earlier failure in the step the Manager does no allreduce, and its
+            # work's future is a plain, finished one; otherwise the end of its chain.
+            chained = getattr(work.get_future(), "_fut", None)
+            return chained if chained is not None else as_is(bucket.buffer())
+
+    return FaultTolerantDistributedDataParallel(manager, module, **kwargs)

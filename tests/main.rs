@@ -36,6 +36,7 @@ mod pytorchjob;
 mod scaling;
 mod suspend;
 mod termination;
+mod torchft_local;
 mod torchft_real;
 mod torchrun_local;
 mod wide_jobs;

@@ -177,12 +177,22 @@ fn a_pods_own_termination_notice_counts_unless_the_jobs_is_more_urgent() {
 fn the_example_training_loops_are_valid_python() {
     for (script, reads) in [
         (
-            "train_elastic.py",
+            "horovod/train_elastic.py",
             ["eto_notice.notice()", "eto_notice.is_resume()"],
         ),
-        ("train_kubeai.py", ["kubeai.init()", "kubeai.check_alive()"]),
+        (
+            "horovod/train_kubeai.py",
+            ["kubeai.init()", "kubeai.check_alive()"],
+        ),
+        (
+            "torchft/train_ft.py",
+            [
+                "eto_notice.replica_group()",
+                "eto_notice.fault_tolerant_ddp(manager, model)",
+            ],
+        ),
     ] {
-        let example = workspace_root().join("examples/horovod").join(script);
+        let example = workspace_root().join("examples").join(script);
         let output = python()
             .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
             .arg(&example)
@@ -369,4 +379,71 @@ print(eto_notice.replica_group(timeout_seconds=10), flush=True)
         assert_eq!(lines.next().unwrap().unwrap(), answers[1], "{case}");
         assert!(child.wait().unwrap().success(), "{case}");
     }
+}
+
+#[test]
+fn the_fault_tolerant_hook_hands_ddp_the_bucket_whatever_befell_the_allreduce() {
+    // Stand-ins for torch and torchft, shaped as torchft 0.2.0's Manager answers: a failed
+    // allreduce (its work's wait() says False, and the managed future holds no chain), an
+    // allreduce skipped after an earlier failure (a finished plain future), a good one (a
+    // managed future whose `_fut` is the end of its chain).
+    let script = r#"
+import sys, types
+sys.path.insert(0, sys.argv[1])
+class Future:
+    def set_result(self, value):
+        self.value = value
+torch = types.ModuleType("torch")
+torch.futures = types.SimpleNamespace(Future=Future)
+torchft = types.ModuleType("torchft")
+ddp = types.ModuleType("torchft.ddp")
+class DistributedDataParallel:
+    def __init__(self, manager, module, **kwargs):
+        self.hook = self._comm_hook
+        self.kwargs = kwargs
+ddp.DistributedDataParallel = DistributedDataParallel
+sys.modules.update({"torch": torch, "torchft": torchft, "torchft.ddp": ddp})
+import eto_notice
+class Bucket:
+    def buffer(self):
+        return "bucket"
+class Work:
+    def __init__(self, ok, future):
+        self.ok, self.future = ok, future
+    def wait(self):
+        return self.ok
+    def get_future(self):
+        return self.future
+class Manager:
+    def __init__(self, work):
+        self.work = work
+    def allreduce(self, tensor):
+        return self.work
+chain = Future()
+cases = {
+    "failed": Work(False, types.SimpleNamespace(_fut=None)),
+    "skipped": Work(True, Future()),
+    "good": Work(True, types.SimpleNamespace(_fut=chain)),
+}
+for name, work in cases.items():
+    wrapped = eto_notice.fault_tolerant_ddp(Manager(work), "model", bucket_cap_mb=1)
+    assert wrapped.kwargs == {"bucket_cap_mb": 1}
+    future = wrapped.hook(Manager(work), Bucket())
+    shown = "chain" if future is chain else future.value
+    print(f"{name}={shown}")
+"#;
+    let output = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "failed=bucket\nskipped=bucket\ngood=chain"
+    );
 }
