@@ -283,12 +283,8 @@ fn ddp_job(namespace: &str) -> serde_json::Value {
     })
 }
 
-/// Applies `job` and waits until it ends; returns it.
-pub(crate) async fn run_to_the_end(
-    scratch: &Scratch,
-    job: serde_json::Value,
-    meanwhile: impl AsyncFnOnce(&Api<Pod>),
-) -> PyTorchJob {
+/// Applies PyTorchJob `job` (named `ddp`) in the scratch namespace.
+pub(crate) async fn apply_ddp(scratch: &Scratch, job: serde_json::Value) {
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let job: PyTorchJob = serde_json::from_value(job).unwrap();
     jobs.patch(
@@ -298,6 +294,16 @@ pub(crate) async fn run_to_the_end(
     )
     .await
     .unwrap();
+}
+
+/// Applies `job` and waits until it ends; returns it.
+pub(crate) async fn run_to_the_end(
+    scratch: &Scratch,
+    job: serde_json::Value,
+    meanwhile: impl AsyncFnOnce(&Api<Pod>),
+) -> PyTorchJob {
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    apply_ddp(scratch, job).await;
     meanwhile(&scratch.pods()).await;
     until("the job ends", Duration::from_secs(600), async || {
         let job = jobs.get("ddp").await.ok()?;

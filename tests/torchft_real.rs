@@ -24,8 +24,11 @@ use crate::pytorch_real::{
 };
 
 /// A TorchFT training loop as TorchFT's own examples write it: a `Manager` over Gloo (5 s
-/// collective timeout), its `DistributedDataParallel` and `Optimizer` around a small MLP, a
-/// step every 0.2 s; `TOTAL_STEPS` steps. The training of the pod named by `ETO_FT_FAIL_HOST`
+/// collective timeout), a `DistributedDataParallel` and TorchFT's `Optimizer` around a small
+/// MLP, a step every `ETO_FT_PAUSE` seconds (0.2 unless set); `TOTAL_STEPS` steps. The
+/// wrapper is the one eto documents (`eto_notice.fault_tolerant_ddp`), or TorchFT's own where
+/// `ETO_FT_FORM` is `torchft`. `ETO_FT_GRADIENT_MB` adds a parameter of that many MB, so that
+/// the step is mostly its allreduce. The training of the pod named by `ETO_FT_FAIL_HOST`
 /// fails (exit code 3) once it reaches step `ETO_FT_FAIL_AT_STEP`, and says so. Its group id
 /// comes from eto's helper once the model and optimizer are built (a spare group, started
 /// without one, waits there for eto to give it a lost or added group's id, and says it waits:
@@ -50,7 +53,17 @@ from torchft import Manager, DistributedDataParallel, Optimizer, ProcessGroupGlo
 groups = int(os.environ["NUM_REPLICA_GROUPS"])
 total = int(os.environ.get("TOTAL_STEPS", "300"))
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8))
+class Model(nn.Module):
+    def __init__(self, megabytes):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8))
+        # A step whose allreduce is most of it, as on GPUs: a parameter of that many MB,
+        # whose gradient is all-reduced with the others.
+        self.wide = nn.Parameter(torch.zeros(megabytes * 262144)) if megabytes else None
+    def forward(self, x):
+        out = self.mlp(x)
+        return out if self.wide is None else out + self.wide.sum() * 0
+model = Model(int(os.environ.get("ETO_FT_GRADIENT_MB", "0")))
 opt = optim.AdamW(model.parameters())
 healed = []
 def load_state_dict(state):
@@ -89,8 +102,12 @@ if resumed is not None:
     opt.load_state_dict(resumed["optim"])
     manager.load_state_dict(resumed["manager"])
     print(f"eto-ft-resumed: group={group} from_step={manager.current_step()}", flush=True)
-ddp = DistributedDataParallel(manager, model)
+if os.environ.get("ETO_FT_FORM") == "torchft":
+    ddp = DistributedDataParallel(manager, model)
+else:
+    ddp = eto_notice.fault_tolerant_ddp(manager, model)
 optimizer = Optimizer(manager, opt)
+pause = float(os.environ.get("ETO_FT_PAUSE", "0.2"))
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
 fail_at = int(os.environ.get("ETO_FT_FAIL_AT_STEP", "-1"))
@@ -116,7 +133,7 @@ while manager.current_step() < total:
         was_healed = len(healed)
         print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
     print(f"eto-ft-step: group={group} step={manager.current_step()} quorum={manager.num_participants()} at={time.time():.2f}", flush=True)
-    time.sleep(0.2)
+    time.sleep(pause)
 print(f"eto-ft-done: group={group} steps={manager.current_step()}", flush=True)
 manager.shutdown(wait=False)
 "#;
@@ -1119,6 +1136,335 @@ async fn a_replica_group_frozen_for_good_is_replaced_under_its_id() {
     })
     .await;
     println!("{figures}");
+    succeeded_in_its_first_run(&job);
+    scratch.end().await;
+}
+
+/// What one sudden loss of a replica group cost the other two, as their training printed it.
+#[derive(Debug, Default)]
+struct SuddenLoss {
+    /// Surviving groups whose training ended (its pod failed, or it stepped no more).
+    survivors_died: usize,
+    /// The survivors' longest time between two steps from the loss on, of those that lived.
+    longest_gap: f64,
+    /// The step the groups had reached at the loss.
+    step_before: u64,
+    /// The first step the groups trained after the loss (the lowest any of them printed).
+    first_step_after: Option<u64>,
+}
+
+/// Runs [`TORCHFT_STEPS`] as three replica groups between two and four in the form `form`
+/// (see `ETO_FT_FORM`), steps back to back with `gradient_mb` MB more to all-reduce (see
+/// `ETO_FT_GRADIENT_MB`), and force-deletes one group's pod ten times, each
+/// at a random moment once the three train together again; what each loss cost. Prints, each
+/// time, how long after the three trained together the job's status showed their quorum.
+async fn ten_sudden_losses(form: &str, gradient_mb: u32) -> Vec<SuddenLoss> {
+    let scratch = Scratch::start(&format!("ft-sudden-{form}-{gradient_mb}")).await;
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut job = replica_group_job(&scratch, 3, 2).await;
+    set_worker_env(
+        &mut job,
+        &[
+            ("ETO_FT_FORM", form),
+            ("ETO_FT_PAUSE", "0"),
+            ("ETO_FT_GRADIENT_MB", &gradient_mb.to_string()),
+            ("TOTAL_STEPS", "100000000"),
+            ("OMP_NUM_THREADS", "1"),
+        ],
+    );
+    crate::pytorch_real::apply_ddp(&scratch, job).await;
+    let pods = scratch.pods();
+    let groups = kube::api::ListParams::default()
+        .labels(eto_engine::kind::pytorch_job::replica_groups::GROUP_LABEL);
+    let mut losses: Vec<SuddenLoss> = Vec::new();
+    let mut since = 0.0;
+    let mut random = u64::from(std::process::id()) | 1;
+    for loss in 0..10 {
+        // The three groups' pods, once each trained five steps together since the last loss.
+        let current: Vec<String> = until(
+            "three groups train together",
+            Duration::from_secs(600),
+            async || {
+                let running: Vec<String> = pods
+                    .list(&groups)
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+                    .filter(|pod| {
+                        pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    })
+                    .filter_map(|pod| pod.metadata.name)
+                    .collect();
+                if running.len() != 3 {
+                    return None;
+                }
+                for name in &running {
+                    let log = log_of(&pods, name).await;
+                    let together = steps(&log)
+                        .iter()
+                        .filter(|s| s.at > since && s.quorum == 3)
+                        .count();
+                    if together < 5 {
+                        return None;
+                    }
+                }
+                Some(running)
+            },
+        )
+        .await;
+        let mut together_at: f64 = 0.0;
+        for name in &current {
+            let printed = steps(&log_of(&pods, name).await);
+            if let Some(previous) = losses.last_mut() {
+                let first = printed.iter().find(|s| s.at > since).map(|s| s.step);
+                previous.first_step_after = lowest(previous.first_step_after, first);
+            }
+            if let Some(first) = printed.iter().find(|s| s.at > since && s.quorum == 3) {
+                together_at = together_at.max(first.at);
+            }
+        }
+        until(
+            "the status shows the quorum of three",
+            Duration::from_secs(120),
+            async || {
+                let groups = jobs.get("ddp").await.ok()?.status?.replica_groups?;
+                (groups.quorum == 3 && groups.missing == 0).then_some(())
+            },
+        )
+        .await;
+        println!(
+            "torchft sudden loss {loss} ({form}): the status showed the quorum of three {:.1} s after the three trained together",
+            now() - together_at
+        );
+        // A moment within the next 1.5 s.
+        random = random
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        tokio::time::sleep(Duration::from_millis((random >> 33) % 1500)).await;
+        let victim = current[loss % 3].clone();
+        let lost_at = now();
+        pods.delete(&victim, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+        let survivors: Vec<&String> = current.iter().filter(|name| **name != victim).collect();
+        let mut cost = SuddenLoss::default();
+        for survivor in &survivors {
+            // It lives if it trains 5 s after the loss; it died if its pod ended or is gone.
+            let lived = until(
+                "the survivor trains on or ends",
+                Duration::from_secs(120),
+                async || {
+                    let Ok(pod) = pods.get(survivor).await else {
+                        return Some(false);
+                    };
+                    let phase = pod.status.and_then(|s| s.phase).unwrap_or_default();
+                    if matches!(phase.as_str(), "Failed" | "Succeeded")
+                        || pod.metadata.deletion_timestamp.is_some()
+                    {
+                        return Some(false);
+                    }
+                    let printed = steps(&log_of(&pods, survivor).await);
+                    printed.iter().any(|s| s.at > lost_at + 5.0).then_some(true)
+                },
+            )
+            .await;
+            let printed = steps(&log_of(&pods, survivor).await);
+            cost.step_before = cost.step_before.max(
+                printed
+                    .iter()
+                    .filter(|s| s.at <= lost_at)
+                    .map(|s| s.step)
+                    .max()
+                    .unwrap_or(0),
+            );
+            if lived {
+                cost.longest_gap = cost.longest_gap.max(longest_gap(&printed, lost_at));
+            } else {
+                cost.survivors_died += 1;
+            }
+        }
+        println!(
+            "torchft sudden loss {loss} ({form}): {victim} deleted at step {}; survivors died: {}, their longest gap {:.2} s",
+            cost.step_before, cost.survivors_died, cost.longest_gap
+        );
+        losses.push(cost);
+        since = lost_at;
+    }
+    // The steps lost to the last loss.
+    until(
+        "the groups train after the last loss",
+        Duration::from_secs(600),
+        async || {
+            let mut first = None;
+            for pod in pods.list(&groups).await.ok()?.items {
+                let name = pod.metadata.name.unwrap_or_default();
+                let step = steps(&log_of(&pods, &name).await)
+                    .iter()
+                    .find(|s| s.at > since)
+                    .map(|s| s.step);
+                first = lowest(first, step);
+            }
+            losses.last_mut()?.first_step_after = Some(first?);
+            Some(())
+        },
+    )
+    .await;
+    let job = jobs.get("ddp").await.unwrap();
+    let status = job.status.unwrap_or_default();
+    println!(
+        "torchft sudden losses ({form}): replicaGroups {:?}; run {:?}; restarts {:?}",
+        status.replica_groups, status.eto.run, status.eto.restart_count
+    );
+    scratch.end().await;
+    losses
+}
+
+/// The lower of two steps, either of which may be unknown.
+fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
+}
+
+/// Prints what ten sudden losses cost in the form `form`, and returns the survivors' deaths.
+fn summarize(form: &str, losses: &[SuddenLoss]) -> usize {
+    let died: usize = losses.iter().map(|l| l.survivors_died).sum();
+    let lost_runs = losses.iter().filter(|l| l.survivors_died == 2).count();
+    let steps_lost: u64 = losses
+        .iter()
+        .filter_map(|l| Some(l.step_before.saturating_sub(l.first_step_after?)))
+        .sum();
+    let gaps: Vec<String> = losses
+        .iter()
+        .filter(|l| l.survivors_died == 0)
+        .map(|l| format!("{:.2}", l.longest_gap))
+        .collect();
+    println!(
+        "torchft sudden losses ({form}): {} losses, {died} survivor deaths, {lost_runs} with no group left, {steps_lost} steps lost; longest gaps where both lived: {}",
+        losses.len(),
+        gaps.join(" ")
+    );
+    died
+}
+
+/// Case: a group's pod is force-deleted ten times at random moments while the groups step
+/// back to back, so that the loss may fall inside an allreduce (the more `ETO_FT_GRADIENT_MB`
+/// adds to it, the likelier: 0 unless set). In the form eto documents no survivor dies and
+/// the survivors pause about as long as the Lighthouse's heartbeat timeout; TorchFT's own
+/// `DistributedDataParallel` (torchft 0.2.0) is measured beside it, as users write it today.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn sudden_losses_of_a_group_kill_no_survivor_in_the_documented_form() {
+    let gradient_mb = std::env::var("ETO_FT_GRADIENT_MB")
+        .ok()
+        .and_then(|mb| mb.parse().ok())
+        .unwrap_or(0);
+    let documented = ten_sudden_losses("eto", gradient_mb).await;
+    let baseline = ten_sudden_losses("torchft", gradient_mb).await;
+    println!("torchft sudden losses: {gradient_mb} MB more to all-reduce");
+    let died = summarize("eto_notice.fault_tolerant_ddp", &documented);
+    summarize("torchft.DistributedDataParallel", &baseline);
+    assert_eq!(died, 0, "no survivor died in the documented form");
+    for loss in &documented {
+        assert!(
+            loss.longest_gap < 5.0,
+            "the survivors stepped on within seconds: {loss:?}"
+        );
+        assert_eq!(
+            loss.step_before
+                .saturating_sub(loss.first_step_after.unwrap_or(u64::MAX)),
+            0,
+            "no step trained again: {loss:?}"
+        );
+    }
+}
+
+/// Case: every group's pod is force-deleted at once, so that none is left to heal from. The
+/// new groups load the newest checkpoint the groups saved (every ten steps, to `/ckpt`), and
+/// the job says what was lost: a `GroupStateLost` event, and `status.replicaGroups.stateLost`
+/// with the step reached and, once the new groups' first quorum is reported, the step they
+/// resumed from. The job succeeds in its first run.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn every_group_lost_at_once_resumes_from_the_newest_checkpoint_and_says_so() {
+    let scratch = Scratch::start("ft-all-lost").await;
+    let mut job = replica_group_job(&scratch, 3, 1).await;
+    let saved = crate::pytorch_real::mount_a_checkpoint_directory(
+        &scratch,
+        &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"],
+    );
+    set_worker_env(&mut job, &[("TOTAL_STEPS", "300")]);
+    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut saved_at_loss = 0;
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until(
+            "the groups save step 30",
+            Duration::from_secs(300),
+            async || (saved()? >= 30).then_some(()),
+        )
+        .await;
+        saved_at_loss = saved().unwrap_or_default();
+        for name in THREE_GROUPS {
+            pods.delete(name, &DeleteParams::default().grace_period(0))
+                .await
+                .unwrap();
+        }
+        let lost = until(
+            "the status shows the step the new groups resumed from",
+            Duration::from_secs(300),
+            async || {
+                let lost = jobs
+                    .get("ddp")
+                    .await
+                    .ok()?
+                    .status?
+                    .replica_groups?
+                    .state_lost?;
+                lost.resumed_at.is_some().then_some(lost)
+            },
+        )
+        .await;
+        println!("torchft every group lost: saved step {saved_at_loss}, status {lost:?}");
+        let resumed = lost.resumed_at.unwrap();
+        assert!(
+            resumed >= i64::from(saved_at_loss) && resumed > 0,
+            "resumed from the newest checkpoint ({saved_at_loss}): {lost:?}"
+        );
+    })
+    .await;
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let said: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|event| {
+            matches!(
+                event.reason.as_deref(),
+                Some("GroupStateLost" | "GroupsResumed")
+            )
+        })
+        .map(|event| {
+            format!(
+                "{}: {}",
+                event.reason.unwrap_or_default(),
+                event.message.unwrap_or_default()
+            )
+        })
+        .collect();
+    println!("torchft every group lost: {said:#?}");
+    assert!(
+        said.iter().any(|e| e.starts_with("GroupStateLost"))
+            && said.iter().any(|e| e.starts_with("GroupsResumed")),
+        "{said:?}"
+    );
+    let printed = every_log(&scratch.pods()).await;
+    assert_eq!(marked(&printed, "eto-ft-resumed:").len(), 3, "{printed}");
     succeeded_in_its_first_run(&job);
     scratch.end().await;
 }

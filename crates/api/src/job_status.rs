@@ -250,4 +250,36 @@ pub struct ReplicaGroupsStatus {
     pub healing: i64,
     /// Groups the job holds that do not heartbeat: starting, or lost and not yet replaced.
     pub missing: i64,
+    /// Groups of this run whose training failed soon after the platform took another group
+    /// (the survivors of a loss that did not survive it), each replaced at once to heal from
+    /// a live group: neither backed off nor counted against `backoffLimit`.
+    #[serde(default, skip_serializing_if = "none_counted")]
+    pub survivor_restarts: i64,
+    /// The latest time no group of this run was left alive to heal from, so that the groups'
+    /// state was lost: the step they had reached, and the step at which the new groups were
+    /// seen training again (their newest checkpoint's, or near 0 without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_lost: Option<GroupStateLoss>,
+}
+
+/// Whether a count is still zero (and left out of the status).
+fn none_counted(count: &i64) -> bool {
+    *count == 0
+}
+
+/// When every replica group of a run was lost at once (see
+/// [`ReplicaGroupsStatus::state_lost`]).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupStateLoss {
+    /// When eto saw the last group go.
+    pub time: Time,
+    /// The step the groups' latest quorum had trained.
+    pub step: i64,
+    /// The Lighthouse's quorum id then: a quorum of another id is the new groups'.
+    pub quorum_id: i64,
+    /// The step of the new groups' first quorum eto read from the Lighthouse (read every
+    /// second until then): the checkpoint they loaded, or a few steps past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_at: Option<i64>,
 }

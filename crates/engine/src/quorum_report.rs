@@ -134,6 +134,7 @@ impl QuorumReport {
             heartbeating: self.heartbeating,
             healing: (self.heartbeating - self.participants).max(0),
             missing: (groups - self.heartbeating).max(0),
+            ..ReplicaGroupsStatus::default()
         }
     }
 }

@@ -16,6 +16,7 @@ mod restart_backoff;
 mod silent_workers;
 mod stalls;
 mod state;
+mod survivor_failure;
 mod suspension;
 mod template_change;
 mod worker_backoff;

@@ -7,11 +7,16 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::builders;
 use crate::group_report::FormedRound;
 use crate::joining;
+use crate::kind::Coordinator;
 use crate::status::GroupStatus;
 use crate::{group_orders, names, node_warnings, notice, pods};
 
 use super::Run;
 use super::launcher::metadata_change;
+
+/// How often eto reads the Lighthouse while the groups that replaced a run's lost ones are to
+/// resume, to show the step they resume from.
+pub const RESUMPTION_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Run<'_, '_> {
     /// Shows the rendezvous the run's store reports in the status (see
@@ -51,9 +56,29 @@ impl Run<'_, '_> {
     }
 
     /// Shows the replica groups' quorum as their Lighthouse reported it (see
-    /// [`crate::quorum_report::QuorumReport::status`]), and reads it again every [`crate::group_report::FORMING_POLL`]
-    /// while a group heals or is missing.
+    /// [`crate::quorum_report::QuorumReport::status`]), keeping what eto counted of the run's
+    /// lost groups (see `survivor_failure.rs`), and reads it again every
+    /// [`crate::group_report::FORMING_POLL`] while the run trains as replica groups (every
+    /// [`RESUMPTION_POLL`] while groups that replaced a lost run's are to resume), whether or
+    /// not the Lighthouse answered this time: the quorum changes without any pod changing.
     fn show_quorum(&mut self) {
+        if self.context.job_ref.coordinator() != Coordinator::Lighthouse {
+            return;
+        }
+        let resuming = self
+            .planner
+            .status
+            .replica_groups
+            .as_ref()
+            .and_then(|groups| groups.state_lost.as_ref())
+            .is_some_and(|lost| lost.resumed_at.is_none());
+        let poll = if resuming {
+            RESUMPTION_POLL
+        } else {
+            crate::group_report::FORMING_POLL
+        };
+        let again = crate::time::after(self.planner.now, poll);
+        self.planner.requeue_at(again);
         let Some(quorum) = self
             .observed
             .group_report
@@ -77,11 +102,12 @@ impl Run<'_, '_> {
             .len()
             .saturating_sub(spares)
             / pods_per_group;
-        let status = quorum.status(groups);
-        if status.healing > 0 || status.missing > 0 {
-            let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
-            self.planner.requeue_at(again);
+        let mut status = quorum.status(groups);
+        if let Some(shown) = &self.planner.status.replica_groups {
+            status.survivor_restarts = shown.survivor_restarts;
+            status.state_lost = shown.state_lost.clone();
         }
+        self.show_resumption(quorum, &mut status);
         self.planner.status.replica_groups = Some(status);
     }
 

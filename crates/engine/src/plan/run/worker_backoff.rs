@@ -75,13 +75,15 @@ impl Run<'_, '_> {
     /// replacements while the Workers back off, and ends the back-off when it is over (see
     /// the module documentation). `current` are the run's Worker pods by index and `next` the
     /// first index `decision` could give a new Worker: Workers from it on are created now or
-    /// later. Returns the Workers of `decision.create` not to create now,
+    /// later; `survivors` failed after another group's loss (see `survivor_failure.rs`) and
+    /// count nothing. Returns the Workers of `decision.create` not to create now,
     /// and for each held replacement, when it will be created.
     pub(super) fn back_off_workers(
         &mut self,
         decision: &WorkerDecision,
         current: &BTreeMap<u32, &Pod>,
         next: u32,
+        survivors: &BTreeSet<u32>,
     ) -> BackedOff {
         let name = self.name().to_string();
         let now = self.planner.now;
@@ -107,6 +109,7 @@ impl Run<'_, '_> {
             .lost
             .iter()
             .filter(|lost| matches!(lost.loss, Loss::Failed { .. }) && lost.replacement.is_some())
+            .filter(|lost| !survivors.contains(&lost.index))
             .map(|lost| lost.index)
             .collect();
         for lost in decision

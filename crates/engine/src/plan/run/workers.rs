@@ -194,7 +194,10 @@ impl<'o> Run<'_, 'o> {
             }
         }
         let next_unused = blacklist::after(next_index, decision.target.iter().copied());
-        let backed_off = self.back_off_workers(&decision, &current, next_index);
+        // Replica groups whose training failed after another group's loss (see
+        // survivor_failure.rs): replaced at once, their nodes not cooled down.
+        let survivors_failed = self.survivors_failed(&decision);
+        let backed_off = self.back_off_workers(&decision, &current, next_index, &survivors_failed);
         // A request that succeeded leaves the job holding to its new size.
         let holds_to = match &step.finished {
             Some(finished) if finished.succeeded => u32::try_from(decision.target.len())
@@ -259,6 +262,7 @@ impl<'o> Run<'_, 'o> {
                 },
             );
         }
+        self.report_lost_groups(&decision, &current, &survivors_failed);
         for left in &decision.left_with_group {
             if left.replacement.is_some() {
                 self.planner.plan.tallies.replacements += 1;
@@ -341,6 +345,7 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .filter(|lost| matches!(lost.loss, Loss::Failed { .. }))
             .map(|lost| lost.index)
+            .filter(|index| !survivors_failed.contains(index))
             .chain(silent.keys().copied())
             .filter_map(|index| {
                 let pod = current.get(&index).filter(|p| !pods::is_disrupted(p))?;

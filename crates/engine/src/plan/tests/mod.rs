@@ -20,6 +20,7 @@ mod rendezvous;
 mod replica_groups;
 mod scaling;
 mod spares;
+mod survivors;
 mod suspension;
 
 use eto_api::common::CleanPodPolicy;
