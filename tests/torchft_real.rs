@@ -37,7 +37,7 @@ use crate::pytorch_real::{
 /// another group. Between two steps it leaves if its pod is going
 /// away (a SIGTERM, which torchrun forwards, or a notice that eto's helper, mounted at
 /// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
-/// a collective in flight with it when it goes. Where `/ckpt` is mounted, every group saves its
+/// a collective in flight with it when it goes; unless `ETO_FT_SUDDEN` is 1. Where `/ckpt` is mounted, every group saves its
 /// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
 /// loads the newest of those checkpoints.
 const TORCHFT_STEPS: &str = r#"
@@ -46,7 +46,11 @@ from datetime import timedelta
 sys.path.insert(0, "/opt/eto-helper")
 import eto_notice
 terminated = []
-signal.signal(signal.SIGTERM, lambda *_: terminated.append(time.time()))
+# A sudden loss (ETO_FT_SUDDEN=1): the group does not leave on SIGTERM or a notice, as when its
+# node dies: torchrun passes the SIGTERM on, and the process ends wherever it is.
+sudden = os.environ.get("ETO_FT_SUDDEN") == "1"
+if not sudden:
+    signal.signal(signal.SIGTERM, lambda *_: terminated.append(time.time()))
 import torch
 from torch import nn, optim
 from torchft import Manager, DistributedDataParallel, Optimizer, ProcessGroupGloo
@@ -115,7 +119,7 @@ while manager.current_step() < total:
     if socket.gethostname() == os.environ.get("ETO_FT_FAIL_HOST") and manager.current_step() >= fail_at:
         print(f"eto-ft-failing: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
         os._exit(3)
-    if terminated or not eto_notice.check_alive():
+    if terminated or not (sudden or eto_notice.check_alive()):
         print(f"eto-ft-leaving: group={group} step={manager.current_step()} sigterm={bool(terminated)} notice={eto_notice.notice_kind()} at={time.time():.2f}", flush=True)
         manager.shutdown(wait=False)
         sys.exit(0)
@@ -1154,7 +1158,8 @@ struct SuddenLoss {
 }
 
 /// Runs [`TORCHFT_STEPS`] as three replica groups between two and four in the form `form`
-/// (see `ETO_FT_FORM`), steps back to back with `gradient_mb` MB more to all-reduce (see
+/// (see `ETO_FT_FORM`), whose training never leaves on its own (`ETO_FT_SUDDEN`: a
+/// force-deleted pod's SIGTERM ends it wherever it is, as a dead node would), steps back to back with `gradient_mb` MB more to all-reduce (see
 /// `ETO_FT_GRADIENT_MB`), and force-deletes one group's pod ten times, each
 /// at a random moment once the three train together again; what each loss cost. Prints, each
 /// time, how long after the three trained together the job's status showed their quorum.
@@ -1167,6 +1172,7 @@ async fn ten_sudden_losses(form: &str, gradient_mb: u32) -> Vec<SuddenLoss> {
         &[
             ("ETO_FT_FORM", form),
             ("ETO_FT_PAUSE", "0"),
+            ("ETO_FT_SUDDEN", "1"),
             ("ETO_FT_GRADIENT_MB", &gradient_mb.to_string()),
             ("TOTAL_STEPS", "100000000"),
             ("OMP_NUM_THREADS", "1"),

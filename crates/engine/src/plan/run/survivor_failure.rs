@@ -198,7 +198,7 @@ impl Run<'_, '_> {
                     .as_ref()
                     .is_some_and(|created| created.0 < since)
         });
-        (!alive).then(|| GroupStateLoss {
+        (!alive).then_some(GroupStateLoss {
             time: Time(self.planner.now),
             step,
             quorum_id,
