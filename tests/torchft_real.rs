@@ -952,6 +952,34 @@ async fn a_group_of_two_pods_whose_training_fails_in_one_is_replaced_whole() {
 
 /// The nodes with a real kubelet (`harness/real-kubelet=true`, where `ETO_E2E_POD_PATCH`
 /// places the training), by name.
+/// Once groups 0 and 1 (on `home`, the other real nodes unschedulable) trained ten steps,
+/// scales `jobs`' `ddp` to three groups with only `other` schedulable, and waits until the
+/// third group (`ddp-worker-2`) trained `steps_together` steps in the quorum of three there.
+async fn a_third_group_on(
+    client: &kube::Client,
+    jobs: &Api<PyTorchJob>,
+    pods: &Api<Pod>,
+    (home, other): (&String, &String),
+    steps_together: usize,
+) {
+    use eto_tests::nodes::set_unschedulable;
+    all_reached(pods, &THREE_GROUPS[..2], 10).await;
+    set_unschedulable(client, std::slice::from_ref(home), true).await;
+    set_unschedulable(client, std::slice::from_ref(other), false).await;
+    crate::pytorch_real::scale_workers(jobs, 3).await;
+    until(
+        "the third group trains in the quorum of three",
+        Duration::from_secs(300),
+        async || {
+            let log = log_of(pods, "ddp-worker-2").await;
+            let together = steps(&log).iter().filter(|s| s.quorum == 3).count();
+            (together >= steps_together).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(node_of(pods, "ddp-worker-2").await.as_ref(), Some(other));
+}
+
 async fn real_nodes(client: &kube::Client) -> Vec<String> {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     let listed = nodes
@@ -993,20 +1021,7 @@ async fn a_group_on_a_warned_node_leaves_after_its_notice_and_the_others_go_on()
     let mut warned_at = 0.0;
     let mut leaving_log = String::new();
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        all_reached(pods, &THREE_GROUPS[..2], 10).await;
-        set_unschedulable(&client, std::slice::from_ref(&home), true).await;
-        set_unschedulable(&client, std::slice::from_ref(&spot), false).await;
-        crate::pytorch_real::scale_workers(&jobs, 3).await;
-        until(
-            "the third group trains in the quorum of three",
-            Duration::from_secs(300),
-            async || {
-                let log = log_of(pods, "ddp-worker-2").await;
-                steps(&log).iter().any(|s| s.quorum == 3).then_some(())
-            },
-        )
-        .await;
-        assert_eq!(node_of(pods, "ddp-worker-2").await, Some(spot.clone()));
+        a_third_group_on(&client, &jobs, pods, (&home, &spot), 1).await;
         set_unschedulable(&client, &elsewhere, false).await;
         set_unschedulable(&client, std::slice::from_ref(&home), false).await;
         warned_at = now();
@@ -1510,24 +1525,7 @@ async fn a_node_stopped_without_warning_under_one_group_costs_the_others_no_rest
     let mut stopped_at = 0.0;
     let mut replaced_after = 0.0;
     let job: PyTorchJob = run_to_the_end(&scratch, job, async |pods| {
-        all_reached(pods, &THREE_GROUPS[..2], 10).await;
-        set_unschedulable(&client, std::slice::from_ref(&home), true).await;
-        set_unschedulable(&client, std::slice::from_ref(&doomed), false).await;
-        crate::pytorch_real::scale_workers(&jobs, 3).await;
-        until(
-            "the third group trains in the quorum of three",
-            Duration::from_secs(300),
-            async || {
-                let log = log_of(pods, "ddp-worker-2").await;
-                steps(&log)
-                    .iter()
-                    .filter(|s| s.quorum == 3)
-                    .nth(20)
-                    .map(|_| ())
-            },
-        )
-        .await;
-        assert_eq!(node_of(pods, "ddp-worker-2").await, Some(doomed.clone()));
+        a_third_group_on(&client, &jobs, pods, (&home, &doomed), 20).await;
         set_unschedulable(&client, std::slice::from_ref(&home), false).await;
         stopped_at = now();
         let status = std::process::Command::new("sh")
