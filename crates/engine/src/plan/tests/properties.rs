@@ -379,9 +379,10 @@ fn check_launcher_exit(
     Ok(())
 }
 
-/// A job fails or restarts only when its launcher's own code failed: never for a loss the
-/// platform caused (a disruption, an eviction, a deletion, a pod gone), of the launcher or of
-/// any worker.
+/// A job fails or restarts only when its launcher's own code failed, or fails when its
+/// Workers' own code failed more times in a row than `backoffLimit` allows (see
+/// `plan/run/worker_backoff.rs`): never for a loss the platform caused (a disruption, an
+/// eviction, a deletion, a pod gone), of the launcher or of any worker.
 fn check_platform_losses(
     before: &World,
     status: &crate::status::JobStatus,
@@ -402,11 +403,18 @@ fn check_platform_losses(
     } else {
         before.pods.values().any(failed_on_its_own)
     };
-    if own_failure {
+    // The Workers' back-off counts only their own failures, each a failed pod of theirs.
+    let workers_failed_on_their_own = failed
+        && status.backoff.iter().any(|record| record.failures > 0)
+        && before
+            .pods
+            .iter()
+            .any(|(name, pod)| *name != launcher && failed_on_its_own(pod));
+    if own_failure || workers_failed_on_their_own {
         return Ok(());
     }
     Err(format!(
-        "the job {} although its launcher's code did not fail: {:?}",
+        "the job {} although neither its launcher's code nor its workers' failed: {:?}",
         if failed { "failed" } else { "restarted" },
         before.pods.get(&launcher).map(|pod| &pod.status)
     ))
@@ -813,4 +821,37 @@ fn scaling_requests_with_random_fields_are_carried_out_or_reported_without_a_pan
     if let Err(failure) = result {
         panic!("{failure}");
     }
+}
+
+#[test]
+fn workers_failing_on_their_own_past_the_backoff_limit_may_fail_a_training_job() {
+    // A life the random lives found: Workers whose code exits 1 again and again fail the job
+    // by its backoffLimit, though its launcher never failed.
+    use Happening::{Advance, Delete, Exit, Ready, Scale};
+    let shape = JobShape {
+        kind: Kind::TrainingJob,
+        replicas: 2,
+        min: 2,
+        max: None,
+        worker_policy: ReplicaRestartPolicy::Always,
+        job_policy: JobRestartPolicy::Never,
+        suspend_below_min: false,
+        below_min_seconds: 0,
+        checkpoint_grace_seconds: 0,
+        drain_seconds: 0,
+    };
+    let happenings = [
+        Ready(1_986_973_790_585_518_385),
+        Delete(2_381_274_073_748_419_932),
+        Delete(6_301_925_255_404_432_619),
+        Exit(7_601_314_065_436_580_113, 1),
+        Ready(13_923_074_116_048_512_843),
+        Ready(1_322_754_051_285_520_184),
+        Exit(2_348_349_861_265_203_731, 1),
+        Scale(6),
+        Ready(5_657_048_941_154_261_259),
+        Advance(10),
+        Exit(2_206_635_014_656_849_952, 1),
+    ];
+    life(&shape, &happenings).unwrap();
 }
