@@ -71,6 +71,15 @@ impl Loss {
         }
     }
 
+    /// Whether the platform, not the training code, ended the pod: evicted, disrupted,
+    /// deleted or gone.
+    pub fn is_the_platforms(&self) -> bool {
+        matches!(
+            self,
+            Self::Evicted { .. } | Self::Disrupted(_) | Self::Deleted
+        )
+    }
+
     /// The kind of loss, for metrics: `Failed`, `Evicted`, `Disrupted`, `Completed` or
     /// `Deleted`.
     pub fn kind(&self) -> &'static str {

@@ -162,10 +162,7 @@ impl Run<'_, '_> {
                 .iter()
                 .copied()
                 .find(|p| p.metadata.name.as_deref() == Some(worker.as_str()));
-            matches!(
-                Loss::of(pod),
-                Some(Loss::Evicted { .. } | Loss::Disrupted(_) | Loss::Deleted)
-            )
+            Loss::of(pod).is_some_and(|loss| loss.is_the_platforms())
         });
         if let Some(worker) = gone_now {
             return Some(format!("after worker {worker} was lost to the platform"));

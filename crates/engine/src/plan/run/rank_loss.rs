@@ -43,13 +43,13 @@ impl Run<'_, '_> {
                 .collect();
         let Some((worker, loss)) = losses
             .iter()
-            .find(|(_, loss)| !is_the_platforms(loss))
+            .find(|(_, loss)| !loss.is_the_platforms())
             .or_else(|| losses.first())
         else {
             return true;
         };
         let what = format!("worker {worker} {}", loss.describe());
-        if losses.iter().all(|(_, loss)| is_the_platforms(loss)) {
+        if losses.iter().all(|(_, loss)| loss.is_the_platforms()) {
             let message = format!(
                 "{what}: the run cannot go on without its rank; a new run starts, counting nothing"
             );
@@ -58,12 +58,4 @@ impl Run<'_, '_> {
         }
         self.restart_after_worker_failure(&what, loss)
     }
-}
-
-/// Whether the platform, not the training code, ended the worker.
-fn is_the_platforms(loss: &Loss) -> bool {
-    matches!(
-        loss,
-        Loss::Evicted { .. } | Loss::Disrupted(_) | Loss::Deleted
-    )
 }

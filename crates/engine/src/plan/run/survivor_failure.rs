@@ -59,12 +59,10 @@ impl Run<'_, '_> {
         if self.context.job_ref.coordinator() != Coordinator::Lighthouse {
             return BTreeSet::new();
         }
-        let taken_now = decision.lost.iter().any(|lost| {
-            matches!(
-                lost.loss,
-                Loss::Evicted { .. } | Loss::Disrupted(_) | Loss::Deleted
-            )
-        });
+        let taken_now = decision
+            .lost
+            .iter()
+            .any(|lost| lost.loss.is_the_platforms());
         if !taken_now && self.recent_platform_loss(SURVIVOR_WINDOW).is_none() {
             return BTreeSet::new();
         }
