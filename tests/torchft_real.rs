@@ -1170,6 +1170,9 @@ struct SuddenLoss {
     step_before: u64,
     /// The first step the groups trained after the loss (the lowest any of them printed).
     first_step_after: Option<u64>,
+    /// Steps the survivors trained in a quorum of fewer than three groups between the three
+    /// training together and the loss: groups the Lighthouse left out though none was lost.
+    quorum_dips: usize,
 }
 
 /// Runs [`TORCHFT_STEPS`] as three replica groups between two and four in the form `form`
@@ -1178,10 +1181,20 @@ struct SuddenLoss {
 /// `ETO_FT_GRADIENT_MB`), and force-deletes one group's pod ten times, each
 /// at a random moment once the three train together again; what each loss cost. Prints, each
 /// time, how long after the three trained together the job's status showed their quorum.
-async fn ten_sudden_losses(form: &str, gradient_mb: u32) -> Vec<SuddenLoss> {
-    let scratch = Scratch::start(&format!("ft-sudden-{form}-{gradient_mb}")).await;
+/// `heartbeat_timeout_ms` sets `lighthouse.heartbeatTimeoutMs` (eto's default unless set).
+async fn ten_sudden_losses(
+    form: &str,
+    gradient_mb: u32,
+    heartbeat_timeout_ms: Option<i64>,
+) -> Vec<SuddenLoss> {
+    let timeout = heartbeat_timeout_ms.map_or("default".to_string(), |ms| ms.to_string());
+    let scratch = Scratch::start(&format!("ft-sudden-{form}-{gradient_mb}-{timeout}")).await;
     let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
     let mut job = replica_group_job(&scratch, 3, 2).await;
+    if let Some(ms) = heartbeat_timeout_ms {
+        job["spec"]["elasticPolicy"]["replicaGroups"]["lighthouse"] =
+            serde_json::json!({"heartbeatTimeoutMs": ms});
+    }
     set_worker_env(
         &mut job,
         &[
@@ -1292,6 +1305,10 @@ async fn ten_sudden_losses(form: &str, gradient_mb: u32) -> Vec<SuddenLoss> {
             )
             .await;
             let printed = steps(&log_of(&pods, survivor).await);
+            cost.quorum_dips += printed
+                .iter()
+                .filter(|s| s.at > together_at && s.at <= lost_at && s.quorum < 3)
+                .count();
             cost.step_before = cost.step_before.max(
                 printed
                     .iter()
@@ -1307,8 +1324,8 @@ async fn ten_sudden_losses(form: &str, gradient_mb: u32) -> Vec<SuddenLoss> {
             }
         }
         println!(
-            "torchft sudden loss {loss} ({form}): {victim} deleted at step {}; survivors died: {}, their longest gap {:.2} s",
-            cost.step_before, cost.survivors_died, cost.longest_gap
+            "torchft sudden loss {loss} ({form}, heartbeat timeout {timeout}): {victim} deleted at step {}; survivors died: {}, their longest gap {:.2} s; steps in a smaller quorum before it: {}",
+            cost.step_before, cost.survivors_died, cost.longest_gap, cost.quorum_dips
         );
         losses.push(cost);
         since = lost_at;
@@ -1350,6 +1367,14 @@ fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
+/// The number in the environment variable `name`, or `default` where it holds none.
+fn number_in_env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Prints what ten sudden losses cost in the form `form`, and returns the survivors' deaths.
 fn summarize(form: &str, losses: &[SuddenLoss]) -> usize {
     let died: usize = losses.iter().map(|l| l.survivors_died).sum();
@@ -1363,8 +1388,9 @@ fn summarize(form: &str, losses: &[SuddenLoss]) -> usize {
         .filter(|l| l.survivors_died == 0)
         .map(|l| format!("{:.2}", l.longest_gap))
         .collect();
+    let dips: usize = losses.iter().map(|l| l.quorum_dips).sum();
     println!(
-        "torchft sudden losses ({form}): {} losses, {died} survivor deaths, {lost_runs} with no group left, {steps_lost} steps lost; longest gaps where both lived: {}",
+        "torchft sudden losses ({form}): {} losses, {died} survivor deaths, {lost_runs} with no group left, {steps_lost} steps lost; longest gaps where both lived: {}; steps in a smaller quorum with no group lost: {dips}",
         losses.len(),
         gaps.join(" ")
     );
@@ -1379,12 +1405,9 @@ fn summarize(form: &str, losses: &[SuddenLoss]) -> usize {
 #[tokio::test]
 #[ignore = "needs cluster"]
 async fn sudden_losses_of_a_group_kill_no_survivor_in_the_documented_form() {
-    let gradient_mb = std::env::var("ETO_FT_GRADIENT_MB")
-        .ok()
-        .and_then(|mb| mb.parse().ok())
-        .unwrap_or(0);
-    let documented = ten_sudden_losses("eto", gradient_mb).await;
-    let baseline = ten_sudden_losses("torchft", gradient_mb).await;
+    let gradient_mb = number_in_env("ETO_FT_GRADIENT_MB", 0);
+    let documented = ten_sudden_losses("eto", gradient_mb, None).await;
+    let baseline = ten_sudden_losses("torchft", gradient_mb, None).await;
     println!("torchft sudden losses: {gradient_mb} MB more to all-reduce");
     let died = summarize("eto_notice.fault_tolerant_ddp", &documented);
     summarize("torchft.DistributedDataParallel", &baseline);
@@ -1401,6 +1424,34 @@ async fn sudden_losses_of_a_group_kill_no_survivor_in_the_documented_form() {
             "no step trained again: {loss:?}"
         );
     }
+}
+
+/// Benchmark: what the Lighthouse's heartbeat timeout costs the survivors of a sudden loss. A
+/// Lighthouse learns of a lost group only when its heartbeats stop for that long (TorchFT
+/// 0.2.0 has no call that removes a replica), so the survivors' next quorum waits out the
+/// rest of it. Ten sudden losses in the documented form at eto's default (1 s) and at
+/// `ETO_FT_SHORT_HEARTBEAT_MS` (300 unless set), steps back to back with 16 MB more to
+/// all-reduce: the survivors' longest gaps, and the steps trained in a smaller quorum while no
+/// group was lost (a healthy group left out because its heartbeat came late).
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn benchmark_the_heartbeat_timeout_against_the_survivors_pause() {
+    let short = number_in_env("ETO_FT_SHORT_HEARTBEAT_MS", 300);
+    let default = ten_sudden_losses("eto", 16, None).await;
+    let shorter = ten_sudden_losses("eto", 16, Some(short)).await;
+    let median = |losses: &[SuddenLoss]| {
+        let mut gaps: Vec<f64> = losses.iter().map(|l| l.longest_gap).collect();
+        gaps.sort_by(f64::total_cmp);
+        gaps[gaps.len() / 2]
+    };
+    println!(
+        "torchft heartbeat timeout: median longest gap {:.2} s at 1000 ms, {:.2} s at {short} ms",
+        median(&default),
+        median(&shorter)
+    );
+    let died = summarize("heartbeat timeout 1000 ms", &default)
+        + summarize(&format!("heartbeat timeout {short} ms"), &shorter);
+    assert_eq!(died, 0, "no survivor died at either timeout");
 }
 
 /// Case: every group's pod is force-deleted at once, so that none is left to heal from. The
