@@ -933,7 +933,7 @@ async fn v1s_autoscaler_scales_a_pytorch_job_through_a_real_hpa_controller() {
 #[tokio::test]
 #[ignore = "needs cluster (KUBECONFIG): dry-run creates of HorizontalPodAutoscalers in a scratch namespace"]
 async fn eto_refuses_exactly_the_metrics_a_real_api_server_refuses() {
-    use eto_engine::kind::JobRef;
+    use eto_engine::job::JobRef;
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     use kube::api::PostParams;
     let scratch = Scratch::start("metrics").await;
@@ -974,7 +974,7 @@ async fn eto_refuses_exactly_the_metrics_a_real_api_server_refuses() {
         let mut job = job_yaml.clone();
         job.spec.elastic_policy.as_mut().unwrap().metrics =
             Some(vec![serde_json::from_value(metric.clone()).unwrap()]);
-        let eto = JobRef::PyTorch(&job)
+        let eto = JobRef::new(&job)
             .validate()
             .map(drop)
             .map_err(|e| e.to_string());

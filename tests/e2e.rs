@@ -298,13 +298,13 @@ impl E2e {
         match kind {
             Kind::TrainingJob => {
                 let job = self.scratch.jobs().get(name).await.ok()?;
-                Some(eto_engine::kind::JobRef::Training(&job).status())
+                Some(eto_engine::job::JobRef::new(&job).status())
             }
             Kind::MpiJob => {
                 let api: Api<eto_api::MPIJob> =
                     Api::namespaced(self.scratch.client.clone(), &self.scratch.namespace);
                 let job = api.get(name).await.ok()?;
-                Some(eto_engine::kind::JobRef::Mpi(&job).status())
+                Some(eto_engine::job::JobRef::new(&job).status())
             }
         }
     }

@@ -11,7 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use eto_api::{ScaleIn, ScaleOut, TrainingJob};
-use eto_engine::kind::{Kind, OwnedJob};
+use eto_engine::job::Kind;
+use eto_engine::kind::OwnedJob;
 use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
 
@@ -133,7 +134,7 @@ fn every_invalid_example_is_rejected_naming_the_field_it_breaks() {
 fn the_arena_example_keeps_what_arena_renders() {
     let (_, object) = load(&workspace_root().join("examples/arena-etjob.yaml"));
     let job: TrainingJob = eto_engine::parse::parse(object).unwrap();
-    let spec = eto_engine::kind::JobRef::Training(&job).validate().unwrap();
+    let spec = eto_engine::job::JobRef::new(&job).validate().unwrap();
     assert_eq!(
         (spec.workers.desired, spec.workers.min, spec.workers.max),
         (8, 1, Some(128))

@@ -466,7 +466,7 @@ async fn a_settled_job_gets_no_write_after_dropped_watches_or_api_server_restart
     env.wait_job("settled", "runs", in_phase(JobPhase::Running))
         .await;
     // The reconcile that made it Running records its event last.
-    let running = eto_engine::kind::Kind::TrainingJob.reason("Running");
+    let running = eto_engine::job::Kind::TRAINING_JOB.reason("Running");
     let events = tokio::time::timeout(eto_tests::env::WAIT, async {
         while !env.event_reasons("settled").await.contains(&running) {
             tokio::time::sleep(POLL).await;

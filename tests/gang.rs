@@ -9,7 +9,7 @@ use std::time::Duration;
 use eto_api::MPIJob;
 use eto_api::job_status::JobPhase;
 use eto_controller::Settings;
-use eto_engine::gang::GangScheduler;
+use eto_engine::pod_group::GangScheduler;
 use eto_sim::NodeSpec;
 use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
 use eto_tests::pod_groups;

@@ -105,9 +105,101 @@ fn uses(source: &str, modules: &[String]) -> Vec<String> {
     used
 }
 
-#[test]
-fn every_controller_module_is_in_one_layer_and_uses_none_after_it() {
-    let src = workspace_root().join("crates/controller/src");
+/// The product source of module `module` of the crate at `src`: its file, or every file of
+/// its directory but its tests (`tests/`, `tests.rs`, `*_tests.rs`, `properties.rs`).
+fn module_source(src: &Path, module: &str) -> String {
+    let file = src.join(format!("{module}.rs"));
+    if file.exists() {
+        return std::fs::read_to_string(file).unwrap();
+    }
+    let mut source = String::new();
+    let mut dirs = vec![src.join(module)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "tests" {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs")
+                && !name.ends_with("_tests.rs")
+                && !["tests.rs", "properties.rs"].contains(&name.as_str())
+            {
+                source.push_str(&std::fs::read_to_string(&path).unwrap());
+                source.push('\n');
+            }
+        }
+    }
+    assert!(!source.is_empty(), "no source found for module {module}");
+    source
+}
+
+/// Which modules of the crate at `src` each of its modules uses.
+fn module_uses(src: &Path, modules: &[String]) -> BTreeMap<String, Vec<String>> {
+    modules
+        .iter()
+        .map(|module| {
+            let used = uses(&module_source(src, module), modules)
+                .into_iter()
+                .filter(|used| used != module)
+                .collect();
+            (module.clone(), used)
+        })
+        .collect()
+}
+
+/// The arrows of `uses` that run from a module to one of a later layer of `layers`.
+fn upward_arrows(
+    uses: &BTreeMap<String, Vec<String>>,
+    layers: &BTreeMap<String, usize>,
+) -> Vec<String> {
+    let mut upwards = Vec::new();
+    for (module, used) in uses {
+        for used in used {
+            if layers[used] > layers[module] {
+                upwards.push(format!(
+                    "{module} (layer {}) uses {used} (layer {})",
+                    layers[module], layers[used]
+                ));
+            }
+        }
+    }
+    upwards
+}
+
+/// A circle of modules in `uses` (each using the next, the last the first), if there is one.
+fn circle(uses: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        module: &str,
+        uses: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|seen| seen == module) {
+            return Some(path[at..].to_vec());
+        }
+        if done.iter().any(|seen| seen == module) {
+            return None;
+        }
+        path.push(module.to_string());
+        for used in uses.get(module).into_iter().flatten() {
+            if let Some(found) = visit(used, uses, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.push(module.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    uses.keys()
+        .find_map(|module| visit(module, uses, &mut Vec::new(), &mut done))
+}
+
+/// Every module of the crate at `src` is in a layer of its `lib.rs`, none uses a module of a
+/// later layer, and none is in a circle.
+fn assert_layered(src: &Path) {
     let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
     let layers = layers(&lib);
     let modules = declared_modules(&lib);
@@ -117,25 +209,60 @@ fn every_controller_module_is_in_one_layer_and_uses_none_after_it() {
         .collect();
     assert!(
         unplaced.is_empty(),
-        "modules in no layer of lib.rs: {unplaced:?}"
+        "modules in no layer of {}: {unplaced:?}",
+        src.join("lib.rs").display()
     );
-    let mut upwards = Vec::new();
-    for module in &modules {
-        let source = std::fs::read_to_string(src.join(format!("{module}.rs"))).unwrap();
-        for used in uses(&source, &modules) {
-            if used != *module && layers[&used] > layers[module] {
-                upwards.push(format!(
-                    "{module} (layer {}) uses {used} (layer {})",
-                    layers[module], layers[&used]
-                ));
-            }
-        }
-    }
+    let uses = module_uses(src, &modules);
+    let upwards = upward_arrows(&uses, &layers);
     assert!(
         upwards.is_empty(),
         "modules using a later layer:\n{}",
         upwards.join("\n")
     );
+    assert_eq!(circle(&uses), None, "modules using each other in a circle");
+}
+
+#[test]
+fn every_controller_module_is_in_one_layer_and_uses_none_after_it() {
+    assert_layered(&workspace_root().join("crates/controller/src"));
+}
+
+#[test]
+fn every_engine_module_is_in_one_layer_and_uses_none_after_it_nor_in_a_circle() {
+    assert_layered(&workspace_root().join("crates/engine/src"));
+}
+
+#[test]
+fn a_circle_is_found_and_an_arrow_up_is_named() {
+    let uses: BTreeMap<String, Vec<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(module, used)| {
+        (
+            module.to_string(),
+            used.into_iter().map(String::from).collect(),
+        )
+    })
+    .collect();
+    assert_eq!(
+        circle(&uses),
+        Some(vec!["a".to_string(), "b".into(), "c".into()])
+    );
+    let layers: BTreeMap<String, usize> = [("a", 1), ("b", 2), ("c", 2), ("d", 3)]
+        .into_iter()
+        .map(|(module, layer)| (module.to_string(), layer))
+        .collect();
+    assert_eq!(
+        upward_arrows(&uses, &layers),
+        ["a (layer 1) uses b (layer 2)"]
+    );
+    let mut straight = uses.clone();
+    straight.insert("c".into(), vec![]);
+    assert_eq!(circle(&straight), None);
 }
 
 #[test]

@@ -20,8 +20,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use eto_api::PyTorchJob;
-use eto_engine::builders::JobContext;
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobContext;
+use eto_engine::job::JobRef;
 use eto_engine::kind::pytorch_job::objects::{SHUTDOWN_TIMEOUT_ENV, store_pod};
 use eto_tests::poll::until;
 use k8s_openapi::api::core::v1::Pod;
@@ -91,9 +91,9 @@ fn elastic_job(policy: Value) -> PyTorchJob {
 
 /// The store's pod and Worker 0 as eto builds them for `job`.
 fn pods_of(job: &PyTorchJob) -> (Pod, Pod) {
-    let spec = JobRef::PyTorch(job).validate().unwrap();
+    let spec = JobRef::new(job).validate().unwrap();
     let built = JobContext {
-        job_ref: JobRef::PyTorch(job),
+        job_ref: JobRef::new(job),
         spec: &spec,
         run: 0,
         notice: None,

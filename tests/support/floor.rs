@@ -3,7 +3,7 @@
 
 use eto_api::TrainingJob;
 use eto_controller::apply::{Step, batches, steps};
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 use eto_engine::plan::{Child, Observed, Plan, plan};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -57,7 +57,7 @@ async fn apply_child(client: &Client, child: &Child) {
 /// floor is measured.
 pub fn first_plan(job: &TrainingJob) -> Plan {
     let mut planned = plan(
-        &Observed::without_children(JobRef::Training(job)),
+        &Observed::without_children(JobRef::new(job)),
         jiff::Timestamp::now(),
     );
     for child in &mut planned.apply {

@@ -2,7 +2,7 @@
 //! simulated cluster: structural schemas with the spec fields of the upstream APIs, so that a
 //! field eto writes that the scheduler does not know is pruned, as kube-apiserver would.
 
-use eto_engine::gang::GangScheduler;
+use eto_engine::pod_group::GangScheduler;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, PostParams};

@@ -30,7 +30,8 @@
 //! It returns what the next reconcile must see in the caches (see [`crate::freshness`]).
 
 use eto_api::well_known::{HOSTFILE_ANNOTATION, MANAGER};
-use eto_engine::kind::{ApiStatus, Kind};
+use eto_engine::job::Kind;
+use eto_engine::kind::ApiStatus;
 use eto_engine::plan::{Child, ChildKind, Plan};
 use eto_engine::pod_metadata::PodMetadata;
 use eto_engine::scaling::{ScalerKind, ScalerStatus, ScalerUpdate};

@@ -9,9 +9,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER};
-use eto_engine::gang::GangScheduler;
-use eto_engine::kind::{Coordinator, Kind};
+use eto_engine::job::{Coordinator, Kind};
 use eto_engine::node_warnings::Rules as NodeWarningRules;
+use eto_engine::pod_group::GangScheduler;
 use eto_engine::scaling::ScalerKind;
 use futures::{Stream, StreamExt};
 use k8s_openapi::Resource as _;

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use eto_engine::gang::{Gang, GangScheduler};
-use eto_engine::kind::Kind;
+use eto_engine::gang::Gang;
+use eto_engine::job::Kind;
 use eto_engine::node_warnings::Rules as NodeWarningRules;
+use eto_engine::pod_group::GangScheduler;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};

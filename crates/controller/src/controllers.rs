@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use eto_api::well_known::MANAGER;
-use eto_engine::gang::GangScheduler;
-use eto_engine::kind::Kind;
+use eto_engine::job::Kind;
+use eto_engine::pod_group::GangScheduler;
 use futures::channel::mpsc;
 use futures::{FutureExt, Stream, StreamExt};
 use kube::Client;

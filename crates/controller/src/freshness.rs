@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use eto_engine::kind::Kind;
+use eto_engine::job::Kind;
 use eto_engine::scaling::ScalerKind;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::Pod;
@@ -121,8 +121,8 @@ mod tests {
         let stores = Stores {
             jobs: [
                 job_writer.as_reader(),
-                listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
-                listed(Writer::new(Kind::PyTorchJob.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::MPI_JOB.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::PYTORCH_JOB.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
             pods,
@@ -147,11 +147,11 @@ mod tests {
             scale_ins_by_job: listed_index(crate::observe::selected_job, &[]),
             scale_outs_by_job: listed_index(crate::observe::selected_job, &[]),
             pod_groups: Writer::new(crate::pod_groups::resource(
-                &eto_engine::gang::GangScheduler::Volcano,
+                &eto_engine::pod_group::GangScheduler::Volcano,
             ))
             .as_reader(),
             pod_groups_resource: crate::pod_groups::resource(
-                &eto_engine::gang::GangScheduler::Volcano,
+                &eto_engine::pod_group::GangScheduler::Volcano,
             ),
             warned_nodes: crate::warned_nodes::WarnedNodes::default(),
             changes: watch::channel(()).0,
@@ -204,7 +204,7 @@ mod tests {
         let (stores, _, mut jobs) = stores();
         jobs.apply_watcher_event(&watcher::Event::Apply(job("7")));
         let written = Written {
-            status: Some((Kind::TrainingJob, job_ref(), "7".into())),
+            status: Some((Kind::TRAINING_JOB, job_ref(), "7".into())),
             ..Written::default()
         };
         assert!(

@@ -13,7 +13,8 @@
 
 use std::time::Duration;
 
-use eto_engine::group_orders::{GroupOrders, ORDERS_PATH};
+use eto_engine::group_orders::ORDERS_PATH;
+use eto_engine::group_report::GroupOrders;
 use eto_engine::group_report::ReportSource;
 use eto_engine::pods;
 use kube::Client;

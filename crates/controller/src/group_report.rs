@@ -4,7 +4,7 @@
 //! `GET /api/v1/namespaces/<ns>/pods/<pod>:<report port>/proxy/report` (a Lighthouse's
 //! `/status`), through the API
 //! server's pod proxy as the `kubeai` stop signal goes (see [`crate::kubeai_stop`]), while the
-//! coordinator runs (the job says where: [`eto_engine::kind::ServedJob::group_report_source`]).
+//! coordinator runs (the job says where: [`eto_engine::job::ServedJob::group_report_source`]).
 //! One request of at most [`READ_TIMEOUT`]: a report that cannot be read is no report; a
 //! drain then ends at its deadline as it would without the training's word, and the status
 //! keeps the rendezvous it last showed.
@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use eto_engine::group_report::{GroupReport, ReportSource};
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 
 use crate::context::Context;
 
@@ -20,7 +20,7 @@ use crate::context::Context;
 pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The report of `job`'s coordinator at `source` (the job says where:
-/// [`eto_engine::kind::ServedJob::group_report_source`]), when it answers.
+/// [`eto_engine::job::ServedJob::group_report_source`]), when it answers.
 pub async fn read(ctx: &Context, job: JobRef<'_>, source: &ReportSource) -> Option<GroupReport> {
     let client = ctx.pod_proxy.as_ref()?;
     let namespace = job.metadata().namespace.as_deref().unwrap_or_default();

@@ -6,7 +6,7 @@
 use eto_api::job_status::JobPhase;
 use eto_engine::children::Children;
 use eto_engine::effective_spec::SshSecretSource;
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 use eto_engine::names;
 use eto_engine::plan::SecretPresence;
 use k8s_openapi::api::core::v1::{Pod, Secret};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eto_api::TrainingJob;
+use eto_engine::job::{JobRef, Kind};
 use eto_engine::kind::training_job::status::from_engine;
-use eto_engine::kind::{JobRef, Kind};
 use eto_engine::plan::{Child, Observed, SecretPresence, plan};
 use eto_engine::scaling::ScalerKind;
 use http::{Request, Response};
@@ -142,7 +142,7 @@ impl Cached {
     /// `job` and these children, as the engine sees them.
     fn plan_for(&self, job: &TrainingJob) -> eto_engine::Plan {
         let observed = Observed {
-            job: JobRef::Training(job),
+            job: JobRef::new(job),
             launcher_job: None,
             pods: self.pods.iter().collect(),
             worker_service: self.services.first(),
@@ -180,15 +180,15 @@ impl Cached {
         let stores = Stores {
             jobs: [
                 listed(
-                    Writer::new(Kind::TrainingJob.api_resource()),
+                    Writer::new(Kind::TRAINING_JOB.api_resource()),
                     self.jobs
                         .iter()
                         .map(|job| (*dynamic(job)).clone())
                         .collect(),
                 )
                 .as_reader(),
-                listed(Writer::new(Kind::MpiJob.api_resource()), Vec::new()).as_reader(),
-                listed(Writer::new(Kind::PyTorchJob.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::MPI_JOB.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::PYTORCH_JOB.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), self.launcher_jobs).as_reader(),
             pods: writers.0.0,
@@ -212,11 +212,11 @@ impl Cached {
             scale_ins_by_job,
             scale_outs_by_job,
             pod_groups: Writer::new(crate::pod_groups::resource(
-                &eto_engine::gang::GangScheduler::Volcano,
+                &eto_engine::pod_group::GangScheduler::Volcano,
             ))
             .as_reader(),
             pod_groups_resource: crate::pod_groups::resource(
-                &eto_engine::gang::GangScheduler::Volcano,
+                &eto_engine::pod_group::GangScheduler::Volcano,
             ),
             warned_nodes: crate::warned_nodes::WarnedNodes::default(),
             changes: tokio::sync::watch::channel(()).0,
@@ -241,7 +241,7 @@ impl Cached {
 
 /// The first plan of `job`, and the caches as they are once it was carried out.
 fn first_reconcile(job: &TrainingJob) -> (eto_engine::Plan, Cached) {
-    let first = plan(&Observed::without_children(JobRef::Training(job)), now());
+    let first = plan(&Observed::without_children(JobRef::new(job)), now());
     let cached = Cached::after(&first);
     (first, cached)
 }
@@ -385,7 +385,7 @@ async fn a_new_job_gets_its_secret_children_status_and_events_in_order() {
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
     let job = job();
-    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx));
 
     let secret = expect(
         &mut handle,
@@ -456,7 +456,7 @@ async fn a_reconcile_with_nothing_to_change_sends_no_request() {
     job.status = first.status.clone().map(from_engine);
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    reconcile(Kind::TrainingJob, dynamic(&job), Arc::clone(&ctx))
+    reconcile(Kind::TRAINING_JOB, dynamic(&job), Arc::clone(&ctx))
         .await
         .expect("the reconcile succeeds");
     drop(ctx);
@@ -473,7 +473,7 @@ async fn a_finished_job_deletes_its_workers_and_service() {
     job.status = Some(from_engine(status));
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx));
     for path in [
         "/api/v1/namespaces/default/pods/mnist-worker-0",
         "/api/v1/namespaces/default/pods/mnist-worker-1",
@@ -513,7 +513,7 @@ async fn a_provided_ssh_secret_is_checked_by_metadata_and_never_created() {
     );
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
-    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx));
     let (request, send) = handle.next_request().await.expect("a request");
     assert_eq!(
         format!("{} {}", request.method(), request.uri()),
@@ -548,7 +548,7 @@ async fn a_failed_write_fails_the_reconcile_before_the_status() {
     let (client, mut handle) = mock();
     let ctx = Cached::default().context(client);
     let reconcile = tokio::spawn(reconcile(
-        Kind::TrainingJob,
+        Kind::TRAINING_JOB,
         dynamic(&job()),
         Arc::clone(&ctx),
     ));
@@ -584,7 +584,7 @@ async fn a_scale_out_is_owned_and_its_status_written_after_its_pod_and_before_th
     cached.scale_outs.push(scale_out("grow", "mnist", 1));
     let (client, mut handle) = mock();
     let ctx = cached.context(client);
-    let reconcile = tokio::spawn(reconcile(Kind::TrainingJob, dynamic(&job), ctx));
+    let reconcile = tokio::spawn(reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx));
 
     let pod = "/api/v1/namespaces/default/pods/mnist-worker-2";
     expect(&mut handle, "PATCH", &format!("{pod}{APPLY}"), None).await;
@@ -835,7 +835,7 @@ async fn a_new_mpi_job_gets_an_ssh_auth_secret_workers_a_launcher_job_and_its_st
     let ctx = Cached::default().context(client);
     let job = mpi_job();
     let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::MpiJob, dynamic(&job), ctx)
+    reconcile(Kind::MPI_JOB, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds");
     let requests = served.await.expect("the mock server");
@@ -886,7 +886,7 @@ async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
         ..eto_api::mpi_job::RunPolicy::default()
     });
     let served = tokio::spawn(echo_all(handle));
-    reconcile(Kind::MpiJob, dynamic(&job), ctx)
+    reconcile(Kind::MPI_JOB, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds");
     assert_eq!(served.await.expect("the mock server"), []);
@@ -895,11 +895,11 @@ async fn an_mpi_job_managed_by_another_controller_gets_no_request() {
 #[tokio::test]
 async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() {
     let mut job = mpi_job();
-    let first = plan(&Observed::without_children(JobRef::Mpi(&job)), now());
+    let first = plan(&Observed::without_children(JobRef::new(&job)), now());
     let mut cached = Cached::after(&first);
     job.status = first.status.map(|status| {
         serde_json::from_value(
-            serde_json::to_value(eto_engine::kind::ApiStatus::of(Kind::MpiJob, "pi", status))
+            serde_json::to_value(eto_engine::kind::ApiStatus::of(Kind::MPI_JOB, "pi", status))
                 .expect("statuses serialize"),
         )
         .expect("an MPIJob status")
@@ -921,7 +921,7 @@ async fn the_launcher_jobs_pod_gets_the_ready_hosts_as_a_metadata_merge_patch() 
         .expect("a pod"),
     );
     cached.all_ready();
-    let requests = reconciled_accepting(cached, Kind::MpiJob, dynamic(&job)).await;
+    let requests = reconciled_accepting(cached, Kind::MPI_JOB, dynamic(&job)).await;
     let (_, annotated) = requests
         .iter()
         .find(|(line, _)| {
@@ -951,7 +951,7 @@ async fn a_configmap_of_the_jobs_name_held_by_another_owner_is_reported_not_writ
         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
             "uid": "uid-web", "controller": true}]});
     let served = tokio::spawn(serve_all(handle, vec![(config_map, held)]));
-    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+    reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds, reporting the taken name");
     let requests = served.await.expect("the mock server");
@@ -1007,7 +1007,7 @@ async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted(
             json!({"name": "mnist-worker-1", "namespace": "default"}),
         )],
     ));
-    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+    reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx)
         .await
         .expect("the reconcile waits for the cache");
     let requests = served.await.expect("the mock server");
@@ -1015,7 +1015,7 @@ async fn a_worker_missing_from_the_cache_is_read_before_it_is_taken_for_deleted(
     assert_eq!(lines, [format!("GET {worker}")]);
 
     // It is gone: the loss is planned (the status lists it on the blacklist).
-    let requests = reconciled_accepting(cached, Kind::TrainingJob, dynamic(&job)).await;
+    let requests = reconciled_accepting(cached, Kind::TRAINING_JOB, dynamic(&job)).await;
     assert_eq!(requests[0].0, format!("GET {worker}"));
     let (_, status) = requests
         .iter()
@@ -1038,7 +1038,7 @@ async fn first_reconcile_of_seven_workers(
     let rejected =
         rejected.map(|index| format!("/api/v1/namespaces/default/pods/mnist-worker-{index}"));
     let served = tokio::spawn(async move { serve(handle, Vec::new(), rejected.as_deref()).await });
-    let result = reconcile(Kind::TrainingJob, dynamic(&job), ctx).await;
+    let result = reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx).await;
     let requests = served.await.expect("the mock server");
     let workers = requests
         .iter()
@@ -1132,7 +1132,7 @@ async fn a_running_launcher_shown_new_hosts_gets_a_merge_patch_of_its_metadata_o
             "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}))
         .expect("a pod status"),
     );
-    let requests = reconciled_accepting(cached, Kind::TrainingJob, dynamic(&job)).await;
+    let requests = reconciled_accepting(cached, Kind::TRAINING_JOB, dynamic(&job)).await;
     let launcher = "/api/v1/namespaces/default/pods/mnist-launcher";
     let writes: Vec<&(String, Value)> = requests
         .iter()
@@ -1166,7 +1166,7 @@ fn volcano(served: bool) -> Cached {
     }
     Cached {
         gang: Some(GangSettings {
-            scheduler: eto_engine::gang::GangScheduler::Volcano,
+            scheduler: eto_engine::pod_group::GangScheduler::Volcano,
             listed,
         }),
         ..Cached::default()
@@ -1175,7 +1175,7 @@ fn volcano(served: bool) -> Cached {
 
 #[tokio::test]
 async fn with_volcano_the_pod_group_is_applied_before_the_pods_that_join_it() {
-    let requests = reconciled_accepting(volcano(true), Kind::MpiJob, dynamic(&mpi_job())).await;
+    let requests = reconciled_accepting(volcano(true), Kind::MPI_JOB, dynamic(&mpi_job())).await;
     let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
     let group = lines
         .iter()
@@ -1206,7 +1206,7 @@ async fn with_volcano_the_pod_group_is_applied_before_the_pods_that_join_it() {
 
 #[tokio::test]
 async fn without_the_pod_group_api_no_pod_is_created_and_the_job_says_why() {
-    let requests = reconciled_accepting(volcano(false), Kind::MpiJob, dynamic(&mpi_job())).await;
+    let requests = reconciled_accepting(volcano(false), Kind::MPI_JOB, dynamic(&mpi_job())).await;
     assert!(
         !requests
             .iter()
@@ -1239,7 +1239,7 @@ async fn pods_whose_checkpoint_window_ended_are_deleted_with_a_short_grace_perio
     let (client, handle) = mock();
     let ctx = cached.context(client);
     let served = tokio::spawn(serve_all(handle, Vec::new()));
-    reconcile(Kind::TrainingJob, dynamic(&job), ctx)
+    reconcile(Kind::TRAINING_JOB, dynamic(&job), ctx)
         .await
         .expect("the reconcile succeeds");
     let requests = served.await.expect("the mock server");
@@ -1295,7 +1295,7 @@ const AUTOSCALER: &str = "/apis/autoscaling/v2/namespaces/default/horizontalpoda
 #[tokio::test]
 async fn a_pytorch_job_with_metrics_applies_its_autoscaler_after_checking_the_name() {
     let job = pytorch_job();
-    let requests = reconciled_accepting(Cached::default(), Kind::PyTorchJob, dynamic(&job)).await;
+    let requests = reconciled_accepting(Cached::default(), Kind::PYTORCH_JOB, dynamic(&job)).await;
     let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
     let read = format!("GET {AUTOSCALER}");
     let apply = format!("PATCH {AUTOSCALER}?&force=true&fieldManager=eto");
@@ -1330,14 +1330,14 @@ async fn a_pytorch_job_with_metrics_applies_its_autoscaler_after_checking_the_na
 #[tokio::test]
 async fn a_suspended_pytorch_job_deletes_its_autoscaler() {
     let mut job = pytorch_job();
-    let first = plan(&Observed::without_children(JobRef::PyTorch(&job)), now());
+    let first = plan(&Observed::without_children(JobRef::new(&job)), now());
     let cached = Cached::after(&first);
     assert_eq!(cached.autoscalers.len(), 1, "the first plan applies it");
     job.spec.run_policy = Some(eto_api::pytorch_job::RunPolicy {
         suspend: Some(true),
         ..Default::default()
     });
-    let requests = reconciled_accepting(cached, Kind::PyTorchJob, dynamic(&job)).await;
+    let requests = reconciled_accepting(cached, Kind::PYTORCH_JOB, dynamic(&job)).await;
     let lines: Vec<&str> = requests.iter().map(|(line, _)| line.as_str()).collect();
     assert!(
         lines

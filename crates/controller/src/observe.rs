@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use eto_engine::children::Children;
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 use eto_engine::scaling::{Scaler, ScalerKind};
 use kube::Resource;
 use kube::api::DynamicObject;

@@ -22,7 +22,7 @@ use eto_engine::plan::TakenName;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use eto_engine::children::Children;
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 
 use crate::context::Context;
 use crate::error::Error;
@@ -56,7 +56,7 @@ impl Owner {
     pub fn controls(&self, metadata: &ObjectMeta) -> bool {
         std::iter::once(self.job.as_str())
             .chain(self.launcher_job.as_deref())
-            .any(|uid| eto_engine::kind::controlled_by(metadata, uid))
+            .any(|uid| eto_engine::job::controlled_by(metadata, uid))
     }
 
     /// Whether the job may write the existing object `metadata` of `kind`.

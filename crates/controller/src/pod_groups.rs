@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use eto_api::well_known::MANAGER;
-use eto_engine::gang::{GangScheduler, PodGroup};
+use eto_engine::pod_group::{GangScheduler, PodGroup};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 
@@ -35,7 +35,7 @@ pub fn resource(scheduler: &GangScheduler) -> ApiResource {
 /// it; `None` when there is none, or it does not read as a PodGroup.
 pub fn cached(stores: &Stores, namespace: &str, name: &str, uid: &str) -> Option<PodGroup> {
     let object = cached_object(stores, namespace, name)?;
-    if !eto_engine::kind::controlled_by(&object.metadata, uid) {
+    if !eto_engine::job::controlled_by(&object.metadata, uid) {
         return None;
     }
     let value = serde_json::to_value(object.as_ref()).ok()?;

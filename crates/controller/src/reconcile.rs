@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eto_engine::kind::{Kind, OwnedJob};
+use eto_engine::job::Kind;
+use eto_engine::kind::OwnedJob;
 use eto_engine::plan::{plan, plan_undecodable};
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use eto_engine::kind::Kind;
+use eto_engine::job::Kind;
 use eto_engine::scaling::{self, Scaler, ScalerKind};
 use futures::channel::mpsc::UnboundedSender;
 use kube::api::{ApiResource, DynamicObject};

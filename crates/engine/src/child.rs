@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
-use crate::gang::PodGroup;
+use crate::pod_group::PodGroup;
 use crate::pod_metadata::PodMetadata;
 
 /// An object to apply.

@@ -15,9 +15,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::gang::{self, Gang, PodGroup};
-use crate::kind::{Coordinator, JobRef, controlled_by};
+use crate::gang::{self, Gang};
+use crate::job::{Coordinator, JobRef, controlled_by};
 use crate::plan::{Observed, RejectedPod, SecretPresence, TakenName};
+use crate::pod_group::PodGroup;
 use crate::scaling::Scaler;
 use crate::{names, pods};
 
@@ -29,7 +30,7 @@ pub struct Wanted {
     /// The headless Service of the workers.
     pub service: String,
     /// The headless Services a kind has one per pod (see
-    /// [`crate::kind::ServedJob::pod_service_names`]).
+    /// [`crate::job::ServedJob::pod_service_names`]).
     pub pod_services: Vec<String>,
     /// The discovery ConfigMap.
     pub config_map: String,
@@ -41,7 +42,7 @@ pub struct Wanted {
     pub autoscaler: Option<String>,
 }
 
-/// A job's children, and the scale requests of a kind they scale ([`crate::kind::Kind::scaled_by_requests`]).
+/// A job's children, and the scale requests of a kind they scale ([`crate::job::Kind::scaled_by_requests`]).
 #[derive(Clone, Debug, Default)]
 pub struct Children {
     /// Its pods, workers and launcher.
@@ -173,7 +174,7 @@ impl Children {
         }
     }
 
-    /// The pod of the job's coordinator (see [`crate::kind::Coordinator`]): its launcher
+    /// The pod of the job's coordinator (see [`crate::job::Coordinator`]): its launcher
     /// (the newest pod of a launcher Job), its Master or its rendezvous store.
     pub fn coordinator_pod(&self, job: JobRef<'_>) -> Option<&Pod> {
         let role_label = job.kind().vocabulary().role_label;
@@ -237,7 +238,7 @@ mod tests {
     fn a_job_keeps_what_it_controls_and_its_launcher_jobs_pods() {
         let mut training = training_job();
         training.metadata.uid = Some("tj".into());
-        let job = JobRef::Training(&training);
+        let job = JobRef::new(&training);
         let wanted = Children::wanted(job);
         assert_eq!(wanted.launcher_job, None);
         assert_eq!(wanted.launcher_rbac.as_deref(), Some("mnist-launcher"));
@@ -271,7 +272,7 @@ mod tests {
 
         let mut mpi = mpi_job();
         mpi.metadata.uid = Some("mj".into());
-        let job = JobRef::Mpi(&mpi);
+        let job = JobRef::new(&mpi);
         assert_eq!(
             Children::wanted(job).launcher_job.as_deref(),
             Some("pi-launcher")

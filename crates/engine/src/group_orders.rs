@@ -29,31 +29,12 @@
 //! differ, and only to a coordinator that reports orders (one that takes them).
 
 use k8s_openapi::api::core::v1::Pod;
-use serde::{Deserialize, Serialize};
 
-use crate::group_report::GroupReport;
+use crate::group_report::{GroupOrders, GroupReport};
 use crate::pods;
 
 /// The path eto posts the orders to, on the report's port.
 pub const ORDERS_PATH: &str = "/orders";
-
-/// eto's orders to the coordinator.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-pub struct GroupOrders {
-    /// Hosts (pod names) whose agents leave the rendezvous now.
-    #[serde(default)]
-    pub departed: Vec<String>,
-    /// Hosts whose agents a forming round waits for and no others.
-    #[serde(default)]
-    pub expected: Vec<String>,
-    /// The fewest agents a round forms with (`minReplicas`).
-    #[serde(default)]
-    pub min_nodes: u32,
-    /// Seconds without a heartbeat after which an agent is gone, as torchrun judges it (its
-    /// `keep_alive_interval` times `keep_alive_max_attempt`); 0: never.
-    #[serde(default)]
-    pub dead_after: u64,
-}
 
 /// The orders for a group whose coordinator reported `report`, with the job's `pods`, the
 /// Workers whose agents may be `expected` (see [`is_expected`]) and `min_nodes`; `None` when

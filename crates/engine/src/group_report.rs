@@ -2,7 +2,7 @@
 //! it saved, and the state of the group's rendezvous.
 //!
 //! A kind whose runs have such a coordinator says where its report is read
-//! ([`crate::kind::ServedJob::group_report_source`]; a PyTorchJob whose rendezvous eto hosts
+//! ([`crate::job::ServedJob::group_report_source`]; a PyTorchJob whose rendezvous eto hosts
 //! serves it from its rendezvous store). The training code says it saved the checkpoint a
 //! notice asked for with one request, `POST <ETO_SAVED_URL>` with `{"pod": ..., "step": ...,
 //! "since": <the notice's since>}` (`eto_notice.saved(step)` in eto's Python helper sends it);
@@ -15,9 +15,8 @@
 //! the coordinator runs and every [`FORMING_POLL`] while the group forms.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::group_orders::GroupOrders;
 use crate::status::{GroupStatus, Reformation};
 
 use crate::pods;
@@ -254,6 +253,24 @@ impl GroupReport {
             .filter_map(|saved| saved.since.parse::<jiff::Timestamp>().ok())
             .max()
     }
+}
+
+/// eto's orders to the coordinator.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+pub struct GroupOrders {
+    /// Hosts (pod names) whose agents leave the rendezvous now.
+    #[serde(default)]
+    pub departed: Vec<String>,
+    /// Hosts whose agents a forming round waits for and no others.
+    #[serde(default)]
+    pub expected: Vec<String>,
+    /// The fewest agents a round forms with (`minReplicas`).
+    #[serde(default)]
+    pub min_nodes: u32,
+    /// Seconds without a heartbeat after which an agent is gone, as torchrun judges it (its
+    /// `keep_alive_interval` times `keep_alive_max_attempt`); 0: never.
+    #[serde(default)]
+    pub dead_after: u64,
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ fn gate_script() -> String {
 /// The file the gate reads, [`START_FILE`] beside the notice, holding the pod's annotation
 /// [`START_ANNOTATION`].
 pub fn start_file() -> DownwardAPIVolumeFile {
-    crate::builders::annotation_file(START_FILE, START_ANNOTATION, 0o444)
+    crate::downward_api::annotation_file(START_FILE, START_ANNOTATION, 0o444)
 }
 
 /// Puts `container`'s command behind the gate, if the container names its command.

@@ -7,7 +7,7 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::validation::FieldError;
+use crate::field_error::FieldError;
 
 /// Decodes `value` into `K`, naming the first field that does not fit.
 ///

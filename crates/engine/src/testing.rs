@@ -133,11 +133,13 @@ pub(crate) mod world {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     use serde_json::json;
 
-    use crate::gang::{Gang, GangScheduler, PodGroup};
-    use crate::kind::{ApiStatus, JobRef};
+    use crate::gang::Gang;
+    use crate::job::JobRef;
+    use crate::kind::ApiStatus;
     use crate::plan::{
         Child, ChildKind, Observed, Plan, RejectedPod, SecretPresence, TakenName, plan,
     };
+    use crate::pod_group::{GangScheduler, PodGroup};
     use crate::scaling::{Scaler, ScalerKind};
 
     /// The names of the pods a plan creates or changes the metadata of.
@@ -252,9 +254,9 @@ pub(crate) mod world {
         pub fn observed(&self) -> Observed<'_> {
             Observed {
                 job: match (&self.mpi_job, &self.pytorch_job) {
-                    (Some(job), _) => JobRef::Mpi(job),
-                    (None, Some(job)) => JobRef::PyTorch(job),
-                    (None, None) => JobRef::Training(&self.job),
+                    (Some(job), _) => JobRef::new(job),
+                    (None, Some(job)) => JobRef::new(job),
+                    (None, None) => JobRef::new(&self.job),
                 },
                 launcher_job: self.launcher_job.as_ref(),
                 pods: self.pods.values().collect(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use eto_engine::children::Children;
 use eto_engine::gang::Gang;
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 use eto_engine::plan::{Observed, SecretPresence};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;

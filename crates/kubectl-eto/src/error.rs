@@ -85,7 +85,7 @@ pub enum Error {
 
 /// The kinds eto serves, for a message: `TrainingJob, MPIJob or PyTorchJob`.
 fn kinds_served() -> String {
-    let names = eto_engine::kind::Kind::ALL.map(|kind| kind.vocabulary().name);
+    let names = eto_engine::job::Kind::ALL.map(|kind| kind.vocabulary().name);
     match names.split_last() {
         Some((last, [])) => (*last).to_string(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
@@ -95,14 +95,14 @@ fn kinds_served() -> String {
 
 /// The CRDs of the kinds eto serves: `trainingjobs.kai.alibabacloud.com, ...`.
 fn crds_served() -> String {
-    eto_engine::kind::Kind::ALL
+    eto_engine::job::Kind::ALL
         .map(|kind| kind.vocabulary().resource)
         .join(", ")
 }
 
 /// The kinds whose launcher reads host discovery: `TrainingJob, MPIJob`.
 fn kinds_with_discovery() -> String {
-    let kinds = eto_engine::kind::Kind::ALL
+    let kinds = eto_engine::job::Kind::ALL
         .into_iter()
         .filter(|kind| kind.vocabulary().coordinator.reads_host_discovery());
     kinds

@@ -1,6 +1,6 @@
 //! `kubectl eto get`: the jobs, or one job with its workers, launcher, conditions and events.
 
-use eto_engine::kind::JobRef;
+use eto_engine::job::JobRef;
 use eto_engine::own_failure::OwnFailure;
 use eto_engine::pods;
 use k8s_openapi::api::core::v1::{Event, Pod};

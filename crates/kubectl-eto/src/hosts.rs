@@ -93,7 +93,7 @@ fn annotation(
 /// Whether `pod` is a TrainingJob launcher the plan would create.
 fn is_new_launcher(
     pod: &k8s_openapi::api::core::v1::Pod,
-    job: eto_engine::kind::JobRef<'_>,
+    job: eto_engine::job::JobRef<'_>,
 ) -> bool {
     pod.metadata.name.as_deref() == Some(eto_engine::names::launcher(job.name()).as_str())
 }

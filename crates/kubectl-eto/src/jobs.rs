@@ -1,6 +1,7 @@
 //! Finding eto's jobs of every kind, and reading what a person wants to know about them.
 
-use eto_engine::kind::{JobRef, Kind, OwnedJob};
+use eto_engine::job::{JobRef, Kind};
+use eto_engine::kind::OwnedJob;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::Serialize;

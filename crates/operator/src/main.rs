@@ -364,10 +364,10 @@ mod tests {
 
     #[test]
     fn kinds_are_named_as_in_kind_in_any_case_each_served_once() {
-        assert_eq!(kinds_of(&[]).unwrap(), [Kind::TrainingJob, Kind::MpiJob]);
+        assert_eq!(kinds_of(&[]).unwrap(), [Kind::TRAINING_JOB, Kind::MPI_JOB]);
         assert_eq!(
             kinds_of(&["--kinds", "pytorchjob,MPIJob,PyTorchJob"]).unwrap(),
-            [Kind::PyTorchJob, Kind::MpiJob]
+            [Kind::PYTORCH_JOB, Kind::MPI_JOB]
         );
         for kind in Kind::ALL {
             assert_eq!(

@@ -11,22 +11,19 @@ mod ssh_secret;
 pub mod termination;
 mod worker;
 
-use std::collections::BTreeMap;
-
-use eto_api::job_status::{NodeCooldown, Notice, NoticeKind};
-use eto_api::well_known::{MANAGED_BY_LABEL, MANAGER, RUN_LABEL};
+use eto_api::job_status::{NodeCooldown, NoticeKind};
 use k8s_openapi::api::core::v1::{
-    DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, ObjectFieldSelector, PodSpec,
-    PodTemplateSpec, SecretVolumeSource, Volume, VolumeMount,
+    DownwardAPIVolumeFile, DownwardAPIVolumeSource, KeyToPath, PodSpec, SecretVolumeSource, Volume,
+    VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use ssh_secret::{SSH_AUTH_SECRET_TYPE, ssh_secret};
 pub use worker::{SshWorker, ssh_worker_pod, worker_metadata};
 
-use crate::effective_spec::{EffectiveSpec, SshSecretSource};
-use crate::gang::GangScheduler;
-use crate::kind::{JobRef, Kind};
+use crate::downward_api::annotation_file;
+use crate::effective_spec::SshSecretSource;
+use crate::job::{JobContext, Role};
 use crate::names;
 
 /// Name of the volume holding the SSH key pair, mounted at [`SSH_DIR`].
@@ -99,238 +96,95 @@ pub(crate) fn resume_value(job: &JobContext<'_>) -> &'static str {
     }
 }
 
-/// The role of a pod in its job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// The launcher.
-    Launcher,
-    /// A worker.
-    Worker,
-}
-
-impl Role {
-    /// The value of `kind`'s role label.
-    pub fn label_value(self, kind: Kind) -> &'static str {
-        match self {
-            Self::Launcher => kind.vocabulary().launcher_role,
-            Self::Worker => eto_api::well_known::WORKER_ROLE,
-        }
+/// Puts the pod in `role` with `metadata` and `spec` in the job's PodGroup, when the
+/// operator uses a gang scheduler (see [`crate::gang::join`]).
+pub fn join_gang(job: &JobContext<'_>, metadata: &mut ObjectMeta, spec: &mut PodSpec, role: Role) {
+    if let Some(scheduler) = job.gang {
+        let preemptable = role == Role::Worker;
+        crate::gang::join(metadata, spec, job.job_ref, scheduler, preemptable);
     }
 }
 
-/// A valid job, as the builders need it: the job, its validated spec, and what this plan
-/// decided of its run.
-#[derive(Clone, Copy, Debug)]
-pub struct JobContext<'a> {
-    /// The job.
-    pub job_ref: JobRef<'a>,
-    /// Its validated spec.
-    pub spec: &'a EffectiveSpec,
-    /// Its current run (`status.run`), recorded on the pods created now.
-    pub run: i32,
-    /// The notice its pods show (`status.notice`).
-    pub notice: Option<&'a Notice>,
-    /// The gang scheduler its pods go to, if the operator uses one.
-    pub gang: Option<&'a GangScheduler>,
+/// The Secret holding the job's SSH key pair.
+pub fn ssh_secret_name(job: &JobContext<'_>) -> String {
+    match &job.spec.ssh_secret {
+        // A job whose pods need no SSH mounts none; the name it would have is given.
+        SshSecretSource::Generated | SshSecretSource::Unused => {
+            names::generated_ssh_secret(job.name())
+        }
+        SshSecretSource::Provided(name) => name.clone(),
+    }
 }
 
-impl<'a> JobContext<'a> {
-    /// The job's name.
-    pub fn name(&self) -> &'a str {
-        self.job_ref.name()
+/// The SSH volume: the key pair as `id_rsa`, `id_rsa.pub` and `authorized_keys` (the
+/// public key), and for a TrainingJob `config`. A TrainingJob's files are readable by their
+/// owner only; an MPIJob's too when they are mounted at `/root/.ssh`, and by everyone
+/// otherwise (as mpi-operator mounts them), so that a non-root user can read its key.
+pub fn ssh_volume(job: &JobContext<'_>) -> Volume {
+    let items = ssh_files(job)
+        .into_iter()
+        .map(|(key, path)| KeyToPath {
+            key: key.into(),
+            path: path.into(),
+            mode: None,
+        })
+        .collect();
+    let default_mode = match &job.spec.mpi {
+        None => Some(0o600),
+        Some(mpi) => (mpi.ssh_auth_mount_path.trim_end_matches('/') == SSH_DIR).then_some(0o600),
+    };
+    Volume {
+        name: SSH_VOLUME.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(ssh_secret_name(job)),
+            default_mode,
+            items: Some(items),
+            optional: None,
+        }),
+        ..Volume::default()
     }
+}
 
-    /// Worker `index` as the job's kind builds it, avoiding the nodes `in_cooldown`; `None`
-    /// if the spec cannot give one (validation reports why).
-    pub fn worker_pod(
-        self,
-        index: u32,
-        in_cooldown: &[NodeCooldown],
-    ) -> Option<k8s_openapi::api::core::v1::Pod> {
-        (self.kind().vocabulary().worker_pod)(self, index, in_cooldown)
+/// The files of the SSH volume: the Secret's key and the file name it gets.
+fn ssh_files(job: &JobContext<'_>) -> Vec<(&'static str, &'static str)> {
+    match &job.spec.mpi {
+        None => vec![
+            ("id_rsa", "id_rsa"),
+            ("id_rsa.pub", "id_rsa.pub"),
+            ("id_rsa.pub", "authorized_keys"),
+            ("config", "config"),
+        ],
+        Some(_) => vec![
+            ("ssh-privatekey", "id_rsa"),
+            ("ssh-publickey", "id_rsa.pub"),
+            ("ssh-publickey", "authorized_keys"),
+        ],
     }
+}
 
-    /// Puts the pod in `role` with `metadata` and `spec` in the job's PodGroup, when the
-    /// operator uses a gang scheduler (see [`crate::gang::join`]).
-    pub fn join_gang(&self, metadata: &mut ObjectMeta, spec: &mut PodSpec, role: Role) {
-        if let Some(scheduler) = self.gang {
-            let preemptable = role == Role::Worker;
-            crate::gang::join(metadata, spec, self.job_ref, scheduler, preemptable);
-        }
-    }
-
-    /// The job's namespace.
-    pub fn namespace(&self) -> &'a str {
-        self.job_ref.namespace()
-    }
-
-    /// The job's kind.
-    pub fn kind(&self) -> Kind {
-        self.job_ref.kind()
-    }
-
-    /// The owner reference every child carries: controller, blocking owner deletion.
-    pub fn owner(&self) -> OwnerReference {
-        self.job_ref.owner_reference()
-    }
-
-    /// The labels on every object of the job: the original operator's job labels and
-    /// [`MANAGED_BY_LABEL`].
-    pub fn labels(&self) -> BTreeMap<String, String> {
-        let kind = self.kind();
-        let operator = kind.vocabulary().operator_label;
-        BTreeMap::from([
-            (operator.0.to_string(), operator.1.to_string()),
-            (
-                kind.vocabulary().job_name_label.to_string(),
-                self.name().to_string(),
-            ),
-            (MANAGED_BY_LABEL.to_string(), MANAGER.to_string()),
-        ])
-    }
-
-    /// The labels of a pod of the current run in `role`.
-    pub fn pod_labels(&self, role: Role) -> BTreeMap<String, String> {
-        let mut labels = self.labels();
-        labels.insert(
-            self.kind().vocabulary().role_label.to_string(),
-            role.label_value(self.kind()).to_string(),
-        );
-        labels.insert(RUN_LABEL.to_string(), self.run.to_string());
-        labels
-    }
-
-    /// The headless Service that gives the pods their DNS names: `<job>-workers` for a
-    /// TrainingJob, `<job>` for an MPIJob (as mpi-operator names it).
-    pub fn service_name(&self) -> String {
-        self.kind().service_name(self.name())
-    }
-
-    /// The host name of worker `index` as host discovery and the hostfile list it.
-    pub fn worker_host(&self, index: u32) -> String {
-        self.kind()
-            .worker_host(self.name(), self.namespace(), index)
-    }
-
-    /// Metadata of pod `name` built from `template`: the template's labels and annotations,
-    /// with `labels` and `annotations` (eto's) over them, the job's owner.
-    pub fn pod_metadata(
-        &self,
-        name: String,
-        template: Option<&PodTemplateSpec>,
-        labels: BTreeMap<String, String>,
-        annotations: BTreeMap<String, String>,
-    ) -> ObjectMeta {
-        let template_metadata = template.and_then(|template| template.metadata.as_ref());
-        let annotations = merged(
-            template_metadata.and_then(|m| m.annotations.as_ref()),
-            annotations,
-        );
-        ObjectMeta {
-            labels: Some(merged(
-                template_metadata.and_then(|m| m.labels.as_ref()),
-                labels,
-            )),
-            annotations: Some(annotations).filter(|a| !a.is_empty()),
-            ..self.metadata(name)
-        }
-    }
-
-    /// Metadata of a child named `name`, with the job's labels and owner.
-    pub fn metadata(&self, name: String) -> ObjectMeta {
-        ObjectMeta {
-            name: Some(name),
-            namespace: Some(self.namespace().to_string()),
-            labels: Some(self.labels()),
-            owner_references: Some(vec![self.owner()]),
-            ..ObjectMeta::default()
-        }
-    }
-
-    /// The Secret holding the job's SSH key pair.
-    pub fn ssh_secret_name(&self) -> String {
-        match &self.spec.ssh_secret {
-            // A job whose pods need no SSH mounts none; the name it would have is given.
-            SshSecretSource::Generated | SshSecretSource::Unused => {
-                names::generated_ssh_secret(self.name())
-            }
-            SshSecretSource::Provided(name) => name.clone(),
-        }
-    }
-
-    /// The SSH volume: the key pair as `id_rsa`, `id_rsa.pub` and `authorized_keys` (the
-    /// public key), and for a TrainingJob `config`. A TrainingJob's files are readable by their
-    /// owner only; an MPIJob's too when they are mounted at `/root/.ssh`, and by everyone
-    /// otherwise (as mpi-operator mounts them), so that a non-root user can read its key.
-    pub fn ssh_volume(&self) -> Volume {
-        let items = self
-            .ssh_files()
-            .into_iter()
-            .map(|(key, path)| KeyToPath {
-                key: key.into(),
-                path: path.into(),
-                mode: None,
-            })
-            .collect();
-        let default_mode = match &self.spec.mpi {
-            None => Some(0o600),
-            Some(mpi) => {
-                (mpi.ssh_auth_mount_path.trim_end_matches('/') == SSH_DIR).then_some(0o600)
-            }
-        };
-        Volume {
+/// The mounts of the SSH volume's files, one by one (`subPath`), into `/root/.ssh` in
+/// every container of a TrainingJob's pods, into `sshAuthMountPath` in the first
+/// container of an MPIJob's. The directory stays the image's own (or one the runtime
+/// makes, mode 0755): a volume mounted as the whole directory would be mode 1777, which
+/// an OpenSSH server with its default `StrictModes yes` refuses ("bad ownership or
+/// modes for directory").
+pub fn ssh_mounts(job: &JobContext<'_>) -> Vec<VolumeMount> {
+    let dir = job
+        .spec
+        .mpi
+        .as_ref()
+        .map_or(SSH_DIR, |mpi| mpi.ssh_auth_mount_path.as_str())
+        .trim_end_matches('/');
+    ssh_files(job)
+        .into_iter()
+        .map(|(_, file)| VolumeMount {
             name: SSH_VOLUME.into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(self.ssh_secret_name()),
-                default_mode,
-                items: Some(items),
-                optional: None,
-            }),
-            ..Volume::default()
-        }
-    }
-
-    /// The files of the SSH volume: the Secret's key and the file name it gets.
-    fn ssh_files(&self) -> Vec<(&'static str, &'static str)> {
-        match &self.spec.mpi {
-            None => vec![
-                ("id_rsa", "id_rsa"),
-                ("id_rsa.pub", "id_rsa.pub"),
-                ("id_rsa.pub", "authorized_keys"),
-                ("config", "config"),
-            ],
-            Some(_) => vec![
-                ("ssh-privatekey", "id_rsa"),
-                ("ssh-publickey", "id_rsa.pub"),
-                ("ssh-publickey", "authorized_keys"),
-            ],
-        }
-    }
-
-    /// The mounts of the SSH volume's files, one by one (`subPath`), into `/root/.ssh` in
-    /// every container of a TrainingJob's pods, into `sshAuthMountPath` in the first
-    /// container of an MPIJob's. The directory stays the image's own (or one the runtime
-    /// makes, mode 0755): a volume mounted as the whole directory would be mode 1777, which
-    /// an OpenSSH server with its default `StrictModes yes` refuses ("bad ownership or
-    /// modes for directory").
-    pub fn ssh_mounts(&self) -> Vec<VolumeMount> {
-        let dir = self
-            .spec
-            .mpi
-            .as_ref()
-            .map_or(SSH_DIR, |mpi| mpi.ssh_auth_mount_path.as_str())
-            .trim_end_matches('/');
-        self.ssh_files()
-            .into_iter()
-            .map(|(_, file)| VolumeMount {
-                name: SSH_VOLUME.into(),
-                mount_path: format!("{dir}/{file}"),
-                sub_path: Some(file.into()),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            })
-            .collect()
-    }
+            mount_path: format!("{dir}/{file}"),
+            sub_path: Some(file.into()),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        })
+        .collect()
 }
 
 /// The volume showing a pod its notice (see [`crate::notice`]) as `notice`, and the files
@@ -359,39 +213,6 @@ pub fn notice_mount() -> VolumeMount {
         read_only: Some(true),
         ..VolumeMount::default()
     }
-}
-
-/// A downward-API file at `path` holding the pod's annotation `annotation`.
-pub fn annotation_file(path: &str, annotation: &str, mode: i32) -> DownwardAPIVolumeFile {
-    metadata_file(path, &format!("metadata.annotations['{annotation}']"), mode)
-}
-
-/// A downward-API file at `path` holding the pod's label `label` (empty while it has none).
-pub fn label_file(path: &str, label: &str, mode: i32) -> DownwardAPIVolumeFile {
-    metadata_file(path, &format!("metadata.labels['{label}']"), mode)
-}
-
-/// A downward-API file at `path` holding the pod's field `field_path`.
-fn metadata_file(path: &str, field_path: &str, mode: i32) -> DownwardAPIVolumeFile {
-    DownwardAPIVolumeFile {
-        path: path.into(),
-        field_ref: Some(ObjectFieldSelector {
-            api_version: None,
-            field_path: field_path.into(),
-        }),
-        mode: Some(mode),
-        resource_field_ref: None,
-    }
-}
-
-/// Merges `ours` over `theirs` (template labels or annotations): eto's keys win.
-pub fn merged(
-    theirs: Option<&BTreeMap<String, String>>,
-    ours: BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut merged = theirs.cloned().unwrap_or_default();
-    merged.extend(ours);
-    merged
 }
 
 /// Sets `name` to `value` in the environment of `container`, replacing a value the template

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Secret;
 
-use super::JobContext;
+use crate::job::JobContext;
 use crate::names;
 
 /// The Secret `<job>-ssh` eto generates, without its key material: the controller adds the key

@@ -4,7 +4,8 @@ use eto_api::job_status::NodeCooldown;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{JobContext, Role, SSHD_COMMAND, notice_mount, notice_volume};
+use super::{SSHD_COMMAND, join_gang, notice_mount, notice_volume, ssh_mounts, ssh_volume};
+use crate::job::{JobContext, Role};
 use crate::{cooldown, names, notice};
 
 /// How the workers of a kind whose launcher reaches them over SSH follow their original
@@ -51,16 +52,16 @@ pub fn ssh_worker_pod(
     super::hold_on_sigterm(&job, &mut spec);
     cooldown::avoiding(&mut spec, in_cooldown);
     let volumes = spec.volumes.get_or_insert_default();
-    volumes.push(job.ssh_volume());
+    volumes.push(ssh_volume(&job));
     volumes.push(notice_volume(&[]));
     for (position, container) in spec.containers.iter_mut().enumerate() {
         let mounts = container.volume_mounts.get_or_insert_default();
         if ssh.keys_in_every_container || position == 0 {
-            mounts.extend(job.ssh_mounts());
+            mounts.extend(ssh_mounts(&job));
         }
         mounts.push(notice_mount());
     }
-    job.join_gang(&mut metadata, &mut spec, Role::Worker);
+    join_gang(&job, &mut metadata, &mut spec, Role::Worker);
     Pod {
         metadata,
         spec: Some(spec),

@@ -74,12 +74,12 @@ fn group_of(
 
 fn training_group(job: &TrainingJob, scheduler: &GangScheduler, launcher_exists: bool) -> Value {
     let spec = training_job::validation::validate(job).expect("the fixture is valid");
-    group_of(JobRef::Training(job), &spec, scheduler, launcher_exists)
+    group_of(JobRef::new(job), &spec, scheduler, launcher_exists)
 }
 
 fn mpi_group(job: &MPIJob, scheduler: &GangScheduler, launcher_exists: bool) -> Value {
     let spec = mpi_job::validation::validate(job).expect("the fixture is valid");
-    group_of(JobRef::Mpi(job), &spec, scheduler, launcher_exists)
+    group_of(JobRef::new(job), &spec, scheduler, launcher_exists)
 }
 
 fn assert_upstream_fields(group: &Value, fields: &[&str]) {
@@ -254,7 +254,7 @@ fn worker_for(gang: Option<&GangScheduler>) -> Value {
     let job = elastic_training_job();
     let spec = training_job::validation::validate(&job).unwrap();
     let job = JobContext {
-        job_ref: JobRef::Training(&job),
+        job_ref: JobRef::new(&job),
         spec: &spec,
         run: 1,
         notice: None,
@@ -289,7 +289,7 @@ fn pods_join_the_group_of_their_scheduler() {
     join(
         &mut metadata,
         &mut named,
-        JobRef::Training(&job),
+        JobRef::new(&job),
         &GangScheduler::Volcano,
         false,
     );

@@ -1,6 +1,6 @@
 //! What a job answers that depends on its kind.
 //!
-//! Each kind's module implements [`ServedJob`] for its API type; [`super::JobRef`] asks it,
+//! Each kind's module implements [`ServedJob`] for its API type; [`JobRef`] asks it,
 //! so the engine's rules never learn which kind a job is. A method with a default is what
 //! most kinds answer; a kind overrides it where its jobs differ (a PyTorchJob whose
 //! rendezvous eto hosts has a rendezvous store for a launcher, for example).
@@ -10,18 +10,23 @@ use std::time::Duration;
 
 use eto_api::common::ReplicaRestartPolicy;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::{Coordinator, Kind, WorkerNames};
+use super::invalid_spec::InvalidSpec;
+use super::kind::{Coordinator, Kind, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
 use crate::group_report::ReportSource;
+use crate::quorum_report::QuorumReport;
+use crate::spares::KeptWhen;
 use crate::status::JobStatus;
-use crate::validation::InvalidSpec;
 
 /// A job of one of the kinds eto serves, as the engine reads it.
 pub trait ServedJob: std::fmt::Debug + Sync {
     /// Its kind.
     fn kind(&self) -> Kind;
+
+    /// Itself, for its kind's module to read it as its API type (see [`JobRef::downcast`]).
+    fn as_any(&self) -> &dyn std::any::Any;
 
     /// Its metadata.
     fn metadata(&self) -> &ObjectMeta;
@@ -170,4 +175,204 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     fn launcher_called(&self) -> &'static str {
         self.kind().vocabulary().launcher_called
     }
+}
+
+/// A job of any kind, borrowed: what the engine's rules take.
+#[derive(Clone, Copy, Debug)]
+pub struct JobRef<'a>(&'a dyn ServedJob);
+
+impl<'a> JobRef<'a> {
+    /// `job`, as the engine takes it.
+    pub fn new(job: &'a dyn ServedJob) -> Self {
+        Self(job)
+    }
+
+    /// The job as its kind's API type `T`, if it is one: for the kind's own module.
+    pub fn downcast<T: 'static>(self) -> Option<&'a T> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// Its kind.
+    pub fn kind(self) -> Kind {
+        self.served().kind()
+    }
+
+    /// The job, as its kind answers for it.
+    fn served(self) -> &'a dyn ServedJob {
+        self.0
+    }
+
+    /// Its metadata.
+    pub fn metadata(self) -> &'a ObjectMeta {
+        self.served().metadata()
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'a str {
+        self.metadata().name.as_deref().unwrap_or_default()
+    }
+
+    /// Its namespace.
+    pub fn namespace(self) -> &'a str {
+        self.metadata().namespace.as_deref().unwrap_or("default")
+    }
+
+    /// Its uid.
+    pub fn uid(self) -> &'a str {
+        self.metadata().uid.as_deref().unwrap_or_default()
+    }
+
+    /// See [`ServedJob::launcher_template`].
+    pub fn launcher_template(self) -> Option<&'a PodTemplateSpec> {
+        self.served().launcher_template()
+    }
+
+    /// See [`ServedJob::worker_template`].
+    pub fn worker_template(self) -> Option<&'a PodTemplateSpec> {
+        self.served().worker_template()
+    }
+
+    /// See [`ServedJob::engine_status`].
+    pub fn status(self) -> JobStatus {
+        self.served().engine_status()
+    }
+
+    /// See [`ServedJob::started_by_another_operator`].
+    pub fn started_by_another_operator(self) -> bool {
+        self.served().started_by_another_operator()
+    }
+
+    /// See [`ServedJob::replica_restart_policy`].
+    pub fn replica_restart_policy(self) -> Option<ReplicaRestartPolicy> {
+        self.served().replica_restart_policy()
+    }
+
+    /// See [`ServedJob::first_worker_success_decides`].
+    pub fn first_worker_success_decides(self) -> bool {
+        self.served().first_worker_success_decides()
+    }
+
+    /// See [`ServedJob::pod_service_names`].
+    pub fn pod_service_names(self) -> Vec<String> {
+        self.served().pod_service_names()
+    }
+
+    /// See [`ServedJob::coordinator`].
+    pub fn coordinator(self) -> Coordinator {
+        self.served().coordinator()
+    }
+
+    /// See [`ServedJob::group_report_source`].
+    pub fn group_report_source(self, pods: &[&Pod]) -> Option<ReportSource> {
+        self.served().group_report_source(pods)
+    }
+
+    /// See [`ServedJob::seat_workers`].
+    pub fn seat_workers(
+        self,
+        groups: u32,
+        target: &[u32],
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        new: &mut std::collections::BTreeMap<u32, Pod>,
+    ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, String>> {
+        self.served().seat_workers(groups, target, pods, new)
+    }
+
+    /// See [`ServedJob::spares_kept`].
+    pub fn spares_kept(self) -> KeptWhen {
+        self.served().spares_kept()
+    }
+
+    /// See [`ServedJob::silent_group_workers`].
+    pub fn silent_group_workers(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+        quorum: &QuorumReport,
+        grace: std::time::Duration,
+    ) -> std::collections::BTreeMap<u32, f64> {
+        self.served().silent_group_workers(pods, quorum, grace)
+    }
+
+    /// See [`ServedJob::waiting_spares`].
+    pub fn waiting_spares(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeSet<u32> {
+        self.served().waiting_spares(pods)
+    }
+
+    /// See [`ServedJob::worker_groups`].
+    pub fn worker_groups(
+        self,
+        pods: &std::collections::BTreeMap<u32, &Pod>,
+    ) -> std::collections::BTreeMap<u32, u32> {
+        self.served().worker_groups(pods)
+    }
+
+    /// See [`ServedJob::pods_per_group`].
+    pub fn pods_per_group(self) -> u32 {
+        self.served().pods_per_group()
+    }
+
+    /// See [`ServedJob::heartbeat_timeout`].
+    pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
+        self.served().heartbeat_timeout()
+    }
+
+    /// See [`ServedJob::worker_names`].
+    pub fn worker_names(self) -> WorkerNames {
+        self.served().worker_names()
+    }
+
+    /// See [`ServedJob::coordinator_role`].
+    pub fn coordinator_role(self) -> &'static str {
+        self.served().coordinator_role()
+    }
+
+    /// See [`ServedJob::launcher_name`].
+    pub fn launcher_name(self) -> String {
+        self.served().launcher_name()
+    }
+
+    /// See [`ServedJob::min_field`].
+    pub fn min_field(self) -> &'static str {
+        self.served().min_field()
+    }
+
+    /// See [`ServedJob::launcher_called`].
+    pub fn launcher_called(self) -> &'static str {
+        self.served().launcher_called()
+    }
+
+    /// See [`ServedJob::validate`].
+    ///
+    /// # Errors
+    /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
+    pub fn validate(self) -> Result<EffectiveSpec, InvalidSpec> {
+        self.served().validate()
+    }
+
+    /// The owner reference its children carry: controller, blocking owner deletion.
+    pub fn owner_reference(self) -> OwnerReference {
+        let resource = self.kind().api_resource();
+        OwnerReference {
+            api_version: resource.api_version,
+            kind: resource.kind,
+            name: self.name().to_string(),
+            uid: self.uid().to_string(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
+    }
+}
+
+/// Whether the object with `metadata` is controlled by the object whose uid is `uid`: it has a
+/// controller owner reference to it. eto's children are controlled by their job, the pods of
+/// an MPIJob's launcher by the launcher Job.
+pub fn controlled_by(metadata: &ObjectMeta, uid: &str) -> bool {
+    metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.uid == uid && owner.controller == Some(true))
 }

@@ -1,12 +1,12 @@
 //! A job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
-//! [`crate::kind::Vocabulary::autoscaler`]): applied while the job's run goes on and its kind
+//! [`crate::job::Vocabulary::autoscaler`]): applied while the job's run goes on and its kind
 //! builds one from its spec, deleted otherwise. A name held by an object the job does not control is left to it (the run
 //! reports it, see `run.rs`).
 
 use super::{Child, ChildKind, Deletion, Observed, Planner};
 use crate::already_applied::autoscaler_is_applied;
-use crate::builders::JobContext;
 use crate::effective_spec::EffectiveSpec;
+use crate::job::JobContext;
 use crate::names;
 
 impl Planner {

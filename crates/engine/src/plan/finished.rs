@@ -6,10 +6,10 @@ use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::builders::JobContext;
 pub use crate::child::{ChildKind, Deletion};
 use crate::conditions;
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
+use crate::job::JobContext;
 use crate::pods;
 use crate::scaling;
 

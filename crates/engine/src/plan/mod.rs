@@ -37,17 +37,17 @@ use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
-use crate::group_orders::GroupOrders;
-use crate::kind::{JobRef, Kind};
+use crate::field_error::FieldError;
+use crate::group_report::GroupOrders;
+use crate::job::JobContext;
+use crate::job::{JobRef, Kind};
 use crate::kubeai::{self, Stop};
 use crate::node_warnings;
 use crate::pods;
 use crate::scaling::{self, ScalerUpdate};
-use crate::validation::FieldError;
 
 mod autoscaler;
 mod finished;

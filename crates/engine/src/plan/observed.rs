@@ -10,10 +10,11 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
 use crate::already_applied::is_applied;
 pub use crate::child::Child;
-use crate::gang::{Gang, PodGroup};
+use crate::gang::Gang;
 use crate::group_report::GroupReport;
-use crate::kind::JobRef;
+use crate::job::JobRef;
 use crate::node_warnings::NodeWarning;
+use crate::pod_group::PodGroup;
 use crate::scaling::Scaler;
 
 /// Whether the job's SSH Secret exists.
@@ -71,10 +72,10 @@ pub struct Observed<'a> {
     pub job: JobRef<'a>,
     /// The pods the job controls, and those its launcher Job controls.
     pub pods: Vec<&'a Pod>,
-    /// The headless Service of the workers, named by the kind ([`crate::kind::Kind::service_name`]).
+    /// The headless Service of the workers, named by the kind ([`crate::job::Kind::service_name`]).
     pub worker_service: Option<&'a Service>,
     /// The headless Services a kind has one per pod (see
-    /// [`crate::kind::ServedJob::pod_service_names`]).
+    /// [`crate::job::ServedJob::pod_service_names`]).
     pub pod_services: Vec<&'a Service>,
     /// `<job>-config`.
     pub config_map: Option<&'a ConfigMap>,
@@ -89,7 +90,7 @@ pub struct Observed<'a> {
     /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
     pub scalers: &'a [Scaler],
     /// The launcher's batch Job, for a kind whose launcher is one
-    /// ([`crate::kind::Coordinator::LauncherJob`]).
+    /// ([`crate::job::Coordinator::LauncherJob`]).
     pub launcher_job: Option<&'a BatchJob>,
     /// Names of the job's children found held by objects it does not control.
     pub taken: &'a [TakenName],
@@ -107,7 +108,7 @@ pub struct Observed<'a> {
     /// (see [`crate::group_report`]).
     pub group_report: Option<&'a GroupReport>,
     /// The job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
-    /// [`crate::kind::Vocabulary::autoscaler`]).
+    /// [`crate::job::Vocabulary::autoscaler`]).
     pub autoscaler: Option<&'a HorizontalPodAutoscaler>,
 }
 

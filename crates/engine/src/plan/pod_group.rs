@@ -1,10 +1,10 @@
 //! The job's PodGroup, when the operator uses a gang scheduler.
 
 use crate::already_applied::is_applied;
-use crate::builders::JobContext;
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::effective_spec::EffectiveSpec;
 use crate::gang;
+use crate::job::JobContext;
 
 use super::{Observed, Planner};
 

@@ -7,7 +7,7 @@ use eto_api::common::ReplicaType;
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::kind::Kind;
+use crate::job::Kind;
 use crate::loss::Loss;
 use crate::pods;
 

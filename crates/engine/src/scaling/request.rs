@@ -8,8 +8,8 @@ use eto_api::scale_in::{ScaleIn, ScaleInStatus};
 use eto_api::scale_out::{ScaleOut, ScaleOutStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+use crate::field_error::FieldError;
 use crate::parse::parse;
-use crate::validation::FieldError;
 
 use super::DEFAULT_TIMEOUT;
 

@@ -7,7 +7,6 @@
 //! module's `validation`), so the controller never builds objects from a spec it does not
 //! understand; it reports the errors in the job's status and events instead.
 
-use std::fmt;
 use std::time::Duration;
 
 use eto_api::elastic::ElasticPolicy;
@@ -17,46 +16,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::builders::RESERVED_VOLUMES;
 use crate::effective_spec::{EffectiveSpec, ElasticSettings, KubeaiStop, WorkerCounts};
+use crate::field_error::FieldError;
+use crate::job::InvalidSpec;
 #[cfg(doc)]
-use crate::kind::JobRef;
-use crate::kind::Kind;
+use crate::job::JobRef;
+use crate::job::Kind;
 use crate::names::{MAX_JOB_NAME_LEN, is_dns1035_label};
 
 /// Extended resource whose limit sets the default slots per worker of a TrainingJob.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-
-/// One violated rule, naming the field as a path into the object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    /// Path of the offending field, for example `spec.etReplicaSpecs.worker.minReplicas`.
-    pub field: String,
-    /// What is wrong with it.
-    pub message: String,
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-/// A job that breaks at least one rule; every broken rule is listed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {}: {}", .kind.vocabulary().name, join(.errors))]
-pub struct InvalidSpec {
-    /// The kind of the job.
-    pub kind: Kind,
-    /// The violated rules, in the order of the fields in the spec.
-    pub errors: Vec<FieldError>,
-}
-
-fn join(errors: &[FieldError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
 
 #[derive(Default)]
 pub(crate) struct Errors(pub(crate) Vec<FieldError>);

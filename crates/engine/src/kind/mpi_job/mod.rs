@@ -19,11 +19,11 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::builders::SSH_AUTH_SECRET_TYPE;
 use crate::effective_spec::EffectiveSpec;
+use crate::job::InvalidSpec;
+use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::names;
-use crate::validation::InvalidSpec;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -58,11 +58,19 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher_host: objects::launcher_host,
     autoscaler: None,
     training_container: None,
+    api_resource: || kube::core::ApiResource::erase::<MPIJob>(&()),
+    managed_by_eto,
+    stored_status,
+    scaled_by_requests: false,
 };
 
 impl ServedJob for MPIJob {
     fn kind(&self) -> Kind {
-        Kind::MpiJob
+        Kind::MPI_JOB
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn metadata(&self) -> &ObjectMeta {

@@ -21,13 +21,16 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::builders::{
-    JobContext, MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, Role, SshWorker, annotation_file, merged,
-    notice_mount, notice_volume, resume_value, set_env, ssh_worker_pod,
+    MPI_CONFIG_DIR, MPI_CONFIG_VOLUME, SshWorker, notice_mount, notice_volume, resume_value,
+    set_env, ssh_worker_pod,
 };
+use crate::builders::{join_gang, ssh_mounts, ssh_volume};
 use crate::child::Child;
 use crate::discovery::{self, Host, MPI_DISCOVER_HOSTS_SCRIPT};
+use crate::downward_api::annotation_file;
 use crate::effective_spec::MpiSettings;
-use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::job::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::job::{JobContext, Role, merged};
 use crate::{names, notice};
 
 /// The file of `/etc/mpi` that lists the ready hosts, one `host:slots` line each; the
@@ -103,12 +106,12 @@ pub fn launcher_job(
         spec.dns_policy = Some("ClusterFirstWithHostNet".into());
     }
     let volumes = spec.volumes.get_or_insert_default();
-    volumes.push(job.ssh_volume());
+    volumes.push(ssh_volume(&job));
     volumes.push(config_volume(job.name()));
     volumes.push(notice_volume(&[]));
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();
-        mounts.extend(job.ssh_mounts());
+        mounts.extend(ssh_mounts(&job));
         mounts.push(VolumeMount {
             name: MPI_CONFIG_VOLUME.into(),
             mount_path: MPI_CONFIG_DIR.into(),
@@ -132,7 +135,7 @@ pub fn launcher_job(
     };
     crate::builders::place_launcher(&job, &mut spec, avoided);
     crate::builders::hold_on_sigterm(&job, &mut spec);
-    job.join_gang(&mut pod_metadata, &mut spec, Role::Launcher);
+    join_gang(&job, &mut pod_metadata, &mut spec, Role::Launcher);
     BatchJob {
         metadata: ObjectMeta {
             labels: Some(job.pod_labels(Role::Launcher)),

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 use super::objects::*;
 use super::validation::validate as validate_mpi_job;
-use crate::builders::{JobContext, ssh_secret};
+use crate::builders::ssh_secret;
 use crate::effective_spec::MpiSettings;
-use crate::kind::JobRef;
+use crate::job::JobContext;
+use crate::job::JobRef;
 use crate::testing::mpi_job;
 
 fn with_spec<R>(job: &MPIJob, build: impl FnOnce(JobContext<'_>, &MpiSettings) -> R) -> R {
@@ -17,7 +18,7 @@ fn with_spec<R>(job: &MPIJob, build: impl FnOnce(JobContext<'_>, &MpiSettings) -
     let mpi = spec.mpi.clone().expect("an MPIJob has MPI settings");
     build(
         JobContext {
-            job_ref: JobRef::Mpi(job),
+            job_ref: JobRef::new(job),
             spec: &spec,
             run: 1,
             notice: None,

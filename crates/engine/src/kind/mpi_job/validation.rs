@@ -15,9 +15,10 @@ use crate::builders::{DISCOVERY_DIR, MPI_CONFIG_DIR};
 use crate::effective_spec::{
     EffectiveSpec, LauncherStart, MpiSettings, SshSecretSource, WorkerCounts,
 };
-use crate::kind::Kind;
+use crate::job::InvalidSpec;
+use crate::job::Kind;
 use crate::validation::{
-    CountField, Errors, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name, check_template,
+    CountField, Errors, ReservedPaths, RunLimitFields, check_job_name, check_template,
     elastic_settings, positive,
 };
 
@@ -156,7 +157,7 @@ pub fn validate(job: &MPIJob) -> Result<EffectiveSpec, InvalidSpec> {
     };
 
     errors.into_result(
-        Kind::MpiJob,
+        Kind::MPI_JOB,
         EffectiveSpec {
             workers,
             slots_per_worker,

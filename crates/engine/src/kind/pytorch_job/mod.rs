@@ -35,11 +35,11 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
 use crate::group_report::ReportSource;
+use crate::job::InvalidSpec;
+use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::names;
-use crate::validation::InvalidSpec;
 
 /// The label naming the operator on every pod and Service of a PyTorchJob, as Arena and Kueue
 /// select them.
@@ -101,11 +101,19 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher_host: |_| None,
     autoscaler: Some(v1_autoscaler::autoscaler),
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
+    api_resource: || kube::core::ApiResource::erase::<PyTorchJob>(&()),
+    managed_by_eto,
+    stored_status,
+    scaled_by_requests: false,
 };
 
 impl ServedJob for PyTorchJob {
     fn kind(&self) -> Kind {
-        Kind::PyTorchJob
+        Kind::PYTORCH_JOB
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn metadata(&self) -> &ObjectMeta {
@@ -317,14 +325,14 @@ impl ServedJob for PyTorchJob {
         match self.coordinator() {
             Coordinator::RendezvousStore => rendezvous::store_name(name),
             Coordinator::Lighthouse => replica_groups::lighthouse_name(name),
-            _ => Kind::PyTorchJob.launcher_name(name),
+            _ => Kind::PYTORCH_JOB.launcher_name(name),
         }
     }
 
     fn min_field(&self) -> &'static str {
         match self.coordinator() {
             Coordinator::RendezvousStore | Coordinator::Lighthouse => "elasticPolicy.minReplicas",
-            _ => Kind::PyTorchJob.vocabulary().min_field,
+            _ => Kind::PYTORCH_JOB.vocabulary().min_field,
         }
     }
 
@@ -332,7 +340,7 @@ impl ServedJob for PyTorchJob {
         match self.coordinator() {
             Coordinator::RendezvousStore => "rendezvous store",
             Coordinator::Lighthouse => "Lighthouse",
-            _ => Kind::PyTorchJob.vocabulary().launcher_called,
+            _ => Kind::PYTORCH_JOB.vocabulary().launcher_called,
         }
     }
 }

@@ -9,14 +9,14 @@ use eto_api::pytorch_job::PyTorchReplicaType;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::builders::{
-    JobContext, Role, merged, notice_mount, notice_volume, place_launcher, worker_metadata,
-};
+use crate::builders::join_gang;
+use crate::builders::{notice_mount, notice_volume, place_launcher, worker_metadata};
 use crate::child::Child;
-use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::job::Coordinator;
+use crate::job::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::job::{JobContext, Role, merged};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
 use crate::kind::pytorch_job::{Defaulted, JOB_ROLE_LABEL, env, pod, replica_groups, service};
-use crate::kind::{Coordinator, JobRef};
 use crate::{cooldown, joining, notice, spares};
 
 /// The launcher of PyTorchJob `job`: the rendezvous store eto hosts, the Lighthouse of its
@@ -43,7 +43,7 @@ pub fn master_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<Pod> 
     let mut spec = with_notice(built.spec.unwrap_or_default(), &[]);
     place_launcher(&job, &mut spec, avoided);
     let mut metadata = master_metadata(job);
-    job.join_gang(&mut metadata, &mut spec, Role::Launcher);
+    join_gang(&job, &mut metadata, &mut spec, Role::Launcher);
     Some(Pod {
         metadata,
         spec: Some(spec),
@@ -120,7 +120,7 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
             .get_or_insert_default()
             .insert(JOB_ROLE_LABEL.into(), "master".into());
     }
-    job.join_gang(&mut metadata, &mut spec, Role::Worker);
+    join_gang(&job, &mut metadata, &mut spec, Role::Worker);
     Some(Pod {
         metadata,
         spec: Some(spec),
@@ -184,10 +184,7 @@ pub fn lighthouse_pod(job: JobContext<'_>, avoided: &[NodeCooldown]) -> Option<P
 }
 
 fn pytorch_job<'a>(job: &JobContext<'a>) -> Option<&'a PyTorchJob> {
-    match job.job_ref {
-        JobRef::PyTorch(pytorch) => Some(pytorch),
-        _ => None,
-    }
+    job.job_ref.downcast()
 }
 
 /// The time torchrun has to stop its training processes after a SIGTERM (an eviction, a

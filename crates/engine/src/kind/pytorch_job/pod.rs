@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::rendezvous::RunRendezvous;
 use super::service::pod_selector;
 use super::{Defaulted, JOB_ROLE_LABEL, env, pod_name};
-use crate::kind::JobRef;
+use crate::job::JobRef;
 
 /// Pod `index` of `type_`, or `None` when the spec has no such replica type: the replica's
 /// template with v1's labels over its own (`training.kubeflow.org/operator-name`, `job-name`,
@@ -70,7 +70,7 @@ pub fn pod(
             namespace: job.metadata.namespace.clone(),
             labels: Some(labels),
             annotations: template_metadata.annotations,
-            owner_references: Some(vec![JobRef::PyTorch(job).owner_reference()]),
+            owner_references: Some(vec![JobRef::new(job).owner_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(spec),

@@ -34,7 +34,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{Defaulted, REPLICA_TYPE_LABEL};
-use crate::builders::{JobContext, place_launcher};
+use crate::builders::place_launcher;
+use crate::job::JobContext;
 
 /// The port the store listens on unless `rdzvPort` names another: torchrun's default for
 /// the c10d backend.

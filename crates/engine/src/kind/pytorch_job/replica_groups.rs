@@ -36,7 +36,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodDNSConfig, PodSpec};
 use super::env::var;
 use super::rendezvous::{beside_the_workers, service_name, tcp_port};
 use super::{Defaulted, training_container};
-use crate::builders::JobContext;
+use crate::job::JobContext;
 
 /// The Lighthouse's port unless `lighthouse.port` names another: TorchFT's.
 pub const DEFAULT_PORT: i32 = 29510;
@@ -90,7 +90,7 @@ pub const GROUP_FILE: &str = "replica-group";
 
 /// The downward-API file [`GROUP_FILE`].
 pub fn group_file() -> k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
-    crate::builders::label_file(GROUP_FILE, GROUP_LABEL, 0o444)
+    crate::downward_api::label_file(GROUP_FILE, GROUP_LABEL, 0o444)
 }
 
 /// The replica groups of a job.

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::rendezvous::HostedRendezvous;
 use super::replica_groups::ReplicaGroups;
 use crate::group_report::{ReportFormat, ReportSource};
-use crate::kind::ServedJob;
+use crate::job::ServedJob;
 use crate::pods;
 
 /// Where to read `job`'s report now: the store (or Lighthouse) of the job's current run runs

@@ -13,7 +13,7 @@ use super::{
     Defaulted, JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL, pod_name, pytorch_container, type_label,
 };
-use crate::kind::JobRef;
+use crate::job::JobRef;
 
 /// The labels that select pod `index` of `type_` of `job`, as v1 labels it (its Service
 /// selects it with them).
@@ -67,7 +67,7 @@ pub fn service(
             name: Some(pod_name(name, type_, index)),
             namespace: job.metadata.namespace.clone(),
             labels: Some(selector.clone()),
-            owner_references: Some(vec![JobRef::PyTorch(job).owner_reference()]),
+            owner_references: Some(vec![JobRef::new(job).owner_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceSpec {

@@ -14,17 +14,15 @@ use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
 };
 
-use crate::builders::JobContext;
-use crate::kind::JobRef;
+use crate::job::JobContext;
 use crate::kind::pytorch_job::Defaulted;
 use crate::names;
+use eto_api::PyTorchJob;
 
 /// The HPA of `job`, if it is a PyTorchJob whose `elasticPolicy` sets `metrics` (an empty
 /// list included, as v1 reads it: kube-apiserver then gives the HPA its default, 80% CPU).
 pub fn autoscaler(job: JobContext<'_>) -> Option<HorizontalPodAutoscaler> {
-    let JobRef::PyTorch(pytorch) = job.job_ref else {
-        return None;
-    };
+    let pytorch = job.job_ref.downcast::<PyTorchJob>()?;
     let bounds = Defaulted::of(pytorch).elastic?;
     let metrics = bounds.policy.metrics.clone()?;
     let count = |count: u32| i32::try_from(count).unwrap_or(i32::MAX);
@@ -48,6 +46,7 @@ pub fn autoscaler(job: JobContext<'_>) -> Option<HorizontalPodAutoscaler> {
 
 #[cfg(test)]
 mod tests {
+    use crate::job::JobRef;
     use serde_json::json;
 
     use eto_api::PyTorchJob;
@@ -60,9 +59,9 @@ mod tests {
         let mut value = serde_json::to_value(crate::testing::pytorch_job()).expect("json");
         json_patch::merge(&mut value, &json!({"spec": spec}));
         let job: PyTorchJob = serde_json::from_value(value).expect("a PyTorchJob");
-        let effective = JobRef::PyTorch(&job).validate().expect("a valid job");
+        let effective = JobRef::new(&job).validate().expect("a valid job");
         autoscaler(JobContext {
-            job_ref: JobRef::PyTorch(&job),
+            job_ref: JobRef::new(&job),
             spec: &effective,
             run: 0,
             notice: None,

@@ -23,19 +23,20 @@ use eto_api::training_job::JobRestartPolicy;
 
 use crate::builders::DISCOVERY_DIR;
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
-use crate::kind::Kind;
+use crate::job::InvalidSpec;
+use crate::job::Kind;
 use crate::kind::pytorch_job::Defaulted;
 use crate::kind::pytorch_job::rendezvous::HostedRendezvous;
 use crate::kind::pytorch_job::replica_groups::ReplicaGroups;
 use crate::validation::{
-    Errors, InvalidSpec, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
+    Errors, ReservedPaths, RunLimitFields, RunLimits, check_job_name, check_template,
     elastic_settings,
 };
 
 /// Validates PyTorchJob `job` and applies every default, v1's and eto's.
 ///
 /// The Master, if there is one, is the run's launcher (see
-/// [`crate::kind::Coordinator::Master`]): its `restartPolicy` decides what its failure
+/// [`crate::job::Coordinator::Master`]): its `restartPolicy` decides what its failure
 /// does (`Never` fails the job; `OnFailure`, `Always` and `ExitCode` restart it, up to
 /// `backoffLimit` times); without one, the job succeeds once every Worker has (with
 /// `elasticPolicy`: once one has, as v1 decides). A static job's Workers are not replaced
@@ -116,7 +117,7 @@ pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
         _ => JobRestartPolicy::OnFailure,
     };
     errors.into_result(
-        Kind::PyTorchJob,
+        Kind::PYTORCH_JOB,
         EffectiveSpec {
             workers: counts,
             slots_per_worker: 1,

@@ -12,11 +12,13 @@ use k8s_openapi::api::core::v1::{
 };
 
 use crate::builders::{
-    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, JobContext, Role,
-    annotation_file, resume_value,
+    DEEPSPEED_DIR, DEEPSPEED_VOLUME, DISCOVERY_DIR, DISCOVERY_VOLUME, resume_value,
 };
+use crate::builders::{join_gang, ssh_mounts, ssh_volume};
 use crate::child::Child;
-use crate::kind::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::downward_api::annotation_file;
+use crate::job::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
+use crate::job::{JobContext, Role};
 use crate::{discovery, names, notice};
 
 use super::objects;
@@ -81,7 +83,7 @@ pub fn launcher_pod(
     spec.restart_policy = Some("Never".into());
     spec.service_account_name = Some(names::launcher_rbac(job.name()));
     let volumes = spec.volumes.get_or_insert_default();
-    volumes.push(job.ssh_volume());
+    volumes.push(ssh_volume(&job));
     volumes.push(discovery_volume(job.name()));
     volumes.push(annotation_volume(
         DEEPSPEED_VOLUME,
@@ -91,7 +93,7 @@ pub fn launcher_pod(
         container
             .volume_mounts
             .get_or_insert_default()
-            .extend(job.ssh_mounts());
+            .extend(ssh_mounts(&job));
     }
     if let Some(first) = spec.containers.first_mut() {
         let mounts = first.volume_mounts.get_or_insert_default();
@@ -122,7 +124,7 @@ pub fn launcher_pod(
     }
     crate::builders::place_launcher(&job, &mut spec, avoided);
     crate::builders::hold_on_sigterm(&job, &mut spec);
-    job.join_gang(&mut metadata, &mut spec, Role::Launcher);
+    join_gang(&job, &mut metadata, &mut spec, Role::Launcher);
     Pod {
         metadata,
         spec: Some(spec),

@@ -20,10 +20,10 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
+use crate::job::InvalidSpec;
+use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::names;
-use crate::validation::InvalidSpec;
 
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
@@ -58,11 +58,19 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     launcher_host: |_| None,
     autoscaler: None,
     training_container: None,
+    api_resource: || kube::core::ApiResource::erase::<TrainingJob>(&()),
+    managed_by_eto: |_| true,
+    stored_status,
+    scaled_by_requests: true,
 };
 
 impl ServedJob for TrainingJob {
     fn kind(&self) -> Kind {
-        Kind::TrainingJob
+        Kind::TRAINING_JOB
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn metadata(&self) -> &ObjectMeta {

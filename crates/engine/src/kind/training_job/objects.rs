@@ -8,9 +8,10 @@ use eto_api::well_known::{JOB_NAME_LABEL, JOB_ROLE_LABEL, WORKER_ROLE};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount, ServiceSpec};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 
-use crate::builders::{JobContext, SshWorker, ssh_worker_pod};
+use crate::builders::{SshWorker, ssh_worker_pod};
 use crate::child::Child;
 use crate::discovery::DISCOVER_HOSTS_SCRIPT;
+use crate::job::JobContext;
 use crate::names;
 
 /// Worker `index` of TrainingJob `job` (see [`ssh_worker_pod`]): as et-operator's, the key

@@ -7,14 +7,14 @@ use serde_json::{Value, json};
 use super::launcher::launcher_pod;
 use super::objects::{launcher_role, launcher_role_binding, worker_pod, worker_service};
 use super::validation::validate;
-use crate::builders::JobContext;
-use crate::kind::JobRef;
+use crate::job::JobContext;
+use crate::job::JobRef;
 use crate::testing::{training_job, worker_container};
 
 fn with_spec<R>(job: &TrainingJob, build: impl FnOnce(JobContext<'_>) -> R) -> R {
     let spec = validate(job).expect("the fixture is valid");
     build(JobContext {
-        job_ref: JobRef::Training(job),
+        job_ref: JobRef::new(job),
         spec: &spec,
         run: 2,
         notice: None,
@@ -220,7 +220,7 @@ fn every_pod_shows_the_notice_in_etc_edl_and_a_resumed_launcher_knows_it() {
         message: "resumed".into(),
     };
     let resumed = JobContext {
-        job_ref: JobRef::Training(&job),
+        job_ref: JobRef::new(&job),
         spec: &spec,
         run: 3,
         notice: Some(&resume),

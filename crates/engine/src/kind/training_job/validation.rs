@@ -8,10 +8,11 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::builders::{DEEPSPEED_DIR, DISCOVERY_DIR, SSH_DIR};
 use crate::effective_spec::{EffectiveSpec, LauncherStart, SshSecretSource, WorkerCounts};
-use crate::kind::Kind;
+use crate::job::InvalidSpec;
+use crate::job::Kind;
 use crate::names::is_dns1123_subdomain;
 use crate::validation::{
-    CountField, Errors, GPU_RESOURCE, InvalidSpec, ReservedPaths, RunLimitFields, check_job_name,
+    CountField, Errors, GPU_RESOURCE, ReservedPaths, RunLimitFields, check_job_name,
     check_template, elastic_settings, gpu_quantity, positive, suspended_by_annotation,
 };
 
@@ -89,7 +90,7 @@ pub fn validate(job: &TrainingJob) -> Result<EffectiveSpec, InvalidSpec> {
         spec.suspend.unwrap_or(false) || suspended_by_annotation(&job.metadata, &mut errors);
 
     errors.into_result(
-        Kind::TrainingJob,
+        Kind::TRAINING_JOB,
         EffectiveSpec {
             workers,
             slots_per_worker,

@@ -1,5 +1,5 @@
 //! The run's launcher: what is observed of it, and the objects it needs (its kind builds
-//! them, see [`crate::kind::launcher`]): created once the run may start it, kept showing the
+//! them, see [`crate::job::launcher`]): created once the run may start it, kept showing the
 //! hosts of discovery and the job's notice while it runs.
 
 use std::collections::BTreeMap;
@@ -14,8 +14,8 @@ use crate::conditions;
 use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
-use crate::kind::Coordinator;
-use crate::kind::launcher::{LauncherInputs, RunningLauncher};
+use crate::job::Coordinator;
+use crate::job::launcher::{LauncherInputs, RunningLauncher};
 use crate::plan::observed::needs_apply;
 use crate::plan::{Child, SecretPresence};
 use crate::pod_metadata::PodMetadata;

@@ -33,7 +33,7 @@
 
 use super::{Launcher, Run};
 use crate::conditions;
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
 use crate::{node_warnings, pods};
 
 /// Reason of the `Suspended` condition, the notices and the Warning event when the platform

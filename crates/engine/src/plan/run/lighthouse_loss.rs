@@ -13,7 +13,7 @@
 //! its pod goes, and its replacement avoids the warned nodes.
 
 use super::{Launcher, Run};
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
 use crate::own_failure::OwnFailure;
 use crate::{conditions, pods};
 

@@ -29,11 +29,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{Observed, Planner, SecretPresence};
-use crate::builders::JobContext;
 use crate::conditions;
 use crate::effective_spec::SshSecretSource;
 use crate::gang::Gang;
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
+use crate::job::JobContext;
 use crate::{pods, scaling};
 
 pub(super) use failing_pods::PODS_FAILING;

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::builders;
 use crate::group_report::FormedRound;
+use crate::job::Coordinator;
 use crate::joining;
-use crate::kind::Coordinator;
 use crate::status::GroupStatus;
 use crate::{group_orders, names, node_warnings, notice, pods};
 

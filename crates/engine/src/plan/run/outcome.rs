@@ -6,7 +6,7 @@ use eto_api::training_job::JobRestartPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::conditions;
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
 use crate::loss::Loss;
 use crate::own_failure::OwnFailure;
 use crate::pods;

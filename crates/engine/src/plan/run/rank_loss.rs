@@ -14,7 +14,7 @@
 //! A worker that completed is no loss: the Master's end is the run's.
 
 use super::{Restart, Run, RunState};
-use crate::kind::WorkerNames;
+use crate::job::WorkerNames;
 use crate::loss::Loss;
 
 impl Run<'_, '_> {

@@ -2,11 +2,12 @@
 //! scheduler missing, a pod the API server refused, a wait for workers past its limit.
 
 use crate::conditions;
-use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK, GangScheduler};
+use crate::gang::{GANG_SCHEDULER_MISSING, GANG_SCHEDULER_RECHECK};
 use crate::plan::{
     Child, NAME_TAKEN, NAME_TAKEN_RECHECK, POD_REJECTED, POD_REJECTED_RECHECK, RejectedPod,
     SameStall, WAITING_RESOURCE_TIMEOUT,
 };
+use crate::pod_group::GangScheduler;
 
 use super::{Counts, Run};
 

@@ -30,7 +30,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::Run;
-use crate::kind::Coordinator;
+use crate::job::Coordinator;
 use crate::loss::Loss;
 use crate::names;
 use crate::pods;

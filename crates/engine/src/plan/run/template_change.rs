@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{Restart, Run};
 use crate::backoff;
-use crate::kind::WorkerNames;
+use crate::job::WorkerNames;
 use crate::own_failure::OwnFailure;
 use crate::pods;
 

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::Run;
 use crate::backoff::{self, Failure};
-use crate::kind::WorkerNames;
+use crate::job::WorkerNames;
 use crate::loss::Loss;
 use crate::names;
 use crate::own_failure::OwnFailure;

@@ -16,7 +16,7 @@ use super::{Run, RunState, silent_workers, template_change};
 use crate::conditions;
 use crate::discovery::Host;
 use crate::group_report::GroupReport;
-use crate::kind::WorkerNames;
+use crate::job::WorkerNames;
 use crate::loss::Loss;
 use crate::pod_metadata::PodMetadata;
 use crate::scaling;

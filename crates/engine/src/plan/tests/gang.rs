@@ -4,8 +4,9 @@
 use eto_api::job_status::JobPhase;
 use pretty_assertions::assert_eq;
 
-use crate::gang::{GANG_SCHEDULER_MISSING, GangScheduler, VOLCANO_GROUP_ANNOTATION};
+use crate::gang::{GANG_SCHEDULER_MISSING, VOLCANO_GROUP_ANNOTATION};
 use crate::plan::*;
+use crate::pod_group::GangScheduler;
 use crate::testing::world::{World, pod_names};
 use crate::testing::{mpi_job, training_job};
 

@@ -136,7 +136,7 @@ fn training_jobs() -> Vec<(&'static str, Option<JobPhase>, TrainingJob)> {
         });
     });
     let gang_scheduler_missing = stalled(|world| {
-        world.gang = Some(crate::gang::GangScheduler::Volcano);
+        world.gang = Some(crate::pod_group::GangScheduler::Volcano);
         world.pod_groups_served = false;
     });
 

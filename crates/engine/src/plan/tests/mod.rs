@@ -31,7 +31,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::conditions;
-use crate::kind::Kind;
+use crate::job::Kind;
 use crate::testing::training_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
@@ -549,7 +549,13 @@ fn an_undecodable_job_gets_a_condition_naming_the_field() {
         message: "unknown variant `Sometimes`".into(),
     };
     let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
-    let plan = plan_undecodable(Kind::TrainingJob, &ObjectMeta::default(), None, &error, now);
+    let plan = plan_undecodable(
+        Kind::TRAINING_JOB,
+        &ObjectMeta::default(),
+        None,
+        &error,
+        now,
+    );
     let status = plan.status.unwrap();
     let ready = conditions::find(&status.conditions, conditions::READY).unwrap();
     assert_eq!(ready.reason.as_deref(), Some("InvalidSpec"));

@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::kind::{Kind, WorkerNames};
+use crate::job::{Kind, WorkerNames};
 use crate::names;
 use crate::plan::{Child, Plan};
 use crate::pods;
@@ -141,8 +141,8 @@ fn world_of(shape: &JobShape) -> World {
         "drainSeconds": shape.drain_seconds,
     });
     let workers = json!({"replicas": shape.replicas, "restartPolicy": shape.worker_policy});
-    match shape.kind {
-        Kind::TrainingJob => {
+    match shape.kind.vocabulary().name {
+        "TrainingJob" => {
             let mut job = training_job();
             let worker = &mut job.spec.et_replica_specs.worker;
             worker.replicas = Some(shape.replicas);
@@ -160,7 +160,7 @@ fn world_of(shape: &JobShape) -> World {
             });
             World::new(job)
         }
-        Kind::MpiJob => World::mpi(patched(
+        "MPIJob" => World::mpi(patched(
             mpi_job(),
             json!({"spec": {
                 "mpiReplicaSpecs": {"Worker": workers},
@@ -169,7 +169,7 @@ fn world_of(shape: &JobShape) -> World {
             }}),
         )),
         // An elastic PyTorchJob, whose rendezvous eto hosts.
-        Kind::PyTorchJob => {
+        _ => {
             let mut elastic = elastic;
             elastic["maxReplicas"] = json!(shape.max.unwrap_or(shape.replicas));
             World::pytorch(patched(
@@ -263,17 +263,17 @@ fn happen(world: &mut World, happening: &Happening) {
             }
         }
         Happening::Advance(seconds) => world.advance(*seconds),
-        Happening::Scale(replicas) => match world.observed().job.kind() {
-            Kind::TrainingJob => world.job.spec.et_replica_specs.worker.replicas = Some(*replicas),
-            Kind::MpiJob => patch_job(
+        Happening::Scale(replicas) => match world.observed().job.kind().vocabulary().name {
+            "TrainingJob" => world.job.spec.et_replica_specs.worker.replicas = Some(*replicas),
+            "MPIJob" => patch_job(
                 world,
                 json!({"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": replicas}}}}),
             ),
-            Kind::PyTorchJob => world.set_worker_replicas(*replicas),
+            _ => world.set_worker_replicas(*replicas),
         },
-        Happening::Suspend(suspend) => match world.observed().job.kind() {
-            Kind::TrainingJob => world.job.spec.suspend = Some(*suspend),
-            Kind::MpiJob | Kind::PyTorchJob => {
+        Happening::Suspend(suspend) => match world.observed().job.kind().vocabulary().name {
+            "TrainingJob" => world.job.spec.suspend = Some(*suspend),
+            _ => {
                 patch_job(world, json!({"spec": {"runPolicy": {"suspend": suspend}}}));
             }
         },
@@ -343,7 +343,7 @@ fn check_launcher_exit(
     planned: &crate::status::JobStatus,
 ) -> Result<(), String> {
     let observed = before.observed();
-    if observed.job.kind() != Kind::TrainingJob {
+    if observed.job.kind() != Kind::TRAINING_JOB {
         return Ok(());
     }
     let Ok(spec) = observed.job.validate() else {
@@ -398,7 +398,7 @@ fn check_platform_losses(
     let failed_on_its_own = |pod: &k8s_openapi::api::core::v1::Pod| {
         pods::phase(pod) == "Failed" && crate::disruption::of(pod).is_none()
     };
-    let own_failure = if observed.job.kind() == Kind::TrainingJob {
+    let own_failure = if observed.job.kind() == Kind::TRAINING_JOB {
         before.pods.get(&launcher).is_some_and(failed_on_its_own)
     } else {
         before.pods.values().any(failed_on_its_own)
@@ -517,17 +517,17 @@ fn random_lives_of(kind: Kind) {
 
 #[test]
 fn random_lives_of_a_training_job_keep_the_planners_promises() {
-    random_lives_of(Kind::TrainingJob);
+    random_lives_of(Kind::TRAINING_JOB);
 }
 
 #[test]
 fn random_lives_of_an_mpi_job_keep_the_planners_promises() {
-    random_lives_of(Kind::MpiJob);
+    random_lives_of(Kind::MPI_JOB);
 }
 
 #[test]
 fn random_lives_of_an_elastic_pytorch_job_keep_the_planners_promises() {
-    random_lives_of(Kind::PyTorchJob);
+    random_lives_of(Kind::PYTORCH_JOB);
 }
 
 /// Any JSON value, a few levels deep.
@@ -631,14 +631,13 @@ fn mutate(object: &mut serde_json::Value, path: &str, value: Option<serde_json::
 /// A job of `kind` mutated at random paths: it parses and plans without a panic, and one that
 /// cannot be decoded gets a condition naming what is wrong.
 fn plan_mutated(
-    kind: crate::kind::Kind,
+    kind: crate::job::Kind,
     mutations: &[(usize, Option<serde_json::Value>)],
 ) -> Result<(), TestCaseError> {
-    use crate::kind::Kind;
-    let mut value = match kind {
-        Kind::TrainingJob => serde_json::to_value(training_job()),
-        Kind::MpiJob => serde_json::to_value(crate::testing::mpi_job()),
-        Kind::PyTorchJob => serde_json::to_value(crate::testing::pytorch_job()),
+    let mut value = match kind.vocabulary().name {
+        "TrainingJob" => serde_json::to_value(training_job()),
+        "MPIJob" => serde_json::to_value(crate::testing::mpi_job()),
+        _ => serde_json::to_value(crate::testing::pytorch_job()),
     }
     .map_err(|error| TestCaseError::fail(error.to_string()))?;
     for (path, mutation) in mutations {
@@ -649,7 +648,7 @@ fn plan_mutated(
         );
     }
     let now = jiff::Timestamp::from_second(1_800_000_000).unwrap_or_default();
-    let undecodable = |error: crate::validation::FieldError| -> Result<(), TestCaseError> {
+    let undecodable = |error: crate::field_error::FieldError| -> Result<(), TestCaseError> {
         let plan = crate::plan::plan_undecodable(kind, &Default::default(), None, &error, now);
         let status = plan.status.unwrap_or_default();
         let stalled = crate::conditions::find(&status.conditions, crate::conditions::STALLED)
@@ -661,8 +660,8 @@ fn plan_mutated(
         );
         Ok(())
     };
-    match kind {
-        Kind::TrainingJob => match crate::parse::parse::<eto_api::TrainingJob>(value) {
+    match kind.vocabulary().name {
+        "TrainingJob" => match crate::parse::parse::<eto_api::TrainingJob>(value) {
             Ok(job) => {
                 let mut world = World::new(job);
                 world.reconcile();
@@ -670,7 +669,7 @@ fn plan_mutated(
             }
             Err(error) => undecodable(error)?,
         },
-        Kind::MpiJob => match crate::parse::parse::<eto_api::MPIJob>(value) {
+        "MPIJob" => match crate::parse::parse::<eto_api::MPIJob>(value) {
             Ok(job) => {
                 let mut world = World::mpi(job);
                 world.reconcile();
@@ -678,7 +677,7 @@ fn plan_mutated(
             }
             Err(error) => undecodable(error)?,
         },
-        Kind::PyTorchJob => match crate::parse::parse::<eto_api::PyTorchJob>(value) {
+        _ => match crate::parse::parse::<eto_api::PyTorchJob>(value) {
             Ok(job) => {
                 let mut world = World::pytorch(job);
                 world.reconcile();
@@ -693,9 +692,9 @@ fn plan_mutated(
 #[test]
 fn jobs_with_random_fields_plan_or_are_reported_without_a_panic() {
     let mut runner = runner();
-    let strategy = (0..crate::kind::Kind::COUNT, mutations());
+    let strategy = (0..crate::job::Kind::COUNT, mutations());
     let result = runner.run(&strategy, |(kind, mutations)| {
-        plan_mutated(crate::kind::Kind::ALL[kind], &mutations)
+        plan_mutated(crate::job::Kind::ALL[kind], &mutations)
     });
     if let Err(failure) = result {
         panic!("{failure}");
@@ -748,14 +747,14 @@ fn request_mutated(
             ScalerKind::ScaleIn,
             serde_json::json!({"toDelete": {"count": 1}}),
             (|value| crate::parse::parse::<eto_api::ScaleIn>(value).err())
-                as fn(serde_json::Value) -> Option<crate::validation::FieldError>,
+                as fn(serde_json::Value) -> Option<crate::field_error::FieldError>,
         )
     } else {
         (
             ScalerKind::ScaleOut,
             serde_json::json!({"toAdd": {"count": 1}}),
             (|value| crate::parse::parse::<eto_api::ScaleOut>(value).err())
-                as fn(serde_json::Value) -> Option<crate::validation::FieldError>,
+                as fn(serde_json::Value) -> Option<crate::field_error::FieldError>,
         )
     };
     let mut world = running.clone();
@@ -829,7 +828,7 @@ fn workers_failing_on_their_own_past_the_backoff_limit_may_fail_a_training_job()
     // by its backoffLimit, though its launcher never failed.
     use Happening::{Advance, Delete, Exit, Ready, Scale};
     let shape = JobShape {
-        kind: Kind::TrainingJob,
+        kind: Kind::TRAINING_JOB,
         replicas: 2,
         min: 2,
         max: None,

@@ -384,7 +384,7 @@ fn a_job_training_operator_v1_started_is_left_as_it_is_and_one_it_finished_stays
 fn a_gang_counts_the_master_when_there_is_one_and_reads_the_scheduling_policy() {
     let min_member = |job: PyTorchJob| {
         let mut world = World::pytorch(job);
-        world.gang = Some(crate::gang::GangScheduler::Volcano);
+        world.gang = Some(crate::pod_group::GangScheduler::Volcano);
         world.reconcile();
         let group = world.pod_group.clone().expect("a PodGroup");
         (group.spec.min_member, group.spec.queue)

@@ -4,7 +4,7 @@ use eto_api::PyTorchJob;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::group_orders::GroupOrders;
+use crate::group_report::GroupOrders;
 use crate::group_report::GroupReport;
 use crate::testing::pytorch_job;
 use crate::testing::world::World;
