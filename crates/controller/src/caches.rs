@@ -92,11 +92,8 @@ pub(crate) async fn wire(
         changes,
         listed,
     } = watches;
-    let launchers = |object| {
-        kinds
-            .iter()
-            .any(|kind| kind.vocabulary().coordinator == object)
-    };
+    let any_coordinator =
+        |has: fn(Coordinator) -> bool| kinds.iter().any(|kind| has(kind.vocabulary().coordinator));
     let scale_requests = kinds.iter().any(|kind| kind.scaled_by_requests());
     // The caches every job is planned from, and the triggers their changes send.
     let mut inputs = vec![Pod::KIND, Service::KIND, ConfigMap::KIND, Secret::KIND];
@@ -124,7 +121,7 @@ pub(crate) async fn wire(
     child_triggers.push(triggers(events));
     // The caches of some kinds only; a cache no served kind needs stays empty and has no
     // watch (and needs no RBAC for it).
-    let (service_accounts, roles, role_bindings) = if launchers(Coordinator::LauncherPod) {
+    let (service_accounts, roles, role_bindings) = if any_coordinator(Coordinator::has_own_rbac) {
         inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
         let (accounts, events) = watches.reflected::<ServiceAccount>();
         child_triggers.push(triggers(events));
@@ -148,7 +145,7 @@ pub(crate) async fn wire(
     } else {
         reflector::store().0
     };
-    let launcher_jobs = if launchers(Coordinator::LauncherJob) {
+    let launcher_jobs = if any_coordinator(Coordinator::runs_in_a_batch_job) {
         inputs.push(BatchJob::KIND);
         let (jobs, events) = watches.reflected::<BatchJob>();
         child_triggers.push(triggers(events));
@@ -330,7 +327,7 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
             // The pod of a launcher Job: its job is of the kind whose launcher runs in one.
             let kind = Kind::ALL
                 .into_iter()
-                .find(|kind| kind.vocabulary().coordinator == Coordinator::LauncherJob)?;
+                .find(|kind| kind.vocabulary().coordinator.runs_in_a_batch_job())?;
             let name = metadata
                 .labels
                 .as_ref()?

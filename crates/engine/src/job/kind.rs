@@ -105,6 +105,28 @@ impl Coordinator {
         matches!(self, Self::LauncherPod | Self::LauncherJob)
     }
 
+    /// Whether it is a launcher pod with a ServiceAccount, Role and RoleBinding of its own.
+    pub fn has_own_rbac(self) -> bool {
+        self == Self::LauncherPod
+    }
+
+    /// Whether its pod runs under a batch Job the job controls.
+    pub fn runs_in_a_batch_job(self) -> bool {
+        self == Self::LauncherJob
+    }
+
+    /// Whether it trains as rank 0 beside the workers (a Master).
+    pub fn trains(self) -> bool {
+        self == Self::Master
+    }
+
+    /// Whether the workers train as groups that each come and go alone, the others training
+    /// on, and the coordinator is replaced within the run when it is lost (a Lighthouse): its
+    /// end is no outcome of the run.
+    pub fn groups_stand_alone(self) -> bool {
+        self == Self::Lighthouse
+    }
+
     /// Its role, as `status.backoff` and the metrics name it: `Launcher`, `Master`,
     /// `RendezvousStore` or `Lighthouse`.
     pub fn role(self) -> &'static str {

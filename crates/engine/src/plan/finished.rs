@@ -8,7 +8,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub use crate::child::{ChildKind, Deletion};
 use crate::conditions;
-use crate::job::Coordinator;
 use crate::job::JobContext;
 use crate::pods;
 use crate::scaling;
@@ -79,7 +78,7 @@ impl Planner {
             }
         }
         if job.spec.clean_pod_policy != CleanPodPolicy::None
-            && self.kind.vocabulary().coordinator == Coordinator::Master
+            && self.kind.vocabulary().coordinator.trains()
         {
             self.clean_as_v1(observed, job.spec.clean_pod_policy);
         } else if job.spec.clean_pod_policy != CleanPodPolicy::None {

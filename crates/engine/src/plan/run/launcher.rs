@@ -14,7 +14,6 @@ use crate::conditions;
 use crate::discovery::{self, Host};
 use crate::disruption::{self, Disruption};
 use crate::effective_spec::{LauncherStart, SshSecretSource};
-use crate::job::Coordinator;
 use crate::job::launcher::{LauncherInputs, RunningLauncher};
 use crate::plan::observed::needs_apply;
 use crate::plan::{Child, SecretPresence};
@@ -63,78 +62,72 @@ impl<'o> Run<'_, 'o> {
 
     /// The launcher of the current run, if it exists.
     pub(super) fn launcher(&self) -> Option<Launcher<'o>> {
-        match self.context.job_ref.coordinator() {
-            Coordinator::LauncherPod
-            | Coordinator::Master
-            | Coordinator::RendezvousStore
-            | Coordinator::Lighthouse => {
-                let name = self.context.job_ref.launcher_name();
-                let pod = self
-                    .observed
+        if self.context.job_ref.coordinator().runs_in_a_batch_job() {
+            let job = self
+                .observed
+                .launcher_job
+                .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
+            let role_label = self.context.kind().vocabulary().role_label;
+            let of_run = || {
+                self.observed
                     .pods
                     .iter()
                     .copied()
-                    .find(|p| p.metadata.name.as_deref() == Some(&name) && !self.is_stale(p))?;
-                Some(Launcher {
-                    pod: Some(pod),
-                    phase: pods::phase(pod),
-                    job_failure: None,
-                    disruption: disruption::of(pod),
-                })
-            }
-            Coordinator::LauncherJob => {
-                let job = self
-                    .observed
-                    .launcher_job
-                    .filter(|job| !self.is_of_earlier_run(&job.metadata))?;
-                let role_label = self.context.kind().vocabulary().role_label;
-                let of_run = || {
-                    self.observed
-                        .pods
-                        .iter()
-                        .copied()
-                        .filter(|p| {
-                            pods::label(p, role_label)
-                                == Some(self.context.kind().vocabulary().launcher_role)
-                        })
-                        .filter(|p| !self.is_stale(p))
-                };
-                // The Job replaces a pod the platform took (its pod failure policy ignores
-                // the loss): the loss still ends the run.
-                let disruption = if job.metadata.deletion_timestamp.is_some() {
-                    Some(Disruption {
-                        reason: "Deleted".into(),
-                        node: None,
-                        ended: false,
+                    .filter(|p| {
+                        pods::label(p, role_label)
+                            == Some(self.context.kind().vocabulary().launcher_role)
                     })
-                } else {
-                    of_run().find_map(disruption::of)
-                };
-                let pod = of_run().max_by(|a, b| {
-                    let created = |p: &Pod| p.metadata.creation_timestamp.clone();
-                    created(a)
-                        .cmp(&created(b))
-                        .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-                });
-                let failure = job
-                    .status
-                    .iter()
-                    .flat_map(|status| status.conditions.iter().flatten())
-                    .find(|condition| condition.type_ == "Failed" && condition.status == "True");
-                let phase = if job_condition(job, "Complete") {
-                    "Succeeded"
-                } else if failure.is_some() {
-                    "Failed"
-                } else {
-                    pod.map_or("Pending", pods::phase)
-                };
-                Some(Launcher {
-                    pod,
-                    phase,
-                    job_failure: failure.and_then(|f| f.message.as_deref().or(f.reason.as_deref())),
-                    disruption,
+                    .filter(|p| !self.is_stale(p))
+            };
+            // The Job replaces a pod the platform took (its pod failure policy ignores
+            // the loss): the loss still ends the run.
+            let disruption = if job.metadata.deletion_timestamp.is_some() {
+                Some(Disruption {
+                    reason: "Deleted".into(),
+                    node: None,
+                    ended: false,
                 })
-            }
+            } else {
+                of_run().find_map(disruption::of)
+            };
+            let pod = of_run().max_by(|a, b| {
+                let created = |p: &Pod| p.metadata.creation_timestamp.clone();
+                created(a)
+                    .cmp(&created(b))
+                    .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+            });
+            let failure = job
+                .status
+                .iter()
+                .flat_map(|status| status.conditions.iter().flatten())
+                .find(|condition| condition.type_ == "Failed" && condition.status == "True");
+            let phase = if job_condition(job, "Complete") {
+                "Succeeded"
+            } else if failure.is_some() {
+                "Failed"
+            } else {
+                pod.map_or("Pending", pods::phase)
+            };
+            Some(Launcher {
+                pod,
+                phase,
+                job_failure: failure.and_then(|f| f.message.as_deref().or(f.reason.as_deref())),
+                disruption,
+            })
+        } else {
+            let name = self.context.job_ref.launcher_name();
+            let pod = self
+                .observed
+                .pods
+                .iter()
+                .copied()
+                .find(|p| p.metadata.name.as_deref() == Some(&name) && !self.is_stale(p))?;
+            Some(Launcher {
+                pod: Some(pod),
+                phase: pods::phase(pod),
+                job_failure: None,
+                disruption: disruption::of(pod),
+            })
         }
     }
 
@@ -231,8 +224,8 @@ impl<'o> Run<'_, 'o> {
             _ => self.pod_exists(&name),
         };
         // A lost Lighthouse is created again within the run (see lighthouse_loss.rs).
-        let lighthouse = self.context.job_ref.coordinator() == Coordinator::Lighthouse;
-        let may_create = (lighthouse && !self.coordinator_waits())
+        let replaced_within_the_run = self.context.job_ref.coordinator().groups_stand_alone();
+        let may_create = (replaced_within_the_run && !self.coordinator_waits())
             || !conditions::is_true(
                 &self.planner.status.conditions,
                 conditions::LAUNCHER_CREATED,

@@ -33,7 +33,6 @@
 
 use super::{Launcher, Run};
 use crate::conditions;
-use crate::job::Coordinator;
 use crate::{node_warnings, pods};
 
 /// Reason of the `Suspended` condition, the notices and the Warning event when the platform
@@ -45,7 +44,7 @@ impl Run<'_, '_> {
     /// announced it goes away, or its pod is disrupted or being deleted. Reports it with a
     /// `LauncherDisrupted` Warning event.
     pub(super) fn launcher_threatened(&mut self) -> Option<String> {
-        if self.context.job_ref.coordinator() == Coordinator::Lighthouse {
+        if self.context.job_ref.coordinator().groups_stand_alone() {
             // Replaced once it goes, in the same run (see lighthouse_loss.rs).
             return None;
         }

@@ -13,7 +13,6 @@
 //! its pod goes, and its replacement avoids the warned nodes.
 
 use super::{Launcher, Run};
-use crate::job::Coordinator;
 use crate::own_failure::OwnFailure;
 use crate::{conditions, pods};
 
@@ -46,7 +45,11 @@ impl Run<'_, '_> {
                         if let Some(failure) = OwnFailure::of(pod) {
                             let cause = format!("Lighthouse {name}: {}", failure.describe());
                             let key = pod.metadata.uid.clone().unwrap_or_default();
-                            self.count_failure(Coordinator::Lighthouse.role(), &key, cause);
+                            self.count_failure(
+                                self.context.job_ref.coordinator().role(),
+                                &key,
+                                cause,
+                            );
                         }
                         format!("{name} ended ({})", launcher.phase)
                     }

@@ -32,7 +32,6 @@ use super::{Observed, Planner, SecretPresence};
 use crate::conditions;
 use crate::effective_spec::SshSecretSource;
 use crate::gang::Gang;
-use crate::job::Coordinator;
 use crate::job::JobContext;
 use crate::{pods, scaling};
 
@@ -213,7 +212,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let launcher = self.launcher();
-        let launcher = if self.context.job_ref.coordinator() == Coordinator::Lighthouse {
+        let launcher = if self.context.job_ref.coordinator().groups_stand_alone() {
             // A Lighthouse's end is no outcome of the run: it is replaced (see
             // lighthouse_loss.rs).
             let lost = self.lighthouse_lost(launcher.as_ref());

@@ -6,7 +6,6 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::builders;
 use crate::group_report::FormedRound;
-use crate::job::Coordinator;
 use crate::joining;
 use crate::status::GroupStatus;
 use crate::{group_orders, names, node_warnings, notice, pods};
@@ -62,7 +61,7 @@ impl Run<'_, '_> {
     /// [`RESUMPTION_POLL`] while groups that replaced a lost run's are to resume), whether or
     /// not the Lighthouse answered this time: the quorum changes without any pod changing.
     fn show_quorum(&mut self) {
-        if self.context.job_ref.coordinator() != Coordinator::Lighthouse {
+        if !self.context.job_ref.coordinator().groups_stand_alone() {
             return;
         }
         let resuming = self

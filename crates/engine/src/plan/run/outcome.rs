@@ -6,7 +6,6 @@ use eto_api::training_job::JobRestartPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::conditions;
-use crate::job::Coordinator;
 use crate::loss::Loss;
 use crate::own_failure::OwnFailure;
 use crate::pods;
@@ -15,14 +14,12 @@ use super::{Launcher, Restart, Run};
 
 impl Run<'_, '_> {
     /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
-    /// Master (see [`Coordinator::Master`]), whose rendezvous store eto runs (see
-    /// [`Coordinator::RendezvousStore`]), or of replica groups (see [`Coordinator::Lighthouse`]).
+    /// Master (see [`crate::job::Coordinator::Master`]), whose rendezvous store eto runs (see
+    /// [`crate::job::Coordinator::RendezvousStore`]), or of replica groups (see [`crate::job::Coordinator::Lighthouse`]).
     pub(super) fn workers_decide(&self) -> bool {
-        match self.context.job_ref.coordinator() {
-            Coordinator::Master => self.context.job_ref.launcher_template().is_none(),
-            Coordinator::RendezvousStore | Coordinator::Lighthouse => true,
-            Coordinator::LauncherPod | Coordinator::LauncherJob => false,
-        }
+        let coordinator = self.context.job_ref.coordinator();
+        coordinator.only_serves()
+            || (coordinator.trains() && self.context.job_ref.launcher_template().is_none())
     }
 
     /// Whether the workers of a run they decide finished successfully: every worker of the
