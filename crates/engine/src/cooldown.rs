@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use eto_api::job_status::{COOLDOWN_LIMIT, NodeCooldown};
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
+    NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     PreferredSchedulingTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -111,13 +111,7 @@ pub fn avoiding(spec: &mut PodSpec, nodes: &[NodeCooldown]) {
             match_fields: Some(requirements),
         },
     };
-    spec.affinity
-        .get_or_insert_with(Affinity::default)
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default)
-        .preferred_during_scheduling_ignored_during_execution
-        .get_or_insert_default()
-        .push(preference);
+    crate::affinity::prefer_nodes(spec, preference);
 }
 
 #[cfg(test)]

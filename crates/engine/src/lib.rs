@@ -18,7 +18,7 @@
 //! 1. Values that know no job: [`names`], [`time`], [`quantity`], [`pods`] (what a pod's
 //!    status says), [`pod_metadata`], [`conditions`], [`status`] (the engine's status),
 //!    [`effective_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`],
-//!    [`spot_capacity`], [`already_applied`], [`child`] (an object a job owns).
+//!    [`affinity`], [`spot_capacity`], [`already_applied`], [`child`] (an object a job owns).
 //! 2. The job model: [`job`] (a kind and its vocabulary, a job of any kind, the job context
 //!    the builders take), and the reports its traits answer with: [`group_report`],
 //!    [`quorum_report`], [`spares`].
@@ -34,6 +34,7 @@
 //! `docs/development.md`, section "Where each rule lives", is the index of this crate's
 //! modules and the rules each holds; a test keeps it complete.
 
+pub mod affinity;
 pub mod already_applied;
 pub mod backoff;
 pub mod blacklist;

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, PodAffinityTerm, PodAntiAffinity, PodSpec, WeightedPodAffinityTerm,
+    PodAffinityTerm, PodSpec, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -80,13 +80,7 @@ pub fn spread(spec: &mut PodSpec, counts: &WorkerCounts, workers: &BTreeMap<Stri
             ..PodAffinityTerm::default()
         },
     };
-    spec.affinity
-        .get_or_insert_with(Affinity::default)
-        .pod_anti_affinity
-        .get_or_insert_with(PodAntiAffinity::default)
-        .preferred_during_scheduling_ignored_during_execution
-        .get_or_insert_default()
-        .push(term);
+    crate::affinity::prefer_apart_from(spec, term);
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! `elasticPolicy.launcherAvoidsSpot: false` turns it off.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
+    NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     PreferredSchedulingTerm,
 };
 
@@ -58,19 +58,14 @@ pub fn avoid(spec: &mut PodSpec) {
             values: Some(values.iter().map(|value| (*value).into()).collect()),
         })
         .collect();
-    spec.affinity
-        .get_or_insert_with(Affinity::default)
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default)
-        .preferred_during_scheduling_ignored_during_execution
-        .get_or_insert_default()
-        .push(PreferredSchedulingTerm {
-            weight: SPOT_AVOIDANCE_WEIGHT,
-            preference: NodeSelectorTerm {
-                match_expressions: Some(requirements),
-                match_fields: None,
-            },
-        });
+    let term = PreferredSchedulingTerm {
+        weight: SPOT_AVOIDANCE_WEIGHT,
+        preference: NodeSelectorTerm {
+            match_expressions: Some(requirements),
+            match_fields: None,
+        },
+    };
+    crate::affinity::prefer_nodes(spec, term);
 }
 
 #[cfg(test)]
