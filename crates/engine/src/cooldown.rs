@@ -24,8 +24,7 @@ use std::time::Duration;
 
 use eto_api::job_status::{COOLDOWN_LIMIT, NodeCooldown};
 use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
-    PreferredSchedulingTerm,
+    NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 

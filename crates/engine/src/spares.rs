@@ -20,9 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{
-    PodAffinityTerm, PodSpec, WeightedPodAffinityTerm,
-};
+use k8s_openapi::api::core::v1::{PodAffinityTerm, PodSpec, WeightedPodAffinityTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::effective_spec::WorkerCounts;

@@ -12,8 +12,7 @@
 //! `elasticPolicy.launcherAvoidsSpot: false` turns it off.
 
 use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
-    PreferredSchedulingTerm,
+    NodeSelectorRequirement, NodeSelectorTerm, PodSpec, PreferredSchedulingTerm,
 };
 
 /// The node labels that mark spot (preemptible) capacity, and their spot values:

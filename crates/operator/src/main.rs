@@ -44,13 +44,12 @@ struct RunArgs {
     /// Jobs reconciled at the same time.
     #[arg(long, default_value_t = 16)]
     concurrency: u16,
-    /// The kinds of job to serve, comma-separated. Serve only
+    /// The kinds of job to serve, comma-separated [default: TrainingJob,MPIJob]. Serve only
     /// TrainingJob to run beside an mpi-operator that keeps MPIJob; add PyTorchJob to run
     /// PyTorchJobs in training-operator v1's place. Every kind served needs its CRD installed.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "TrainingJob,MPIJob",
         ignore_case = true,
         value_parser = kind_parser()
     )]
@@ -321,8 +320,15 @@ fn identity() -> String {
     format!("{host}-{:08x}", suffix & 0xffff_ffff)
 }
 
-/// The kinds named, each once, in the order first named.
+/// The kinds named, each once, in the order first named; the kinds served by default (see
+/// `Vocabulary::served_by_default`) when none is named.
 fn unique_kinds(named: &[Kind]) -> Vec<Kind> {
+    if named.is_empty() {
+        return Kind::ALL
+            .into_iter()
+            .filter(|kind| kind.vocabulary().served_by_default)
+            .collect();
+    }
     let mut kinds: Vec<Kind> = Vec::new();
     for &kind in named {
         if !kinds.contains(&kind) {
@@ -365,6 +371,23 @@ mod tests {
     #[test]
     fn kinds_are_named_as_in_kind_in_any_case_each_served_once() {
         assert_eq!(kinds_of(&[]).unwrap(), [Kind::TRAINING_JOB, Kind::MPI_JOB]);
+        let defaults: Vec<&str> = unique_kinds(&[])
+            .iter()
+            .map(|kind| kind.vocabulary().name)
+            .collect();
+        let command = <Cli as clap::CommandFactory>::command();
+        let help = command
+            .find_subcommand("run")
+            .into_iter()
+            .flat_map(|run| run.get_arguments())
+            .find(|argument| argument.get_id() == "kinds")
+            .and_then(|argument| argument.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            help.contains(&format!("[default: {}]", defaults.join(","))),
+            "--kinds' help names the kinds served by default: {help}"
+        );
         assert_eq!(
             kinds_of(&["--kinds", "pytorchjob,MPIJob,PyTorchJob"]).unwrap(),
             [Kind::PYTORCH_JOB, Kind::MPI_JOB]

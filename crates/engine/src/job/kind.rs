@@ -220,6 +220,9 @@ pub struct Vocabulary {
     /// Whether `ScaleIn` and `ScaleOut` requests (et-operator's, which name a job of their
     /// namespace) scale its jobs.
     pub scaled_by_requests: bool,
+    /// Whether the operator serves it when its `--kinds` names none: a kind whose original
+    /// operator is usually not installed beside eto.
+    pub served_by_default: bool,
 }
 
 impl Kind {

@@ -62,6 +62,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     managed_by_eto,
     stored_status,
     scaled_by_requests: false,
+    served_by_default: true,
 };
 
 impl ServedJob for MPIJob {

@@ -105,6 +105,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     managed_by_eto,
     stored_status,
     scaled_by_requests: false,
+    served_by_default: false,
 };
 
 impl ServedJob for PyTorchJob {

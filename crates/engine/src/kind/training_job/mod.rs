@@ -62,6 +62,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     managed_by_eto: |_| true,
     stored_status,
     scaled_by_requests: true,
+    served_by_default: true,
 };
 
 impl ServedJob for TrainingJob {
