@@ -90,7 +90,7 @@ pub fn pod_group_name(job: JobRef<'_>) -> &str {
 /// Whether the launcher counts in the gang: the job has one (a PyTorchJob may have no
 /// Master), and it exists or is created with the workers.
 fn launcher_counts(job: JobContext<'_>, launcher_exists: bool) -> bool {
-    job.job_ref.launcher_template().is_some()
+    job.job_ref.coordinator_template().is_some()
         && (launcher_exists || job.spec.launcher_start == LauncherStart::AtStartup)
 }
 
@@ -104,7 +104,7 @@ pub fn pod_group(
     let policy = job.spec.scheduling_policy.as_ref();
     let min_workers = job.spec.workers.min;
     // The gang with its launcher: minAvailable counts it.
-    let has_launcher = job.job_ref.launcher_template().is_some();
+    let has_launcher = job.job_ref.coordinator_template().is_some();
     let gang = policy
         .and_then(|policy| policy.min_available)
         .map_or(i64::from(min_workers) + i64::from(has_launcher), i64::from);
@@ -116,7 +116,7 @@ pub fn pod_group(
     let min_resources = policy
         .and_then(|policy| policy.min_resources.clone())
         .unwrap_or_else(|| quantity::quantities(&gang_requests(job.job_ref, min_workers)));
-    let launcher = job.job_ref.launcher_template();
+    let launcher = job.job_ref.coordinator_template();
     let workers = job.job_ref.worker_template();
     let template_priority =
         |template: Option<&PodTemplateSpec>| template?.spec.as_ref()?.priority_class_name.clone();
@@ -172,7 +172,7 @@ fn gang_requests(job: JobRef<'_>, min_workers: u32) -> Amounts {
             .map(quantity::pod_requests)
             .unwrap_or_default()
     };
-    let mut total = requests(job.launcher_template());
+    let mut total = requests(job.coordinator_template());
     quantity::add(&mut total, &requests(job.worker_template()), min_workers);
     total
 }

@@ -31,8 +31,9 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     /// Its metadata.
     fn metadata(&self) -> &ObjectMeta;
 
-    /// The pod template of its launcher, if the spec has one.
-    fn launcher_template(&self) -> Option<&PodTemplateSpec>;
+    /// The pod template of the pod that coordinates its runs, if the spec has one: a
+    /// launcher's, a PyTorchJob's Master's.
+    fn coordinator_template(&self) -> Option<&PodTemplateSpec>;
 
     /// The pod template of its workers, if the spec has one.
     fn worker_template(&self) -> Option<&PodTemplateSpec>;
@@ -222,9 +223,9 @@ impl<'a> JobRef<'a> {
         self.metadata().uid.as_deref().unwrap_or_default()
     }
 
-    /// See [`ServedJob::launcher_template`].
-    pub fn launcher_template(self) -> Option<&'a PodTemplateSpec> {
-        self.served().launcher_template()
+    /// See [`ServedJob::coordinator_template`].
+    pub fn coordinator_template(self) -> Option<&'a PodTemplateSpec> {
+        self.served().coordinator_template()
     }
 
     /// See [`ServedJob::worker_template`].

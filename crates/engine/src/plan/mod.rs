@@ -193,7 +193,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     planner.warned = resolved;
     planner.foreign = job.started_by_another_operator();
     let finished = matches!(
-        planner.old.phase,
+        planner.status_before.phase,
         Some(JobPhase::Succeeded | JobPhase::Failed)
     );
     if planner.foreign && !finished {
@@ -250,7 +250,9 @@ struct Planner {
     /// Whether another operator started the job (see [`JobRef::started_by_another_operator`]).
     foreign: bool,
     generation: Option<i64>,
-    old: JobStatus,
+    /// The job's status as the plan found it.
+    status_before: JobStatus,
+    /// The status the plan writes.
     status: JobStatus,
     plan: Plan,
     now: jiff::Timestamp,
@@ -264,14 +266,19 @@ struct Planner {
 }
 
 impl Planner {
-    fn new(kind: Kind, generation: Option<i64>, old: JobStatus, now: jiff::Timestamp) -> Self {
-        let mut status = old.clone();
+    fn new(
+        kind: Kind,
+        generation: Option<i64>,
+        status_before: JobStatus,
+        now: jiff::Timestamp,
+    ) -> Self {
+        let mut status = status_before.clone();
         status.observed_generation = generation;
         Self {
             kind,
             foreign: false,
             generation,
-            old,
+            status_before,
             status,
             plan: Plan::default(),
             now,
@@ -298,8 +305,8 @@ impl Planner {
     /// and a Warning event (`action`, `note`) unless the last status already reported the same
     /// stall, which `same` tells: the same reason, or the same reason and message.
     fn stall(&mut self, reason: &str, message: &str, same: SameStall, action: &str, note: String) {
-        let reported =
-            conditions::find(&self.old.conditions, conditions::STALLED).is_some_and(|stalled| {
+        let reported = conditions::find(&self.status_before.conditions, conditions::STALLED)
+            .is_some_and(|stalled| {
                 stalled.reason.as_deref() == Some(reason)
                     && (same == SameStall::Reason || stalled.message.as_deref() == Some(message))
             });
@@ -330,12 +337,12 @@ impl Planner {
         if self.foreign {
             // What marks the job as another operator's stays as that operator wrote it: no
             // phase (read from its conditions), no observed generation.
-            for status in [&mut self.status, &mut self.old] {
+            for status in [&mut self.status, &mut self.status_before] {
                 status.phase = None;
                 status.observed_generation = None;
             }
         }
-        if self.status != self.old {
+        if self.status != self.status_before {
             self.plan.status = Some(self.status);
         }
         self.plan
@@ -374,7 +381,7 @@ impl Planner {
         let job = JobContext {
             job_ref: observed.job,
             spec,
-            run: self.old.current_run(),
+            run: self.status_before.current_run(),
             notice: None,
             gang: observed.gang.ready(),
         };

@@ -78,7 +78,7 @@ impl ServedJob for MPIJob {
         &self.metadata
     }
 
-    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+    fn coordinator_template(&self) -> Option<&PodTemplateSpec> {
         self.spec.mpi_replica_specs.get(LAUNCHER)?.template.as_ref()
     }
 

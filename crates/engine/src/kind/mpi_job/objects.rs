@@ -88,7 +88,11 @@ pub fn launcher_job(
     ready_hosts: &str,
     avoided: &[NodeCooldown],
 ) -> BatchJob {
-    let template = job.job_ref.launcher_template().cloned().unwrap_or_default();
+    let template = job
+        .job_ref
+        .coordinator_template()
+        .cloned()
+        .unwrap_or_default();
     let template_metadata = template.metadata.unwrap_or_default();
     let name = names::launcher(job.name());
     let mut pod_labels = job.pod_labels(Role::Launcher);

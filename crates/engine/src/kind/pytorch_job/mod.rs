@@ -122,7 +122,7 @@ impl ServedJob for PyTorchJob {
     }
 
     /// The Master's pod template.
-    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+    fn coordinator_template(&self) -> Option<&PodTemplateSpec> {
         self.spec
             .pytorch_replica_specs
             .get(MASTER)?

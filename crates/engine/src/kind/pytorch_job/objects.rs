@@ -59,7 +59,7 @@ fn master_metadata(job: JobContext<'_>) -> ObjectMeta {
     labels.insert(JOB_ROLE_LABEL.into(), "master".into());
     job.pod_metadata(
         job.kind().launcher_name(job.name()),
-        job.job_ref.launcher_template(),
+        job.job_ref.coordinator_template(),
         labels,
         notice::annotations(job.notice),
     )

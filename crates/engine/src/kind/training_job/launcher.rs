@@ -62,7 +62,7 @@ pub fn launcher_pod(
     deepspeed_hostfile: &str,
     avoided: &[NodeCooldown],
 ) -> Pod {
-    let template = job.job_ref.launcher_template();
+    let template = job.job_ref.coordinator_template();
     let mut annotations = BTreeMap::from([
         (HOSTFILE_ANNOTATION.to_string(), hostfile.to_string()),
         (

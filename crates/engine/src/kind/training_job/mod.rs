@@ -78,7 +78,7 @@ impl ServedJob for TrainingJob {
         &self.metadata
     }
 
-    fn launcher_template(&self) -> Option<&PodTemplateSpec> {
+    fn coordinator_template(&self) -> Option<&PodTemplateSpec> {
         Some(&self.spec.et_replica_specs.launcher.template)
     }
 

@@ -91,7 +91,7 @@ impl Run<'_, '_> {
                 Some(*role),
             ));
         }
-        let old = conditions::find(&self.planner.old.conditions, PODS_FAILING);
+        let old = conditions::find(&self.planner.status_before.conditions, PODS_FAILING);
         let Some((reason, ..)) = lines.first().cloned() else {
             if old.is_some() {
                 self.planner.condition(

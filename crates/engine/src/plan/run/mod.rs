@@ -47,8 +47,8 @@ pub(super) struct Run<'p, 'o> {
     observed: &'p Observed<'o>,
     /// The job, its spec and the gang scheduler, as the run started planning.
     context: JobContext<'p>,
-    /// The current run (`status.run`).
-    run: i32,
+    /// The number of the current run (`status.run`).
+    number: i32,
     /// The notice the pods of the run show (`status.notice`), as decided by this plan.
     notice: Option<Notice>,
     /// Whether a ScaleIn or ScaleOut is under way after this plan.
@@ -66,13 +66,13 @@ impl<'p, 'o> Run<'p, 'o> {
         observed: &'p Observed<'o>,
         context: JobContext<'p>,
     ) -> Self {
-        let run = planner.old.current_run();
-        let notice = planner.old.notice.clone();
+        let number = planner.status_before.current_run();
+        let notice = planner.status_before.notice.clone();
         let mut created = Self {
             planner,
             observed,
             context,
-            run,
+            number,
             notice,
             scaling: false,
             restarted: false,
@@ -82,7 +82,7 @@ impl<'p, 'o> Run<'p, 'o> {
             launcher_waited: created.launcher_waited(),
             earlier_run_remains: created.earlier_run_remains(),
         };
-        created.state = RunState::of(&created.planner.old, seen);
+        created.state = RunState::of(&created.planner.status_before, seen);
         created
     }
 
@@ -160,7 +160,7 @@ impl<'p, 'o> Run<'p, 'o> {
         JobContext {
             job_ref: self.context.job_ref,
             spec: self.context.spec,
-            run: self.run,
+            run: self.number,
             notice: self.notice.as_ref(),
             gang: self.context.gang,
         }
@@ -179,7 +179,7 @@ impl<'p, 'o> Run<'p, 'o> {
         label(RUN_LABEL)
             .or_else(|| label(RESTART_LABEL))
             .and_then(|r| r.parse::<i32>().ok())
-            .is_some_and(|r| r < self.run)
+            .is_some_and(|r| r < self.number)
     }
 
     pub(super) fn reconcile(mut self) {
@@ -237,7 +237,7 @@ impl<'p, 'o> Run<'p, 'o> {
         let suspending = matches!(self.state, RunState::Suspending(_));
         let regrouping = self
             .planner
-            .old
+            .status_before
             .notice
             .as_ref()
             .is_some_and(|notice| notice.kind == NoticeKind::Checkpoint);
@@ -279,8 +279,9 @@ impl<'p, 'o> Run<'p, 'o> {
             let message = format!(
                 "metadata.annotations[arena.kubeflow.org/ssh-secret]: Secret {secret:?} does not exist; no pod is created until it does"
             );
-            let reported = conditions::find(&self.planner.old.conditions, conditions::READY)
-                .is_some_and(|r| r.reason.as_deref() == Some("SSHSecretNotFound"));
+            let reported =
+                conditions::find(&self.planner.status_before.conditions, conditions::READY)
+                    .is_some_and(|r| r.reason.as_deref() == Some("SSHSecretNotFound"));
             self.planner
                 .condition(conditions::READY, false, "SSHSecretNotFound", &message);
             if !reported {
@@ -313,14 +314,14 @@ impl<'p, 'o> Run<'p, 'o> {
         let kind = self.context.kind();
         self.delete_every_pod();
         // A new run, which resumes nothing: the notice of the last one goes.
-        self.run += 1;
+        self.number += 1;
         self.notice = None;
         self.step(Fact::RunStarted);
         let planner = &mut *self.planner;
         if restart == Restart::Counted {
-            planner.status.restart_count = planner.old.restart_count + 1;
+            planner.status.restart_count = planner.status_before.restart_count + 1;
         }
-        planner.status.run = Some(self.run);
+        planner.status.run = Some(self.number);
         planner.status.notice = None;
         planner.status.target_workers.clear();
         planner.status.forget_the_runs_group();

@@ -24,7 +24,7 @@ impl Run<'_, '_> {
     /// what it showed.
     pub(super) fn show_rendezvous(&mut self) {
         // The report was read from the store of the run the reconcile began in.
-        if self.run != self.planner.old.current_run() {
+        if self.number != self.planner.status_before.current_run() {
             return;
         }
         self.show_quorum();
@@ -41,8 +41,9 @@ impl Run<'_, '_> {
                 .and_then(|g| g.last_reformation.as_ref())
                 .map(|r| (r.round, r.formed.clone()))
         };
-        let newly_formed = formed(Some(&group))
-            .filter(|latest| Some(latest) != formed(self.planner.old.group.as_ref()).as_ref());
+        let newly_formed = formed(Some(&group)).filter(|latest| {
+            Some(latest) != formed(self.planner.status_before.group.as_ref()).as_ref()
+        });
         if let Some(round) = newly_formed.and_then(|_| state.last_reformed_round()) {
             self.planner
                 .event(false, GROUP_REFORMED, "Rendezvous", reformed_message(round));
@@ -176,7 +177,7 @@ impl Run<'_, '_> {
     /// when they change; `opening` are the gates this plan opens.
     fn order_group(&mut self, opening: &[String]) {
         // The report was read from the coordinator of the run the reconcile began in.
-        if self.run != self.planner.old.current_run() {
+        if self.number != self.planner.status_before.current_run() {
             return;
         }
         let Some(report) = self.observed.group_report else {

@@ -19,13 +19,13 @@ impl Run<'_, '_> {
     pub(super) fn workers_decide(&self) -> bool {
         let coordinator = self.context.job_ref.coordinator();
         coordinator.only_serves()
-            || (coordinator.trains() && self.context.job_ref.launcher_template().is_none())
+            || (coordinator.trains() && self.context.job_ref.coordinator_template().is_none())
     }
 
     /// Whether the workers of a run they decide finished successfully: every worker of the
     /// run's target, or for an elastic PyTorchJob any one, as v1 decides.
     pub(super) fn every_worker_succeeded(&self) -> bool {
-        let target = &self.planner.old.target_workers;
+        let target = &self.planner.status_before.target_workers;
         let succeeded = |worker: &String| {
             self.observed.pods.iter().any(|pod| {
                 pod.metadata.name.as_deref() == Some(worker.as_str())
@@ -112,7 +112,7 @@ impl Run<'_, '_> {
         };
         let kind = self.context.kind();
         let spec = self.context.spec;
-        let restarts = self.planner.old.restart_count;
+        let restarts = self.planner.status_before.restart_count;
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {

@@ -91,7 +91,7 @@ impl Run<'_, '_> {
                 );
                 let reason = kind.reason("Running");
                 if !matches!(
-                    self.planner.old.phase,
+                    self.planner.status_before.phase,
                     Some(JobPhase::Running | JobPhase::Scaling)
                 ) {
                     self.planner.event(

@@ -29,7 +29,7 @@ impl Run<'_, '_> {
         }
         let losses: Vec<(String, Loss)> =
             self.planner
-                .old
+                .status_before
                 .target_workers
                 .iter()
                 .filter_map(|worker| {

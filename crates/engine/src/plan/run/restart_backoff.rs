@@ -75,7 +75,7 @@ impl Run<'_, '_> {
     /// counted restart may start now (see the module documentation). While it may not, the
     /// job says why and when it restarts, and the plan looks again then.
     pub(super) fn restart_due(&mut self, role: &'static str, cause: String) -> bool {
-        let key = format!("run {}", self.run);
+        let key = format!("run {}", self.number);
         if !self.count_failure(role, &key, cause) {
             return true;
         }

@@ -55,7 +55,7 @@ impl Run<'_, '_> {
             return BTreeMap::new();
         };
         let in_group: BTreeSet<&str> = rendezvous.hosts().collect();
-        let target = self.planner.old.target_workers.clone();
+        let target = self.planner.status_before.target_workers.clone();
         let mut silent = BTreeMap::new();
         let mut next: Option<jiff::Timestamp> = None;
         for (index, pod) in current {
@@ -107,7 +107,7 @@ impl Run<'_, '_> {
         current: &BTreeMap<u32, &Pod>,
         quorum: &crate::quorum_report::QuorumReport,
     ) -> BTreeMap<u32, jiff::Timestamp> {
-        let target = self.planner.old.target_workers.clone();
+        let target = self.planner.status_before.target_workers.clone();
         let now = self.planner.now;
         let running: BTreeMap<u32, &Pod> = current
             .iter()

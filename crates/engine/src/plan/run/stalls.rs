@@ -77,7 +77,7 @@ impl Run<'_, '_> {
         plan.delete.clear();
         plan.scalers.clear();
         plan.events.clear();
-        planner.status = planner.old.clone();
+        planner.status = planner.status_before.clone();
         let note = message.clone();
         planner.stall(POD_REJECTED, &message, SameStall::Message, "Create", note);
         let recheck = crate::time::after(planner.now, POD_REJECTED_RECHECK);

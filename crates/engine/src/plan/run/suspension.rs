@@ -162,7 +162,7 @@ impl Run<'_, '_> {
     /// without a report of this run.
     fn training_hosts(&self) -> Option<Vec<&str>> {
         let dead_after = self.context.job_ref.heartbeat_timeout()?;
-        if self.run != self.planner.old.current_run() {
+        if self.number != self.planner.status_before.current_run() {
             return None;
         }
         let rendezvous = self.observed.group_report?.rendezvous.as_ref()?;
@@ -202,7 +202,7 @@ impl Run<'_, '_> {
             .status
             .target_workers
             .iter()
-            .filter(|worker| self.planner.old.current_workers.contains(worker))
+            .filter(|worker| self.planner.status_before.current_workers.contains(worker))
             .filter_map(|worker| {
                 self.observed
                     .pods
@@ -639,7 +639,7 @@ impl Run<'_, '_> {
     /// notice, and its workers are those the spec asks for (the count a request left is
     /// forgotten with the run).
     fn new_run(&mut self, reason: &str) {
-        self.run += 1;
+        self.number += 1;
         let now = self.planner.now;
         let notice = Notice {
             kind: NoticeKind::Resume,
@@ -654,7 +654,7 @@ impl Run<'_, '_> {
         };
         self.set_notice(Some(notice));
         let status = &mut self.planner.status;
-        status.run = Some(self.run);
+        status.run = Some(self.number);
         status.target_workers.clear();
         status.workers = None;
         self.planner.condition(

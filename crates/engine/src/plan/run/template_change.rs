@@ -52,7 +52,7 @@ impl Run<'_, '_> {
 
     /// The digest of the template of the pod that coordinates the run now.
     pub(super) fn coordinator_template_digest(&self) -> String {
-        backoff::digest(self.context.job_ref.launcher_template())
+        backoff::digest(self.context.job_ref.coordinator_template())
     }
 
     /// The Workers of an elastic run, among `current`, to replace by Workers of the new

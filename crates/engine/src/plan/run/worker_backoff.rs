@@ -31,7 +31,7 @@ impl Run<'_, '_> {
     /// The Workers' back-off as the last reconcile left it.
     pub(super) fn worker_backoff(&self) -> Option<&RoleBackoff> {
         self.planner
-            .old
+            .status_before
             .backoff
             .iter()
             .find(|record| record.role == WORKER)
@@ -43,7 +43,7 @@ impl Run<'_, '_> {
         let limit = self.context.spec.backoff_limit;
         let Some(record) = self
             .planner
-            .old
+            .status_before
             .backoff
             .iter()
             .find(|record| u32::try_from(record.failures).is_ok_and(|n| n > limit))

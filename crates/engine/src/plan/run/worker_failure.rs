@@ -18,7 +18,7 @@ impl Run<'_, '_> {
             .job_ref
             .replica_restart_policy()
             .unwrap_or(self.context.spec.worker_restart_policy);
-        let restarts = self.planner.old.restart_count;
+        let restarts = self.planner.status_before.restart_count;
         let limit = self.context.spec.backoff_limit;
         let replaced = loss.is_replaced_under(policy);
         if replaced && u32::try_from(restarts).is_ok_and(|r| r < limit) {

@@ -65,7 +65,7 @@ impl<'o> Run<'_, 'o> {
             .filter(|p| !self.is_stale(p))
             .filter_map(|p| Some((index_of(p)?, *p)))
             .collect();
-        let blacklisted = blacklist::indices(&name, &self.planner.old.blacklist);
+        let blacklisted = blacklist::indices(&name, &self.planner.status_before.blacklist);
         let previous_target: Vec<u32> = self
             .planner
             .status
@@ -82,12 +82,12 @@ impl<'o> Run<'_, 'o> {
             // Indices are ranks: the run's own workers decide the next one.
             blacklist::after(0, current.keys().copied().chain(previous_target.clone()))
         } else {
-            blacklist::next_index(used, self.planner.old.next_worker_index)
+            blacklist::next_index(used, self.planner.status_before.next_worker_index)
         };
         let spec = self.context.spec;
         let draining: BTreeSet<u32> = self
             .planner
-            .old
+            .status_before
             .draining_workers
             .iter()
             .filter_map(|d| names::worker_index(&name, &d.pod))
@@ -96,7 +96,7 @@ impl<'o> Run<'_, 'o> {
         // crate::target_workers).
         let returning: BTreeSet<u32> = self
             .planner
-            .old
+            .status_before
             .blacklist
             .iter()
             .filter(|entry| entry.reason == node_warnings::NODE_WARNING)
@@ -111,7 +111,7 @@ impl<'o> Run<'_, 'o> {
         // worker_backoff.rs).
         let held: BTreeSet<u32> = self
             .planner
-            .old
+            .status_before
             .held_workers
             .iter()
             .filter_map(|w| names::worker_index(&name, w))
@@ -356,7 +356,7 @@ impl<'o> Run<'_, 'o> {
             })
             .collect();
         let in_cooldown = cooldown::update(
-            &self.planner.old.nodes_in_cooldown,
+            &self.planner.status_before.nodes_in_cooldown,
             &failures,
             spec.elastic.blacklist_cooldown,
             self.planner.now,
@@ -401,7 +401,7 @@ impl<'o> Run<'_, 'o> {
             drains
                 && self
                     .planner
-                    .old
+                    .status_before
                     .current_workers
                     .iter()
                     .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
@@ -435,7 +435,7 @@ impl<'o> Run<'_, 'o> {
             .collect();
         let draining: Vec<DrainingWorker> = self
             .planner
-            .old
+            .status_before
             .draining_workers
             .iter()
             .filter(|worker| !returned.contains(&worker.pod))
