@@ -15,4 +15,4 @@ pub mod served;
 pub use context::{JobContext, Role, merged};
 pub use invalid_spec::InvalidSpec;
 pub use kind::{Coordinator, Kind, Vocabulary, WorkerNames};
-pub use served::{JobRef, ServedJob, controlled_by};
+pub use served::{GroupedWorkers, JobRef, ReportingCoordinator, ServedJob, controlled_by};

@@ -89,75 +89,14 @@ pub trait ServedJob: std::fmt::Debug + Sync {
         self.kind().vocabulary().worker_names
     }
 
-    /// Where eto reads the report of its run's coordinator (see [`crate::group_report`]) now,
-    /// given the job's `pods`; `None` for jobs without one, or while it does not run.
-    fn group_report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
-        let _ = pods;
+    /// Its workers as groups eto seats, if its kind has them (see [`GroupedWorkers`]).
+    fn grouped_workers(&self) -> Option<&dyn GroupedWorkers> {
         None
     }
 
-    /// Seats the workers of the target `target`, holding `groups` groups beside its spares,
-    /// whose pods are among `pods` (by index), the new ones in `new`: a PyTorchJob's replica
-    /// groups give each group no live worker holds the lowest group id free, first to a
-    /// waiting spare, then to new workers (see [`crate::kind::pytorch_job::replica_groups::seat`]).
-    /// Returns the labels each waiting spare that takes a place now (by index) is to show.
-    /// Nothing by default.
-    fn seat_workers(
-        &self,
-        groups: u32,
-        target: &[u32],
-        pods: &BTreeMap<u32, &Pod>,
-        new: &mut BTreeMap<u32, Pod>,
-    ) -> BTreeMap<u32, BTreeMap<String, String>> {
-        let _ = (groups, target, pods, new);
-        BTreeMap::new()
-    }
-
-    /// When it keeps its spare workers (see [`crate::spares`]): beside a group at its maximum
-    /// by default.
-    fn spares_kept(&self) -> crate::spares::KeptWhen {
-        crate::spares::KeptWhen::AtMaximum
-    }
-
-    /// The workers among `pods` (by index) that wait as spares with no place of their own,
-    /// for eto to give one (a PyTorchJob's spare replica groups), which a shrink drops last.
-    /// Empty by default (torchrun chooses its spares itself).
-    fn waiting_spares(&self, pods: &BTreeMap<u32, &Pod>) -> std::collections::BTreeSet<u32> {
-        let _ = pods;
-        std::collections::BTreeSet::new()
-    }
-
-    /// The workers among `pods` (by index) whose replica group's Manager has not heartbeated
-    /// the Lighthouse for longer than `grace`, as `quorum` shows it, each with the seconds
-    /// since its last heartbeat (a PyTorchJob's replica groups). Empty by default.
-    fn silent_group_workers(
-        &self,
-        pods: &BTreeMap<u32, &Pod>,
-        quorum: &crate::quorum_report::QuorumReport,
-        grace: Duration,
-    ) -> BTreeMap<u32, f64> {
-        let _ = (pods, quorum, grace);
-        BTreeMap::new()
-    }
-
-    /// The group of each worker among `pods` (by index) whose pod is one of several that
-    /// train as one group (see [`crate::target_workers::WorkerInput::groups`]): a PyTorchJob's
-    /// replica groups of several pods. Empty by default.
-    fn worker_groups(&self, pods: &BTreeMap<u32, &Pod>) -> BTreeMap<u32, u32> {
-        let _ = pods;
-        BTreeMap::new()
-    }
-
-    /// How many worker pods make one group of those the job counts (a PyTorchJob's replica
-    /// group of several pods); 1 by default.
-    fn pods_per_group(&self) -> u32 {
-        1
-    }
-
-    /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])
-    /// go without a heartbeat before the others take them for dead; `None` for jobs without
-    /// such a group.
-    fn heartbeat_timeout(&self) -> Option<Duration> {
+    /// Its run's coordinator as one that reports on the workers' group, if its kind has one
+    /// (see [`ReportingCoordinator`]).
+    fn reporting_coordinator(&self) -> Option<&dyn ReportingCoordinator> {
         None
     }
 
@@ -176,6 +115,62 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     fn launcher_called(&self) -> &'static str {
         self.kind().vocabulary().launcher_called
     }
+}
+
+/// What a kind whose workers train as groups eto seats answers (a PyTorchJob's replica
+/// groups); a kind without them implements none of it, and [`JobRef`] answers for it.
+pub trait GroupedWorkers {
+    /// Seats the workers of the target `target`, holding `groups` groups beside its spares,
+    /// whose pods are among `pods` (by index), the new ones in `new`: a PyTorchJob's replica
+    /// groups give each group no live worker holds the lowest group id free, first to a
+    /// waiting spare, then to new workers (see [`crate::kind::pytorch_job::replica_groups::seat`]).
+    /// Returns the labels each waiting spare that takes a place now (by index) is to show.
+    fn seat_workers(
+        &self,
+        groups: u32,
+        target: &[u32],
+        pods: &BTreeMap<u32, &Pod>,
+        new: &mut BTreeMap<u32, Pod>,
+    ) -> BTreeMap<u32, BTreeMap<String, String>>;
+
+    /// When it keeps its spare workers (see [`crate::spares`]).
+    fn spares_kept(&self) -> crate::spares::KeptWhen;
+
+    /// The workers among `pods` (by index) that wait as spares with no place of their own,
+    /// for eto to give one (a PyTorchJob's spare replica groups), which a shrink drops last.
+    fn waiting_spares(&self, pods: &BTreeMap<u32, &Pod>) -> std::collections::BTreeSet<u32>;
+
+    /// The workers among `pods` (by index) whose replica group's Manager has not heartbeated
+    /// the Lighthouse for longer than `grace`, as `quorum` shows it, each with the seconds
+    /// since its last heartbeat (a PyTorchJob's replica groups).
+    fn silent_group_workers(
+        &self,
+        pods: &BTreeMap<u32, &Pod>,
+        quorum: &crate::quorum_report::QuorumReport,
+        grace: Duration,
+    ) -> BTreeMap<u32, f64>;
+
+    /// The group of each worker among `pods` (by index) whose pod is one of several that
+    /// train as one group (see [`crate::target_workers::WorkerInput::groups`]): a PyTorchJob's
+    /// replica groups of several pods.
+    fn worker_groups(&self, pods: &BTreeMap<u32, &Pod>) -> BTreeMap<u32, u32>;
+
+    /// How many worker pods make one group of those the job counts (a PyTorchJob's replica
+    /// group of several pods).
+    fn pods_per_group(&self) -> u32;
+}
+
+/// What a kind whose run's coordinator reports on its workers' group answers (a PyTorchJob's
+/// rendezvous store and Lighthouse); [`JobRef`] answers for a kind without one.
+pub trait ReportingCoordinator {
+    /// Where eto reads the report of its run's coordinator (see [`crate::group_report`]) now,
+    /// given the job's `pods`; `None` for jobs without one, or while it does not run.
+    fn report_source(&self, pods: &[&Pod]) -> Option<ReportSource>;
+
+    /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])
+    /// go without a heartbeat before the others take them for dead; `None` for jobs without
+    /// such a group.
+    fn heartbeat_timeout(&self) -> Option<Duration>;
 }
 
 /// A job of any kind, borrowed: what the engine's rules take.
@@ -263,12 +258,12 @@ impl<'a> JobRef<'a> {
         self.served().coordinator()
     }
 
-    /// See [`ServedJob::group_report_source`].
+    /// See [`ReportingCoordinator::report_source`]; `None` for a kind without one.
     pub fn group_report_source(self, pods: &[&Pod]) -> Option<ReportSource> {
-        self.served().group_report_source(pods)
+        self.served().reporting_coordinator()?.report_source(pods)
     }
 
-    /// See [`ServedJob::seat_workers`].
+    /// See [`GroupedWorkers::seat_workers`]; nothing for a kind without grouped workers.
     pub fn seat_workers(
         self,
         groups: u32,
@@ -276,48 +271,64 @@ impl<'a> JobRef<'a> {
         pods: &std::collections::BTreeMap<u32, &Pod>,
         new: &mut std::collections::BTreeMap<u32, Pod>,
     ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, String>> {
-        self.served().seat_workers(groups, target, pods, new)
+        self.served()
+            .grouped_workers()
+            .map(|grouped| grouped.seat_workers(groups, target, pods, new))
+            .unwrap_or_default()
     }
 
-    /// See [`ServedJob::spares_kept`].
+    /// See [`GroupedWorkers::spares_kept`]; beside a group at its maximum for a kind without grouped workers.
     pub fn spares_kept(self) -> KeptWhen {
-        self.served().spares_kept()
+        self.served()
+            .grouped_workers()
+            .map_or(KeptWhen::AtMaximum, GroupedWorkers::spares_kept)
     }
 
-    /// See [`ServedJob::silent_group_workers`].
+    /// See [`GroupedWorkers::silent_group_workers`]; none for a kind without grouped workers.
     pub fn silent_group_workers(
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
         quorum: &QuorumReport,
         grace: std::time::Duration,
     ) -> std::collections::BTreeMap<u32, f64> {
-        self.served().silent_group_workers(pods, quorum, grace)
+        self.served()
+            .grouped_workers()
+            .map(|grouped| grouped.silent_group_workers(pods, quorum, grace))
+            .unwrap_or_default()
     }
 
-    /// See [`ServedJob::waiting_spares`].
+    /// See [`GroupedWorkers::waiting_spares`]; none for a kind without grouped workers.
     pub fn waiting_spares(
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
     ) -> std::collections::BTreeSet<u32> {
-        self.served().waiting_spares(pods)
+        self.served()
+            .grouped_workers()
+            .map(|grouped| grouped.waiting_spares(pods))
+            .unwrap_or_default()
     }
 
-    /// See [`ServedJob::worker_groups`].
+    /// See [`GroupedWorkers::worker_groups`]; none for a kind without grouped workers.
     pub fn worker_groups(
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
     ) -> std::collections::BTreeMap<u32, u32> {
-        self.served().worker_groups(pods)
+        self.served()
+            .grouped_workers()
+            .map(|grouped| grouped.worker_groups(pods))
+            .unwrap_or_default()
     }
 
-    /// See [`ServedJob::pods_per_group`].
+    /// See [`GroupedWorkers::pods_per_group`]; 1 for a kind without grouped workers.
     pub fn pods_per_group(self) -> u32 {
-        self.served().pods_per_group()
+        self.served()
+            .grouped_workers()
+            .map_or(1, GroupedWorkers::pods_per_group)
     }
 
-    /// See [`ServedJob::heartbeat_timeout`].
+    /// See [`ReportingCoordinator::heartbeat_timeout`]; `None` for a kind without one.
     pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
-        self.served().heartbeat_timeout()
+        self.served().reporting_coordinator()?.heartbeat_timeout()
     }
 
     /// See [`ServedJob::worker_names`].

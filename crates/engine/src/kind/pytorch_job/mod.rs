@@ -38,7 +38,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::effective_spec::EffectiveSpec;
 use crate::group_report::ReportSource;
 use crate::job::InvalidSpec;
-use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
+use crate::job::{
+    Coordinator, GroupedWorkers, Kind, ReportingCoordinator, ServedJob, Vocabulary, WorkerNames,
+};
 use crate::names;
 
 /// The label naming the operator on every pod and Service of a PyTorchJob, as Arena and Kueue
@@ -216,10 +218,48 @@ impl ServedJob for PyTorchJob {
         }
     }
 
-    fn group_report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
-        report_source::source(self, pods)
+    fn grouped_workers(&self) -> Option<&dyn GroupedWorkers> {
+        Some(self)
     }
 
+    fn reporting_coordinator(&self) -> Option<&dyn ReportingCoordinator> {
+        Some(self)
+    }
+
+    fn coordinator_role(&self) -> &'static str {
+        match self.coordinator() {
+            Coordinator::RendezvousStore => rendezvous::STORE_REPLICA_TYPE,
+            Coordinator::Lighthouse => replica_groups::LIGHTHOUSE_REPLICA_TYPE,
+            _ => VOCABULARY.launcher_role,
+        }
+    }
+
+    fn launcher_name(&self) -> String {
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        match self.coordinator() {
+            Coordinator::RendezvousStore => rendezvous::store_name(name),
+            Coordinator::Lighthouse => replica_groups::lighthouse_name(name),
+            _ => Kind::PYTORCH_JOB.launcher_name(name),
+        }
+    }
+
+    fn min_field(&self) -> &'static str {
+        match self.coordinator() {
+            Coordinator::RendezvousStore | Coordinator::Lighthouse => "elasticPolicy.minReplicas",
+            _ => Kind::PYTORCH_JOB.vocabulary().min_field,
+        }
+    }
+
+    fn launcher_called(&self) -> &'static str {
+        match self.coordinator() {
+            Coordinator::RendezvousStore => "rendezvous store",
+            Coordinator::Lighthouse => "Lighthouse",
+            _ => Kind::PYTORCH_JOB.vocabulary().launcher_called,
+        }
+    }
+}
+
+impl GroupedWorkers for PyTorchJob {
     /// A replica group no live Worker holds takes the lowest group id free, first by a
     /// waiting spare, then by new Workers, each pod a rank in it (see
     /// [`replica_groups::seat`]).
@@ -306,43 +346,17 @@ impl ServedJob for PyTorchJob {
     fn pods_per_group(&self) -> u32 {
         replica_groups::ReplicaGroups::of(self).map_or(1, |groups| groups.pods_per_group)
     }
+}
+
+impl ReportingCoordinator for PyTorchJob {
+    fn report_source(&self, pods: &[&Pod]) -> Option<ReportSource> {
+        report_source::source(self, pods)
+    }
 
     fn heartbeat_timeout(&self) -> Option<Duration> {
         self.coordinator()
             .group_reforms()
             .then(|| rendezvous::heartbeat_timeout(self))
-    }
-
-    fn coordinator_role(&self) -> &'static str {
-        match self.coordinator() {
-            Coordinator::RendezvousStore => rendezvous::STORE_REPLICA_TYPE,
-            Coordinator::Lighthouse => replica_groups::LIGHTHOUSE_REPLICA_TYPE,
-            _ => VOCABULARY.launcher_role,
-        }
-    }
-
-    fn launcher_name(&self) -> String {
-        let name = self.metadata.name.as_deref().unwrap_or_default();
-        match self.coordinator() {
-            Coordinator::RendezvousStore => rendezvous::store_name(name),
-            Coordinator::Lighthouse => replica_groups::lighthouse_name(name),
-            _ => Kind::PYTORCH_JOB.launcher_name(name),
-        }
-    }
-
-    fn min_field(&self) -> &'static str {
-        match self.coordinator() {
-            Coordinator::RendezvousStore | Coordinator::Lighthouse => "elasticPolicy.minReplicas",
-            _ => Kind::PYTORCH_JOB.vocabulary().min_field,
-        }
-    }
-
-    fn launcher_called(&self) -> &'static str {
-        match self.coordinator() {
-            Coordinator::RendezvousStore => "rendezvous store",
-            Coordinator::Lighthouse => "Lighthouse",
-            _ => Kind::PYTORCH_JOB.vocabulary().launcher_called,
-        }
     }
 }
 
