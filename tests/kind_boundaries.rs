@@ -178,7 +178,7 @@ const SHAPES_OUTSIDE_THEIR_KIND: &[&str] = &[
     "crates/engine/src/plan/run/silent_workers.rs",
     "crates/engine/src/plan/run/survivor_failure.rs",
     "crates/engine/src/plan/run/suspension.rs",
-    "crates/engine/src/plan/run/workers.rs",
+    "crates/engine/src/plan/run/worker_removal.rs",
     "crates/engine/src/quorum_report.rs",
     "crates/engine/src/status.rs",
 ];

@@ -20,7 +20,9 @@ mod survivor_failure;
 mod suspension;
 mod template_change;
 mod worker_backoff;
+mod worker_cooldown;
 mod worker_failure;
+mod worker_removal;
 mod workers;
 
 use eto_api::job_status::{Notice, NoticeKind};

@@ -1,0 +1,202 @@
+//! How the Workers a run removes go: with their group within seconds, at once when renewed,
+//! drained out of host discovery otherwise (see [`crate::drain`]); a group that re-forms
+//! lets a Worker lost to its node's warning drain too, and holds its new Workers until the
+//! draining ones are out (see [`crate::regroup`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use eto_api::job_status::{DrainingWorker, NoticeKind};
+use k8s_openapi::api::core::v1::Pod;
+
+use super::{Run, RunState};
+use crate::group_report::GroupReport;
+use crate::target_workers::{self, WorkerDecision};
+use crate::{drain, names, pods, regroup};
+
+impl<'o> Run<'_, 'o> {
+    /// Deletes or drains the Workers `decision` removes from `current`, and returns whether
+    /// the Workers it creates are held until the draining ones are out.
+    pub(super) fn remove_workers(
+        &mut self,
+        decision: &WorkerDecision,
+        current: &BTreeMap<u32, &'o Pod>,
+    ) -> bool {
+        let name = self.name().to_string();
+        // A worker that leaves with its group goes within seconds, neither drained nor given
+        // its own grace period (see target_workers::LEFT_WITH_GROUP_GRACE_SECONDS).
+        let left_with_group: BTreeSet<u32> = decision
+            .left_with_group
+            .iter()
+            .map(|left| left.index)
+            .collect();
+        for index in &left_with_group {
+            if let Some(pod) = current.get(index).filter(|pod| !pods::is_terminating(pod)) {
+                self.planner
+                    .delete_pod_with_grace(pod, target_workers::LEFT_WITH_GROUP_GRACE_SECONDS);
+            }
+        }
+        // A renewed Worker has nothing to drain: it waits on an old template, or is out of
+        // its group already. It goes at once.
+        let renewed: BTreeSet<u32> = decision.renewed.iter().map(|(index, _)| *index).collect();
+        for index in &renewed {
+            if let Some(pod) = current.get(index).filter(|pod| !pods::is_terminating(pod)) {
+                self.planner.delete_pod(pod);
+            }
+        }
+        // Replica groups have no host discovery to leave: theirs go at once.
+        let drains = self.context.job_ref.coordinator().removed_workers_drain();
+        let was_in_discovery = |pod: &Pod| {
+            drains
+                && self
+                    .planner
+                    .status_before
+                    .current_workers
+                    .iter()
+                    .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
+        };
+        // A group that re-forms lets a worker lost to its node's warning leave by draining
+        // too, once the group saved (see crate::regroup).
+        let regroups = self.context.job_ref.coordinator().group_reforms();
+        let warned_leaving = decision
+            .lost
+            .iter()
+            .filter(|_| regroups)
+            .filter_map(|lost| current.get(&lost.index))
+            .filter(|pod| regroup::leaves_by_draining(pod));
+        let removed: Vec<drain::Removed<'_>> = decision
+            .delete
+            .iter()
+            .filter(|index| !left_with_group.contains(index) && !renewed.contains(index))
+            .filter_map(|index| current.get(index))
+            .filter(|pod| !pods::is_terminating(pod))
+            .chain(warned_leaving)
+            .map(|pod| drain::Removed {
+                pod,
+                was_in_discovery: was_in_discovery(pod),
+            })
+            .collect();
+        // A worker that returned to the job drains no more.
+        let returned: Vec<String> = decision
+            .returned
+            .iter()
+            .map(|(index, _)| names::worker(&name, *index))
+            .collect();
+        let draining: Vec<DrainingWorker> = self
+            .planner
+            .status_before
+            .draining_workers
+            .iter()
+            .filter(|worker| !returned.contains(&worker.pod))
+            .cloned()
+            .collect();
+        self.drain(&draining, removed, current);
+        if regroups {
+            self.regroup_notice();
+        }
+        // New workers of a group that re-forms wait for the workers draining out of it, to
+        // join the group that re-forms without them.
+        let holds = regroups && regroup::holds_new_workers(&self.planner.status.draining_workers);
+        self.planner.status.held_workers = if holds {
+            decision
+                .create
+                .iter()
+                .map(|index| names::worker(&name, *index))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        holds
+    }
+
+    fn regroup_notice(&mut self) {
+        if matches!(self.state, RunState::Suspending(_)) {
+            return;
+        }
+        let draining = &self.planner.status.draining_workers;
+        match regroup::notice(draining, self.context.spec.elastic.drain) {
+            Some(notice) => {
+                self.set_notice(Some(notice));
+                let poll = crate::time::after(self.planner.now, regroup::POLL);
+                self.planner.requeue_at(poll);
+            }
+            None if self
+                .notice
+                .as_ref()
+                .is_some_and(|notice| notice.kind == NoticeKind::Checkpoint) =>
+            {
+                self.set_notice(None);
+            }
+            None => {}
+        }
+    }
+
+    /// Drains the workers `removed` now and those `draining` since earlier (see
+    /// [`crate::drain`]): records them, deletes the pods whose drain is over.
+    fn drain(
+        &mut self,
+        draining: &[DrainingWorker],
+        removed: Vec<drain::Removed<'_>>,
+        current: &BTreeMap<u32, &'o Pod>,
+    ) {
+        let newly: Vec<String> = removed
+            .iter()
+            .filter(|r| r.was_in_discovery)
+            .filter_map(|r| r.pod.metadata.name.clone())
+            .collect();
+        let launcher_running = self.launcher().is_some_and(|l| l.is_running());
+        let regroups = self.context.job_ref.coordinator().group_reforms();
+        let saved = self
+            .observed
+            .group_report
+            .and_then(GroupReport::latest_saved);
+        let decision = drain::decide(&drain::DrainInput {
+            draining,
+            removed,
+            pods: current.values().copied().collect(),
+            launcher_running,
+            drain: self.context.spec.elastic.drain,
+            saved,
+            keep_until_gone: regroups,
+            now: self.planner.now,
+        });
+        for pod in current.values() {
+            if decision
+                .delete
+                .iter()
+                .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
+            {
+                if regroups {
+                    // The group saved or had its time: the worker goes at once, its PID 1
+                    // holding its training no longer.
+                    self.planner
+                        .delete_pod_with_grace(pod, regroup::LEAVING_GRACE_SECONDS);
+                } else {
+                    self.planner.delete_pod(pod);
+                }
+            }
+        }
+        let started: Vec<&str> = newly
+            .iter()
+            .map(String::as_str)
+            .filter(|pod| !decision.delete.iter().any(|d| d == pod))
+            .collect();
+        if !started.is_empty() {
+            let workers = started.join(", ");
+            let seconds = self.context.spec.elastic.drain.as_secs();
+            let note = if regroups {
+                format!(
+                    "workers {workers} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {seconds}s (elasticPolicy.drainSeconds)"
+                )
+            } else {
+                format!(
+                    "workers {workers} left host discovery; their pods are deleted in {seconds}s (elasticPolicy.drainSeconds) or once the launcher or the pod stops"
+                )
+            };
+            self.planner.event(false, "WorkersDraining", "Drain", note);
+        }
+        if let Some(end) = decision.next_end {
+            self.planner.requeue_at(end);
+        }
+        self.planner.status.draining_workers = decision.draining;
+    }
+}
