@@ -2,7 +2,7 @@
 //! it saved, and the state of the group's rendezvous.
 //!
 //! A kind whose runs have such a coordinator says where its report is read
-//! ([`crate::job::ServedJob::group_report_source`]; a PyTorchJob whose rendezvous eto hosts
+//! ([`crate::job::ReportingCoordinator::report_source`]; a PyTorchJob whose rendezvous eto hosts
 //! serves it from its rendezvous store). The training code says it saved the checkpoint a
 //! notice asked for with one request, `POST <ETO_SAVED_URL>` with `{"pod": ..., "step": ...,
 //! "since": <the notice's since>}` (`eto_notice.saved(step)` in eto's Python helper sends it);

@@ -69,7 +69,7 @@ pub fn ssh_worker_pod(
     }
 }
 
-/// The labels and annotations of worker `index` of `job` (see [`worker_pod`]): the template's,
+/// The labels and annotations of worker `index` of `job` (see [`ssh_worker_pod`]): the template's,
 /// with eto's labels and the job's notice over them.
 pub fn worker_metadata(job: JobContext<'_>, index: u32) -> ObjectMeta {
     let mut labels = job.pod_labels(Role::Worker);

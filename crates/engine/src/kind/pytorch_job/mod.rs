@@ -5,9 +5,9 @@
 //! `elasticPolicy.metrics` ([`v1_autoscaler`]).
 //!
 //! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
-//! launcher's place (see [`super::Coordinator::Master`]): its end is the run's, and its
+//! launcher's place (see [`crate::job::Coordinator::Master`]): its end is the run's, and its
 //! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
-//! ([`super::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
+//! ([`crate::job::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
 pub mod env;
 pub(crate) mod metrics;
