@@ -4,8 +4,9 @@
 //! look for the names [`Children::wanted`] gives and keep what [`Children::controlled`] keeps,
 //! so that the plugin's answers are the operator's. A child belongs to a job when the job
 //! controls it (its controller owner reference carries the job's uid), or, for the pods of a
-//! launcher run by a batch Job ([`crate::job::Coordinator::LauncherJob`]), when that Job controls it. An object holding a child's
-//! name that the job does not control is not its child (see [`crate::plan::TakenName`]).
+//! launcher run by a batch Job ([`crate::job::Coordinator::LauncherJob`]), when that Job
+//! controls it. An object holding a child's name that the job does not control is not its
+//! child (see [`crate::plan::TakenName`]).
 
 use std::sync::Arc;
 
@@ -25,7 +26,8 @@ use crate::{names, pods};
 /// The names of a job's children, to look up in its namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wanted {
-    /// The launcher's batch Job, for a kind whose launcher is one ([`crate::job::Coordinator::LauncherJob`]).
+    /// The launcher's batch Job, for a kind whose launcher is one
+    /// ([`crate::job::Coordinator::LauncherJob`]).
     pub launcher_job: Option<String>,
     /// The headless Service of the workers.
     pub service: String,
@@ -34,7 +36,8 @@ pub struct Wanted {
     pub pod_services: Vec<String>,
     /// The discovery ConfigMap.
     pub config_map: String,
-    /// The ServiceAccount, Role and RoleBinding of a launcher pod ([`crate::job::Coordinator::LauncherPod`]).
+    /// The ServiceAccount, Role and RoleBinding of a launcher pod
+    /// ([`crate::job::Coordinator::LauncherPod`]).
     pub launcher_rbac: Option<String>,
     /// The PodGroup, when the operator uses a gang scheduler.
     pub pod_group: String,
@@ -42,7 +45,8 @@ pub struct Wanted {
     pub autoscaler: Option<String>,
 }
 
-/// A job's children, and the scale requests of a kind they scale ([`crate::job::Kind::scaled_by_requests`]).
+/// A job's children, and the scale requests of a kind they scale
+/// ([`crate::job::Kind::scaled_by_requests`]).
 #[derive(Clone, Debug, Default)]
 pub struct Children {
     /// Its pods, workers and launcher.

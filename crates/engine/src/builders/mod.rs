@@ -3,9 +3,10 @@
 //! built from the job alone (no API calls). Each kind's module builds its objects with them.
 //!
 //! Every object carries the job's controller owner reference (so garbage collection removes
-//! it with the job), [`MANAGER`](eto_api::well_known::MANAGER) as `app.kubernetes.io/managed-by` (so eto's watches select
-//! only its own objects) and the job labels of the kind's original operator (et-operator's,
-//! or mpi-operator's `training.kubeflow.org/*`).
+//! it with the job), [`MANAGER`](eto_api::well_known::MANAGER) as
+//! `app.kubernetes.io/managed-by` (so eto's watches select only its own objects) and the job
+//! labels of the kind's original operator (et-operator's, or mpi-operator's
+//! `training.kubeflow.org/*`).
 
 mod ssh_secret;
 pub mod termination;

@@ -90,7 +90,7 @@ impl Coordinator {
     /// pod is deleted at once, and its training hears of it through the SIGTERM torchrun
     /// forwards, with the pod's grace period to leave between two steps.
     pub fn removed_workers_drain(self) -> bool {
-        self != Self::Lighthouse
+        !self.groups_stand_alone()
     }
 
     /// Whether it is a pod that only serves the workers (a rendezvous store, a Lighthouse):

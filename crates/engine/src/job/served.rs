@@ -190,17 +190,12 @@ impl<'a> JobRef<'a> {
 
     /// Its kind.
     pub fn kind(self) -> Kind {
-        self.served().kind()
-    }
-
-    /// The job, as its kind answers for it.
-    fn served(self) -> &'a dyn ServedJob {
-        self.0
+        self.0.kind()
     }
 
     /// Its metadata.
     pub fn metadata(self) -> &'a ObjectMeta {
-        self.served().metadata()
+        self.0.metadata()
     }
 
     /// Its name.
@@ -220,47 +215,47 @@ impl<'a> JobRef<'a> {
 
     /// See [`ServedJob::coordinator_template`].
     pub fn coordinator_template(self) -> Option<&'a PodTemplateSpec> {
-        self.served().coordinator_template()
+        self.0.coordinator_template()
     }
 
     /// See [`ServedJob::worker_template`].
     pub fn worker_template(self) -> Option<&'a PodTemplateSpec> {
-        self.served().worker_template()
+        self.0.worker_template()
     }
 
     /// See [`ServedJob::engine_status`].
     pub fn status(self) -> JobStatus {
-        self.served().engine_status()
+        self.0.engine_status()
     }
 
     /// See [`ServedJob::started_by_another_operator`].
     pub fn started_by_another_operator(self) -> bool {
-        self.served().started_by_another_operator()
+        self.0.started_by_another_operator()
     }
 
     /// See [`ServedJob::replica_restart_policy`].
     pub fn replica_restart_policy(self) -> Option<ReplicaRestartPolicy> {
-        self.served().replica_restart_policy()
+        self.0.replica_restart_policy()
     }
 
     /// See [`ServedJob::first_worker_success_decides`].
     pub fn first_worker_success_decides(self) -> bool {
-        self.served().first_worker_success_decides()
+        self.0.first_worker_success_decides()
     }
 
     /// See [`ServedJob::pod_service_names`].
     pub fn pod_service_names(self) -> Vec<String> {
-        self.served().pod_service_names()
+        self.0.pod_service_names()
     }
 
     /// See [`ServedJob::coordinator`].
     pub fn coordinator(self) -> Coordinator {
-        self.served().coordinator()
+        self.0.coordinator()
     }
 
     /// See [`ReportingCoordinator::report_source`]; `None` for a kind without one.
     pub fn group_report_source(self, pods: &[&Pod]) -> Option<ReportSource> {
-        self.served().reporting_coordinator()?.report_source(pods)
+        self.0.reporting_coordinator()?.report_source(pods)
     }
 
     /// See [`GroupedWorkers::seat_workers`]; nothing for a kind without grouped workers.
@@ -271,15 +266,16 @@ impl<'a> JobRef<'a> {
         pods: &std::collections::BTreeMap<u32, &Pod>,
         new: &mut std::collections::BTreeMap<u32, Pod>,
     ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, String>> {
-        self.served()
+        self.0
             .grouped_workers()
             .map(|grouped| grouped.seat_workers(groups, target, pods, new))
             .unwrap_or_default()
     }
 
-    /// See [`GroupedWorkers::spares_kept`]; beside a group at its maximum for a kind without grouped workers.
+    /// See [`GroupedWorkers::spares_kept`]; beside a group at its maximum for a kind without
+    /// grouped workers.
     pub fn spares_kept(self) -> KeptWhen {
-        self.served()
+        self.0
             .grouped_workers()
             .map_or(KeptWhen::AtMaximum, GroupedWorkers::spares_kept)
     }
@@ -291,7 +287,7 @@ impl<'a> JobRef<'a> {
         quorum: &QuorumReport,
         grace: std::time::Duration,
     ) -> std::collections::BTreeMap<u32, f64> {
-        self.served()
+        self.0
             .grouped_workers()
             .map(|grouped| grouped.silent_group_workers(pods, quorum, grace))
             .unwrap_or_default()
@@ -302,7 +298,7 @@ impl<'a> JobRef<'a> {
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
     ) -> std::collections::BTreeSet<u32> {
-        self.served()
+        self.0
             .grouped_workers()
             .map(|grouped| grouped.waiting_spares(pods))
             .unwrap_or_default()
@@ -313,7 +309,7 @@ impl<'a> JobRef<'a> {
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
     ) -> std::collections::BTreeMap<u32, u32> {
-        self.served()
+        self.0
             .grouped_workers()
             .map(|grouped| grouped.worker_groups(pods))
             .unwrap_or_default()
@@ -321,39 +317,39 @@ impl<'a> JobRef<'a> {
 
     /// See [`GroupedWorkers::pods_per_group`]; 1 for a kind without grouped workers.
     pub fn pods_per_group(self) -> u32 {
-        self.served()
+        self.0
             .grouped_workers()
             .map_or(1, GroupedWorkers::pods_per_group)
     }
 
     /// See [`ReportingCoordinator::heartbeat_timeout`]; `None` for a kind without one.
     pub fn heartbeat_timeout(self) -> Option<std::time::Duration> {
-        self.served().reporting_coordinator()?.heartbeat_timeout()
+        self.0.reporting_coordinator()?.heartbeat_timeout()
     }
 
     /// See [`ServedJob::worker_names`].
     pub fn worker_names(self) -> WorkerNames {
-        self.served().worker_names()
+        self.0.worker_names()
     }
 
     /// See [`ServedJob::coordinator_role`].
     pub fn coordinator_role(self) -> &'static str {
-        self.served().coordinator_role()
+        self.0.coordinator_role()
     }
 
     /// See [`ServedJob::launcher_name`].
     pub fn launcher_name(self) -> String {
-        self.served().launcher_name()
+        self.0.launcher_name()
     }
 
     /// See [`ServedJob::min_field`].
     pub fn min_field(self) -> &'static str {
-        self.served().min_field()
+        self.0.min_field()
     }
 
     /// See [`ServedJob::launcher_called`].
     pub fn launcher_called(self) -> &'static str {
-        self.served().launcher_called()
+        self.0.launcher_called()
     }
 
     /// See [`ServedJob::validate`].
@@ -361,7 +357,7 @@ impl<'a> JobRef<'a> {
     /// # Errors
     /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
     pub fn validate(self) -> Result<EffectiveSpec, InvalidSpec> {
-        self.served().validate()
+        self.0.validate()
     }
 
     /// The owner reference its children carry: controller, blocking owner deletion.

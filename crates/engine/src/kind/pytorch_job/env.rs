@@ -21,8 +21,9 @@
 //! `is_host=false` (unless the job's `rdzvConf` sets `is_host` itself), so that no agent
 //! hosts the store, followed by a long `join_timeout` for a job with spares (see
 //! [`crate::spares::JOIN_TIMEOUT`]) unless `rdzvConf` sets one; and `ETO_SAVED_URL`, where the
-//! training code says it saved the checkpoint a notice asked for (see [`crate::group_report`]). Three more keep the group alive through
-//! the loss of any Worker, and quick to re-form, on every torch torchrun has:
+//! training code says it saved the checkpoint a notice asked for (see
+//! [`crate::group_report`]). Three more keep the group alive through the loss of any Worker,
+//! and quick to re-form, on every torch torchrun has:
 //! - `PET_MAX_RESTARTS=100` where `maxRestarts` is unset (torchrun's own default is 0). A
 //!   Worker's loss fails the training processes of every other Worker (their collective
 //!   operations break), and each agent spends one restart on it: with none to spend, the

@@ -15,7 +15,8 @@ use super::{Launcher, Restart, Run};
 impl Run<'_, '_> {
     /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
     /// Master (see [`crate::job::Coordinator::Master`]), whose rendezvous store eto runs (see
-    /// [`crate::job::Coordinator::RendezvousStore`]), or of replica groups (see [`crate::job::Coordinator::Lighthouse`]).
+    /// [`crate::job::Coordinator::RendezvousStore`]), or of replica groups (see
+    /// [`crate::job::Coordinator::Lighthouse`]).
     pub(super) fn workers_decide(&self) -> bool {
         let coordinator = self.context.job_ref.coordinator();
         coordinator.only_serves()
