@@ -228,6 +228,38 @@ mod tests {
         assert_eq!(Kind::TRAINING_JOB.stored_status(json!("no status")), None);
     }
 
+    /// The kind an [`ApiStatus`] is the status of.
+    fn kind_of_status(status: &ApiStatus) -> Kind {
+        match status {
+            ApiStatus::TrainingJob(_) => Kind::TRAINING_JOB,
+            ApiStatus::MpiJob(_) => Kind::MPI_JOB,
+            ApiStatus::PyTorchJob(_) => Kind::PYTORCH_JOB,
+        }
+    }
+
+    /// The registry's dispatches compare kinds one by one and give the last arm whatever is
+    /// left: a kind added to `Kind::ALL` without its own arm fails here.
+    #[test]
+    fn every_registered_kind_decodes_and_reports_as_itself() {
+        let fixtures = [
+            serde_json::to_value(crate::testing::training_job()),
+            serde_json::to_value(crate::testing::mpi_job()),
+            serde_json::to_value(crate::testing::pytorch_job()),
+        ]
+        .map(Result::unwrap);
+        for kind in Kind::ALL {
+            let job = fixtures
+                .iter()
+                .find(|job| job["kind"] == kind.vocabulary().name)
+                .unwrap_or_else(|| panic!("no test job of kind {kind:?}"))
+                .clone();
+            let parsed = OwnedJob::parse(kind, job).unwrap();
+            assert_eq!(parsed.as_ref().kind(), kind);
+            let status = ApiStatus::of(kind, "j", JobStatus::default());
+            assert_eq!(kind_of_status(&status), kind);
+        }
+    }
+
     #[test]
     fn an_owned_job_is_parsed_by_its_kind_and_names_a_field_that_does_not_fit() {
         let job = json!({
