@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use eto_tests::rust_source::code_only;
 use eto_tests::workspace_root;
 
 /// The identifiers in code spans of `text`: `` `caches` ``, `` [`apply`] ``.
@@ -70,16 +71,10 @@ fn declared_modules(lib: &str) -> Vec<String> {
 }
 
 /// The modules of the crate whose names are `modules` that `source` uses (`crate::x`,
-/// `crate::{x, y}`), outside comments and its test module.
+/// `crate::{x, y}`) in its code: not in comments, strings or its test module (see
+/// [`code_only`]).
 fn uses(source: &str, modules: &[String]) -> Vec<String> {
-    let code: String = source
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default()
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_only(source);
     let mut used = Vec::new();
     let mut rest = code.as_str();
     while let Some(at) = rest.find("crate::") {

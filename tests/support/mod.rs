@@ -42,5 +42,6 @@ pub mod metrics;
 pub mod nodes;
 pub mod pod_groups;
 pub mod poll;
+pub mod rust_source;
 pub mod scratch;
 pub mod tools;
