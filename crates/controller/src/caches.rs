@@ -121,22 +121,23 @@ pub(crate) async fn wire(
     child_triggers.push(triggers(events));
     // The caches of some kinds only; a cache no served kind needs stays empty and has no
     // watch (and needs no RBAC for it).
-    let (service_accounts, roles, role_bindings) = if any_coordinator(Coordinator::has_own_rbac) {
-        inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
-        let (accounts, events) = watches.reflected::<ServiceAccount>();
-        child_triggers.push(triggers(events));
-        let (roles, events) = watches.reflected::<Role>();
-        child_triggers.push(triggers(events));
-        let (bindings, events) = watches.reflected::<RoleBinding>();
-        child_triggers.push(triggers(events));
-        (accounts, roles, bindings)
-    } else {
-        (
-            reflector::store().0,
-            reflector::store().0,
-            reflector::store().0,
-        )
-    };
+    let (service_accounts, roles, role_bindings) =
+        if any_coordinator(|coordinator| coordinator.has_own_rbac) {
+            inputs.extend([ServiceAccount::KIND, Role::KIND, RoleBinding::KIND]);
+            let (accounts, events) = watches.reflected::<ServiceAccount>();
+            child_triggers.push(triggers(events));
+            let (roles, events) = watches.reflected::<Role>();
+            child_triggers.push(triggers(events));
+            let (bindings, events) = watches.reflected::<RoleBinding>();
+            child_triggers.push(triggers(events));
+            (accounts, roles, bindings)
+        } else {
+            (
+                reflector::store().0,
+                reflector::store().0,
+                reflector::store().0,
+            )
+        };
     let autoscalers = if kinds.iter().any(|kind| kind.autoscaled_by_metrics()) {
         inputs.push(HorizontalPodAutoscaler::KIND);
         let (autoscalers, events) = watches.reflected::<HorizontalPodAutoscaler>();
@@ -145,7 +146,7 @@ pub(crate) async fn wire(
     } else {
         reflector::store().0
     };
-    let launcher_jobs = if any_coordinator(Coordinator::runs_in_a_batch_job) {
+    let launcher_jobs = if any_coordinator(|coordinator| coordinator.runs_in_a_batch_job) {
         inputs.push(BatchJob::KIND);
         let (jobs, events) = watches.reflected::<BatchJob>();
         child_triggers.push(triggers(events));
@@ -327,7 +328,7 @@ fn owner_trigger(metadata: &ObjectMeta) -> Option<Trigger> {
             // The pod of a launcher Job: its job is of the kind whose launcher runs in one.
             let kind = Kind::ALL
                 .into_iter()
-                .find(|kind| kind.vocabulary().coordinator.runs_in_a_batch_job())?;
+                .find(|kind| kind.vocabulary().coordinator.runs_in_a_batch_job)?;
             let name = metadata
                 .labels
                 .as_ref()?

@@ -4,7 +4,7 @@
 //! look for the names [`Children::wanted`] gives and keep what [`Children::controlled`] keeps,
 //! so that the plugin's answers are the operator's. A child belongs to a job when the job
 //! controls it (its controller owner reference carries the job's uid), or, for the pods of a
-//! launcher run by a batch Job ([`crate::job::Coordinator::LauncherJob`]), when that Job
+//! launcher run by a batch Job (see [`crate::job::Coordinator::runs_in_a_batch_job`]), when that Job
 //! controls it. An object holding a child's name that the job does not control is not its
 //! child (see [`crate::plan::TakenName`]).
 
@@ -27,7 +27,7 @@ use crate::{names, pods};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wanted {
     /// The launcher's batch Job, for a kind whose launcher is one
-    /// ([`crate::job::Coordinator::LauncherJob`]).
+    /// (see [`crate::job::Coordinator::runs_in_a_batch_job`]).
     pub launcher_job: Option<String>,
     /// The headless Service of the workers.
     pub service: String,
@@ -37,7 +37,7 @@ pub struct Wanted {
     /// The discovery ConfigMap.
     pub config_map: String,
     /// The ServiceAccount, Role and RoleBinding of a launcher pod
-    /// ([`crate::job::Coordinator::LauncherPod`]).
+    /// (see [`crate::job::Coordinator::has_own_rbac`]).
     pub launcher_rbac: Option<String>,
     /// The PodGroup, when the operator uses a gang scheduler.
     pub pod_group: String,
@@ -51,7 +51,7 @@ pub struct Wanted {
 pub struct Children {
     /// Its pods, workers and launcher.
     pub pods: Vec<Arc<Pod>>,
-    /// The launcher's batch Job ([`crate::job::Coordinator::LauncherJob`]).
+    /// The launcher's batch Job (see [`crate::job::Coordinator::runs_in_a_batch_job`]).
     pub launcher_job: Option<Arc<BatchJob>>,
     /// The headless Service of its workers.
     pub worker_service: Option<Arc<Service>>,
@@ -83,12 +83,12 @@ impl Children {
         let name = job.name();
         let kind = job.kind();
         Wanted {
-            launcher_job: (kind.vocabulary().coordinator.runs_in_a_batch_job())
+            launcher_job: (kind.vocabulary().coordinator.runs_in_a_batch_job)
                 .then(|| kind.launcher_name(name)),
             service: kind.service_name(name),
             pod_services: job.pod_service_names(),
             config_map: names::config_map(name),
-            launcher_rbac: (kind.vocabulary().coordinator.has_own_rbac())
+            launcher_rbac: (kind.vocabulary().coordinator.has_own_rbac)
                 .then(|| names::launcher_rbac(name)),
             pod_group: gang::pod_group_name(job).to_string(),
             autoscaler: kind
@@ -103,9 +103,9 @@ impl Children {
     pub fn controlled(job: JobRef<'_>, found: Self) -> Self {
         let uid = job.uid();
         let launcher = job.kind().vocabulary().coordinator;
-        let rbac = launcher.has_own_rbac();
+        let rbac = launcher.has_own_rbac;
         let launcher_job = kept(found.launcher_job, uid, |job| &job.metadata)
-            .filter(|_| launcher.runs_in_a_batch_job());
+            .filter(|_| launcher.runs_in_a_batch_job);
         let launcher_uid = launcher_job
             .as_ref()
             .and_then(|launcher| launcher.metadata.uid.clone());

@@ -104,7 +104,7 @@ fn crds_served() -> String {
 fn kinds_with_discovery() -> String {
     let kinds = eto_engine::job::Kind::ALL
         .into_iter()
-        .filter(|kind| kind.vocabulary().coordinator.reads_host_discovery());
+        .filter(|kind| kind.vocabulary().coordinator.reads_host_discovery);
     kinds
         .map(|kind| kind.vocabulary().name)
         .collect::<Vec<_>>()

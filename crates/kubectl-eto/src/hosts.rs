@@ -32,7 +32,7 @@ impl Hosts {
     /// (a PyTorchJob's), and the API server's errors.
     pub async fn fetch(client: &Client, job: &Job, now: jiff::Timestamp) -> Result<Self, Error> {
         let job = job.as_ref();
-        if !job.coordinator().reads_host_discovery() {
+        if !job.coordinator().reads_host_discovery {
             return Err(Error::NoHostDiscovery {
                 kind: job.kind().vocabulary().name,
                 namespace: job.namespace().to_string(),

@@ -55,87 +55,59 @@ pub enum WorkerNames {
 }
 
 /// The pod that coordinates a run, besides its workers: the run cannot lose it, and for most
-/// kinds its end is the run's. What its users call it is [`Vocabulary::launcher_called`].
+/// kinds its end is the run's. What its users call it is [`Vocabulary::launcher_called`]. A
+/// kind's module defines its coordinators as constants; shared code asks only what it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Coordinator {
-    /// A launcher pod the job controls, with a ServiceAccount, Role and RoleBinding of its own
-    /// (`<job>-launcher`) that let it read its ConfigMap (et-operator's launcher).
-    LauncherPod,
-    /// A launcher pod run by a batch Job the job controls (mpi-operator's launcher).
-    LauncherJob,
-    /// The job's Master pod, which trains as rank 0 beside the workers (training-operator
-    /// v1's Master): no RBAC, no SSH, no discovery ConfigMap.
-    Master,
-    /// A pod serving the run's torchrun rendezvous (an elastic PyTorchJob's store, see
-    /// `kind::pytorch_job::rendezvous`): it trains nothing and launches nothing, and the workers
-    /// decide the run's outcome.
-    RendezvousStore,
-    /// A pod serving the TorchFT quorum of the run's replica groups (a PyTorchJob's
-    /// Lighthouse, see `kind::pytorch_job::replica_groups`): it trains nothing and launches
-    /// nothing, the workers decide the run's outcome, and each group of workers (one pod or
-    /// several) comes and goes alone.
-    Lighthouse,
+pub struct Coordinator {
+    /// Its role, as `status.backoff` and the metrics name it (`Launcher`, `Master`, ...).
+    pub role: &'static str,
+    /// Whether it is a launcher pod with a ServiceAccount, Role and RoleBinding of its own
+    /// (`<job>-launcher`) that let it read its ConfigMap.
+    pub has_own_rbac: bool,
+    /// Whether its pod runs under a batch Job the job controls.
+    pub runs_in_a_batch_job: bool,
+    /// Whether it trains as rank 0 beside the workers: then it needs no RBAC, no SSH and no
+    /// discovery ConfigMap.
+    pub trains: bool,
+    /// Whether it is a pod that only serves the workers: it trains nothing and launches
+    /// nothing, never ends by itself, serves no one once the job ended, and the workers decide
+    /// the run's outcome.
+    pub only_serves: bool,
+    /// Whether it is a launcher that finds its workers in host discovery (a hostfile and
+    /// `discover_hosts.sh`); the workers of the others find each other by themselves.
+    pub reads_host_discovery: bool,
+    /// Whether the workers train as one group that stops and re-forms whenever a worker
+    /// joins or leaves, at a store the coordinator serves: a worker then leaves only once the
+    /// group saved (see [`crate::regroup`]).
+    pub group_reforms: bool,
+    /// Whether the workers train as groups that each come and go alone, the others training
+    /// on, and the coordinator is replaced within the run when it is lost: its end is no
+    /// outcome of the run.
+    pub groups_stand_alone: bool,
 }
 
 impl Coordinator {
-    /// Whether the workers train as one group that stops and re-forms whenever a worker
-    /// joins or leaves (torchrun's agents at a store eto hosts): a worker then leaves only
-    /// once the group saved (see [`crate::regroup`]).
-    pub fn group_reforms(self) -> bool {
-        self == Self::RendezvousStore
+    /// A coordinator that does none of what the fields name, with role `role`: the base the
+    /// kinds' constants start from.
+    pub const fn plain(role: &'static str) -> Self {
+        Self {
+            role,
+            has_own_rbac: false,
+            runs_in_a_batch_job: false,
+            trains: false,
+            only_serves: false,
+            reads_host_discovery: false,
+            group_reforms: false,
+            groups_stand_alone: false,
+        }
     }
 
     /// Whether a worker removed from a running job drains first (see [`crate::drain`]). A
-    /// replica group does not: it leaves the quorum by itself when its training stops, so its
-    /// pod is deleted at once, and its training hears of it through the SIGTERM torchrun
-    /// forwards, with the pod's grace period to leave between two steps.
+    /// group that stands alone does not: it leaves by itself when its training stops, so its
+    /// pod is deleted at once, and its training hears of it through the SIGTERM, with the
+    /// pod's grace period to leave between two steps.
     pub fn removed_workers_drain(self) -> bool {
-        !self.groups_stand_alone()
-    }
-
-    /// Whether it is a pod that only serves the workers (a rendezvous store, a Lighthouse):
-    /// it never ends by itself, and it serves no one once the job ended.
-    pub fn only_serves(self) -> bool {
-        matches!(self, Self::RendezvousStore | Self::Lighthouse)
-    }
-
-    /// Whether it is a launcher that finds its workers in host discovery (a hostfile and
-    /// `discover_hosts.sh`); the workers of the others find each other through torchrun.
-    pub fn reads_host_discovery(self) -> bool {
-        matches!(self, Self::LauncherPod | Self::LauncherJob)
-    }
-
-    /// Whether it is a launcher pod with a ServiceAccount, Role and RoleBinding of its own.
-    pub fn has_own_rbac(self) -> bool {
-        self == Self::LauncherPod
-    }
-
-    /// Whether its pod runs under a batch Job the job controls.
-    pub fn runs_in_a_batch_job(self) -> bool {
-        self == Self::LauncherJob
-    }
-
-    /// Whether it trains as rank 0 beside the workers (a Master).
-    pub fn trains(self) -> bool {
-        self == Self::Master
-    }
-
-    /// Whether the workers train as groups that each come and go alone, the others training
-    /// on, and the coordinator is replaced within the run when it is lost (a Lighthouse): its
-    /// end is no outcome of the run.
-    pub fn groups_stand_alone(self) -> bool {
-        self == Self::Lighthouse
-    }
-
-    /// Its role, as `status.backoff` and the metrics name it: `Launcher`, `Master`,
-    /// `RendezvousStore` or `Lighthouse`.
-    pub fn role(self) -> &'static str {
-        match self {
-            Self::LauncherPod | Self::LauncherJob => "Launcher",
-            Self::Master => "Master",
-            Self::RendezvousStore => "RendezvousStore",
-            Self::Lighthouse => "Lighthouse",
-        }
+        !self.groups_stand_alone
     }
 }
 
@@ -286,7 +258,7 @@ impl Kind {
     /// discovery` for the kinds whose launcher finds its workers there, nothing for a
     /// PyTorchJob's.
     pub fn hosts_listed_suffix(self) -> &'static str {
-        if self.vocabulary().coordinator.reads_host_discovery() {
+        if self.vocabulary().coordinator.reads_host_discovery {
             " in host discovery"
         } else {
             ""

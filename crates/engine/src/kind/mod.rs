@@ -153,7 +153,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::job::Coordinator;
 
     #[test]
     fn every_kind_is_found_by_its_api_and_by_its_aliases() {
@@ -180,11 +179,11 @@ mod tests {
     fn each_kind_has_its_launcher_and_only_training_jobs_take_scale_requests() {
         assert_eq!(
             Kind::TRAINING_JOB.vocabulary().coordinator,
-            Coordinator::LauncherPod
+            training_job::LAUNCHER_POD
         );
         assert_eq!(
             Kind::MPI_JOB.vocabulary().coordinator,
-            Coordinator::LauncherJob
+            mpi_job::LAUNCHER_JOB_POD
         );
         let scaled: Vec<Kind> = Kind::ALL
             .into_iter()

@@ -66,7 +66,7 @@ impl Planner {
         // no notice is worth showing.
         self.status.forget_the_runs_group();
         self.status.notice = None;
-        if job.job_ref.coordinator().only_serves() {
+        if job.job_ref.coordinator().only_serves {
             // The store or Lighthouse serves no one once the job ended, whatever
             // cleanPodPolicy keeps.
             let store = job.job_ref.launcher_name();
@@ -78,7 +78,7 @@ impl Planner {
             }
         }
         if job.spec.clean_pod_policy != CleanPodPolicy::None
-            && self.kind.vocabulary().coordinator.trains()
+            && self.kind.vocabulary().coordinator.trains
         {
             self.clean_as_v1(observed, job.spec.clean_pod_policy);
         } else if job.spec.clean_pod_policy != CleanPodPolicy::None {

@@ -90,7 +90,7 @@ pub struct Observed<'a> {
     /// The ScaleIn and ScaleOut requests of the job's namespace that name it.
     pub scalers: &'a [Scaler],
     /// The launcher's batch Job, for a kind whose launcher is one
-    /// ([`crate::job::Coordinator::LauncherJob`]).
+    /// (see [`crate::job::Coordinator::runs_in_a_batch_job`]).
     pub launcher_job: Option<&'a BatchJob>,
     /// Names of the job's children found held by objects it does not control.
     pub taken: &'a [TakenName],

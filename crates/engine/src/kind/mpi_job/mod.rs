@@ -25,6 +25,14 @@ use crate::job::InvalidSpec;
 use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::names;
 
+/// mpi-operator's launcher: a pod run by a batch Job the job controls, finding its workers in
+/// host discovery.
+pub const LAUNCHER_JOB_POD: Coordinator = Coordinator {
+    runs_in_a_batch_job: true,
+    reads_host_discovery: true,
+    ..Coordinator::plain("Launcher")
+};
+
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "MPIJob",
@@ -49,7 +57,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: MPI_REPLICA_INDEX_LABEL,
     service_name: names::mpi_service,
     worker_host: names::mpi_worker_host,
-    coordinator: Coordinator::LauncherJob,
+    coordinator: LAUNCHER_JOB_POD,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: SSH_AUTH_SECRET_TYPE,
     worker_pod: objects::worker_pod,

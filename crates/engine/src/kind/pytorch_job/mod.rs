@@ -5,7 +5,7 @@
 //! `elasticPolicy.metrics` ([`v1_autoscaler`]).
 //!
 //! The engine runs a PyTorchJob with a Master as it runs the other kinds, the Master in the
-//! launcher's place (see [`crate::job::Coordinator::Master`]): its end is the run's, and its
+//! launcher's place (see [`MASTER_POD`]): its end is the run's, and its
 //! loss to the platform ends the run, not the job. Each run numbers its Workers from 0
 //! ([`crate::job::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
@@ -70,6 +70,28 @@ pub(crate) fn training_container(
     spec.containers.get_mut(position)
 }
 
+/// training-operator v1's Master, which trains as rank 0 beside the workers.
+pub const MASTER_POD: Coordinator = Coordinator {
+    trains: true,
+    ..Coordinator::plain("Master")
+};
+
+/// The store of the torchrun rendezvous eto hosts for an elastic job (see [`rendezvous`]):
+/// the workers train as one group that re-forms at it.
+pub const RENDEZVOUS_STORE: Coordinator = Coordinator {
+    only_serves: true,
+    group_reforms: true,
+    ..Coordinator::plain("RendezvousStore")
+};
+
+/// The TorchFT Lighthouse of a job of replica groups (see [`replica_groups`]): each group
+/// comes and goes alone.
+pub const LIGHTHOUSE: Coordinator = Coordinator {
+    only_serves: true,
+    groups_stand_alone: true,
+    ..Coordinator::plain("Lighthouse")
+};
+
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "PyTorchJob",
@@ -94,7 +116,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: REPLICA_INDEX_LABEL,
     service_name: |job| pod_name(job, PyTorchReplicaType::Master, 0),
     worker_host: |job, _, index| names::worker(job, index),
-    coordinator: Coordinator::Master,
+    coordinator: MASTER_POD,
     worker_names: WorkerNames::PerRun,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,
@@ -177,10 +199,7 @@ impl ServedJob for PyTorchJob {
     /// pods.
     fn pod_service_names(&self) -> Vec<String> {
         let name = self.metadata.name.as_deref().unwrap_or_default();
-        if matches!(
-            self.coordinator(),
-            Coordinator::RendezvousStore | Coordinator::Lighthouse
-        ) {
+        if self.coordinator().only_serves {
             return vec![rendezvous::service_name(name)];
         }
         let recorded = self
@@ -201,11 +220,11 @@ impl ServedJob for PyTorchJob {
     /// Master (if any).
     fn coordinator(&self) -> Coordinator {
         if replica_groups::ReplicaGroups::of(self).is_some() {
-            Coordinator::Lighthouse
+            LIGHTHOUSE
         } else if rendezvous::HostedRendezvous::of(self).is_some() {
-            Coordinator::RendezvousStore
+            RENDEZVOUS_STORE
         } else {
-            Coordinator::Master
+            MASTER_POD
         }
     }
 
@@ -213,7 +232,7 @@ impl ServedJob for PyTorchJob {
     /// under new names; any other keeps its ranks' names.
     fn worker_names(&self) -> WorkerNames {
         match self.coordinator() {
-            Coordinator::RendezvousStore | Coordinator::Lighthouse => WorkerNames::NeverReused,
+            RENDEZVOUS_STORE | LIGHTHOUSE => WorkerNames::NeverReused,
             _ => WorkerNames::PerRun,
         }
     }
@@ -228,8 +247,8 @@ impl ServedJob for PyTorchJob {
 
     fn coordinator_role(&self) -> &'static str {
         match self.coordinator() {
-            Coordinator::RendezvousStore => rendezvous::STORE_REPLICA_TYPE,
-            Coordinator::Lighthouse => replica_groups::LIGHTHOUSE_REPLICA_TYPE,
+            RENDEZVOUS_STORE => rendezvous::STORE_REPLICA_TYPE,
+            LIGHTHOUSE => replica_groups::LIGHTHOUSE_REPLICA_TYPE,
             _ => VOCABULARY.launcher_role,
         }
     }
@@ -237,23 +256,23 @@ impl ServedJob for PyTorchJob {
     fn launcher_name(&self) -> String {
         let name = self.metadata.name.as_deref().unwrap_or_default();
         match self.coordinator() {
-            Coordinator::RendezvousStore => rendezvous::store_name(name),
-            Coordinator::Lighthouse => replica_groups::lighthouse_name(name),
+            RENDEZVOUS_STORE => rendezvous::store_name(name),
+            LIGHTHOUSE => replica_groups::lighthouse_name(name),
             _ => Kind::PYTORCH_JOB.launcher_name(name),
         }
     }
 
     fn min_field(&self) -> &'static str {
         match self.coordinator() {
-            Coordinator::RendezvousStore | Coordinator::Lighthouse => "elasticPolicy.minReplicas",
+            RENDEZVOUS_STORE | LIGHTHOUSE => "elasticPolicy.minReplicas",
             _ => Kind::PYTORCH_JOB.vocabulary().min_field,
         }
     }
 
     fn launcher_called(&self) -> &'static str {
         match self.coordinator() {
-            Coordinator::RendezvousStore => "rendezvous store",
-            Coordinator::Lighthouse => "Lighthouse",
+            RENDEZVOUS_STORE => "rendezvous store",
+            LIGHTHOUSE => "Lighthouse",
             _ => Kind::PYTORCH_JOB.vocabulary().launcher_called,
         }
     }
@@ -355,7 +374,7 @@ impl ReportingCoordinator for PyTorchJob {
 
     fn heartbeat_timeout(&self) -> Option<Duration> {
         self.coordinator()
-            .group_reforms()
+            .group_reforms
             .then(|| rendezvous::heartbeat_timeout(self))
     }
 }

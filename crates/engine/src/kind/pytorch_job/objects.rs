@@ -12,7 +12,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::builders::join_gang;
 use crate::builders::{notice_mount, notice_volume, place_launcher, worker_metadata};
 use crate::child::Child;
-use crate::job::Coordinator;
 use crate::job::launcher::{LauncherInputs, LauncherObjects, RunningLauncher};
 use crate::job::{JobContext, Role, merged};
 use crate::kind::pytorch_job::rendezvous::{self, HostedRendezvous};
@@ -23,8 +22,8 @@ use crate::{cooldown, joining, notice, spares};
 /// replica groups, or the Master, which trains and shows the job's notice as the Workers do.
 pub fn launcher_objects(job: JobContext<'_>, inputs: LauncherInputs<'_>) -> LauncherObjects {
     let (pod, running) = match job.job_ref.coordinator() {
-        Coordinator::RendezvousStore => (store_pod(job, inputs.avoided), RunningLauncher::Left),
-        Coordinator::Lighthouse => (lighthouse_pod(job, inputs.avoided), RunningLauncher::Left),
+        super::RENDEZVOUS_STORE => (store_pod(job, inputs.avoided), RunningLauncher::Left),
+        super::LIGHTHOUSE => (lighthouse_pod(job, inputs.avoided), RunningLauncher::Left),
         _ => (master_pod(job, inputs.avoided), RunningLauncher::Relabelled),
     };
     LauncherObjects {
@@ -132,10 +131,7 @@ pub fn worker_pod(job: JobContext<'_>, index: u32, in_cooldown: &[NodeCooldown])
 /// when eto hosts its rendezvous or runs its replica groups, else a Service per pod, named like it, for the Master and
 /// the run's Workers as the spec has them.
 pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
-    let services = if matches!(
-        job.job_ref.coordinator(),
-        Coordinator::RendezvousStore | Coordinator::Lighthouse
-    ) {
+    let services = if job.job_ref.coordinator().only_serves {
         vec![rendezvous::service(job)]
     } else {
         let workers: Vec<u32> = (0..job.spec.workers.desired).collect();

@@ -36,7 +36,7 @@ use crate::validation::{
 /// Validates PyTorchJob `job` and applies every default, v1's and eto's.
 ///
 /// The Master, if there is one, is the run's launcher (see
-/// [`crate::job::Coordinator::Master`]): its `restartPolicy` decides what its failure
+/// [`super::MASTER_POD`]): its `restartPolicy` decides what its failure
 /// does (`Never` fails the job; `OnFailure`, `Always` and `ExitCode` restart it, up to
 /// `backoffLimit` times); without one, the job succeeds once every Worker has (with
 /// `elasticPolicy`: once one has, as v1 decides). A static job's Workers are not replaced

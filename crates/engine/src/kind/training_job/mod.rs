@@ -25,6 +25,15 @@ use crate::job::InvalidSpec;
 use crate::job::{Coordinator, Kind, ServedJob, Vocabulary, WorkerNames};
 use crate::names;
 
+/// et-operator's launcher: a pod the job controls, with a ServiceAccount, Role and
+/// RoleBinding of its own that let it read its ConfigMap, finding its workers in host
+/// discovery.
+pub const LAUNCHER_POD: Coordinator = Coordinator {
+    has_own_rbac: true,
+    reads_host_discovery: true,
+    ..Coordinator::plain("Launcher")
+};
+
 /// Its names, fields and labels.
 pub const VOCABULARY: Vocabulary = Vocabulary {
     name: "TrainingJob",
@@ -49,7 +58,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     index_label: REPLICA_INDEX_LABEL,
     service_name: names::worker_service,
     worker_host: |job, _, index| names::worker_host(job, index),
-    coordinator: Coordinator::LauncherPod,
+    coordinator: LAUNCHER_POD,
     worker_names: WorkerNames::NeverReused,
     ssh_secret_type: "Opaque",
     worker_pod: objects::worker_pod,

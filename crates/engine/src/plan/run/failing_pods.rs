@@ -62,7 +62,7 @@ impl Run<'_, '_> {
             ));
         }
         let role_label = self.context.kind().vocabulary().role_label;
-        let coordinator = self.context.job_ref.coordinator().role();
+        let coordinator = self.context.job_ref.coordinator().role;
         let mut waiting: Vec<(&str, String, OwnFailure)> = self
             .observed
             .pods

@@ -62,7 +62,7 @@ impl<'o> Run<'_, 'o> {
 
     /// The launcher of the current run, if it exists.
     pub(super) fn launcher(&self) -> Option<Launcher<'o>> {
-        if self.context.job_ref.coordinator().runs_in_a_batch_job() {
+        if self.context.job_ref.coordinator().runs_in_a_batch_job {
             let job = self
                 .observed
                 .launcher_job
@@ -224,7 +224,7 @@ impl<'o> Run<'_, 'o> {
             _ => self.pod_exists(&name),
         };
         // A lost Lighthouse is created again within the run (see lighthouse_loss.rs).
-        let replaced_within_the_run = self.context.job_ref.coordinator().groups_stand_alone();
+        let replaced_within_the_run = self.context.job_ref.coordinator().groups_stand_alone;
         let may_create = (replaced_within_the_run && !self.coordinator_waits())
             || !conditions::is_true(
                 &self.planner.status.conditions,

@@ -44,7 +44,7 @@ impl Run<'_, '_> {
     /// announced it goes away, or its pod is disrupted or being deleted. Reports it with a
     /// `LauncherDisrupted` Warning event.
     pub(super) fn launcher_threatened(&mut self) -> Option<String> {
-        if self.context.job_ref.coordinator().groups_stand_alone() {
+        if self.context.job_ref.coordinator().groups_stand_alone {
             // Replaced once it goes, in the same run (see lighthouse_loss.rs).
             return None;
         }
@@ -103,7 +103,7 @@ impl Run<'_, '_> {
                 }
                 // A rendezvous store or a Lighthouse never ends by itself; if it does (out of
                 // memory, a crash), what it served is gone as surely as if the platform took it.
-                _ if self.context.job_ref.coordinator().only_serves()
+                _ if self.context.job_ref.coordinator().only_serves
                     && matches!(launcher.phase, "Succeeded" | "Failed") =>
                 {
                     let pod = launcher

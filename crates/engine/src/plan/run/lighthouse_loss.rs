@@ -46,7 +46,7 @@ impl Run<'_, '_> {
                             let cause = format!("Lighthouse {name}: {}", failure.describe());
                             let key = pod.metadata.uid.clone().unwrap_or_default();
                             self.count_failure(
-                                self.context.job_ref.coordinator().role(),
+                                self.context.job_ref.coordinator().role,
                                 &key,
                                 cause,
                             );

@@ -61,7 +61,7 @@ impl Run<'_, '_> {
     /// Ends the run if its group is lost (see the module documentation); returns whether the
     /// reconcile goes on planning the run.
     pub(super) fn group_kept(&mut self) -> bool {
-        if !self.context.job_ref.coordinator().group_reforms()
+        if !self.context.job_ref.coordinator().group_reforms
             || matches!(self.state, RunState::Suspending(_))
             || self.state.is_suspended()
         {

@@ -214,7 +214,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let launcher = self.launcher();
-        let launcher = if self.context.job_ref.coordinator().groups_stand_alone() {
+        let launcher = if self.context.job_ref.coordinator().groups_stand_alone {
             // A Lighthouse's end is no outcome of the run: it is replaced (see
             // lighthouse_loss.rs).
             let lost = self.lighthouse_lost(launcher.as_ref());

@@ -62,7 +62,7 @@ impl Run<'_, '_> {
     /// [`RESUMPTION_POLL`] while groups that replaced a lost run's are to resume), whether or
     /// not the Lighthouse answered this time: the quorum changes without any pod changing.
     fn show_quorum(&mut self) {
-        if !self.context.job_ref.coordinator().groups_stand_alone() {
+        if !self.context.job_ref.coordinator().groups_stand_alone {
             return;
         }
         let resuming = self
@@ -205,7 +205,7 @@ impl Run<'_, '_> {
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
     /// looks again when the next waiting worker's batch wait ends.
     pub(super) fn gates_to_open(&mut self) -> Vec<String> {
-        if !self.context.job_ref.coordinator().group_reforms() {
+        if !self.context.job_ref.coordinator().group_reforms {
             return Vec::new();
         }
         let name = self.name().to_string();

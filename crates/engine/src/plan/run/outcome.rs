@@ -13,14 +13,13 @@ use crate::pods;
 use super::{Launcher, Restart, Run};
 
 impl Run<'_, '_> {
-    /// Whether the workers, not a launcher, decide the run's outcome: a PyTorchJob without a
-    /// Master (see [`crate::job::Coordinator::Master`]), whose rendezvous store eto runs (see
-    /// [`crate::job::Coordinator::RendezvousStore`]), or of replica groups (see
-    /// [`crate::job::Coordinator::Lighthouse`]).
+    /// Whether the workers, not a launcher, decide the run's outcome: when the coordinator
+    /// only serves them, or trains beside them but the job has none (a PyTorchJob without a
+    /// Master).
     pub(super) fn workers_decide(&self) -> bool {
         let coordinator = self.context.job_ref.coordinator();
-        coordinator.only_serves()
-            || (coordinator.trains() && self.context.job_ref.coordinator_template().is_none())
+        coordinator.only_serves
+            || (coordinator.trains && self.context.job_ref.coordinator_template().is_none())
     }
 
     /// Whether the workers of a run they decide finished successfully: every worker of the
@@ -117,7 +116,7 @@ impl Run<'_, '_> {
         if spec.job_restart_policy == JobRestartPolicy::OnFailure
             && u32::try_from(restarts).is_ok_and(|r| r < spec.backoff_limit)
         {
-            let role = self.context.job_ref.coordinator().role();
+            let role = self.context.job_ref.coordinator().role;
             let cause = format!(
                 "{role} {}: {}",
                 self.context.job_ref.launcher_name(),

@@ -46,7 +46,7 @@ impl Run<'_, '_> {
     /// Ends the back-off of the pod that coordinates the run once it is over (see the module
     /// documentation); the Workers' ends in `worker_backoff.rs`.
     pub(super) fn end_coordinator_backoff(&mut self) {
-        let role = self.context.job_ref.coordinator().role();
+        let role = self.context.job_ref.coordinator().role;
         let Some(record) = self.planner.status.backoff.iter().find(|r| r.role == role) else {
             return;
         };
@@ -117,7 +117,7 @@ impl Run<'_, '_> {
     /// Whether the pod that coordinates the run waits for its back-off before it is created
     /// again; the plan looks again when it waits no more.
     pub(super) fn coordinator_waits(&mut self) -> bool {
-        let role = self.context.job_ref.coordinator().role();
+        let role = self.context.job_ref.coordinator().role;
         let now = self.planner.now;
         let Some(retry_at) = self
             .planner

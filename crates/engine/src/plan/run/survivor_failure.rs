@@ -55,7 +55,7 @@ impl Run<'_, '_> {
     /// Worker's loss to the platform (see the module documentation); none unless the job
     /// trains as replica groups.
     pub(super) fn survivors_failed(&self, decision: &WorkerDecision) -> BTreeSet<u32> {
-        if !self.context.job_ref.coordinator().groups_stand_alone() {
+        if !self.context.job_ref.coordinator().groups_stand_alone {
             return BTreeSet::new();
         }
         let taken_now = decision
@@ -81,7 +81,7 @@ impl Run<'_, '_> {
         current: &BTreeMap<u32, &Pod>,
         failed: &BTreeSet<u32>,
     ) {
-        if !self.context.job_ref.coordinator().groups_stand_alone() {
+        if !self.context.job_ref.coordinator().groups_stand_alone {
             return;
         }
         let name = self.name().to_string();

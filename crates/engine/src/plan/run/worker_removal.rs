@@ -56,7 +56,7 @@ impl<'o> Run<'_, 'o> {
         };
         // A group that re-forms lets a worker lost to its node's warning leave by draining
         // too, once the group saved (see crate::regroup).
-        let regroups = self.context.job_ref.coordinator().group_reforms();
+        let regroups = self.context.job_ref.coordinator().group_reforms;
         let warned_leaving = decision
             .lost
             .iter()
@@ -144,7 +144,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
-        let regroups = self.context.job_ref.coordinator().group_reforms();
+        let regroups = self.context.job_ref.coordinator().group_reforms;
         let saved = self
             .observed
             .group_report

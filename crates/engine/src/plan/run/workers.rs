@@ -385,7 +385,7 @@ impl<'o> Run<'_, 'o> {
             let created: Vec<String> = to_create.iter().map(|i| names::worker(&name, *i)).collect();
             // A group that re-forms gathers its first workers itself; those joining it once
             // it formed start together, behind their gate (see crate::joining).
-            let starts_at_once = self.context.job_ref.coordinator().group_reforms()
+            let starts_at_once = self.context.job_ref.coordinator().group_reforms
                 && !matches!(
                     self.state,
                     RunState::AtMinimum | RunState::BelowMinimum { .. }
