@@ -139,7 +139,8 @@ mod tests {
         let source = ReportSource {
             pod: "ddp-rdzv".into(),
             port: 29401,
-            format: eto_engine::group_report::ReportFormat::Store,
+            path: eto_engine::group_report::REPORT_PATH,
+            read: eto_engine::group_report::read_json,
         };
         for (code, taken) in [(200, true), (503, false)] {
             let (service, mut handle) = tower_test::mock::pair();

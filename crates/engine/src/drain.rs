@@ -13,7 +13,7 @@
 //!
 //! A PyTorchJob whose rendezvous eto hosts drains the same way, for another reason: torchrun
 //! stops every worker and re-forms the group when one leaves, so its workers are first told
-//! to save a checkpoint (see [`crate::regroup`]), and the drain is cut short as soon as the
+//! to save a checkpoint (see [`crate::reforming_group`]), and the drain is cut short as soon as the
 //! training code says it saved for a notice posted no earlier than the drain began (the
 //! store's report, see [`crate::group_report`]). Such a worker stays
 //! listed while its pod is deleted, until the pod is gone (at most a second drain's length

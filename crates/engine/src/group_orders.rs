@@ -48,10 +48,10 @@ pub fn orders(
     dead_after: Option<std::time::Duration>,
 ) -> Option<GroupOrders> {
     let held = report.orders.as_ref()?;
-    let rendezvous = report.rendezvous.as_ref()?;
-    let first_group = rendezvous.round == 0 && !rendezvous.complete;
-    expected.retain(|host| first_group || rendezvous.hosts().any(|known| known == host));
-    let mut departed: Vec<String> = rendezvous
+    let group = report.group.as_ref()?;
+    let first_group = group.round == 0 && !group.complete;
+    expected.retain(|host| first_group || group.hosts().any(|known| known == host));
+    let mut departed: Vec<String> = group
         .hosts()
         .filter(|host| {
             let pod = pods
@@ -196,12 +196,9 @@ mod tests {
             None,
             "a store that takes no orders"
         );
-        let mut no_rendezvous = report(&members, &[], Some(GroupOrders::default()));
-        no_rendezvous.rendezvous = None;
-        assert_eq!(
-            orders(&no_rendezvous, &[&running], expected(), 1, None),
-            None
-        );
+        let mut no_group = report(&members, &[], Some(GroupOrders::default()));
+        no_group.group = None;
+        assert_eq!(orders(&no_group, &[&running], expected(), 1, None), None);
         assert_eq!(
             orders(
                 &report(&members, &[], Some(held.clone())),

@@ -29,46 +29,42 @@ pub const SAVED_PATH: &str = "/saved";
 /// The path eto reads.
 pub const REPORT_PATH: &str = "/report";
 
-/// Where eto reads a report: a pod of the job's namespace, a port, and what answers there.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where eto reads a report: a pod of the job's namespace, a port, and what answers there, as
+/// the kind says (see [`crate::job::ReportingCoordinator::report_source`]). Two sources are
+/// the same when they name the same pod, port and path.
+#[derive(Clone, Debug)]
 pub struct ReportSource {
     /// The coordinator's pod.
     pub pod: String,
     /// Its report port.
     pub port: i32,
-    /// What the pod serves there, and at which path.
-    pub format: ReportFormat,
+    /// The path the pod serves its report at.
+    pub path: &'static str,
+    /// The report the text served there says; `None` if it is not one.
+    pub read: fn(&str) -> Option<GroupReport>,
 }
 
-/// What a coordinator serves as its report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportFormat {
-    /// eto's store program: `GET /report`, a [`GroupReport`] in JSON.
-    Store,
-    /// A TorchFT Lighthouse: its status page (see [`crate::quorum_report`]).
-    Lighthouse,
+impl PartialEq for ReportSource {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.pod, self.port, self.path) == (&other.pod, other.port, other.path)
+    }
 }
 
 impl ReportSource {
     /// The pod proxy's path to the report in `namespace`.
     pub fn proxy_path(&self, namespace: &str) -> String {
-        let path = match self.format {
-            ReportFormat::Store => REPORT_PATH,
-            ReportFormat::Lighthouse => crate::quorum_report::STATUS_PATH,
-        };
-        pods::proxy_path(namespace, &self.pod, self.port, path)
+        pods::proxy_path(namespace, &self.pod, self.port, self.path)
     }
 
     /// The report `text` says, as this source serves it; `None` if it is not one.
     pub fn read(&self, text: &str) -> Option<GroupReport> {
-        match self.format {
-            ReportFormat::Store => serde_json::from_str(text).ok(),
-            ReportFormat::Lighthouse => Some(GroupReport {
-                quorum: Some(crate::quorum_report::read_status(text)?),
-                ..GroupReport::default()
-            }),
-        }
+        (self.read)(text)
     }
+}
+
+/// A report as eto's store program writes it: `GET /report`, a [`GroupReport`] in JSON.
+pub fn read_json(text: &str) -> Option<GroupReport> {
+    serde_json::from_str(text).ok()
 }
 
 /// The coordinator's report, as `GET /report` answers it.
@@ -77,16 +73,35 @@ pub struct GroupReport {
     /// The latest checkpoints the training code said it saved, oldest first.
     #[serde(default)]
     pub saved: Vec<SavedCheckpoint>,
-    /// The run's rendezvous, once an agent has joined it.
-    #[serde(default)]
-    pub rendezvous: Option<RendezvousState>,
+    /// The run's group as the coordinator holds it (torchrun's rendezvous, for eto's store
+    /// program), once an agent has joined it.
+    #[serde(default, rename = "rendezvous")]
+    pub group: Option<GroupState>,
     /// The orders the coordinator holds (see [`crate::group_orders`]); `None` from one that
     /// takes none.
     #[serde(default)]
     pub orders: Option<GroupOrders>,
     /// The replica groups' quorum, from a Lighthouse's status page.
     #[serde(skip)]
-    pub quorum: Option<crate::quorum_report::QuorumReport>,
+    pub quorum: Option<QuorumReport>,
+}
+
+/// The quorum of a run's replica groups, as their coordinator shows it (a TorchFT
+/// Lighthouse's status page, read by the kind's module).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QuorumReport {
+    /// The latest quorum's id (0 before the first).
+    pub quorum_id: i64,
+    /// Groups in the latest quorum.
+    pub participants: i64,
+    /// The highest step of a group in the latest quorum.
+    pub step: i64,
+    /// Groups heartbeating.
+    pub heartbeating: i64,
+    /// Every Manager's latest heartbeat the page lists: its replica id (`<id>:<uuid>`) and the
+    /// seconds since it came. A Manager that stopped (its group frozen or cut off) stays
+    /// listed, its heartbeat ageing.
+    pub heartbeats: Vec<(String, f64)>,
 }
 
 /// One word of the training code that it saved.
@@ -104,7 +119,7 @@ pub struct SavedCheckpoint {
 
 /// torchrun's rendezvous of the run.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct RendezvousState {
+pub struct GroupState {
     /// The round: one more each time the group re-forms.
     pub round: i64,
     /// Whether the round's group has formed.
@@ -185,7 +200,7 @@ pub struct Member {
     pub heartbeat_age: Option<f64>,
 }
 
-impl RendezvousState {
+impl GroupState {
     /// The pods whose agents train in the round's group: the round formed, and their
     /// heartbeat came within `dead_after` (after which torchrun itself takes an agent for
     /// dead). An agent that left to re-form the group, or waits to join one, trains nothing.
@@ -296,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             report
-                .rendezvous
+                .group
                 .map(|r| (r.round, r.participants, r.closed, r.closed_for)),
             Some((3, 3, true, Some(12.5)))
         );

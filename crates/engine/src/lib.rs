@@ -17,15 +17,15 @@
 //! modules use each other, directly or not (`tests/layers.rs` checks both):
 //! 1. Values that know no job: [`names`], [`time`], [`quantity`], [`pods`] (what a pod's
 //!    status says), [`pod_metadata`], [`conditions`], [`status`] (the engine's status),
-//!    [`effective_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`],
+//!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`],
 //!    [`affinity`], [`spot_capacity`], [`already_applied`], [`child`] (an object a job owns).
 //! 2. The job model: [`job`] (a kind and its vocabulary, a job of any kind, the job context
 //!    the builders take), and the reports its traits answer with: [`group_report`],
-//!    [`quorum_report`], [`spares`].
+//!    [`spares`].
 //! 3. The rules every kind shares: [`parse`], [`validation`], [`builders`], [`gang`],
 //!    [`blacklist`], [`cooldown`], [`node_warnings`], [`disruption`], [`loss`],
 //!    [`own_failure`], [`backoff`], [`drain`], [`notice`], [`kubeai`], [`target_workers`],
-//!    [`scaling`], [`joining`], [`group_orders`], [`regroup`].
+//!    [`scaling`], [`joining`], [`group_orders`], [`reforming_group`].
 //! 4. The kinds: [`kind`] (each kind's module, and the registry that lists them).
 //! 5. Planning: [`plan`].
 //! 6. What a plan leaves to apply: [`children`].
@@ -48,6 +48,7 @@ pub mod disruption;
 pub mod downward_api;
 pub mod drain;
 pub mod effective_spec;
+pub mod event_spec;
 pub mod field_error;
 pub mod gang;
 pub mod group_orders;
@@ -67,8 +68,7 @@ pub mod pod_group;
 pub mod pod_metadata;
 pub mod pods;
 pub mod quantity;
-pub mod quorum_report;
-pub mod regroup;
+pub mod reforming_group;
 pub mod scaling;
 pub mod spares;
 pub mod spot_capacity;

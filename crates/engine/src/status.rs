@@ -49,7 +49,7 @@ pub struct JobStatus {
     /// Workers removed from the job, draining.
     pub draining_workers: Vec<DrainingWorker>,
     /// Workers of the target not created yet: they wait while workers drain out of the group
-    /// they join (see [`crate::regroup`]).
+    /// they join (see [`crate::reforming_group`]).
     pub held_workers: Vec<String>,
     /// The training group of the current run, as the pod that coordinates it last reported it
     /// (a PyTorchJob's rendezvous).

@@ -65,7 +65,7 @@ pub struct WorkerInput<'a> {
     /// (see [`crate::drain`]): neither adopted nor deleted here.
     pub draining: &'a BTreeSet<u32>,
     /// Indices of target workers whose creation an earlier reconcile held back (see
-    /// [`crate::regroup`]): without a pod, they are not lost but still to create.
+    /// [`crate::reforming_group`]): without a pod, they are not lost but still to create.
     pub held: &'a BTreeSet<u32>,
     /// Indices that belong to the target (the workers of a ScaleOut under way), unless lost.
     pub add: &'a [u32],

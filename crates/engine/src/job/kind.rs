@@ -78,7 +78,7 @@ pub struct Coordinator {
     pub reads_host_discovery: bool,
     /// Whether the workers train as one group that stops and re-forms whenever a worker
     /// joins or leaves, at a store the coordinator serves: a worker then leaves only once the
-    /// group saved (see [`crate::regroup`]).
+    /// group saved (see [`crate::reforming_group`]).
     pub group_reforms: bool,
     /// Whether the workers train as groups that each come and go alone, the others training
     /// on, and the coordinator is replaced within the run when it is lost: its end is no

@@ -15,4 +15,7 @@ pub mod served;
 pub use context::{JobContext, Role, merged};
 pub use invalid_spec::InvalidSpec;
 pub use kind::{Coordinator, Kind, Vocabulary, WorkerNames};
-pub use served::{GroupedWorkers, JobRef, ReportingCoordinator, ServedJob, controlled_by};
+pub use served::{
+    FailedSurvivor, GroupLosses, GroupedWorkers, JobRef, ReportingCoordinator, ServedJob,
+    ShownGroups, SilentGroups, controlled_by,
+};

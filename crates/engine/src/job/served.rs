@@ -15,8 +15,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use super::invalid_spec::InvalidSpec;
 use super::kind::{Coordinator, Kind, WorkerNames};
 use crate::effective_spec::EffectiveSpec;
-use crate::group_report::ReportSource;
-use crate::quorum_report::QuorumReport;
+use crate::event_spec::EventSpec;
+use crate::group_report::{GroupReport, ReportSource};
 use crate::spares::KeptWhen;
 use crate::status::JobStatus;
 
@@ -140,15 +140,16 @@ pub trait GroupedWorkers {
     /// for eto to give one (a PyTorchJob's spare replica groups), which a shrink drops last.
     fn waiting_spares(&self, pods: &BTreeMap<u32, &Pod>) -> std::collections::BTreeSet<u32>;
 
-    /// The workers among `pods` (by index) whose replica group's Manager has not heartbeated
-    /// the Lighthouse for longer than `grace`, as `quorum` shows it, each with the seconds
-    /// since its last heartbeat (a PyTorchJob's replica groups).
+    /// The workers among `pods` (by index) whose group has not been heard from by the run's
+    /// coordinator for longer than `grace`, as its `report` shows it (a PyTorchJob's replica
+    /// groups whose Manager stopped heartbeating the Lighthouse); `None` when the report
+    /// tells nothing of the groups.
     fn silent_group_workers(
         &self,
         pods: &BTreeMap<u32, &Pod>,
-        quorum: &crate::quorum_report::QuorumReport,
+        report: &GroupReport,
         grace: Duration,
-    ) -> BTreeMap<u32, f64>;
+    ) -> Option<SilentGroups>;
 
     /// The group of each worker among `pods` (by index) whose pod is one of several that
     /// train as one group (see [`crate::target_workers::WorkerInput::groups`]): a PyTorchJob's
@@ -158,6 +159,74 @@ pub trait GroupedWorkers {
     /// How many worker pods make one group of those the job counts (a PyTorchJob's replica
     /// group of several pods).
     fn pods_per_group(&self) -> u32;
+
+    /// Shows in `status` what the coordinator's `report` (if it answered) says of the run's
+    /// groups, `groups` of them in the target (a PyTorchJob's replica groups' quorum): the
+    /// events that say what changed, and when to read the report again.
+    fn show_groups(
+        &self,
+        report: Option<&GroupReport>,
+        groups: usize,
+        status: &mut JobStatus,
+    ) -> ShownGroups;
+
+    /// Records in `status` what the run's groups lost in this reconcile (see [`GroupLosses`]),
+    /// with the coordinator's `report` if it answered; returns the events that say so.
+    fn record_group_losses(
+        &self,
+        losses: &GroupLosses<'_>,
+        report: Option<&GroupReport>,
+        status: &mut JobStatus,
+    ) -> Vec<EventSpec>;
+}
+
+/// What the coordinator's report showed of a run's groups (see
+/// [`GroupedWorkers::show_groups`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShownGroups {
+    /// The events that say what changed.
+    pub events: Vec<EventSpec>,
+    /// When to read the report again: the groups change without any pod changing.
+    pub read_again: Duration,
+}
+
+/// What a reconcile found the run's groups lost (see
+/// [`GroupedWorkers::record_group_losses`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupLosses<'a> {
+    /// The reconcile's time.
+    pub now: jiff::Timestamp,
+    /// What took the groups, as a clause (`worker w-1 was evicted`).
+    pub cause: &'a str,
+    /// The workers whose training failed as survivors of another group's loss.
+    pub survivors: Vec<FailedSurvivor>,
+    /// Whether the reconcile found any worker lost.
+    pub any_lost: bool,
+    /// Whether a group that ran before the loss is left alive.
+    pub any_alive: bool,
+}
+
+/// A worker whose training failed as a survivor of another group's loss.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedSurvivor {
+    /// Its pod.
+    pub worker: String,
+    /// How it was lost (`failed (exit code 1)`).
+    pub loss: String,
+    /// The pod that replaces it, if one does.
+    pub replacement: Option<String>,
+}
+
+/// The workers of groups their coordinator has not heard from (see
+/// [`GroupedWorkers::silent_group_workers`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SilentGroups {
+    /// Each worker (by index) of a group silent for longer than the grace, with the seconds
+    /// since the group was last heard from.
+    pub workers: BTreeMap<u32, f64>,
+    /// When to read the report again, at the latest: nothing but a read tells that a group
+    /// went silent.
+    pub read_again: Duration,
 }
 
 /// What a kind whose run's coordinator reports on its workers' group answers (a PyTorchJob's
@@ -284,12 +353,38 @@ impl<'a> JobRef<'a> {
     pub fn silent_group_workers(
         self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
-        quorum: &QuorumReport,
+        report: &GroupReport,
         grace: std::time::Duration,
-    ) -> std::collections::BTreeMap<u32, f64> {
+    ) -> Option<SilentGroups> {
+        self.0
+            .grouped_workers()?
+            .silent_group_workers(pods, report, grace)
+    }
+
+    /// See [`GroupedWorkers::show_groups`]; `None` for a kind without grouped workers.
+    pub fn show_groups(
+        self,
+        report: Option<&GroupReport>,
+        groups: usize,
+        status: &mut JobStatus,
+    ) -> Option<ShownGroups> {
+        Some(
+            self.0
+                .grouped_workers()?
+                .show_groups(report, groups, status),
+        )
+    }
+
+    /// See [`GroupedWorkers::record_group_losses`]; none for a kind without grouped workers.
+    pub fn record_group_losses(
+        self,
+        losses: &GroupLosses<'_>,
+        report: Option<&GroupReport>,
+        status: &mut JobStatus,
+    ) -> Vec<EventSpec> {
         self.0
             .grouped_workers()
-            .map(|grouped| grouped.silent_group_workers(pods, quorum, grace))
+            .map(|grouped| grouped.record_group_losses(losses, report, status))
             .unwrap_or_default()
     }
 

@@ -40,6 +40,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 pub use crate::child::{Child, ChildKind, Deletion};
 use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
+pub use crate::event_spec::EventSpec;
 use crate::field_error::FieldError;
 use crate::group_report::GroupOrders;
 use crate::job::JobContext;
@@ -74,19 +75,6 @@ pub const SPARE_TAKES_PLACE: &str = "SpareTakesPlace";
 /// The reason a job fails with when `elasticPolicy.maxWaitSeconds` ran out before
 /// `minReplicas` workers were ready (et-operator's name for it).
 pub const WAITING_RESOURCE_TIMEOUT: &str = "WaitingResourceTimeout";
-
-/// An event about the job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventSpec {
-    /// Warning rather than Normal.
-    pub warning: bool,
-    /// CamelCase reason.
-    pub reason: String,
-    /// What eto did: `Create`, `Delete`, `Restart`, `Fail`, `Validate`, ...
-    pub action: String,
-    /// Human-readable note.
-    pub note: String,
-}
 
 /// What a reconcile decided, in the form metrics count it. Every entry comes with an event
 /// of the same decision; these carry its category as data.
@@ -318,12 +306,9 @@ impl Planner {
     }
 
     fn event(&mut self, warning: bool, reason: &str, action: &str, note: String) {
-        self.plan.events.push(EventSpec {
-            warning,
-            reason: reason.into(),
-            action: action.into(),
-            note,
-        });
+        self.plan
+            .events
+            .push(EventSpec::new(warning, reason, action, note));
     }
 
     fn finish(mut self) -> Plan {

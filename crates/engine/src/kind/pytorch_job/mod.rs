@@ -10,11 +10,13 @@
 //! ([`crate::job::WorkerNames::PerRun`]), since a static job's ranks are its pods' indices.
 
 pub mod env;
+pub mod lighthouse_page;
 pub(crate) mod metrics;
 pub mod objects;
 pub mod pod;
 pub mod rendezvous;
 pub mod replica_groups;
+pub mod replica_groups_status;
 pub mod report_source;
 pub mod service;
 pub mod status;
@@ -36,10 +38,12 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::effective_spec::EffectiveSpec;
-use crate::group_report::ReportSource;
+use crate::event_spec::EventSpec;
+use crate::group_report::{GroupReport, ReportSource};
 use crate::job::InvalidSpec;
 use crate::job::{
-    Coordinator, GroupedWorkers, Kind, ReportingCoordinator, ServedJob, Vocabulary, WorkerNames,
+    Coordinator, GroupLosses, GroupedWorkers, Kind, ReportingCoordinator, ServedJob, ShownGroups,
+    SilentGroups, Vocabulary, WorkerNames,
 };
 use crate::names;
 
@@ -345,25 +349,54 @@ impl GroupedWorkers for PyTorchJob {
     }
 
     /// The Workers of replica groups whose Manager stopped heartbeating (see
-    /// [`crate::quorum_report::QuorumReport::silent_groups`]).
+    /// [`crate::group_report::QuorumReport::silent_groups`]).
+    /// The Workers of replica groups whose Manager stopped heartbeating the Lighthouse (see
+    /// [`crate::group_report::QuorumReport::silent_groups`]); the page is read again within the
+    /// grace, and when a Manager that stopped will be due.
     fn silent_group_workers(
         &self,
         pods: &std::collections::BTreeMap<u32, &Pod>,
-        quorum: &crate::quorum_report::QuorumReport,
+        report: &GroupReport,
         grace: Duration,
-    ) -> std::collections::BTreeMap<u32, f64> {
+    ) -> Option<SilentGroups> {
+        let quorum = report.quorum.as_ref()?;
         let silent = quorum.silent_groups(grace);
-        pods.iter()
-            .filter_map(|(index, pod)| {
-                let age = silent.get(&replica_groups::group_of(pod)?)?;
-                Some((*index, *age))
-            })
-            .collect()
+        Some(SilentGroups {
+            workers: pods
+                .iter()
+                .filter_map(|(index, pod)| {
+                    let age = silent.get(&replica_groups::group_of(pod)?)?;
+                    Some((*index, *age))
+                })
+                .collect(),
+            read_again: quorum.next_silence_due(grace),
+        })
     }
 
     /// The pods of a replica group (see [`replica_groups`]).
     fn pods_per_group(&self) -> u32 {
         replica_groups::ReplicaGroups::of(self).map_or(1, |groups| groups.pods_per_group)
+    }
+
+    /// The replica groups' quorum (see [`replica_groups_status::show`]).
+    fn show_groups(
+        &self,
+        report: Option<&GroupReport>,
+        groups: usize,
+        status: &mut JobStatus,
+    ) -> ShownGroups {
+        replica_groups_status::show(report, groups, status)
+    }
+
+    /// Survivors restarted, and the groups' state lost (see
+    /// [`replica_groups_status::record_losses`]).
+    fn record_group_losses(
+        &self,
+        losses: &GroupLosses<'_>,
+        report: Option<&GroupReport>,
+        status: &mut JobStatus,
+    ) -> Vec<EventSpec> {
+        replica_groups_status::record_losses(losses, report, status)
     }
 }
 

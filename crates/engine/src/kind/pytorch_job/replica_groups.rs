@@ -53,7 +53,7 @@ pub const QUORUM_TIMEOUT_ENV: &str = "TORCHFT_QUORUM_TIMEOUT_SEC";
 /// `TORCHFT_QUORUM_TIMEOUT_SEC` where the container sets none: five minutes (TorchFT's own is
 /// one). A quorum request that fails is tried again [`QUORUM_RETRIES`] times, each after this
 /// timeout divided among the attempts (a second here, at least 0.1 s), each on a new
-/// connection: so a Manager finds a replaced Lighthouse (see `plan/run/lighthouse_loss.rs`) if
+/// connection: so a Manager finds a replaced Lighthouse (see `plan/run/coordinator_replacement.rs`) if
 /// it comes within about this time. TorchFT's default is no retry, and then a group whose
 /// quorum request failed stands still without ending (TorchFT 0.2.0, checked on the harness).
 pub const QUORUM_TIMEOUT_SECONDS: u32 = 300;

@@ -7,28 +7,32 @@ use eto_api::PyTorchJob;
 use eto_api::well_known::RUN_LABEL;
 use k8s_openapi::api::core::v1::Pod;
 
+use super::lighthouse_page;
 use super::rendezvous::HostedRendezvous;
 use super::replica_groups::ReplicaGroups;
-use crate::group_report::{ReportFormat, ReportSource};
+use crate::group_report::{self, ReportSource};
 use crate::job::ServedJob;
 use crate::pods;
 
 /// Where to read `job`'s report now: the store (or Lighthouse) of the job's current run runs
 /// (its pod among `pods` is running, not being deleted, and of the run).
 pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
-    let (name, port, format) = match (HostedRendezvous::of(job), ReplicaGroups::of(job)) {
-        (Some(hosted), _) => (
-            hosted.store_name(),
-            hosted.report_port(),
-            ReportFormat::Store,
-        ),
-        (None, Some(groups)) => (
-            groups.lighthouse_name(),
-            groups.port,
-            ReportFormat::Lighthouse,
-        ),
-        (None, None) => return None,
-    };
+    let (name, port, path, read): (_, _, _, fn(&str) -> _) =
+        match (HostedRendezvous::of(job), ReplicaGroups::of(job)) {
+            (Some(hosted), _) => (
+                hosted.store_name(),
+                hosted.report_port(),
+                group_report::REPORT_PATH,
+                group_report::read_json,
+            ),
+            (None, Some(groups)) => (
+                groups.lighthouse_name(),
+                groups.port,
+                lighthouse_page::STATUS_PATH,
+                lighthouse_page::read,
+            ),
+            (None, None) => return None,
+        };
     let run = job.engine_status().current_run().to_string();
     pods.iter()
         .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()))
@@ -37,7 +41,8 @@ pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
     Some(ReportSource {
         pod: name,
         port,
-        format,
+        path,
+        read,
     })
 }
 

@@ -223,7 +223,7 @@ impl<'o> Run<'_, 'o> {
             Child::LauncherJob(_) => self.observed.launcher_job.is_some(),
             _ => self.pod_exists(&name),
         };
-        // A lost Lighthouse is created again within the run (see lighthouse_loss.rs).
+        // A lost Lighthouse is created again within the run (see coordinator_replacement.rs).
         let replaced_within_the_run = self.context.job_ref.coordinator().groups_stand_alone;
         let may_create = (replaced_within_the_run && !self.coordinator_waits())
             || !conditions::is_true(

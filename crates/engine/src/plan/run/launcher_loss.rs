@@ -29,7 +29,7 @@
 //!
 //! This holds for every kind and restart policy, and whatever `suspendBelowMinWorkers` says:
 //! a run cannot go on without its launcher. The one exception is a Lighthouse of replica
-//! groups, which is replaced within the run (see `lighthouse_loss.rs`).
+//! groups, which is replaced within the run (see `coordinator_replacement.rs`).
 
 use super::{Launcher, Run};
 use crate::conditions;
@@ -45,7 +45,7 @@ impl Run<'_, '_> {
     /// `LauncherDisrupted` Warning event.
     pub(super) fn launcher_threatened(&mut self) -> Option<String> {
         if self.context.job_ref.coordinator().groups_stand_alone {
-            // Replaced once it goes, in the same run (see lighthouse_loss.rs).
+            // Replaced once it goes, in the same run (see coordinator_replacement.rs).
             return None;
         }
         let launcher = self.launcher().filter(Launcher::is_running)?;

@@ -124,12 +124,11 @@ impl Run<'_, '_> {
         let closed = self
             .observed
             .group_report
-            .and_then(|report| report.rendezvous.as_ref())
-            .filter(|rendezvous| rendezvous.closed);
-        let why = if let Some(rendezvous) = closed {
-            let seen = std::time::Duration::from_secs_f64(
-                rendezvous.closed_for.unwrap_or(0.0).clamp(0.0, 1e9),
-            );
+            .and_then(|report| report.group.as_ref())
+            .filter(|group| group.closed);
+        let why = if let Some(group) = closed {
+            let seen =
+                std::time::Duration::from_secs_f64(group.closed_for.unwrap_or(0.0).clamp(0.0, 1e9));
             if first.is_none() && seen < CLOSED_UNCONFIRMED {
                 let again = crate::time::after(self.planner.now, CLOSED_UNCONFIRMED - seen);
                 self.planner.requeue_at(again);
@@ -137,7 +136,7 @@ impl Run<'_, '_> {
             }
             format!(
                 "its torchrun rendezvous was closed in round {}, so no group forms again",
-                rendezvous.round
+                group.round
             )
         } else if !failed.is_empty() && failed.len() == started {
             let names: Vec<&str> = failed.iter().map(|(name, _)| name.as_str()).collect();

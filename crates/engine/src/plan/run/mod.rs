@@ -3,10 +3,10 @@
 //! decided in [`crate::target_workers`] and applied in `workers.rs`.
 
 mod collateral_launcher_failure;
+mod coordinator_replacement;
 mod failing_pods;
 mod launcher;
 mod launcher_loss;
-mod lighthouse_loss;
 mod lost_group;
 mod notices;
 mod outcome;
@@ -216,8 +216,8 @@ impl<'p, 'o> Run<'p, 'o> {
         let launcher = self.launcher();
         let launcher = if self.context.job_ref.coordinator().groups_stand_alone {
             // A Lighthouse's end is no outcome of the run: it is replaced (see
-            // lighthouse_loss.rs).
-            let lost = self.lighthouse_lost(launcher.as_ref());
+            // coordinator_replacement.rs).
+            let lost = self.coordinator_replaced(launcher.as_ref());
             launcher.filter(|_| !lost)
         } else if self.launcher_lost(launcher.as_ref()) {
             // Before the launcher's own outcome: the platform taking it ends the run, not the
@@ -237,13 +237,13 @@ impl<'p, 'o> Run<'p, 'o> {
         // A worker that exits after a `Suspend` or `Checkpoint` notice did what the notice
         // asked: that is the suspend's end, or the group's change, not the training's.
         let suspending = matches!(self.state, RunState::Suspending(_));
-        let regrouping = self
+        let reforming = self
             .planner
             .status_before
             .notice
             .as_ref()
             .is_some_and(|notice| notice.kind == NoticeKind::Checkpoint);
-        if !suspending && !regrouping && self.every_worker_succeeded() {
+        if !suspending && !reforming && self.every_worker_succeeded() {
             return self.succeed("its Workers succeeded");
         }
         // Before the launcher's failure: a lost rank makes every other rank fail too, a
@@ -299,7 +299,7 @@ impl<'p, 'o> Run<'p, 'o> {
             return;
         }
         let hosts = self.workers();
-        self.show_rendezvous();
+        self.show_group();
         let hosts = self.with_launcher_as_worker(hosts);
         self.discovery_and_launcher(&hosts);
         self.show_notices();

@@ -13,25 +13,21 @@ use crate::{group_orders, names, node_warnings, notice, pods};
 use super::Run;
 use super::launcher::metadata_change;
 
-/// How often eto reads the Lighthouse while the groups that replaced a run's lost ones are to
-/// resume, to show the step they resume from.
-pub const RESUMPTION_POLL: std::time::Duration = std::time::Duration::from_secs(1);
-
 impl Run<'_, '_> {
     /// Shows the rendezvous the run's store reports in the status (see
     /// [`crate::group_report`]), and reads it again soon while the group
     /// forms; without a report, or once this reconcile started a new run, the status keeps
     /// what it showed.
-    pub(super) fn show_rendezvous(&mut self) {
+    pub(super) fn show_group(&mut self) {
         // The report was read from the store of the run the reconcile began in.
         if self.number != self.planner.status_before.current_run() {
             return;
         }
-        self.show_quorum();
+        self.show_groups();
         let Some(state) = self
             .observed
             .group_report
-            .and_then(|report| report.rendezvous.as_ref())
+            .and_then(|report| report.group.as_ref())
         else {
             return;
         };
@@ -55,39 +51,14 @@ impl Run<'_, '_> {
         }
     }
 
-    /// Shows the replica groups' quorum as their Lighthouse reported it (see
-    /// [`crate::quorum_report::QuorumReport::status`]), keeping what eto counted of the run's
-    /// lost groups (see `survivor_failure.rs`), and reads it again every
-    /// [`crate::group_report::FORMING_POLL`] while the run trains as replica groups (every
-    /// [`RESUMPTION_POLL`] while groups that replaced a lost run's are to resume), whether or
-    /// not the Lighthouse answered this time: the quorum changes without any pod changing.
-    fn show_quorum(&mut self) {
+    /// Shows what the coordinator reports of a run whose groups stand alone (see
+    /// [`crate::job::GroupedWorkers::show_groups`]), and reads it again when the kind says.
+    fn show_groups(&mut self) {
         if !self.context.job_ref.coordinator().groups_stand_alone {
             return;
         }
-        let resuming = self
-            .planner
-            .status
-            .replica_groups
-            .as_ref()
-            .and_then(|groups| groups.state_lost.as_ref())
-            .is_some_and(|lost| lost.resumed_at.is_none());
-        let poll = if resuming {
-            RESUMPTION_POLL
-        } else {
-            crate::group_report::FORMING_POLL
-        };
-        let again = crate::time::after(self.planner.now, poll);
-        self.planner.requeue_at(again);
-        let Some(quorum) = self
-            .observed
-            .group_report
-            .and_then(|report| report.quorum.as_ref())
-        else {
-            return;
-        };
         let pods_per_group = self.context.job_ref.pods_per_group().max(1) as usize;
-        // Spare groups wait outside the quorum.
+        // Spare groups wait outside the group count.
         let spares = self
             .planner
             .status
@@ -102,13 +73,16 @@ impl Run<'_, '_> {
             .len()
             .saturating_sub(spares)
             / pods_per_group;
-        let mut status = quorum.status(groups);
-        if let Some(shown) = &self.planner.status.replica_groups {
-            status.survivor_restarts = shown.survivor_restarts;
-            status.state_lost = shown.state_lost.clone();
-        }
-        self.show_resumption(quorum, &mut status);
-        self.planner.status.replica_groups = Some(status);
+        let Some(shown) = self.context.job_ref.show_groups(
+            self.observed.group_report,
+            groups,
+            &mut self.planner.status,
+        ) else {
+            return;
+        };
+        let again = crate::time::after(self.planner.now, shown.read_again);
+        self.planner.requeue_at(again);
+        self.planner.plan.events.extend(shown.events);
     }
 
     /// Changes the metadata of the workers of the run whose notice is not the one they should

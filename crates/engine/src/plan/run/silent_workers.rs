@@ -28,9 +28,6 @@ use crate::pods;
 /// replaced: beyond what an agent restarted in its pod takes to join again.
 pub const SILENT_GRACE: Duration = Duration::from_secs(60);
 
-/// How old a Manager's heartbeat is when it has stopped (they come every 100 ms by default).
-const STOPPED: f64 = 5.0;
-
 /// The blacklist's reason, and the event's, for a Worker replaced as silent.
 pub const SILENT: &str = "Silent";
 
@@ -43,18 +40,18 @@ impl Run<'_, '_> {
         current: &BTreeMap<u32, &Pod>,
     ) -> BTreeMap<u32, jiff::Timestamp> {
         let now = self.planner.now;
-        if let Some(quorum) = self.observed.group_report.and_then(|r| r.quorum.as_ref()) {
-            return self.silent_replica_groups(current, quorum);
+        if self.context.job_ref.coordinator().groups_stand_alone {
+            return self.silent_groups(current);
         }
-        let Some(rendezvous) = self
+        let Some(group) = self
             .observed
             .group_report
-            .and_then(|report| report.rendezvous.as_ref())
-            .filter(|rendezvous| !rendezvous.closed)
+            .and_then(|report| report.group.as_ref())
+            .filter(|group| !group.closed)
         else {
             return BTreeMap::new();
         };
-        let in_group: BTreeSet<&str> = rendezvous.hosts().collect();
+        let in_group: BTreeSet<&str> = group.hosts().collect();
         let target = self.planner.status_before.target_workers.clone();
         let mut silent = BTreeMap::new();
         let mut next: Option<jiff::Timestamp> = None;
@@ -65,7 +62,7 @@ impl Run<'_, '_> {
             if !self.runs_in_target(pod, &target) || in_group.contains(name) {
                 continue;
             }
-            let Some(left_at) = rendezvous
+            let Some(left_at) = group
                 .reformations
                 .iter()
                 .rev()
@@ -99,14 +96,13 @@ impl Run<'_, '_> {
                 .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
     }
 
-    /// The Workers of the target among `current` whose replica group's Manager stopped
-    /// heartbeating the Lighthouse more than [`SILENT_GRACE`] ago while they run, each with
-    /// when it last heartbeated.
-    fn silent_replica_groups(
-        &mut self,
-        current: &BTreeMap<u32, &Pod>,
-        quorum: &crate::quorum_report::QuorumReport,
-    ) -> BTreeMap<u32, jiff::Timestamp> {
+    /// The Workers of the target among `current` whose group the coordinator has not
+    /// heard from for more than [`SILENT_GRACE`] while they run (see
+    /// [`crate::job::GroupedWorkers::silent_group_workers`]), each with when it was last heard.
+    fn silent_groups(&mut self, current: &BTreeMap<u32, &Pod>) -> BTreeMap<u32, jiff::Timestamp> {
+        let Some(report) = self.observed.group_report else {
+            return BTreeMap::new();
+        };
         let target = self.planner.status_before.target_workers.clone();
         let now = self.planner.now;
         let running: BTreeMap<u32, &Pod> = current
@@ -114,27 +110,20 @@ impl Run<'_, '_> {
             .filter(|(_, pod)| self.runs_in_target(pod, &target))
             .map(|(index, pod)| (*index, *pod))
             .collect();
-        let silent = self
-            .context
-            .job_ref
-            .silent_group_workers(&running, quorum, SILENT_GRACE);
-        // Nothing but a read of the page tells that a group stopped: it is read again within
-        // the grace, and when a Manager that stopped will be due.
-        let stopped = quorum
-            .heartbeats
-            .iter()
-            .map(|(_, age)| *age)
-            .filter(|age| *age > STOPPED && *age <= SILENT_GRACE.as_secs_f64())
-            .map(|age| SILENT_GRACE.as_secs_f64() - age + 1.0)
-            .fold(SILENT_GRACE.as_secs_f64(), f64::min);
-        self.planner.requeue_at(crate::time::after(
-            now,
-            std::time::Duration::from_secs_f64(stopped.max(1.0)),
-        ));
+        let Some(silent) =
+            self.context
+                .job_ref
+                .silent_group_workers(&running, report, SILENT_GRACE)
+        else {
+            return BTreeMap::new();
+        };
+        self.planner
+            .requeue_at(crate::time::after(now, silent.read_again));
         // A Manager's silence is its pod's only if the pod ran before it last heartbeated: the
         // pod that replaces a group trains under the same id, and its own Manager has not
         // started yet.
         silent
+            .workers
             .into_iter()
             .filter_map(|(index, age)| {
                 let since = now - jiff::SignedDuration::from_secs_f64(age.min(1e9));

@@ -158,15 +158,15 @@ impl Run<'_, '_> {
     }
 
     /// The pods whose agents train in the group of the run's store, as it reports it (see
-    /// [`crate::group_report::RendezvousState::training_hosts`]); `None`
+    /// [`crate::group_report::GroupState::training_hosts`]); `None`
     /// without a report of this run.
     fn training_hosts(&self) -> Option<Vec<&str>> {
         let dead_after = self.context.job_ref.heartbeat_timeout()?;
         if self.number != self.planner.status_before.current_run() {
             return None;
         }
-        let rendezvous = self.observed.group_report?.rendezvous.as_ref()?;
-        Some(rendezvous.training_hosts(dead_after))
+        let group = self.observed.group_report?.group.as_ref()?;
+        Some(group.training_hosts(dead_after))
     }
 
     /// The workers of the run's target lost for certain: their pods are disrupted

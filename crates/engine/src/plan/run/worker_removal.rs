@@ -1,7 +1,7 @@
 //! How the Workers a run removes go: with their group within seconds, at once when renewed,
 //! drained out of host discovery otherwise (see [`crate::drain`]); a group that re-forms
 //! lets a Worker lost to its node's warning drain too, and holds its new Workers until the
-//! draining ones are out (see [`crate::regroup`]).
+//! draining ones are out (see [`crate::reforming_group`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{Run, RunState};
 use crate::group_report::GroupReport;
 use crate::target_workers::{self, WorkerDecision};
-use crate::{drain, names, pods, regroup};
+use crate::{drain, names, pods, reforming_group};
 
 impl<'o> Run<'_, 'o> {
     /// Deletes or drains the Workers `decision` removes from `current`, and returns whether
@@ -55,14 +55,14 @@ impl<'o> Run<'_, 'o> {
                     .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
         };
         // A group that re-forms lets a worker lost to its node's warning leave by draining
-        // too, once the group saved (see crate::regroup).
-        let regroups = self.context.job_ref.coordinator().group_reforms;
+        // too, once the group saved (see crate::reforming_group).
+        let reforms = self.context.job_ref.coordinator().group_reforms;
         let warned_leaving = decision
             .lost
             .iter()
-            .filter(|_| regroups)
+            .filter(|_| reforms)
             .filter_map(|lost| current.get(&lost.index))
-            .filter(|pod| regroup::leaves_by_draining(pod));
+            .filter(|pod| reforming_group::leaves_by_draining(pod));
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
             .iter()
@@ -90,12 +90,13 @@ impl<'o> Run<'_, 'o> {
             .cloned()
             .collect();
         self.drain(&draining, removed, current);
-        if regroups {
-            self.regroup_notice();
+        if reforms {
+            self.checkpoint_before_leaving();
         }
         // New workers of a group that re-forms wait for the workers draining out of it, to
         // join the group that re-forms without them.
-        let holds = regroups && regroup::holds_new_workers(&self.planner.status.draining_workers);
+        let holds =
+            reforms && reforming_group::holds_new_workers(&self.planner.status.draining_workers);
         self.planner.status.held_workers = if holds {
             decision
                 .create
@@ -108,15 +109,15 @@ impl<'o> Run<'_, 'o> {
         holds
     }
 
-    fn regroup_notice(&mut self) {
+    fn checkpoint_before_leaving(&mut self) {
         if matches!(self.state, RunState::Suspending(_)) {
             return;
         }
         let draining = &self.planner.status.draining_workers;
-        match regroup::notice(draining, self.context.spec.elastic.drain) {
+        match reforming_group::notice(draining, self.context.spec.elastic.drain) {
             Some(notice) => {
                 self.set_notice(Some(notice));
-                let poll = crate::time::after(self.planner.now, regroup::POLL);
+                let poll = crate::time::after(self.planner.now, reforming_group::POLL);
                 self.planner.requeue_at(poll);
             }
             None if self
@@ -144,7 +145,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
-        let regroups = self.context.job_ref.coordinator().group_reforms;
+        let reforms = self.context.job_ref.coordinator().group_reforms;
         let saved = self
             .observed
             .group_report
@@ -156,7 +157,7 @@ impl<'o> Run<'_, 'o> {
             launcher_running,
             drain: self.context.spec.elastic.drain,
             saved,
-            keep_until_gone: regroups,
+            keep_until_gone: reforms,
             now: self.planner.now,
         });
         for pod in current.values() {
@@ -165,11 +166,11 @@ impl<'o> Run<'_, 'o> {
                 .iter()
                 .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
             {
-                if regroups {
+                if reforms {
                     // The group saved or had its time: the worker goes at once, its PID 1
                     // holding its training no longer.
                     self.planner
-                        .delete_pod_with_grace(pod, regroup::LEAVING_GRACE_SECONDS);
+                        .delete_pod_with_grace(pod, reforming_group::LEAVING_GRACE_SECONDS);
                 } else {
                     self.planner.delete_pod(pod);
                 }
@@ -183,7 +184,7 @@ impl<'o> Run<'_, 'o> {
         if !started.is_empty() {
             let workers = started.join(", ");
             let seconds = self.context.spec.elastic.drain.as_secs();
-            let note = if regroups {
+            let note = if reforms {
                 format!(
                     "workers {workers} leave the group once it saved a checkpoint: every worker is asked to, and they go when the training code says it saved or in {seconds}s (elasticPolicy.drainSeconds)"
                 )

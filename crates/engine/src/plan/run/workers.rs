@@ -106,7 +106,7 @@ impl<'o> Run<'_, 'o> {
                     .is_some_and(|pod| pods::is_ready(pod) && Loss::of(Some(pod)).is_none())
             })
             .collect();
-        // Workers held back while they regroup (see crate::regroup) or back off (see
+        // Workers held back while they regroup (see crate::reforming_group) or back off (see
         // worker_backoff.rs).
         let held: BTreeSet<u32> = self
             .planner
@@ -466,9 +466,9 @@ impl<'o> Run<'_, 'o> {
     }
 
     /// Shows every worker the `Checkpoint` notice of the workers draining out of a group that
-    /// re-forms, and takes it down once none drains (see [`crate::regroup`]); a suspending
+    /// re-forms, and takes it down once none drains (see [`crate::reforming_group`]); a suspending
     /// job's `Suspend` notice stays. While a worker drains, the store's report is read again
-    /// every [`regroup::POLL`].
+    /// every [`reforming_group::POLL`].
     /// Shows each waiting spare of `promoted` (by index, among `current`) the labels of the
     /// place it takes, and says so once.
     fn promote_spares(

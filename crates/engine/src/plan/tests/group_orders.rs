@@ -68,7 +68,7 @@ const ALL: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
 fn a_lost_workers_agent_is_ordered_out_and_the_survivors_re_form_without_waiting() {
     let mut world = running();
     let mut forming = report(&["ddp-worker-0"], &[], json!([]), &GroupOrders::default());
-    let state = forming.rendezvous.as_mut().unwrap();
+    let state = forming.group.as_mut().unwrap();
     (state.round, state.complete) = (0, false);
     world.group_report = Some(forming);
     let plan = world.reconcile();

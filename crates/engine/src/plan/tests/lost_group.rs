@@ -11,7 +11,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::pytorch::env;
-use crate::group_report::{GroupReport, Member, RendezvousState};
+use crate::group_report::{GroupReport, GroupState, Member};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names};
 
@@ -57,7 +57,7 @@ fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
         orders: None,
         quorum: None,
         saved: Vec::new(),
-        rendezvous: Some(RendezvousState {
+        group: Some(GroupState {
             round,
             complete: true,
             closed,
@@ -353,7 +353,7 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
         orders: None,
         quorum: None,
         saved: Vec::new(),
-        rendezvous: Some(RendezvousState {
+        group: Some(GroupState {
             round: 1,
             complete: true,
             closed: true,

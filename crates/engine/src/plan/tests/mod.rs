@@ -14,7 +14,7 @@ mod mpi;
 mod node_warning;
 mod properties;
 mod pytorch;
-mod regroup;
+mod reforming_group;
 mod rejection;
 mod rendezvous;
 mod replica_groups;

@@ -328,7 +328,7 @@ fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
 
 #[test]
 fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_forms() {
-    use crate::group_report::{GroupReport, RendezvousState};
+    use crate::group_report::{GroupReport, GroupState};
     use eto_api::pytorch_job::RendezvousStatus;
     let mut world = running(elastic(json!({})));
     let rendezvous = |world: &World| {
@@ -340,7 +340,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
         orders: None,
         quorum: None,
         saved: Vec::new(),
-        rendezvous: Some(RendezvousState {
+        group: Some(GroupState {
             round,
             complete,
             closed: false,
@@ -449,13 +449,13 @@ fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
 
 #[test]
 fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group() {
-    use crate::group_report::{GroupReport, Member, RendezvousState};
+    use crate::group_report::{GroupReport, GroupState, Member};
     use eto_api::job_status::NoticeKind;
     let report = |complete: bool, age: f64| GroupReport {
         orders: None,
         quorum: None,
         saved: Vec::new(),
-        rendezvous: Some(RendezvousState {
+        group: Some(GroupState {
             round: 2,
             complete,
             closed: false,
@@ -518,7 +518,7 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
 
 #[test]
 fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
-    use crate::group_report::{FormedRound, GroupReport, Member, RendezvousState};
+    use crate::group_report::{FormedRound, GroupReport, GroupState, Member};
     let mut world = running(elastic(json!({})));
     for pod in ["ddp-worker-0", "ddp-worker-1"] {
         world.training(pod);
@@ -527,7 +527,7 @@ fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
     // Worker 1 froze: the group re-formed without it, its pod still runs.
     let left_at = world.now;
     world.group_report = Some(GroupReport {
-        rendezvous: Some(RendezvousState {
+        group: Some(GroupState {
             round: 2,
             complete: true,
             participants: 1,
@@ -544,7 +544,7 @@ fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
                 left: vec!["ddp-worker-1".into()],
                 joined: Vec::new(),
             }],
-            ..RendezvousState::default()
+            ..GroupState::default()
         }),
         ..GroupReport::default()
     });
@@ -580,7 +580,7 @@ fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
     let mut world = running(elastic(json!({})));
     world.training("ddp-worker-1");
     let mut report = world.group_report.clone().unwrap_or_default();
-    report.rendezvous = Some(RendezvousState {
+    report.group = Some(GroupState {
         round: 3,
         complete: true,
         participants: 2,
@@ -603,7 +603,7 @@ fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
             left: vec!["ddp-worker-1".into()],
             joined: Vec::new(),
         }],
-        ..RendezvousState::default()
+        ..GroupState::default()
     });
     world.group_report = Some(report);
     world.advance(120);

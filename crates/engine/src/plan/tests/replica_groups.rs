@@ -392,7 +392,7 @@ fn a_lost_lighthouse_is_replaced_in_the_same_run_and_the_groups_are_kept() {
 #[test]
 fn the_status_shows_the_quorum_the_lighthouse_reports() {
     use crate::group_report::GroupReport;
-    use crate::quorum_report::QuorumReport;
+    use crate::group_report::QuorumReport;
 
     let mut world = job(3);
     ready_all(&mut world);
@@ -598,7 +598,7 @@ fn a_lost_pod_takes_its_group_and_both_are_replaced_under_its_id() {
 #[test]
 fn groups_of_two_scale_in_whole_and_count_as_groups() {
     use crate::group_report::GroupReport;
-    use crate::quorum_report::QuorumReport;
+    use crate::group_report::QuorumReport;
     use crate::testing::world::deleted_pods;
     let mut world = job_of(3, json!({"podsPerGroup": 2}));
     ready_all(&mut world);
@@ -742,7 +742,7 @@ const THREE: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
 #[test]
 fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
     use crate::group_report::GroupReport;
-    use crate::quorum_report::QuorumReport;
+    use crate::group_report::QuorumReport;
     let mut world = job(3);
     ready_all(&mut world);
     for pod in THREE {

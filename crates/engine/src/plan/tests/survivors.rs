@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::group_report::GroupReport;
-use crate::quorum_report::QuorumReport;
+use crate::group_report::QuorumReport;
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, reasons};
 

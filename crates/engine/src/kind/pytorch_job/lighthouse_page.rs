@@ -1,27 +1,23 @@
 //! What a TorchFT Lighthouse reports of the quorum of a run's replica groups (see
-//! `kind/pytorch_job/replica_groups.rs`), read from its status page, and what the job's status
-//! shows of it.
+//! [`super::replica_groups`]), read from its status page, and what the job's status shows of
+//! it.
 
 use eto_api::job_status::ReplicaGroupsStatus;
+
+use crate::group_report::{GroupReport, QuorumReport};
 
 /// The path of the Lighthouse's status page.
 pub const STATUS_PATH: &str = "/status";
 
-/// The quorum as a Lighthouse's status page shows it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct QuorumReport {
-    /// The latest quorum's id (0 before the first).
-    pub quorum_id: i64,
-    /// Groups in the latest quorum.
-    pub participants: i64,
-    /// The highest step of a group in the latest quorum.
-    pub step: i64,
-    /// Groups heartbeating.
-    pub heartbeating: i64,
-    /// Every Manager's latest heartbeat the page lists: its replica id (`<id>:<uuid>`) and the
-    /// seconds since it came. A Manager that stopped (its group frozen or cut off) stays
-    /// listed, its heartbeat ageing.
-    pub heartbeats: Vec<(String, f64)>,
+/// How old a Manager's heartbeat is when it has stopped (they come every 100 ms by default).
+const STOPPED: f64 = 5.0;
+
+/// The report of a Lighthouse whose status page is `page`: its quorum (see [`read_status`]).
+pub fn read(page: &str) -> Option<GroupReport> {
+    Some(GroupReport {
+        quorum: Some(read_status(page)?),
+        ..GroupReport::default()
+    })
 }
 
 /// The quorum the Lighthouse's status page `page` shows (TorchFT 0.2.0's: `Current
@@ -120,6 +116,20 @@ impl QuorumReport {
         }
         newest.retain(|_, age| *age > grace.as_secs_f64());
         newest
+    }
+
+    /// When to read the page again to see the next Manager go silent for longer than
+    /// `grace`: within the grace, and when a Manager that stopped heartbeating (its
+    /// heartbeat older than [`STOPPED`]) will be due; never sooner than in a second.
+    pub fn next_silence_due(&self, grace: std::time::Duration) -> std::time::Duration {
+        let stopped = self
+            .heartbeats
+            .iter()
+            .map(|(_, age)| *age)
+            .filter(|age| *age > STOPPED && *age <= grace.as_secs_f64())
+            .map(|age| grace.as_secs_f64() - age + 1.0)
+            .fold(grace.as_secs_f64(), f64::min);
+        std::time::Duration::from_secs_f64(stopped.max(1.0))
     }
 
     /// The status of the replica groups of a run holding `groups` groups, whose Lighthouse

@@ -1,5 +1,5 @@
 //! An elastic PyTorchJob whose rendezvous eto hosts re-forms its group once per change, after
-//! a checkpoint (see crate::regroup): a worker leaving by a scale-in or a node's warning
+//! a checkpoint (see crate::reforming_group): a worker leaving by a scale-in or a node's warning
 //! drains while every worker is told to save, and goes when the training code says it saved
 //! or the drain ends; the workers the job is short of start as it goes.
 
@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::group_report::{GroupReport, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
 use crate::plan::{Child, Plan};
-use crate::regroup::WORKERS_LEAVING;
+use crate::reforming_group::WORKERS_LEAVING;
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods};
 
@@ -86,7 +86,7 @@ fn saved(world: &mut World, notice: &Notice) {
                 .unwrap()
                 .to_string(),
         }],
-        rendezvous: None,
+        group: None,
     });
 }
 
@@ -277,7 +277,7 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
         .expect("deleted");
     assert_eq!(
         deletion.grace_seconds,
-        Some(crate::regroup::LEAVING_GRACE_SECONDS),
+        Some(crate::reforming_group::LEAVING_GRACE_SECONDS),
         "it goes at once"
     );
     assert_eq!(
