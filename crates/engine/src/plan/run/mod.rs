@@ -21,8 +21,13 @@ mod suspension;
 mod template_change;
 mod worker_backoff;
 mod worker_cooldown;
+mod worker_creation;
 mod worker_failure;
+mod worker_losses;
 mod worker_removal;
+mod worker_renewal;
+mod worker_return;
+mod worker_status;
 mod workers;
 
 use eto_api::job_status::{Notice, NoticeKind};

@@ -6,21 +6,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use eto_api::common::ReplicaRestartPolicy;
-use eto_api::job_status::{BlacklistEntry, WorkerSummary};
 use eto_api::well_known::WORKER_ROLE;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use super::super::{Child, SPARE_TAKES_PLACE, WORKER_LOST, replica_statuses};
-use super::{Run, RunState, silent_workers, template_change};
-use crate::conditions;
+use super::{Run, RunState};
 use crate::discovery::Host;
 use crate::job::WorkerNames;
 use crate::loss::Loss;
-use crate::pod_metadata::PodMetadata;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
-use crate::{blacklist, joining, names, node_warnings, pods, spares};
+use crate::{blacklist, names, node_warnings, pods, spares};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -209,135 +204,11 @@ impl<'o> Run<'_, 'o> {
             self.planner.scaling(step);
         }
 
-        for lost in &decision.lost {
-            self.planner.plan.tallies.lost.push(lost.loss.kind());
-            if lost.replacement.is_some() {
-                self.planner.plan.tallies.replacements += 1;
-            }
-            let pod_name = names::worker(&name, lost.index);
-            let pod = current.get(&lost.index);
-            let node = pod.and_then(|p| pods::node(p)).map(String::from);
-            let on = node
-                .as_deref()
-                .map(|n| format!(" on node {n}"))
-                .unwrap_or_default();
-            let then = match lost.replacement {
-                Some(replacement) => match backed_off.retry_at {
-                    Some(at) if backed_off.held.contains(&replacement) => format!(
-                        "replaced by {} at {at}: the Workers keep failing on their own, and their replacements back off",
-                        names::worker(&name, replacement)
-                    ),
-                    _ => format!("replaced by {}", names::worker(&name, replacement)),
-                },
-                None if suspending => {
-                    "not replaced: the job is suspending, and the run that resumes creates its \
-                     own workers"
-                        .to_string()
-                }
-                None => format!("not replaced (worker restartPolicy {policy:?})"),
-            };
-            self.planner.event(
-                true,
-                WORKER_LOST,
-                "Replace",
-                format!(
-                    "worker {pod_name} {}{on}; it left host discovery and is {then}",
-                    lost.loss.describe()
-                ),
-            );
-            // A loss to a node's warning says so: the worker may return (see crate::target_workers).
-            let reason = pod
-                .and_then(|p| pods::disruption_reason(p))
-                .filter(|reason| *reason == node_warnings::NODE_WARNING)
-                .unwrap_or(lost.loss.reason());
-            blacklist::record(
-                &mut self.planner.status.blacklist,
-                BlacklistEntry {
-                    pod: pod_name,
-                    node,
-                    reason: reason.to_string(),
-                    exit_code: lost.loss.exit_code(),
-                    time: Time(self.planner.now),
-                },
-            );
-        }
+        self.record_lost_workers(&decision, &current, &backed_off, suspending, policy);
         self.report_lost_groups(&decision, &current, &survivors_failed);
-        for left in &decision.left_with_group {
-            if left.replacement.is_some() {
-                self.planner.plan.tallies.replacements += 1;
-            }
-            let then = match left.replacement {
-                Some(replacement) => format!("replaced by {}", names::worker(&name, replacement)),
-                None => "not replaced".to_string(),
-            };
-            self.planner.event(
-                false,
-                "WorkerLeftWithGroup",
-                "Replace",
-                format!(
-                    "worker {} leaves with its group, whose worker {} was lost; it is {then}",
-                    names::worker(&name, left.index),
-                    names::worker(&name, left.lost),
-                ),
-            );
-        }
-        for (index, replacement) in &decision.renewed {
-            let pod_name = names::worker(&name, *index);
-            let by = names::worker(&name, *replacement);
-            let Some(left_at) = silent.get(index) else {
-                self.planner.event(
-                    false,
-                    template_change::TEMPLATE_CHANGED,
-                    "Replace",
-                    format!(
-                        "worker {pod_name} waits on a pod template the job no longer has; it is replaced by {by}, of the new template"
-                    ),
-                );
-                continue;
-            };
-            let node = current
-                .get(index)
-                .and_then(|p| pods::node(p))
-                .map(String::from);
-            self.planner.plan.tallies.lost.push(silent_workers::SILENT);
-            self.planner.plan.tallies.replacements += 1;
-            self.planner.event(
-                true,
-                WORKER_LOST,
-                "Replace",
-                format!(
-                    "worker {pod_name} runs but its agent left the group at {left_at} and has not come back (no heartbeat: frozen, or cut off); it is deleted and replaced by {by}",
-                ),
-            );
-            blacklist::record(
-                &mut self.planner.status.blacklist,
-                BlacklistEntry {
-                    pod: pod_name,
-                    node,
-                    reason: silent_workers::SILENT.to_string(),
-                    exit_code: None,
-                    time: Time(self.planner.now),
-                },
-            );
-        }
-        for (index, gave_way) in &decision.returned {
-            let pod_name = names::worker(&name, *index);
-            self.planner
-                .status
-                .blacklist
-                .retain(|entry| entry.pod != pod_name);
-            let instead = gave_way
-                .map(|other| format!(" in place of {}", names::worker(&name, other)))
-                .unwrap_or_default();
-            self.planner.event(
-                false,
-                "WorkerReturned",
-                "Return",
-                format!(
-                    "worker {pod_name} returns to host discovery{instead}: the warning of its node was withdrawn"
-                ),
-            );
-        }
+        self.record_workers_left_with_group(&decision);
+        self.record_renewed_workers(&decision, &current, &silent);
+        self.record_returned_workers(&decision);
         self.cool_down_failed_nodes(&decision, &survivors_failed, &silent, &current);
 
         if let Some((from, to)) = decision.resized {
@@ -349,157 +220,9 @@ impl<'o> Run<'_, 'o> {
             );
         }
         let holds = self.remove_workers(&decision, &current);
-        let to_create: Vec<u32> = decision
-            .create
-            .iter()
-            .copied()
-            .filter(|index| !backed_off.held.contains(index))
-            .collect();
-        let creates = !to_create.is_empty() && !holds;
-        // New workers avoid the nodes in cooldown and those that announced they go.
-        let mut avoided = self.planner.status.nodes_in_cooldown.clone();
-        avoided.extend(node_warnings::avoided(&self.planner.warned));
-        let digest = self.worker_template_digest();
-        let mut new: BTreeMap<u32, Pod> = to_create
-            .iter()
-            .filter(|_| creates)
-            .filter_map(|index| {
-                let mut pod = self.job().worker_pod(*index, &avoided)?;
-                template_change::stamp(&mut pod.metadata, digest.clone());
-                Some((*index, pod))
-            })
-            .collect();
-        // A replica group no worker holds takes its id: a waiting spare first, else a new
-        // worker (see kind::pytorch_job::replica_groups).
-        let pods_per_group = self.context.job_ref.pods_per_group().max(1);
-        let held_groups = u32::try_from(decision.target.len())
-            .unwrap_or(u32::MAX)
-            .saturating_sub(spares)
-            .div_ceil(pods_per_group);
-        let promoted =
-            self.context
-                .job_ref
-                .seat_workers(held_groups, &decision.target, &current, &mut new);
-        self.promote_spares(&promoted, &current);
-        if creates {
-            let created: Vec<String> = to_create.iter().map(|i| names::worker(&name, *i)).collect();
-            // A group that re-forms gathers its first workers itself; those joining it once
-            // it formed start together, behind their gate (see crate::joining).
-            let starts_at_once = self.context.job_ref.coordinator().group_reforms
-                && !matches!(
-                    self.state,
-                    RunState::AtMinimum | RunState::BelowMinimum { .. }
-                );
-            for mut pod in new.into_values() {
-                if starts_at_once {
-                    pod.metadata
-                        .annotations
-                        .get_or_insert_default()
-                        .insert(joining::START_ANNOTATION.into(), joining::GO.into());
-                }
-                self.planner.plan.apply.push(Child::Pod(Box::new(pod)));
-            }
-            self.planner.event(
-                false,
-                "WorkersCreated",
-                "Create",
-                format!("created workers {}", created.join(", ")),
-            );
-        }
+        self.create_workers(&decision, &current, &backed_off, holds, spares);
 
-        self.planner.status.target_workers = decision
-            .target
-            .iter()
-            .map(|i| names::worker(&name, *i))
-            .collect();
-        self.planner.status.next_worker_index =
-            Some(i32::try_from(next_unused).unwrap_or(i32::MAX));
-        let ready: Vec<u32> = decision
-            .target
-            .iter()
-            .copied()
-            .filter(|i| {
-                current
-                    .get(i)
-                    .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
-            })
-            .collect();
-        self.planner.status.current_workers =
-            ready.iter().map(|i| names::worker(&name, *i)).collect();
-        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-        let workers = &spec.workers;
-        self.planner.status.workers = Some(WorkerSummary {
-            ready: count(ready.len()),
-            pending: count(decision.target.len() - ready.len()),
-            desired: count(holds_to as usize),
-            spec_replicas: Some(count(workers.desired as usize)),
-            min: count(workers.min as usize),
-            max: workers.max.map(|m| count(m as usize)),
-            spares: (workers.spares > 0)
-                .then(|| count(spares::kept(workers, holds_to, kept_when) as usize)),
-        });
-        self.planner.status.replica_statuses = replica_statuses(
-            self.context.kind(),
-            &self
-                .observed
-                .pods
-                .iter()
-                .copied()
-                .filter(|p| !self.is_stale(p))
-                .collect::<Vec<_>>(),
-        );
-        if !decision.target.is_empty() {
-            self.planner.condition(
-                conditions::WORKERS_CREATED,
-                true,
-                &self.context.kind().reason("WorkerCreated"),
-                &format!("{} workers created", decision.target.len()),
-            );
-        }
-        ready
-            .iter()
-            .map(|index| Host {
-                name: self.context.worker_host(*index),
-                slots: spec.slots_per_worker,
-            })
-            .collect()
-    }
-
-    /// Shows every worker the `Checkpoint` notice of the workers draining out of a group that
-    /// re-forms, and takes it down once none drains (see [`crate::reforming_group`]); a suspending
-    /// job's `Suspend` notice stays. While a worker drains, the store's report is read again
-    /// every [`reforming_group::POLL`].
-    /// Shows each waiting spare of `promoted` (by index, among `current`) the labels of the
-    /// place it takes, and says so once.
-    fn promote_spares(
-        &mut self,
-        promoted: &BTreeMap<u32, BTreeMap<String, String>>,
-        current: &BTreeMap<u32, &Pod>,
-    ) {
-        for (index, labels) in promoted {
-            let Some(pod) = current.get(index) else {
-                continue;
-            };
-            let desired = ObjectMeta {
-                labels: Some(labels.clone()),
-                ..ObjectMeta::default()
-            };
-            let Some(change) = PodMetadata::change(&desired, &pod.metadata, &[]) else {
-                continue;
-            };
-            let place = labels
-                .iter()
-                .map(|(key, value)| format!("{key}={value}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            self.planner.event(
-                false,
-                SPARE_TAKES_PLACE,
-                "Promote",
-                format!("spare worker {} takes the place {place}", change.name),
-            );
-            self.planner.plan.apply.push(Child::PodMetadata(change));
-        }
+        self.show_workers(&decision, &current, next_unused, holds_to)
     }
 
     /// The number of workers the job holds to; see [`Desired`].
