@@ -117,7 +117,7 @@ pub struct SavedCheckpoint {
     pub since: String,
 }
 
-/// torchrun's rendezvous of the run.
+/// The run's group as its store holds it: torchrun's rendezvous, for eto's store program.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct GroupState {
     /// The round: one more each time the group re-forms.

@@ -190,7 +190,7 @@ pub struct ShownGroups {
     pub read_again: Duration,
 }
 
-/// What a reconcile found the run's groups lost (see
+/// What the run's groups lost in a reconcile that lost workers (see
 /// [`GroupedWorkers::record_group_losses`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupLosses<'a> {
@@ -200,8 +200,6 @@ pub struct GroupLosses<'a> {
     pub cause: &'a str,
     /// The workers whose training failed as survivors of another group's loss.
     pub survivors: Vec<FailedSurvivor>,
-    /// Whether the reconcile found any worker lost.
-    pub any_lost: bool,
     /// Whether a group that ran before the loss is left alive.
     pub any_alive: bool,
 }
@@ -219,7 +217,7 @@ pub struct FailedSurvivor {
 
 /// The workers of groups their coordinator has not heard from (see
 /// [`GroupedWorkers::silent_group_workers`]).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SilentGroups {
     /// Each worker (by index) of a group silent for longer than the grace, with the seconds
     /// since the group was last heard from.

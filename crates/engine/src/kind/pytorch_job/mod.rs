@@ -235,9 +235,10 @@ impl ServedJob for PyTorchJob {
     /// An elastic job whose rendezvous eto hosts, or of replica groups, replaces its workers
     /// under new names; any other keeps its ranks' names.
     fn worker_names(&self) -> WorkerNames {
-        match self.coordinator() {
-            RENDEZVOUS_STORE | LIGHTHOUSE => WorkerNames::NeverReused,
-            _ => WorkerNames::PerRun,
+        if self.coordinator().only_serves {
+            WorkerNames::NeverReused
+        } else {
+            WorkerNames::PerRun
         }
     }
 
@@ -267,9 +268,10 @@ impl ServedJob for PyTorchJob {
     }
 
     fn min_field(&self) -> &'static str {
-        match self.coordinator() {
-            RENDEZVOUS_STORE | LIGHTHOUSE => "elasticPolicy.minReplicas",
-            _ => Kind::PYTORCH_JOB.vocabulary().min_field,
+        if self.coordinator().only_serves {
+            "elasticPolicy.minReplicas"
+        } else {
+            Kind::PYTORCH_JOB.vocabulary().min_field
         }
     }
 
@@ -348,8 +350,6 @@ impl GroupedWorkers for PyTorchJob {
             .unwrap_or_default()
     }
 
-    /// The Workers of replica groups whose Manager stopped heartbeating (see
-    /// [`crate::group_report::QuorumReport::silent_groups`]).
     /// The Workers of replica groups whose Manager stopped heartbeating the Lighthouse (see
     /// [`crate::group_report::QuorumReport::silent_groups`]); the page is read again within the
     /// grace, and when a Manager that stopped will be due.

@@ -126,7 +126,7 @@ fn state_lost(
         Some(quorum) if quorum.step >= shown.step => (quorum.step, quorum.quorum_id),
         _ => (shown.step, shown.quorum_id),
     };
-    if !losses.any_lost || step == 0 {
+    if step == 0 {
         return None;
     }
     if shown

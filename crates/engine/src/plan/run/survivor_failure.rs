@@ -54,19 +54,21 @@ impl Run<'_, '_> {
 
     /// Records the survivors `failed` (see [`Self::survivors_failed`]) and, when `decision`
     /// left no group alive of those `current` held, that the groups' state is lost (see
-    /// [`crate::job::GroupedWorkers::record_group_losses`]).
+    /// [`crate::job::GroupedWorkers::record_group_losses`]); nothing when it lost no worker.
     pub(super) fn report_lost_groups(
         &mut self,
         decision: &WorkerDecision,
         current: &BTreeMap<u32, &Pod>,
         failed: &BTreeSet<u32>,
     ) {
-        if !self.context.job_ref.coordinator().groups_stand_alone {
+        if !self.context.job_ref.coordinator().groups_stand_alone || decision.lost.is_empty() {
             return;
         }
         let name = self.name().to_string();
-        let cause = self
-            .recent_platform_loss(SURVIVOR_WINDOW)
+        let recent = self.recent_platform_loss(SURVIVOR_WINDOW);
+        // A group that started after the latest loss to the platform holds nothing yet.
+        let since = recent.map_or(self.planner.now, |(entry, _)| entry.time.0);
+        let cause = recent
             .map(|(entry, what)| format!("worker {} was {what}", entry.pod))
             .or_else(|| {
                 decision
@@ -98,8 +100,7 @@ impl Run<'_, '_> {
             now: self.planner.now,
             cause: &cause,
             survivors,
-            any_lost: !decision.lost.is_empty(),
-            any_alive: self.any_group_alive(decision, current),
+            any_alive: self.any_group_alive(decision, current, since),
         };
         let events = self.context.job_ref.record_group_losses(
             &losses,
@@ -109,20 +110,21 @@ impl Run<'_, '_> {
         self.planner.plan.events.extend(events);
     }
 
-    /// Whether a worker among `current` that ran before the latest loss to the platform (or
-    /// before now) still trains after `decision`: not lost, not leaving with its group, not a
-    /// waiting spare, running. A group that started after the loss holds nothing yet: it
-    /// heals from a live one.
-    fn any_group_alive(&self, decision: &WorkerDecision, current: &BTreeMap<u32, &Pod>) -> bool {
+    /// Whether a worker among `current` created before `since` still trains after
+    /// `decision`: not lost, not leaving with its group, not a waiting spare, running. A group
+    /// that started later holds nothing yet: it heals from a live one.
+    fn any_group_alive(
+        &self,
+        decision: &WorkerDecision,
+        current: &BTreeMap<u32, &Pod>,
+        since: jiff::Timestamp,
+    ) -> bool {
         let gone: BTreeSet<u32> = decision
             .lost
             .iter()
             .map(|lost| lost.index)
             .chain(decision.left_with_group.iter().map(|left| left.index))
             .collect();
-        let since = self
-            .recent_platform_loss(SURVIVOR_WINDOW)
-            .map_or(self.planner.now, |(entry, _)| entry.time.0);
         let spares = self.context.job_ref.waiting_spares(current);
         current.iter().any(|(index, pod)| {
             !gone.contains(index)
