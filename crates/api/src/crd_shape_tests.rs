@@ -78,7 +78,11 @@ fn the_scale_subresource_resizes_the_workers() {
 
 #[test]
 fn conditions_are_a_list_keyed_by_type() {
-    for crd in crds() {
+    // Every resource with a status (the runtimes have none).
+    for crd in crds()
+        .into_iter()
+        .filter(|crd| !schema(crd)["properties"]["status"].is_null())
+    {
         let conditions = &schema(&crd)["properties"]["status"]["properties"]["conditions"];
         assert_eq!(conditions["x-kubernetes-list-type"], "map");
         assert_eq!(

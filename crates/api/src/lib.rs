@@ -11,7 +11,12 @@
 //!
 //! and Kubeflow training-operator v1's `kubeflow.org/v1`:
 //!
-//! - [`PyTorchJob`]: an optional Master and a set of Workers, each running torchrun.
+//! - [`PyTorchJob`]: an optional Master and a set of Workers, each running torchrun;
+//!
+//! and Kubeflow Trainer v2's `trainer.kubeflow.org/v1alpha1`:
+//!
+//! - [`TrainJob`], run from a [`TrainingRuntime`] or a [`ClusterTrainingRuntime`]: torchrun on
+//!   a number of training nodes, elastic with eto's `elasticPolicy`.
 //!
 //! Field names, enums and defaults are those of the original projects, so that existing YAML and tools keep
 //! working; eto's extensions are optional fields. This crate holds types only: it pulls in no
@@ -26,6 +31,7 @@ pub mod mpi_job;
 pub mod pytorch_job;
 pub mod scale_in;
 pub mod scale_out;
+pub mod train_job;
 pub mod training_job;
 pub mod well_known;
 
@@ -43,6 +49,9 @@ pub use mpi_job::{MPIJob, MPIJobSpec, MPIJobStatus};
 pub use pytorch_job::{PyTorchJob, PyTorchJobSpec, PyTorchJobStatus};
 pub use scale_in::{ScaleIn, ScaleInSpec, ScaleInStatus};
 pub use scale_out::{ScaleOut, ScaleOutSpec, ScaleOutStatus};
+pub use train_job::{
+    ClusterTrainingRuntime, TrainJob, TrainJobSpec, TrainJobStatus, TrainingRuntime,
+};
 pub use training_job::{TrainingJob, TrainingJobSpec, TrainingJobStatus};
 
 /// Every CustomResourceDefinition eto serves, in a stable order.
@@ -53,6 +62,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ScaleOut::crd(),
         MPIJob::crd(),
         PyTorchJob::crd(),
+        TrainJob::crd(),
+        TrainingRuntime::crd(),
+        ClusterTrainingRuntime::crd(),
     ]
     .into_iter()
     .map(descriptions::reflow)
