@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use eto_api::{ScaleIn, ScaleOut, TrainingJob};
-use eto_engine::job::Kind;
+use eto_api::{ClusterTrainingRuntime, ScaleIn, ScaleOut, TrainingJob};
+use eto_engine::job::{Kind, Referenced};
 use eto_engine::kind::OwnedJob;
 use eto_sim::schema::CompiledCrdSchema;
 use eto_tests::{crd_of_kind, schema_of, workspace_root};
@@ -21,7 +21,15 @@ struct Admission(BTreeMap<String, CompiledCrdSchema>);
 
 impl Admission {
     fn new() -> Self {
-        let kinds = ["TrainingJob", "MPIJob", "PyTorchJob", "ScaleIn", "ScaleOut"];
+        let kinds = [
+            "TrainingJob",
+            "MPIJob",
+            "PyTorchJob",
+            "TrainJob",
+            "ClusterTrainingRuntime",
+            "ScaleIn",
+            "ScaleOut",
+        ];
         Self(
             kinds
                 .iter()
@@ -53,14 +61,29 @@ fn rejections(admission: &Admission, object: &serde_json::Value) -> Vec<String> 
     let served = Kind::ALL
         .into_iter()
         .find(|served| served.vocabulary().name == kind);
+    // A TrainJob's runtime is the example of that name in examples/trainjob/.
+    let runtime = served
+        .and_then(|served| served.reference(object))
+        .map(|reference| {
+            let path = workspace_root()
+                .join("examples/trainjob")
+                .join(format!("{}.yaml", reference.name));
+            match std::fs::read_to_string(&path) {
+                Ok(text) => Referenced::Found(serde_saphyr::from_str(&text).expect("a runtime")),
+                Err(_) => Referenced::Missing,
+            }
+        });
     let decoded = match (served, kind) {
-        (Some(served), _) => OwnedJob::parse(served, admitted).map(|job| {
+        (Some(served), _) => OwnedJob::parse(served, admitted, runtime.as_ref()).map(|job| {
             if let Err(invalid) = job.as_ref().validate() {
                 errors.extend(invalid.errors.iter().map(ToString::to_string));
             }
         }),
         (None, "ScaleIn") => eto_engine::parse::parse::<ScaleIn>(admitted).map(drop),
         (None, "ScaleOut") => eto_engine::parse::parse::<ScaleOut>(admitted).map(drop),
+        (None, "ClusterTrainingRuntime") => {
+            eto_engine::parse::parse::<ClusterTrainingRuntime>(admitted).map(drop)
+        }
         (None, other) => panic!("examples hold no {other}"),
     };
     if let Err(error) = decoded {
@@ -93,7 +116,8 @@ fn every_example_is_accepted() {
     let examples = workspace_root().join("examples");
     let files = yaml_files(&examples)
         .into_iter()
-        .chain(yaml_files(&examples.join("horovod")));
+        .chain(yaml_files(&examples.join("horovod")))
+        .chain(yaml_files(&examples.join("trainjob")));
     for path in files {
         let (_, object) = load(&path);
         if object["kind"] == "PersistentVolumeClaim" {

@@ -283,7 +283,10 @@ fn shared_code_names_no_kind_type_nor_shape_but_where_listed() {
 
 #[test]
 fn the_kinds_their_types_and_coordinators_are_read_from_the_registry_and_their_modules() {
-    assert_eq!(*KIND_MODULES, ["mpi_job", "pytorch_job", "training_job"]);
+    assert_eq!(
+        *KIND_MODULES,
+        ["mpi_job", "pytorch_job", "train_job", "training_job"]
+    );
     assert_eq!(KIND_TYPES.len(), 3 * Kind::COUNT);
     assert!(KIND_TYPES.iter().any(|name| name == "MPIJobStatus"));
     for coordinator in [

@@ -39,4 +39,5 @@ mod termination;
 mod torchft_local;
 mod torchft_real;
 mod torchrun_local;
+mod trainjob;
 mod wide_jobs;

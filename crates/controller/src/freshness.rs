@@ -123,6 +123,7 @@ mod tests {
                 job_writer.as_reader(),
                 listed(Writer::new(Kind::MPI_JOB.api_resource()), Vec::new()).as_reader(),
                 listed(Writer::new(Kind::PYTORCH_JOB.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::TRAIN_JOB.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), Vec::new()).as_reader(),
             pods,

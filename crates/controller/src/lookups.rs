@@ -7,11 +7,13 @@ use eto_api::job_status::JobPhase;
 use eto_engine::children::Children;
 use eto_engine::effective_spec::SshSecretSource;
 use eto_engine::job::JobRef;
+use eto_engine::job::{Reference, Referenced};
 use eto_engine::names;
 use eto_engine::plan::SecretPresence;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::context::Context;
@@ -65,6 +67,31 @@ pub async fn read_metadata<K: NamespacedObject>(
             source,
         })?;
     Ok(found.map(|object| object.metadata))
+}
+
+/// The object `reference` names (a TrainJob's runtime), as the API server has it now: read
+/// at every reconcile of the job that names it, so that a runtime created or changed after
+/// its job counts at once.
+///
+/// # Errors
+/// The read failed for another reason than the object's absence.
+pub async fn referenced(ctx: &Context, reference: &Reference) -> Result<Referenced, Error> {
+    let api: Api<DynamicObject> = match &reference.namespace {
+        Some(namespace) => Api::namespaced_with(ctx.client.clone(), namespace, &reference.resource),
+        None => Api::all_with(ctx.client.clone(), &reference.resource),
+    };
+    let found = api
+        .get_opt(&reference.name)
+        .await
+        .map_err(|source| Error::Read {
+            kind: "runtime",
+            name: reference.name.clone(),
+            source,
+        })?;
+    Ok(match found {
+        Some(object) => Referenced::Found(serde_json::to_value(object.data).unwrap_or_default()),
+        None => Referenced::Missing,
+    })
 }
 
 /// Whether the job's SSH Secret exists: the generated one is looked up in the cache, a

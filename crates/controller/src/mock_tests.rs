@@ -189,6 +189,7 @@ impl Cached {
                 .as_reader(),
                 listed(Writer::new(Kind::MPI_JOB.api_resource()), Vec::new()).as_reader(),
                 listed(Writer::new(Kind::PYTORCH_JOB.api_resource()), Vec::new()).as_reader(),
+                listed(Writer::new(Kind::TRAIN_JOB.api_resource()), Vec::new()).as_reader(),
             ],
             launcher_jobs: listed(Writer::default(), self.launcher_jobs).as_reader(),
             pods: writers.0.0,

@@ -104,6 +104,12 @@ pub fn cluster_grants() -> Vec<Grant> {
         ),
         // Events: one create per decision, never updated (crate::events).
         grant("events.k8s.io", &["events"], &["create"]),
+        // The runtimes TrainJobs name, read at each of their reconciles.
+        grant(
+            "trainer.kubeflow.org",
+            &["trainingruntimes", "clustertrainingruntimes"],
+            &["get"],
+        ),
     ]);
     grants
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eto_engine::job::Kind;
+use eto_engine::job::{Kind, Referenced};
 use eto_engine::kind::OwnedJob;
 use eto_engine::plan::{plan, plan_undecodable};
 use kube::api::DynamicObject;
@@ -23,6 +23,9 @@ use crate::{group_orders, group_report, observe};
 /// How many taken names one reconcile finds and plans around; the next reconcile finds any
 /// others.
 const MAX_TAKEN_NAMES: usize = 8;
+
+/// How soon a job whose named object (a TrainJob's runtime) is missing is read again.
+const MISSING_REFERENCE_RETRY: Duration = Duration::from_secs(15);
 
 /// How soon a job is planned again when its pod cache was found behind the API server.
 const CACHE_BEHIND_RETRY: Duration = Duration::from_millis(500);
@@ -127,7 +130,11 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
         what: "the job",
         source,
     })?;
-    let decoded = OwnedJob::parse(kind, value.clone());
+    let referenced = match kind.reference(&value) {
+        Some(reference) => Some(lookups::referenced(ctx, &reference).await?),
+        None => None,
+    };
+    let decoded = OwnedJob::parse(kind, value.clone(), referenced.as_ref());
     let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
     let name = object.metadata.name.as_deref().unwrap_or_default();
     let resource = kind.api_resource();
@@ -232,7 +239,12 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             "the caches did not show this reconcile's writes in time; the next reconcile may act on older state"
         );
     }
-    let resync = resync_after(object.metadata.uid.as_deref().unwrap_or(name));
+    let mut resync = resync_after(object.metadata.uid.as_deref().unwrap_or(name));
+    if referenced == Some(Referenced::Missing) {
+        // Nothing watches what a job names: the object may be created after the job (a
+        // GitOps tool applying both at once), and the job waits for it.
+        resync = resync.min(MISSING_REFERENCE_RETRY);
+    }
     Ok(Action::requeue(
         requeue.map_or(resync, |after| after.min(resync)),
     ))

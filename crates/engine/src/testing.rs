@@ -1,6 +1,6 @@
 //! Fixtures for the engine's unit tests.
 
-use eto_api::{MPIJob, PyTorchJob, TrainingJob};
+use eto_api::{MPIJob, PyTorchJob, TrainJob, TrainingJob};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 /// A small valid TrainingJob: two workers without GPUs, a launcher running horovodrun.
@@ -69,6 +69,37 @@ spec:
 "#,
     )
     .expect("the fixture is a valid PyTorchJob")
+}
+
+/// A TrainJob of two nodes from [`torch_distributed`], as Trainer's examples run it.
+pub(crate) fn train_job() -> TrainJob {
+    serde_saphyr::from_str(
+        r#"
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: mnist
+  namespace: default
+  uid: 6f1d7c1e-0000-4000-8000-000000000004
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 2
+    image: pytorch/pytorch:2.5.1
+    command: ["torchrun", "train.py"]
+"#,
+    )
+    .expect("the fixture is a valid TrainJob")
+}
+
+/// The `torch-distributed` ClusterTrainingRuntime of Trainer's chart, as JSON (the example
+/// every TrainJob example names).
+pub(crate) fn torch_distributed() -> serde_json::Value {
+    serde_saphyr::from_str(include_str!(
+        "../../../examples/trainjob/torch-distributed.yaml"
+    ))
+    .expect("the example is valid YAML")
 }
 
 /// A small valid MPIJob, as mpi-operator's README runs it: two workers without GPUs, a
@@ -176,6 +207,11 @@ pub(crate) mod world {
         pub job: TrainingJob,
         pub mpi_job: Option<MPIJob>,
         pub pytorch_job: Option<PyTorchJob>,
+        /// A TrainJob's world plans it with its runtime.
+        pub train_job: Option<(
+            crate::kind::train_job::ResolvedTrainJob,
+            crate::job::Referenced,
+        )>,
         pub launcher_job: Option<BatchJob>,
         pub pods: BTreeMap<String, Pod>,
         pub service: Option<Service>,
@@ -212,6 +248,7 @@ pub(crate) mod world {
                 job,
                 mpi_job: None,
                 pytorch_job: None,
+                train_job: None,
                 launcher_job: None,
                 pods: BTreeMap::new(),
                 service: None,
@@ -251,12 +288,27 @@ pub(crate) mod world {
             }
         }
 
+        /// A world of TrainJob `job`, whose runtime is `runtime`.
+        pub fn train(job: eto_api::TrainJob, runtime: crate::job::Referenced) -> Self {
+            let resolved = crate::kind::train_job::ResolvedTrainJob::new(job, &runtime);
+            Self {
+                train_job: Some((resolved, runtime)),
+                ..Self::new(crate::testing::training_job())
+            }
+        }
+
+        /// Whether the job has a Service per pod (a PyTorchJob's, a TrainJob's).
+        fn services_per_pod(&self) -> bool {
+            self.pytorch_job.is_some() || self.train_job.is_some()
+        }
+
         pub fn observed(&self) -> Observed<'_> {
             Observed {
-                job: match (&self.mpi_job, &self.pytorch_job) {
-                    (Some(job), _) => JobRef::new(job),
-                    (None, Some(job)) => JobRef::new(job),
-                    (None, None) => JobRef::new(&self.job),
+                job: match (&self.mpi_job, &self.pytorch_job, &self.train_job) {
+                    (Some(job), _, _) => JobRef::new(job),
+                    (None, Some(job), _) => JobRef::new(job),
+                    (None, None, Some((job, _))) => JobRef::new(job),
+                    (None, None, None) => JobRef::new(&self.job),
                 },
                 launcher_job: self.launcher_job.as_ref(),
                 pods: self.pods.values().collect(),
@@ -314,7 +366,7 @@ pub(crate) mod world {
                         let existing = self.pod(&change.name);
                         change.apply_to(&mut existing.metadata);
                     }
-                    Child::Service(service) if self.pytorch_job.is_some() => {
+                    Child::Service(service) if self.services_per_pod() => {
                         let name = service.metadata.name.clone().unwrap_or_default();
                         self.pod_services.insert(name, *service);
                     }
@@ -336,7 +388,7 @@ pub(crate) mod world {
                     ChildKind::Pod => {
                         self.pods.remove(&deletion.name);
                     }
-                    ChildKind::Service if self.pytorch_job.is_some() => {
+                    ChildKind::Service if self.services_per_pod() => {
                         self.pod_services.remove(&deletion.name);
                     }
                     ChildKind::Service => self.service = None,
@@ -370,6 +422,13 @@ pub(crate) mod world {
                         }
                     }
                     ApiStatus::TrainingJob(status) => self.job.status = Some(status),
+                    ApiStatus::TrainJob(status) => {
+                        if let Some((job, runtime)) = &mut self.train_job {
+                            let mut stored = job.job.clone();
+                            stored.status = Some(*status);
+                            *job = crate::kind::train_job::ResolvedTrainJob::new(stored, runtime);
+                        }
+                    }
                 }
             }
             let uid = self.job.metadata.uid.clone().unwrap_or_default();

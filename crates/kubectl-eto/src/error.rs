@@ -83,7 +83,7 @@ pub enum Error {
     Output(String),
 }
 
-/// The kinds eto serves, for a message: `TrainingJob, MPIJob or PyTorchJob`.
+/// The kinds eto serves, for a message: `TrainingJob, MPIJob, PyTorchJob or TrainJob`.
 fn kinds_served() -> String {
     let names = eto_engine::job::Kind::ALL.map(|kind| kind.vocabulary().name);
     match names.split_last() {
@@ -165,12 +165,13 @@ mod tests {
         };
         assert_eq!(
             missing.to_string(),
-            "no TrainingJob, MPIJob or PyTorchJob named \"x\" in namespace \"team\""
+            "no TrainingJob, MPIJob, PyTorchJob or TrainJob named \"x\" in namespace \"team\""
         );
         assert_eq!(
             Error::NoCrdInstalled.to_string(),
             "none of eto's APIs is installed in this cluster (no CustomResourceDefinition \
-             trainingjobs.kai.alibabacloud.com, mpijobs.kubeflow.org, pytorchjobs.kubeflow.org); \
+             trainingjobs.kai.alibabacloud.com, mpijobs.kubeflow.org, pytorchjobs.kubeflow.org, \
+             trainjobs.trainer.kubeflow.org); \
              install eto's CRDs first"
         );
         let no_discovery = Error::NoHostDiscovery {

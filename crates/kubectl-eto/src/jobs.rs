@@ -26,7 +26,8 @@ pub fn parse_job_argument(argument: &str) -> (Option<Kind>, &str) {
 /// Decodes `object`, a job of `kind` the API server returned for `request`.
 fn decode(kind: Kind, object: DynamicObject, request: &Request<'_>) -> Result<Job, Error> {
     let value = serde_json::to_value(object).unwrap_or_default();
-    OwnedJob::parse(kind, value).map_err(|error| Error::Undecodable {
+    // What a job names (a TrainJob's runtime) is not read: only the job and its status are shown.
+    OwnedJob::parse(kind, value, None).map_err(|error| Error::Undecodable {
         resource: request.resource.to_string(),
         message: error.to_string(),
     })

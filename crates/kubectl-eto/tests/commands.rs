@@ -442,7 +442,7 @@ async fn errors_name_what_is_wrong_and_exit_non_zero() {
         (missing.code, missing.stderr.as_str()),
         (
             1,
-            "error: no TrainingJob, MPIJob or PyTorchJob named \"nope\" in namespace \"default\"\n"
+            "error: no TrainingJob, MPIJob, PyTorchJob or TrainJob named \"nope\" in namespace \"default\"\n"
         )
     );
 

@@ -111,6 +111,27 @@ impl Coordinator {
     }
 }
 
+/// An object a job names whose content its plan reads (a TrainJob's runtime): the controller
+/// reads it with the job (see [`Vocabulary::reference`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    /// Its API resource.
+    pub resource: ApiResource,
+    /// Its namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+}
+
+/// What the controller found of the object a job names (see [`Reference`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Referenced {
+    /// The object, as JSON.
+    Found(serde_json::Value),
+    /// It does not exist.
+    Missing,
+}
+
 /// The names, fields and labels of a kind, as its users and their tools know them, and the
 /// parts its jobs have.
 #[derive(Debug)]
@@ -183,6 +204,10 @@ pub struct Vocabulary {
     pub training_container: Option<&'static str>,
     /// Its API resource, for untyped requests.
     pub api_resource: fn() -> ApiResource,
+    /// The object job `job` (as JSON) names whose content its plan reads, if the kind's jobs
+    /// name one (a TrainJob's runtime): read with the job, it is given to
+    /// `crate::kind::OwnedJob::parse`.
+    pub reference: Option<fn(job: &serde_json::Value) -> Option<Reference>>,
     /// Whether eto runs a job of the kind, as JSON, or leaves it to the controller its spec
     /// names (a Kubeflow job's `spec.runPolicy.managedBy`).
     pub managed_by_eto: fn(job: &serde_json::Value) -> bool,
@@ -288,6 +313,14 @@ impl Kind {
             self.vocabulary().job_name_label,
             self.vocabulary().role_label
         )
+    }
+
+    /// The object `job` (as JSON) names whose content its plan reads (see
+    /// [`Vocabulary::reference`]).
+    pub fn reference(self, job: &serde_json::Value) -> Option<Reference> {
+        self.vocabulary()
+            .reference
+            .and_then(|reference| reference(job))
     }
 
     /// Whether eto runs `job`, an object of this kind as JSON, or leaves it to the controller

@@ -14,7 +14,7 @@ pub mod served;
 
 pub use context::{JobContext, Role, merged};
 pub use invalid_spec::InvalidSpec;
-pub use kind::{Coordinator, Kind, Vocabulary, WorkerNames};
+pub use kind::{Coordinator, Kind, Reference, Referenced, Vocabulary, WorkerNames};
 pub use served::{
     FailedSurvivor, GroupLosses, GroupedWorkers, JobRef, ReportingCoordinator, ServedJob,
     ShownGroups, SilentGroups, controlled_by,

@@ -20,14 +20,16 @@
 pub mod kubeflow_status;
 pub mod mpi_job;
 pub mod pytorch_job;
+pub mod train_job;
 pub mod training_job;
 
 use eto_api::TrainingJobStatus;
+use eto_api::train_job::TrainJobStatus;
 use eto_api::{MPIJob, MPIJobStatus, PyTorchJob, PyTorchJobStatus, TrainingJob};
 use serde::Serialize;
 
 use crate::field_error::FieldError;
-use crate::job::{JobRef, Kind};
+use crate::job::{JobRef, Kind, Referenced};
 #[cfg(doc)]
 use crate::job::{ServedJob, Vocabulary};
 use crate::parse::parse;
@@ -41,11 +43,19 @@ impl Kind {
     /// `PyTorchJob` (`kubeflow.org/v1`).
     pub const PYTORCH_JOB: Self = Self::new(&pytorch_job::VOCABULARY);
 
+    /// `TrainJob` (`trainer.kubeflow.org/v1alpha1`).
+    pub const TRAIN_JOB: Self = Self::new(&train_job::VOCABULARY);
+
     /// How many kinds eto serves.
-    pub const COUNT: usize = 3;
+    pub const COUNT: usize = 4;
 
     /// Every kind eto serves, in the order of [`Kind::index`].
-    pub const ALL: [Self; Self::COUNT] = [Self::TRAINING_JOB, Self::MPI_JOB, Self::PYTORCH_JOB];
+    pub const ALL: [Self; Self::COUNT] = [
+        Self::TRAINING_JOB,
+        Self::MPI_JOB,
+        Self::PYTORCH_JOB,
+        Self::TRAIN_JOB,
+    ];
 
     /// The kind whose jobs `ScaleIn` and `ScaleOut` requests (et-operator's, which name a
     /// job of their namespace) scale.
@@ -85,20 +95,34 @@ pub enum OwnedJob {
     Mpi(Box<MPIJob>),
     /// A PyTorchJob.
     PyTorch(Box<PyTorchJob>),
+    /// A TrainJob, with its runtime.
+    Train(Box<train_job::ResolvedTrainJob>),
 }
 
 impl OwnedJob {
-    /// Decodes `value`, an object of `kind`.
+    /// Decodes `value`, an object of `kind`, with what the controller found of the object it
+    /// names, `referenced` (see [`crate::job::Vocabulary::reference`]; a TrainJob's runtime,
+    /// missing when not given).
     ///
     /// # Errors
     /// A [`FieldError`] naming the first field that does not fit (see [`crate::parse`]).
-    pub fn parse(kind: Kind, value: serde_json::Value) -> Result<Self, FieldError> {
+    pub fn parse(
+        kind: Kind,
+        value: serde_json::Value,
+        referenced: Option<&Referenced>,
+    ) -> Result<Self, FieldError> {
         Ok(if kind == Kind::TRAINING_JOB {
             Self::Training(Box::new(parse(value)?))
         } else if kind == Kind::MPI_JOB {
             Self::Mpi(Box::new(parse(value)?))
-        } else {
+        } else if kind == Kind::PYTORCH_JOB {
             Self::PyTorch(Box::new(parse(value)?))
+        } else {
+            let runtime = referenced.unwrap_or(&Referenced::Missing);
+            Self::Train(Box::new(train_job::ResolvedTrainJob::new(
+                parse(value)?,
+                runtime,
+            )))
         })
     }
 
@@ -108,6 +132,7 @@ impl OwnedJob {
             Self::Training(job) => JobRef::new(job.as_ref()),
             Self::Mpi(job) => JobRef::new(job.as_ref()),
             Self::PyTorch(job) => JobRef::new(job.as_ref()),
+            Self::Train(job) => JobRef::new(job.as_ref()),
         }
     }
 
@@ -117,6 +142,7 @@ impl OwnedJob {
             Self::Training(job) => serde_json::to_value(job),
             Self::Mpi(job) => serde_json::to_value(job),
             Self::PyTorch(job) => serde_json::to_value(job),
+            Self::Train(job) => serde_json::to_value(&job.job),
         };
         value.unwrap_or_default()
     }
@@ -132,6 +158,8 @@ pub enum ApiStatus {
     MpiJob(MPIJobStatus),
     /// A PyTorchJob's.
     PyTorchJob(Box<PyTorchJobStatus>),
+    /// A TrainJob's.
+    TrainJob(Box<TrainJobStatus>),
 }
 
 impl ApiStatus {
@@ -141,8 +169,10 @@ impl ApiStatus {
             Self::TrainingJob(training_job::status::from_engine(status))
         } else if kind == Kind::MPI_JOB {
             Self::MpiJob(mpi_job::status::from_engine(status))
-        } else {
+        } else if kind == Kind::PYTORCH_JOB {
             Self::PyTorchJob(Box::new(pytorch_job::status::from_engine(job, status)))
+        } else {
+            Self::TrainJob(Box::new(train_job::status::from_engine(status)))
         }
     }
 }
@@ -233,6 +263,7 @@ mod tests {
             ApiStatus::TrainingJob(_) => Kind::TRAINING_JOB,
             ApiStatus::MpiJob(_) => Kind::MPI_JOB,
             ApiStatus::PyTorchJob(_) => Kind::PYTORCH_JOB,
+            ApiStatus::TrainJob(_) => Kind::TRAIN_JOB,
         }
     }
 
@@ -244,6 +275,7 @@ mod tests {
             serde_json::to_value(crate::testing::training_job()),
             serde_json::to_value(crate::testing::mpi_job()),
             serde_json::to_value(crate::testing::pytorch_job()),
+            serde_json::to_value(crate::testing::train_job()),
         ]
         .map(Result::unwrap);
         for kind in Kind::ALL {
@@ -252,7 +284,8 @@ mod tests {
                 .find(|job| job["kind"] == kind.vocabulary().name)
                 .unwrap_or_else(|| panic!("no test job of kind {kind:?}"))
                 .clone();
-            let parsed = OwnedJob::parse(kind, job).unwrap();
+            let runtime = Referenced::Found(crate::testing::torch_distributed());
+            let parsed = OwnedJob::parse(kind, job, Some(&runtime)).unwrap();
             assert_eq!(parsed.as_ref().kind(), kind);
             let status = ApiStatus::of(kind, "j", JobStatus::default());
             assert_eq!(kind_of_status(&status), kind);
@@ -267,11 +300,11 @@ mod tests {
             "metadata": {"name": "pi", "namespace": "team"},
             "spec": {"mpiReplicaSpecs": {}}
         });
-        let parsed = OwnedJob::parse(Kind::MPI_JOB, job.clone()).unwrap();
+        let parsed = OwnedJob::parse(Kind::MPI_JOB, job.clone(), None).unwrap();
         assert_eq!(parsed.as_ref().kind(), Kind::MPI_JOB);
         assert_eq!(parsed.as_ref().name(), "pi");
         assert_eq!(parsed.to_value()["metadata"]["namespace"], "team");
-        let error = OwnedJob::parse(Kind::TRAINING_JOB, job).unwrap_err();
+        let error = OwnedJob::parse(Kind::TRAINING_JOB, job, None).unwrap_err();
         assert!(error.field.starts_with("spec"), "{error}");
     }
 }

@@ -1,7 +1,9 @@
 -- Argo CD health check of a training job run by eto (TrainingJob of kai.alibabacloud.com,
--- MPIJob and PyTorchJob of kubeflow.org: the same script serves all three). It also reads
--- the statuses that et-operator, mpi-operator and training-operator v1 write (conditions
--- without Ready and Stalled), since clusters switch operators.
+-- MPIJob and PyTorchJob of kubeflow.org, TrainJob of trainer.kubeflow.org: the same script
+-- serves all four). It also reads the statuses that et-operator, mpi-operator,
+-- training-operator v1 and Kubeflow Trainer write (conditions without Ready and Stalled;
+-- Trainer's `Complete`), since clusters switch operators. A TrainJob keeps eto's conditions
+-- in `etoConditions`, apart from Trainer's.
 --
 -- It runs in Argo CD's sandbox: Lua 5.1 with only the base, table and os libraries, so it
 -- uses no string or math function and no string method.
@@ -63,7 +65,7 @@ local status = obj.status
 if status == nil then
   return report("Progressing", "Waiting for the operator to take the job")
 end
-local conditions = status.conditions
+local conditions = status.etoConditions or status.conditions
 local phase = status.phase
 
 local generation = obj.metadata.generation
@@ -81,7 +83,7 @@ if holds(stalled) then
   return report("Degraded", says(stalled, "The job cannot make progress"))
 end
 
-local succeeded = find(conditions, "Succeeded")
+local succeeded = find(conditions, "Succeeded") or find(conditions, "Complete")
 if phase == "Succeeded" or holds(succeeded) then
   return report("Healthy", says(succeeded, "The job succeeded"))
 end

@@ -67,6 +67,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     autoscaler: None,
     training_container: None,
     api_resource: || kube::core::ApiResource::erase::<MPIJob>(&()),
+    reference: None,
     managed_by_eto,
     stored_status,
     scaled_by_requests: false,

@@ -130,6 +130,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     autoscaler: Some(v1_autoscaler::autoscaler),
     training_container: Some(eto_api::pytorch_job::PYTORCH_CONTAINER),
     api_resource: || kube::core::ApiResource::erase::<PyTorchJob>(&()),
+    reference: None,
     managed_by_eto,
     stored_status,
     scaled_by_requests: false,

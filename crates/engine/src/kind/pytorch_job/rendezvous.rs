@@ -33,7 +33,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::{Defaulted, REPLICA_TYPE_LABEL};
+use super::Defaulted;
 use crate::builders::place_launcher;
 use crate::job::JobContext;
 
@@ -278,7 +278,10 @@ pub(super) fn beside_the_workers(
     };
     place_launcher(&job, &mut spec, avoided);
     let mut labels = job.labels();
-    labels.insert(REPLICA_TYPE_LABEL.into(), replica_type.into());
+    labels.insert(
+        job.kind().vocabulary().role_label.into(),
+        replica_type.into(),
+    );
     labels.insert(RUN_LABEL.into(), job.run.to_string());
     let mut metadata = job.metadata(name);
     metadata.labels = Some(labels);

@@ -53,7 +53,7 @@ pub fn to_engine(status: &PyTorchJobStatus) -> JobStatus {
 }
 
 /// torchrun's rendezvous as the engine's training group.
-fn group_to_engine(rendezvous: RendezvousStatus) -> GroupStatus {
+pub fn group_to_engine(rendezvous: RendezvousStatus) -> GroupStatus {
     GroupStatus {
         round: rendezvous.round,
         members: rendezvous.agents,
@@ -66,7 +66,7 @@ fn group_to_engine(rendezvous: RendezvousStatus) -> GroupStatus {
 }
 
 /// The engine's training group as torchrun's rendezvous.
-fn group_from_engine(group: GroupStatus) -> RendezvousStatus {
+pub fn group_from_engine(group: GroupStatus) -> RendezvousStatus {
     RendezvousStatus {
         round: group.round,
         agents: group.members,

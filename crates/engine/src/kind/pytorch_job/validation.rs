@@ -50,8 +50,20 @@ use crate::validation::{
 /// # Errors
 /// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
 pub fn validate(job: &PyTorchJob) -> Result<EffectiveSpec, InvalidSpec> {
+    validate_with_container(job, PYTORCH_CONTAINER)
+}
+
+/// [`validate`], for a job whose pods train in the container named `container` (a TrainJob's
+/// `node`) rather than v1's `pytorch`.
+///
+/// # Errors
+/// [`InvalidSpec`] listing every rule the job breaks, each naming its field.
+pub fn validate_with_container(
+    job: &PyTorchJob,
+    container: &str,
+) -> Result<EffectiveSpec, InvalidSpec> {
     let mut errors = Errors::default();
-    let limits = check(job, &mut errors);
+    let limits = check(job, container, &mut errors);
     let spec = &job.spec;
     let defaulted = Defaulted::of(job);
     let workers = defaulted
@@ -199,7 +211,7 @@ fn check_replica_groups(job: &PyTorchJob, groups: &ReplicaGroupsSpec, errors: &m
 }
 
 /// Adds every rule `job` breaks to `errors`; returns its run limits as validated.
-fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
+fn check(job: &PyTorchJob, container: &str, errors: &mut Errors) -> RunLimits {
     let spec = &job.spec;
     check_job_name(job.metadata.name.as_deref().unwrap_or_default(), errors);
     if spec.pytorch_replica_specs.is_empty() {
@@ -242,7 +254,7 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
         };
         check_template(&format!("{path}.template"), template, &reserved, errors);
         let containers = template.spec.iter().flat_map(|pod| &pod.containers);
-        if !containers.clone().any(|c| c.name == PYTORCH_CONTAINER)
+        if !containers.clone().any(|c| c.name == container)
             && template
                 .spec
                 .as_ref()
@@ -250,9 +262,7 @@ fn check(job: &PyTorchJob, errors: &mut Errors) -> RunLimits {
         {
             errors.push(
                 format!("{path}.template.spec.containers"),
-                format!(
-                    "needs a container named {PYTORCH_CONTAINER:?}: it is the one eto configures"
-                ),
+                format!("needs a container named {container:?}: it is the one eto configures"),
             );
         }
     }
@@ -381,7 +391,7 @@ mod tests {
 
     fn errors(spec: Value) -> Vec<String> {
         let mut errors = Errors::default();
-        check(&job(spec), &mut errors);
+        check(&job(spec), PYTORCH_CONTAINER, &mut errors);
         errors.0.iter().map(ToString::to_string).collect()
     }
 

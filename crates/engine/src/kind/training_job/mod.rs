@@ -68,6 +68,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     autoscaler: None,
     training_container: None,
     api_resource: || kube::core::ApiResource::erase::<TrainingJob>(&()),
+    reference: None,
     managed_by_eto: |_| true,
     stored_status,
     scaled_by_requests: true,

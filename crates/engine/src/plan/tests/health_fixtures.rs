@@ -329,6 +329,80 @@ fn pytorch_jobs() -> Vec<(&'static str, Option<JobPhase>, PyTorchJob)> {
     .collect()
 }
 
+/// A TrainJob of Trainer's `torch-distributed` runtime at generation 1, adjusted by
+/// `adjust`, in a world that planned it once.
+fn new_train_job(adjust: impl FnOnce(&mut eto_api::TrainJob)) -> World {
+    let mut job = crate::testing::train_job();
+    job.metadata.generation = Some(1);
+    adjust(&mut job);
+    let runtime = crate::job::Referenced::Found(crate::testing::torch_distributed());
+    let mut world = World::train(job, runtime);
+    world.reconcile();
+    world
+}
+
+/// A TrainJob whose two nodes run.
+fn train_running(adjust: impl FnOnce(&mut eto_api::TrainJob)) -> World {
+    let mut world = new_train_job(adjust);
+    workers_ready(&mut world, &["mnist-master-0", "mnist-worker-0"]);
+    world
+}
+
+/// Each TrainJob state eto writes: the fixture's name, the phase, and the job.
+fn train_jobs() -> Vec<(&'static str, Option<JobPhase>, eto_api::TrainJob)> {
+    let mut suspended = train_running(|_| {});
+    if let Some((job, runtime)) = suspended.train_job.as_mut() {
+        let mut stored = job.job.clone();
+        stored.spec.suspend = Some(true);
+        *job = crate::kind::train_job::ResolvedTrainJob::new(stored, runtime);
+    }
+    suspended.reconcile();
+    suspended.reconcile();
+    let mut succeeded = train_running(|_| {});
+    succeeded.exit("mnist-master-0", 0);
+    succeeded.exit("mnist-worker-0", 0);
+    succeeded.reconcile();
+    // A runtime whose nodes restart `Never`: node 0's failure fails the job.
+    let mut never = crate::testing::torch_distributed();
+    json_patch::merge(
+        &mut never,
+        &serde_json::json!({"spec": {"template": {"spec": {"replicatedJobs": [{"name": "node",
+            "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0"}]}}}}}]}}}}),
+    );
+    let mut failed = World::train(
+        crate::testing::train_job(),
+        crate::job::Referenced::Found(never),
+    );
+    failed.reconcile();
+    workers_ready(&mut failed, &["mnist-master-0", "mnist-worker-0"]);
+    failed.exit("mnist-master-0", 1);
+    failed.reconcile();
+    let invalid = new_train_job(|job| {
+        job.spec.trainer.get_or_insert_default().env = vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "PET_NNODES".into(),
+            value: Some("8".into()),
+            value_from: None,
+        }];
+    });
+    [
+        ("eto-waiting-for-workers", new_train_job(|_| {})),
+        ("eto-running", train_running(|_| {})),
+        ("eto-suspended", suspended),
+        ("eto-succeeded", succeeded),
+        ("eto-failed", failed),
+        ("eto-invalid-spec", invalid),
+    ]
+    .into_iter()
+    .map(|(name, world)| {
+        let phase = world.observed().job.status().phase;
+        let job = world.train_job.expect("a TrainJob world").0.job;
+        (name, phase, job)
+    })
+    .collect()
+}
+
 fn testdata(kind_dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../integrations/argocd")
@@ -412,6 +486,17 @@ fn each_state_has_the_phase_its_fixture_is_named_for() {
             ("eto-invalid-spec", None),
         ]
     );
+    pretty_assertions::assert_eq!(
+        phases(train_jobs()),
+        [
+            ("eto-waiting-for-workers", Some(Created)),
+            ("eto-running", Some(Running)),
+            ("eto-suspended", Some(Suspended)),
+            ("eto-succeeded", Some(Succeeded)),
+            ("eto-failed", Some(Failed)),
+            ("eto-invalid-spec", None),
+        ]
+    );
 }
 
 #[test]
@@ -427,6 +512,10 @@ fn the_health_checks_test_data_is_what_eto_writes() {
     }
     let dir = testdata("kubeflow.org/PyTorchJob");
     for (name, _, job) in pytorch_jobs() {
+        stale.extend(check(&dir, name, &job));
+    }
+    let dir = testdata("trainer.kubeflow.org/TrainJob");
+    for (name, _, job) in train_jobs() {
         stale.extend(check(&dir, name, &job));
     }
     assert!(

@@ -22,6 +22,7 @@ mod scaling;
 mod spares;
 mod survivors;
 mod suspension;
+mod train_job;
 
 use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;

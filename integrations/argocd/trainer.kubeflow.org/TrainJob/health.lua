@@ -1,0 +1,1 @@
+../../kai.alibabacloud.com/TrainingJob/health.lua
