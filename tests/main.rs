@@ -40,4 +40,5 @@ mod torchft_local;
 mod torchft_real;
 mod torchrun_local;
 mod trainjob;
+mod trainjob_real;
 mod wide_jobs;

@@ -27,7 +27,7 @@ use kube::api::{Api, LogParams, PostParams};
 
 /// Checks what every rank sees: the world size torchrun reports, and the all-reduced sum of
 /// `rank + 1`, which is `world * (world + 1) / 2` when every rank took part.
-const DDP_CHECK: &str = r#"
+pub(crate) const DDP_CHECK: &str = r#"
 import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -501,7 +501,7 @@ pub(crate) async fn every_log(pods: &Api<Pod>) -> String {
 }
 
 /// The start lines `log` printed.
-fn starts(log: &str) -> Vec<&str> {
+pub(crate) fn starts(log: &str) -> Vec<&str> {
     marked(log, "eto-elastic-start:")
 }
 
@@ -653,7 +653,7 @@ async fn an_elastic_job_trains_on_when_worker_0_is_evicted_and_a_replacement_joi
 /// from the same directory: rank 0 saves each step it finished, and every start goes on from
 /// the step saved, printing its pod's host name and its torch; `TOTAL_STEPS` (80 unless set)
 /// steps in all.
-const ELASTIC_CHECKPOINTED: &str = r#"
+pub(crate) const ELASTIC_CHECKPOINTED: &str = r#"
 import os, socket, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()

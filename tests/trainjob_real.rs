@@ -1,0 +1,407 @@
+//! TrainJobs under a real `torchrun` on a real cluster, from Trainer's own `torch-distributed`
+//! ClusterTrainingRuntime (examples/trainjob/torch-distributed.yaml, installed unchanged; the
+//! job's `trainer.image` swaps the image for the harness's): a static job of two nodes trains
+//! with nothing but the environment eto gives it and is `Complete`; an elastic one (two to
+//! three nodes) trains on through the loss of the node of group rank 0 and of another, each
+//! loss's cost printed as the seconds from the loss to the survivors' next step; one scaled
+//! out re-forms with three; one below its minimum suspends and resumes from its checkpoint.
+//!
+//! Needs what `pytorch_real.rs` needs (a real cluster with a pod network and cluster DNS,
+//! `ETO_E2E_IMAGE` with torchrun, `ETO_E2E_POD_PATCH` of a node selector and tolerations,
+//! `ETO_E2E_CHECKPOINT_ROOT` shared with the pods' node):
+//! `cargo test -p eto-tests --test integration trainjob_real:: -- --ignored --nocapture`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use eto_api::{ClusterTrainingRuntime, TrainJob};
+use eto_tests::nodes::set_unschedulable;
+use eto_tests::poll::until;
+use eto_tests::scratch::Scratch;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+
+use crate::pytorch_real::{
+    DDP_CHECK, ELASTIC_CHECKPOINTED, every_log, field, log_of, marked,
+    mount_a_checkpoint_directory, shell_template, starts,
+};
+
+const JOB: &str = "ddp";
+
+/// Installs Trainer's `torch-distributed` ClusterTrainingRuntime as its chart has it.
+async fn install_runtime(scratch: &Scratch) {
+    let text = std::fs::read_to_string(
+        eto_tests::workspace_root().join("examples/trainjob/torch-distributed.yaml"),
+    )
+    .unwrap();
+    let runtime: ClusterTrainingRuntime = serde_saphyr::from_str(&text).unwrap();
+    Api::<ClusterTrainingRuntime>::all(scratch.client.clone())
+        .patch(
+            "torch-distributed",
+            &PatchParams::apply("eto-test").force(),
+            &Patch::Apply(&runtime),
+        )
+        .await
+        .unwrap();
+}
+
+/// A TrainJob `ddp` of the runtime whose nodes run `script` under torchrun in the harness's
+/// image, with `trainer` merged in; the pod template's placement (`ETO_E2E_POD_PATCH`) and
+/// volumes become a runtime patch, as Kueue's would be.
+/// The reader of the step a checkpointed job saved.
+type Saved = Box<dyn Fn() -> Option<u32>>;
+
+fn train_job(
+    scratch: &Scratch,
+    script: &str,
+    checkpoint: bool,
+    trainer: serde_json::Value,
+) -> (serde_json::Value, Option<Saved>) {
+    let mut template = shell_template(&format!(
+        "cat > /tmp/ddp.py <<'EOF'\n{script}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
+    ));
+    let saved: Option<Saved> =
+        checkpoint.then(|| Box::new(mount_a_checkpoint_directory(scratch, &mut template)) as Saved);
+    let container = &template["spec"]["containers"][0];
+    let mut patch = serde_json::json!({
+        "nodeSelector": template["spec"]["nodeSelector"],
+        "tolerations": template["spec"]["tolerations"],
+    });
+    if checkpoint {
+        patch["volumes"] = template["spec"]["volumes"].clone();
+        patch["containers"] =
+            serde_json::json!([{"name": "node", "volumeMounts": container["volumeMounts"]}]);
+    }
+    let patch = serde_json::Value::Object(
+        patch
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    );
+    let mut spec_trainer = serde_json::json!({
+        "image": container["image"],
+        "command": container["command"],
+        "numProcPerNode": 1,
+    });
+    json_patch::merge(&mut spec_trainer, &trainer);
+    let job = serde_json::json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": JOB, "namespace": scratch.namespace},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": spec_trainer,
+            "runtimePatches": [{"manager": "eto-test", "trainingRuntimeSpec": {"template": {"spec": {
+                "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": patch}}}}]
+            }}}}]
+        }
+    });
+    (job, saved)
+}
+
+async fn apply(scratch: &Scratch, job: serde_json::Value) {
+    let jobs: Api<TrainJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job: TrainJob = serde_json::from_value(job).unwrap();
+    jobs.patch(
+        JOB,
+        &PatchParams::apply("eto-test").force(),
+        &Patch::Apply(&job),
+    )
+    .await
+    .unwrap();
+}
+
+/// Whether Trainer's condition `type_` holds on `job`.
+fn holds(job: &TrainJob, type_: &str) -> bool {
+    job.status
+        .iter()
+        .flat_map(|status| &status.conditions)
+        .any(|c| c.type_ == type_ && c.status == "True")
+}
+
+/// Waits until the job is `Complete` or `Failed`; returns it.
+async fn ended(scratch: &Scratch) -> TrainJob {
+    let jobs: Api<TrainJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    until("the job ends", Duration::from_secs(600), async || {
+        let job = jobs.get(JOB).await.ok()?;
+        (holds(&job, "Complete") || holds(&job, "Failed")).then_some(job)
+    })
+    .await
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The pod whose training is rank 0 of the group now: the host of the newest rank 0 start.
+async fn rank_zero_pod(pods: &Api<Pod>) -> String {
+    let printed = every_log(pods).await;
+    let mut newest: Option<(f64, String)> = None;
+    for line in starts(&printed) {
+        let at: f64 = field(line, "at=")
+            .and_then(|at| at.parse().ok())
+            .unwrap_or(0.0);
+        if field(line, "rank=") == Some("0") && newest.as_ref().is_none_or(|(t, _)| at > *t) {
+            newest = Some((at, field(line, "host=").unwrap_or_default().to_string()));
+        }
+    }
+    newest.expect("a rank 0 started").1
+}
+
+/// Seconds from `lost_at` to the first step the survivors trained after it.
+async fn next_step_after(pods: &Api<Pod>, lost_at: f64) -> f64 {
+    until(
+        "the survivors train again",
+        Duration::from_secs(300),
+        async || {
+            let printed = every_log(pods).await;
+            marked(&printed, "eto-elastic-step:")
+                .iter()
+                .filter_map(|line| field(line, "at=")?.parse::<f64>().ok())
+                .filter(|at| *at > lost_at)
+                .fold(None, |first: Option<f64>, at| {
+                    Some(first.map_or(at, |f| f.min(at)))
+                })
+                .map(|at| at - lost_at)
+        },
+    )
+    .await
+}
+
+/// Force-deletes pod `name`, as a node's sudden loss takes it; returns when.
+async fn force_delete(pods: &Api<Pod>, name: &str) -> f64 {
+    let at = now();
+    pods.delete(name, &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    at
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_static_trainjob_of_the_upstream_runtime_trains_and_is_complete() {
+    let scratch = Scratch::start("trainjob-static").await;
+    install_runtime(&scratch).await;
+    let (job, _) = train_job(
+        &scratch,
+        DDP_CHECK,
+        false,
+        serde_json::json!({"numNodes": 2}),
+    );
+    apply(&scratch, job).await;
+    let job = ended(&scratch).await;
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    println!("{printed}");
+    assert!(holds(&job, "Complete"), "{:?}", job.status);
+    let mut results: Vec<&str> = marked(&printed, "eto-ddp:");
+    results.sort();
+    assert_eq!(
+        results,
+        [
+            "eto-ddp: rank=0 world=2 env_world=2 sum=3",
+            "eto-ddp: rank=1 world=2 env_world=2 sum=3"
+        ],
+        "both nodes trained as one group of two"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.conditions.last().unwrap().type_, "Complete");
+    assert_eq!(status.jobs_status[0].succeeded, 1);
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_trainjob_trains_on_through_the_loss_of_rank_0s_node_and_of_another() {
+    let scratch = Scratch::start("trainjob-elastic").await;
+    install_runtime(&scratch).await;
+    let (job, saved) = train_job(
+        &scratch,
+        ELASTIC_CHECKPOINTED,
+        true,
+        serde_json::json!({
+            "numNodes": 3,
+            "env": [{"name": "TOTAL_STEPS", "value": "120"}],
+            "elasticPolicy": {"minNodes": 2, "maxNodes": 3}
+        }),
+    );
+    let saved = saved.unwrap();
+    apply(&scratch, job).await;
+    let pods = scratch.pods();
+    until("the nodes train", Duration::from_secs(300), async || {
+        (saved()? >= 10).then_some(())
+    })
+    .await;
+    let rank_zero = rank_zero_pod(&pods).await;
+    let lost_at = force_delete(&pods, &rank_zero).await;
+    let first = next_step_after(&pods, lost_at).await;
+    println!(
+        "TrainJob, elastic: {rank_zero} (group rank 0) force-deleted -> survivors' next step: {first:.1} s"
+    );
+    let reached = saved().unwrap_or_default();
+    until("ten more steps", Duration::from_secs(300), async || {
+        (saved()? >= reached + 10).then_some(())
+    })
+    .await;
+    let current_zero = rank_zero_pod(&pods).await;
+    let other = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|pod| pod.metadata.name)
+        .find(|name| name.contains("-worker-") && *name != current_zero)
+        .unwrap();
+    let lost_at = force_delete(&pods, &other).await;
+    let second = next_step_after(&pods, lost_at).await;
+    println!("TrainJob, elastic: {other} force-deleted -> survivors' next step: {second:.1} s");
+    let job = ended(&scratch).await;
+    let printed = every_log(&pods).await;
+    assert!(
+        holds(&job, "Complete"),
+        "never Failed by the platform: {:?}",
+        job.status
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0);
+    assert!(
+        printed
+            .lines()
+            .any(|line| line.contains("eto-elastic-done:") && line.ends_with("steps=120")),
+        "the training ended after its 120 steps: {printed}"
+    );
+    for (loss, seconds) in [("rank 0", first), ("another", second)] {
+        assert!(
+            seconds < 60.0,
+            "{loss}: the survivors trained again ({seconds:.1} s)"
+        );
+    }
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_trainjob_scaled_out_re_forms_with_three() {
+    let scratch = Scratch::start("trainjob-scale").await;
+    install_runtime(&scratch).await;
+    let (job, saved) = train_job(
+        &scratch,
+        ELASTIC_CHECKPOINTED,
+        true,
+        serde_json::json!({
+            "numNodes": 2,
+            "env": [{"name": "TOTAL_STEPS", "value": "80"}],
+            "elasticPolicy": {"minNodes": 2, "maxNodes": 3}
+        }),
+    );
+    let saved = saved.unwrap();
+    apply(&scratch, job).await;
+    until("the nodes train", Duration::from_secs(300), async || {
+        (saved()? >= 10).then_some(())
+    })
+    .await;
+    let jobs: Api<TrainJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    jobs.patch_scale(
+        JOB,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap();
+    let job = ended(&scratch).await;
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    assert!(holds(&job, "Complete"), "{:?}", job.status);
+    let worlds: Vec<&str> = starts(&printed)
+        .iter()
+        .filter_map(|line| field(line, "world="))
+        .collect();
+    assert!(
+        worlds.contains(&"3"),
+        "the group re-formed with three: {worlds:?}"
+    );
+    assert!(
+        log_of(&pods, "ddp-worker-2")
+            .await
+            .contains("eto-elastic-start:")
+    );
+    scratch.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_elastic_trainjob_below_its_minimum_suspends_and_resumes_from_its_checkpoint() {
+    let scratch = Scratch::start("trainjob-suspend").await;
+    install_runtime(&scratch).await;
+    let (job, saved) = train_job(
+        &scratch,
+        ELASTIC_CHECKPOINTED,
+        true,
+        serde_json::json!({
+            "numNodes": 3,
+            "env": [{"name": "TOTAL_STEPS", "value": "80"}],
+            "elasticPolicy": {"minNodes": 2, "maxNodes": 3, "belowMinSeconds": 5, "checkpointGraceSeconds": 15}
+        }),
+    );
+    let saved = saved.unwrap();
+    apply(&scratch, job).await;
+    let pods = scratch.pods();
+    let jobs: Api<TrainJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    until("the nodes train", Duration::from_secs(300), async || {
+        (saved()? >= 10).then_some(())
+    })
+    .await;
+    let node: Vec<String> = pods
+        .get("ddp-worker-2")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .node_name
+        .into_iter()
+        .collect();
+    set_unschedulable(&scratch.client, &node, true).await;
+    for name in ["ddp-worker-0", "ddp-worker-1"] {
+        pods.evict(name, &Default::default()).await.unwrap();
+    }
+    until("the job suspends", Duration::from_secs(120), async || {
+        let job = jobs.get(JOB).await.ok()?;
+        (holds(&job, "Suspended") || job.status?.eto.run.unwrap_or(0) >= 1).then_some(())
+    })
+    .await;
+    let suspended_at = saved().unwrap_or_default();
+    set_unschedulable(&scratch.client, &node, false).await;
+    let back = std::time::Instant::now();
+    until(
+        "the resumed run trains",
+        Duration::from_secs(300),
+        async || (saved()? > suspended_at).then_some(()),
+    )
+    .await;
+    println!(
+        "TrainJob below its minimum: capacity back -> first resumed step saved: {:.1} s",
+        back.elapsed().as_secs_f64()
+    );
+    let job = ended(&scratch).await;
+    let printed = every_log(&pods).await;
+    assert!(holds(&job, "Complete"), "never Failed: {:?}", job.status);
+    let status = job.status.unwrap();
+    assert_eq!(status.eto.run, Some(1), "one new run");
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    let resumed: Vec<&str> = starts(&printed)
+        .into_iter()
+        .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
+        .collect();
+    assert!(
+        !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
+        "the new run went on from the checkpoint: {resumed:#?}"
+    );
+    scratch.end().await;
+}
