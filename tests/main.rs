@@ -39,6 +39,7 @@ mod termination;
 mod torchft_local;
 mod torchft_real;
 mod torchrun_local;
+mod trainer_sdk;
 mod trainjob;
 mod trainjob_real;
 mod wide_jobs;

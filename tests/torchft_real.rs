@@ -40,7 +40,7 @@ use crate::pytorch_real::{
 /// a collective in flight with it when it goes; unless `ETO_FT_SUDDEN` is 1. Where `/ckpt` is mounted, every group saves its
 /// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
 /// loads the newest of those checkpoints.
-const TORCHFT_STEPS: &str = r#"
+pub(crate) const TORCHFT_STEPS: &str = r#"
 import os, signal, socket, sys, time
 from datetime import timedelta
 sys.path.insert(0, "/opt/eto-helper")
@@ -178,14 +178,14 @@ fn set_worker_env(job: &mut serde_json::Value, vars: &[(&str, &str)]) {
 
 /// One step a group printed: the step, the quorum's size and the time.
 #[derive(Clone, Debug)]
-struct Step {
+pub(crate) struct Step {
     step: u64,
-    quorum: u64,
-    at: f64,
+    pub(crate) quorum: u64,
+    pub(crate) at: f64,
 }
 
 /// The steps `log` printed.
-fn steps(log: &str) -> Vec<Step> {
+pub(crate) fn steps(log: &str) -> Vec<Step> {
     marked(log, "eto-ft-step:")
         .into_iter()
         .filter_map(|line| {
@@ -200,7 +200,7 @@ fn steps(log: &str) -> Vec<Step> {
 
 /// The longest time between two steps of `steps` from `from` on (the time between
 /// `from` and the first step after it included).
-fn longest_gap(steps: &[Step], from: f64) -> f64 {
+pub(crate) fn longest_gap(steps: &[Step], from: f64) -> f64 {
     let mut last = from;
     let mut longest: f64 = 0.0;
     for step in steps.iter().filter(|step| step.at > from) {
@@ -219,7 +219,7 @@ fn steps_lost(steps: &[Step], at: f64) -> Option<u64> {
 }
 
 /// Waits until Worker `name` printed step `step`.
-async fn reached(pods: &Api<Pod>, name: &str, step: u64) {
+pub(crate) async fn reached(pods: &Api<Pod>, name: &str, step: u64) {
     until(
         &format!("{name} trains to step {step}"),
         Duration::from_secs(300),
@@ -240,14 +240,14 @@ fn succeeded_in_its_first_run(job: &PyTorchJob) {
 }
 
 /// Waits until every Worker of `names` printed step `step`.
-async fn all_reached(pods: &Api<Pod>, names: &[&str], step: u64) {
+pub(crate) async fn all_reached(pods: &Api<Pod>, names: &[&str], step: u64) {
     for name in names {
         reached(pods, name, step).await;
     }
 }
 
 /// The Workers of [`replica_group_job`]'s three groups of one pod.
-const THREE_GROUPS: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
+pub(crate) const THREE_GROUPS: [&str; 3] = ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"];
 
 /// How many times the kubelet restarted the training container of pod `name` (its earlier
 /// containers' logs are gone: what a log prints shows only the current one).

@@ -22,8 +22,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 
 use crate::pytorch_real::{
     DDP_CHECK, ELASTIC_CHECKPOINTED, every_log, field, log_of, marked,
-    mount_a_checkpoint_directory, shell_template, starts,
+    mount_a_checkpoint_directory, mount_the_notice_helper, shell_template, starts,
 };
+use crate::torchft_real::{THREE_GROUPS, TORCHFT_STEPS, all_reached, longest_gap, reached, steps};
 
 const JOB: &str = "ddp";
 
@@ -50,6 +51,8 @@ async fn install_runtime(scratch: &Scratch) {
 /// The reader of the step a checkpointed job saved.
 type Saved = Box<dyn Fn() -> Option<u32>>;
 
+/// A TrainJob `ddp` of the runtime whose nodes run `script` under torchrun in the harness's
+/// image, with `trainer` merged in, and the reader of its checkpoint if it has one.
 fn train_job(
     scratch: &Scratch,
     script: &str,
@@ -61,13 +64,25 @@ fn train_job(
     ));
     let saved: Option<Saved> =
         checkpoint.then(|| Box::new(mount_a_checkpoint_directory(scratch, &mut template)) as Saved);
+    (job_of(scratch, &template, trainer), saved)
+}
+
+/// A TrainJob `ddp` of the runtime whose nodes run the container of the pod template
+/// `template` (its image and command as the job's `trainer`, with `trainer` merged in); the
+/// template's placement (`ETO_E2E_POD_PATCH`), volumes and mounts become a runtime patch, as
+/// Kueue's and the SDK's are.
+fn job_of(
+    scratch: &Scratch,
+    template: &serde_json::Value,
+    trainer: serde_json::Value,
+) -> serde_json::Value {
     let container = &template["spec"]["containers"][0];
     let mut patch = serde_json::json!({
         "nodeSelector": template["spec"]["nodeSelector"],
         "tolerations": template["spec"]["tolerations"],
+        "volumes": template["spec"]["volumes"],
     });
-    if checkpoint {
-        patch["volumes"] = template["spec"]["volumes"].clone();
+    if !container["volumeMounts"].is_null() {
         patch["containers"] =
             serde_json::json!([{"name": "node", "volumeMounts": container["volumeMounts"]}]);
     }
@@ -86,7 +101,7 @@ fn train_job(
         "numProcPerNode": 1,
     });
     json_patch::merge(&mut spec_trainer, &trainer);
-    let job = serde_json::json!({
+    serde_json::json!({
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": JOB, "namespace": scratch.namespace},
@@ -97,8 +112,7 @@ fn train_job(
                 "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": patch}}}}]
             }}}}]
         }
-    });
-    (job, saved)
+    })
 }
 
 async fn apply(scratch: &Scratch, job: serde_json::Value) {
@@ -402,6 +416,79 @@ async fn an_elastic_trainjob_below_its_minimum_suspends_and_resumes_from_its_che
     assert!(
         !resumed.is_empty() && resumed.iter().all(|line| !line.contains("from_step=0 ")),
         "the new run went on from the checkpoint: {resumed:#?}"
+    );
+    scratch.end().await;
+}
+
+/// A TrainJob of three TorchFT replica groups (two to four, `elasticPolicy.replicaGroups`)
+/// loses group 1's pod: the other groups train on without a restart, pausing about as long as
+/// the Lighthouse's heartbeat timeout; eto replaces the group under a new name with its id, it
+/// heals from a live group, and the job is `Complete`.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn a_replica_group_trainjob_loses_a_group_and_the_others_pause_about_a_second() {
+    let scratch = Scratch::start("trainjob-groups").await;
+    install_runtime(&scratch).await;
+    let mut template = shell_template(&format!(
+        "cat > /tmp/train_ft.py <<'EOF'\n{TORCHFT_STEPS}\nEOF\nexec torchrun /tmp/train_ft.py"
+    ));
+    mount_the_notice_helper(&scratch, &mut template).await;
+    let job = job_of(
+        &scratch,
+        &template,
+        serde_json::json!({
+            "numNodes": 3,
+            "elasticPolicy": {"minNodes": 2, "maxNodes": 4, "replicaGroups": {}}
+        }),
+    );
+    apply(&scratch, job).await;
+    let pods = scratch.pods();
+    all_reached(&pods, &THREE_GROUPS, 30).await;
+    let lost_at = now();
+    pods.delete("ddp-worker-1", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    reached(&pods, "ddp-worker-3", 1).await;
+    let job = ended(&scratch).await;
+    assert!(holds(&job, "Complete"), "{:?}", job.status);
+    let mut stall: f64 = 0.0;
+    for survivor in ["ddp-worker-0", "ddp-worker-2"] {
+        let log = log_of(&pods, survivor).await;
+        assert_eq!(
+            marked(&log, "eto-ft-start:").len(),
+            1,
+            "{survivor} never restarted"
+        );
+        let printed = steps(&log);
+        assert!(
+            printed
+                .iter()
+                .any(|step| step.at > lost_at && step.quorum == 2),
+            "{survivor} trained on in a quorum of two"
+        );
+        stall = stall.max(longest_gap(&printed, lost_at));
+    }
+    println!(
+        "TrainJob, replica groups: group 1 force-deleted -> the others' longest pause: {stall:.2} s"
+    );
+    let replacement = log_of(&pods, "ddp-worker-3").await;
+    let group = marked(&replacement, "eto-ft-start:")
+        .first()
+        .and_then(|line| field(line, "group="))
+        .map(str::to_string);
+    assert_eq!(
+        group.as_deref(),
+        Some("1"),
+        "the replacement has the lost group's id"
+    );
+    assert!(
+        !marked(&replacement, "eto-ft-healed:").is_empty(),
+        "it healed from a live group"
+    );
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run went on"
     );
     scratch.end().await;
 }

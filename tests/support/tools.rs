@@ -32,3 +32,29 @@ pub fn python_package(name: &str, version: &str, module: &str) -> PathBuf {
     );
     dir
 }
+
+/// Where the Python package `name` at `version` is installed with its dependencies (`pip
+/// install --target`), once per workspace, for a client that needs them (the `kubeflow` SDK);
+/// `module` is a file inside it that shows the install is complete.
+///
+/// # Panics
+/// As [`python_package`].
+pub fn python_package_with_dependencies(name: &str, version: &str, module: &str) -> PathBuf {
+    let _installing = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
+    let dir = workspace_root().join(format!("target/tools/{name}-{version}-with-dependencies"));
+    if dir.join(module).exists() {
+        return dir;
+    }
+    let output = std::process::Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "--target"])
+        .arg(&dir)
+        .arg(format!("{name}=={version}"))
+        .output()
+        .unwrap_or_else(|error| panic!("cannot install {name}: cannot run python3: {error}"));
+    assert!(
+        dir.join(module).exists(),
+        "cannot install {name} {version} with pip:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    dir
+}
