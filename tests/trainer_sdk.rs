@@ -7,10 +7,10 @@
 //! torchrun the SDK's plain `torchrun <file>` runs: torch 2.x, `ETO_E2E_POD_PATCH`):
 //! `cargo test -p eto-tests --test integration trainer_sdk:: -- --ignored --nocapture`.
 
-use eto_api::{ClusterTrainingRuntime, TrainJob};
+use eto_api::TrainJob;
 use eto_tests::scratch::Scratch;
 use eto_tests::tools;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 
 /// The SDK's version on PyPI.
 const SDK_VERSION: &str = "0.5.0";
@@ -24,19 +24,7 @@ async fn the_kubeflow_sdk_lists_the_runtime_trains_a_function_and_reads_its_logs
         "kubeflow/trainer/api/trainer_client.py",
     );
     let scratch = Scratch::start("trainer-sdk").await;
-    let text = std::fs::read_to_string(
-        eto_tests::workspace_root().join("examples/trainjob/torch-distributed.yaml"),
-    )
-    .unwrap();
-    let runtime: ClusterTrainingRuntime = serde_saphyr::from_str(&text).unwrap();
-    Api::<ClusterTrainingRuntime>::all(scratch.client.clone())
-        .patch(
-            "torch-distributed",
-            &PatchParams::apply("eto-test").force(),
-            &Patch::Apply(&runtime),
-        )
-        .await
-        .unwrap();
+    eto_tests::trainer_runtime::install_torch_distributed(&scratch.client).await;
     let script = eto_tests::workspace_root().join("tests/sdk/trainer_client.py");
     let output = tokio::process::Command::new("python3")
         .arg(&script)

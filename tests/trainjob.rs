@@ -3,12 +3,12 @@
 //! Kueue's suspend and admission, an elastic one that loses a node and replaces it, and what
 //! a missing runtime and a patch naming a step the runtime lacks get.
 
+use eto_api::TrainJob;
 use eto_api::train_job::TrainJobStatus;
-use eto_api::{ClusterTrainingRuntime, TrainJob};
 use eto_tests::env::{Env, pod_ready, sim_config};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 
 const JOB: &str = "mnist";
 
@@ -22,21 +22,9 @@ fn train_job(trainer: serde_json::Value) -> String {
     .to_string()
 }
 
-/// Installs Trainer's `torch-distributed` runtime, as examples/trainjob/ has it.
+/// Installs Trainer's `torch-distributed` runtime (see `eto_tests::trainer_runtime`).
 async fn install_runtime(env: &Env) {
-    let text = std::fs::read_to_string(
-        eto_tests::workspace_root().join("examples/trainjob/torch-distributed.yaml"),
-    )
-    .unwrap();
-    let runtime: ClusterTrainingRuntime = serde_saphyr::from_str(&text).unwrap();
-    Api::<ClusterTrainingRuntime>::all(env.client.clone())
-        .patch(
-            "torch-distributed",
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&runtime),
-        )
-        .await
-        .unwrap();
+    eto_tests::trainer_runtime::install_torch_distributed(&env.client).await;
 }
 
 fn status(job: &TrainJob) -> TrainJobStatus {

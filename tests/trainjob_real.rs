@@ -13,7 +13,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use eto_api::{ClusterTrainingRuntime, TrainJob};
+use eto_api::TrainJob;
 use eto_tests::nodes::set_unschedulable;
 use eto_tests::poll::until;
 use eto_tests::scratch::Scratch;
@@ -28,21 +28,9 @@ use crate::torchft_real::{THREE_GROUPS, TORCHFT_STEPS, all_reached, longest_gap,
 
 const JOB: &str = "ddp";
 
-/// Installs Trainer's `torch-distributed` ClusterTrainingRuntime as its chart has it.
+/// Installs Trainer's `torch-distributed` runtime (see `eto_tests::trainer_runtime`).
 async fn install_runtime(scratch: &Scratch) {
-    let text = std::fs::read_to_string(
-        eto_tests::workspace_root().join("examples/trainjob/torch-distributed.yaml"),
-    )
-    .unwrap();
-    let runtime: ClusterTrainingRuntime = serde_saphyr::from_str(&text).unwrap();
-    Api::<ClusterTrainingRuntime>::all(scratch.client.clone())
-        .patch(
-            "torch-distributed",
-            &PatchParams::apply("eto-test").force(),
-            &Patch::Apply(&runtime),
-        )
-        .await
-        .unwrap();
+    eto_tests::trainer_runtime::install_torch_distributed(&scratch.client).await;
 }
 
 /// A TrainJob `ddp` of the runtime whose nodes run `script` under torchrun in the harness's

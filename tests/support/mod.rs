@@ -45,3 +45,4 @@ pub mod poll;
 pub mod rust_source;
 pub mod scratch;
 pub mod tools;
+pub mod trainer_runtime;
