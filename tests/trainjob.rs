@@ -55,6 +55,11 @@ fn eto_holds(job: &TrainJob, type_: &str) -> bool {
         .any(|c| c.type_ == type_ && c.status == eto_api::common::ConditionStatus::True)
 }
 
+/// Whether pod `name` exists.
+async fn exists(env: &Env, name: &str) -> bool {
+    env.pods().get_opt(name).await.unwrap().is_some()
+}
+
 /// The job's node pods, as the `kubeflow` SDK lists them.
 async fn sdk_pods(env: &Env) -> Vec<Pod> {
     let selector = format!(
@@ -127,13 +132,7 @@ async fn kueue_creates_it_suspended_and_admits_it_with_its_patch() {
         .wait::<TrainJob>(JOB, "is suspended", |job| holds(job, "Suspended"))
         .await;
     assert_eq!(status(&suspended).conditions[0].reason, "Suspended");
-    assert!(
-        env.pods()
-            .get_opt("mnist-master-0")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!exists(&env, "mnist-master-0").await);
     // Kueue admits it: its node selector as a runtime patch, then resumes it.
     job["spec"]["suspend"] = serde_json::json!(false);
     job["spec"]["runtimePatches"] = serde_json::json!([{"manager": "kueue.x-k8s.io/manager",
@@ -252,4 +251,116 @@ async fn a_patch_naming_a_step_the_runtime_lacks_creates_nothing_and_names_the_f
             .items
             .is_empty()
     );
+}
+
+/// A TrainingRuntime of the job's namespace with Trainer's two initializers before the nodes,
+/// the model's waiting for the dataset's, as Trainer's torchtune runtimes have them.
+const RUNTIME_WITH_INITIALIZERS: &str = r#"
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata:
+  name: torch-with-initializers
+  namespace: default
+spec:
+  mlPolicy:
+    numNodes: 1
+    torch: {}
+  template:
+    spec:
+      replicatedJobs:
+        - name: dataset-initializer
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: dataset-initializer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: dataset-initializer
+                      image: ghcr.io/kubeflow/trainer/dataset-initializer
+        - name: model-initializer
+          dependsOn:
+            - name: dataset-initializer
+              status: Complete
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: model-initializer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: model-initializer
+                      image: ghcr.io/kubeflow/trainer/model-initializer
+        - name: node
+          dependsOn:
+            - name: dataset-initializer
+              status: Complete
+            - name: model-initializer
+              status: Complete
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: pytorch/pytorch:2.13.0
+"#;
+
+#[tokio::test]
+async fn initializers_run_in_order_before_the_nodes() {
+    let env = Env::start(sim_config(2, 8)).await;
+    env.apply::<eto_api::TrainingRuntime>(RUNTIME_WITH_INITIALIZERS)
+        .await;
+    env.apply::<TrainJob>(
+        &serde_json::json!({
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": JOB, "namespace": "default"},
+            "spec": {
+                "runtimeRef": {"name": "torch-with-initializers", "kind": "TrainingRuntime"},
+                "initializer": {"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}},
+                "trainer": {"numNodes": 1}
+            }
+        })
+        .to_string(),
+    )
+    .await;
+    let dataset = env
+        .wait_pod("mnist-dataset-initializer-0", "is created", |pod| {
+            pod.is_some()
+        })
+        .await
+        .unwrap();
+    let container = &dataset.spec.unwrap().containers[0];
+    assert_eq!(
+        container.env.as_ref().unwrap()[0].value.as_deref(),
+        Some("hf://tatsu-lab/alpaca")
+    );
+    assert!(!exists(&env, "mnist-model-initializer-0").await);
+    env.cluster
+        .succeed_pod("default", "mnist-dataset-initializer-0")
+        .unwrap();
+    env.wait_pod("mnist-model-initializer-0", "is created", |pod| {
+        pod.is_some()
+    })
+    .await;
+    assert!(!exists(&env, "mnist-master-0").await);
+    env.cluster
+        .succeed_pod("default", "mnist-model-initializer-0")
+        .unwrap();
+    env.wait_pod(
+        "mnist-master-0",
+        "starts once both initializers are done",
+        |pod| pod.is_some(),
+    )
+    .await;
+    let job = env
+        .wait::<TrainJob>(JOB, "is prepared", |job| eto_holds(job, "Prepared"))
+        .await;
+    assert!(!holds(&job, "Failed"));
 }

@@ -1,7 +1,8 @@
 //! TrainJobs under a real `torchrun` on a real cluster, from Trainer's own `torch-distributed`
 //! ClusterTrainingRuntime (examples/trainjob/torch-distributed.yaml, installed unchanged; the
 //! job's `trainer.image` swaps the image for the harness's): a static job of two nodes trains
-//! with nothing but the environment eto gives it and is `Complete`; an elastic one (two to
+//! with nothing but the environment eto gives it and is `Complete`; one whose runtime has a
+//! dataset initializer starts its nodes once the initializer completed; an elastic one (two to
 //! three nodes) trains on through the loss of the node of group rank 0 and of another, each
 //! loss's cost printed as the seconds from the loss to the survivors' next step; one scaled
 //! out re-forms with three; one below its minimum suspends and resumes from its checkpoint.
@@ -477,6 +478,97 @@ async fn a_replica_group_trainjob_loses_a_group_and_the_others_pause_about_a_sec
         job.status.unwrap().eto.run.unwrap_or(0),
         0,
         "the run went on"
+    );
+    scratch.end().await;
+}
+
+/// A TrainingRuntime whose dataset initializer writes what it was asked to fetch (its
+/// `STORAGE_URI`) to the job's shared directory, and whose nodes wait for it to complete, as
+/// Trainer's runtimes with initializers do: the nodes start only once it is done, read what
+/// it wrote, and train; the job is `Complete`.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_initializer_runs_to_completion_before_the_nodes_which_read_what_it_wrote() {
+    let scratch = Scratch::start("trainjob-init").await;
+    let mut template = shell_template(&format!(
+        "cat /ckpt/dataset.txt && cat > /tmp/ddp.py <<'EOF'\n{DDP_CHECK}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
+    ));
+    // The shared directory only: no step is saved there.
+    let _ = mount_a_checkpoint_directory(&scratch, &mut template);
+    let image = template["spec"]["containers"][0]["image"].clone();
+    let runtime = serde_json::json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "torch-with-dataset", "namespace": scratch.namespace},
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [
+            {"name": "dataset-initializer", "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "dataset-initializer", "image": image,
+                    "command": ["sh", "-c", "sleep 3; echo \"eto-dataset: fetched $STORAGE_URI\" > /ckpt/dataset.txt"]}]}}}}},
+            {"name": "node", "dependsOn": [{"name": "dataset-initializer", "status": "Complete"}], "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": image}]}}}}}
+        ]}}}
+    });
+    let runtimes: Api<eto_api::TrainingRuntime> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    runtimes
+        .create(
+            &Default::default(),
+            &serde_json::from_value(runtime).unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut job = job_of(&scratch, &template, serde_json::json!({"numNodes": 2}));
+    job["spec"]["runtimeRef"] =
+        serde_json::json!({"name": "torch-with-dataset", "kind": "TrainingRuntime"});
+    job["spec"]["initializer"] = serde_json::json!({"dataset": {"storageUri": "hf://eto/example"}});
+    // The placement and the shared directory go to the initializer too.
+    let node_patch = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+        ["replicatedJobs"][0]
+        .clone();
+    let mut init_patch = node_patch;
+    init_patch["name"] = "dataset-initializer".into();
+    init_patch["template"]["spec"]["template"]["spec"]["containers"][0]["name"] =
+        "dataset-initializer".into();
+    job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        .as_array_mut()
+        .unwrap()
+        .push(init_patch);
+    apply(&scratch, job).await;
+    let job = ended(&scratch).await;
+    assert!(holds(&job, "Complete"), "{:?}", job.status);
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    println!("{printed}");
+    assert_eq!(
+        marked(&printed, "eto-dataset: fetched hf://eto/example").len(),
+        2,
+        "both nodes read what the initializer wrote"
+    );
+    assert_eq!(
+        marked(&printed, "eto-ddp:").len(),
+        2,
+        "and trained as a group of two"
+    );
+    // The first container's run, as its end state records it.
+    let terminated = |pod: Pod| {
+        pod.status?
+            .container_statuses?
+            .into_iter()
+            .next()?
+            .state?
+            .terminated
+    };
+    let initialized = terminated(pods.get("ddp-dataset-initializer-0").await.unwrap())
+        .and_then(|ended| ended.finished_at)
+        .unwrap();
+    let node_zero = terminated(pods.get("ddp-master-0").await.unwrap())
+        .and_then(|ended| ended.started_at)
+        .unwrap();
+    assert!(
+        initialized.0 <= node_zero.0,
+        "node 0 started after the initializer finished"
     );
     scratch.end().await;
 }

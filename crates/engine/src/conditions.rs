@@ -11,6 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The job is accepted.
 pub const CREATED: &str = "Created";
+/// The steps a job runs before its first run (a TrainJob's initializers) are done.
+pub const PREPARED: &str = "Prepared";
 /// Every target worker has a pod.
 pub const WORKERS_CREATED: &str = "WorkersCreated";
 /// At least `minReplicas` workers are ready.

@@ -16,6 +16,6 @@ pub use context::{JobContext, Role, merged};
 pub use invalid_spec::InvalidSpec;
 pub use kind::{Coordinator, Kind, Reference, Referenced, Vocabulary, WorkerNames};
 pub use served::{
-    FailedSurvivor, GroupLosses, GroupedWorkers, JobRef, ReportingCoordinator, ServedJob,
-    ShownGroups, SilentGroups, controlled_by,
+    FailedSurvivor, GroupLosses, GroupedWorkers, JobRef, Preparation, PreparationStep,
+    ReportingCoordinator, ServedJob, ShownGroups, SilentGroups, StepReached, controlled_by,
 };

@@ -115,6 +115,44 @@ pub trait ServedJob: std::fmt::Debug + Sync {
     fn launcher_called(&self) -> &'static str {
         self.kind().vocabulary().launcher_called
     }
+
+    /// The steps it runs before its first run starts (a TrainJob's dataset and model
+    /// initializers), as `job`, its context, builds them; none for most kinds.
+    fn preparation(&self, job: super::JobContext<'_>) -> Preparation {
+        let _ = job;
+        Preparation::default()
+    }
+}
+
+/// The steps a job runs before its first run starts, each a pod that runs to completion, and
+/// what the run waits for (see [`ServedJob::preparation`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Preparation {
+    /// The steps, in the order they are declared.
+    pub steps: Vec<PreparationStep>,
+    /// What the run's pods wait for: each step by name, and whether it must be complete or
+    /// only ready.
+    pub run_waits_for: Vec<(String, StepReached)>,
+}
+
+/// One step of a job's [`Preparation`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreparationStep {
+    /// Its name, as the job's users know it (`dataset-initializer`).
+    pub name: String,
+    /// Its pod, as it is created.
+    pub pod: Pod,
+    /// The steps it waits for, as the run does.
+    pub waits_for: Vec<(String, StepReached)>,
+}
+
+/// How far a step must have come for what waits for it to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepReached {
+    /// Its pod is ready.
+    Ready,
+    /// Its pod succeeded.
+    Complete,
 }
 
 /// What a kind whose workers train as groups eto seats answers (a PyTorchJob's replica
@@ -443,6 +481,11 @@ impl<'a> JobRef<'a> {
     /// See [`ServedJob::launcher_called`].
     pub fn launcher_called(self) -> &'static str {
         self.0.launcher_called()
+    }
+
+    /// See [`ServedJob::preparation`].
+    pub fn preparation(self, job: super::JobContext<'_>) -> Preparation {
+        self.0.preparation(job)
     }
 
     /// See [`ServedJob::validate`].

@@ -10,6 +10,8 @@
 //! # Life of a job
 //! - An invalid spec creates nothing; `Ready=False` and `Stalled=True` (reason `InvalidSpec`)
 //!   and a Warning event name the field. Fixing the spec resumes the job.
+//! - A job with steps to run before its first run (a TrainJob's initializers) runs them first,
+//!   each as its own pod, in the order they wait for each other (see `preparation.rs`).
 //! - Workers are created at once (see [`crate::target_workers`]); the launcher once at least
 //!   `minReplicas` of them are ready (an MPIJob with `launcherCreationPolicy: AtStartup`: at
 //!   once). Its host discovery lists exactly the ready workers that are not being deleted,
@@ -54,6 +56,7 @@ mod autoscaler;
 mod finished;
 mod observed;
 mod pod_group;
+mod preparation;
 mod replica_statuses;
 mod run;
 
@@ -380,7 +383,9 @@ impl Planner {
             );
         }
         self.status.selector = Some(kind.worker_selector(job.name()));
-        Run::new(self, observed, job).reconcile();
+        if spec.suspend || self.prepared(observed, job) {
+            Run::new(self, observed, job).reconcile();
+        }
     }
 
     /// Takes what the job's requests decided into the plan: their writes, the job's events,

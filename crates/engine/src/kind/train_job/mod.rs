@@ -8,6 +8,7 @@
 //! What a TrainJob's users and tools see is Trainer's: JobSet's labels on the pods
 //! ([`labels`], [`objects`]) and Trainer's status ([`status`]).
 
+pub mod initializers;
 pub mod labels;
 pub mod objects;
 pub mod resolve;
@@ -16,14 +17,14 @@ pub mod status;
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::train_job::{NODE_CONTAINER, TRAINJOB_CONTROLLER, TrainJobStatus};
 use eto_api::{PyTorchJob, PyTorchJobStatus, TrainJob};
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::effective_spec::EffectiveSpec;
 use crate::field_error::FieldError;
 use crate::job::{
-    Coordinator, GroupedWorkers, InvalidSpec, Kind, Reference, Referenced, ReportingCoordinator,
-    ServedJob, Vocabulary, WorkerNames,
+    Coordinator, GroupedWorkers, InvalidSpec, JobContext, Kind, Preparation, PreparationStep,
+    Reference, Referenced, ReportingCoordinator, ServedJob, Vocabulary, WorkerNames,
 };
 use crate::kind::pytorch_job::{self, MASTER_POD};
 use crate::names;
@@ -79,25 +80,29 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
 pub struct ResolvedTrainJob {
     /// The job, as stored.
     pub job: TrainJob,
-    /// The torch job it resolves to with its runtime, or why it does not.
-    pub resolved: Result<PyTorchJob, Vec<FieldError>>,
+    /// What it resolves to with its runtime (the torch job it runs as, its initializer
+    /// steps), or why it does not.
+    pub resolved: Result<resolve::Resolution, Vec<FieldError>>,
 }
 
 impl ResolvedTrainJob {
     /// `job` with its runtime, as the controller found it.
     pub fn new(job: TrainJob, runtime: &Referenced) -> Self {
-        let resolved = resolve::resolve(&job, runtime).map(|mut torch| {
-            torch.status = job.status.as_ref().map(|status| PyTorchJobStatus {
+        let resolved = resolve::resolve(&job, runtime).map(|mut resolution| {
+            resolution.torch.status = job.status.as_ref().map(|status| PyTorchJobStatus {
                 eto: status.eto.clone(),
                 ..PyTorchJobStatus::default()
             });
-            torch
+            resolution
         });
         Self { job, resolved }
     }
 
     fn torch(&self) -> Option<&PyTorchJob> {
-        self.resolved.as_ref().ok()
+        self.resolved
+            .as_ref()
+            .ok()
+            .map(|resolution| &resolution.torch)
     }
 }
 
@@ -136,7 +141,7 @@ impl ServedJob for ResolvedTrainJob {
     /// The torch job it resolves to, which the shapes it runs read.
     fn as_any(&self) -> &dyn std::any::Any {
         match &self.resolved {
-            Ok(torch) => torch,
+            Ok(resolution) => &resolution.torch,
             Err(_) => self,
         }
     }
@@ -169,6 +174,7 @@ impl ServedJob for ResolvedTrainJob {
         let torch = self
             .resolved
             .as_ref()
+            .map(|resolution| &resolution.torch)
             .map_err(|errors| invalid(errors.clone()))?;
         pytorch_job::validation::validate_with_container(torch, NODE_CONTAINER).map_err(
             |invalid_torch| {
@@ -246,6 +252,42 @@ impl ServedJob for ResolvedTrainJob {
         match self.torch() {
             Some(torch) if torch.coordinator() != MASTER_POD => torch.launcher_called(),
             _ => VOCABULARY.launcher_called,
+        }
+    }
+
+    /// Its initializer steps, each one pod `<job>-<step>-0` with JobSet's labels.
+    fn preparation(&self, job: JobContext<'_>) -> Preparation {
+        let Ok(resolution) = &self.resolved else {
+            return Preparation::default();
+        };
+        let steps = resolution
+            .initializers
+            .iter()
+            .map(|step| {
+                let mut labels = job.labels();
+                labels.insert(VOCABULARY.role_label.into(), step.name.clone());
+                labels.insert(labels::INDEX_LABEL.into(), "0".into());
+                labels.extend(labels::step_labels(job.name(), &step.name));
+                labels.insert(labels::COMPLETION_INDEX.into(), "0".into());
+                let annotations = std::collections::BTreeMap::from([(
+                    labels::COMPLETION_INDEX.into(),
+                    "0".into(),
+                )]);
+                let name = format!("{}-{}-0", job.name(), step.name);
+                PreparationStep {
+                    name: step.name.clone(),
+                    pod: Pod {
+                        metadata: job.pod_metadata(name, Some(&step.template), labels, annotations),
+                        spec: step.template.spec.clone(),
+                        status: None,
+                    },
+                    waits_for: step.waits_for.clone(),
+                }
+            })
+            .collect();
+        Preparation {
+            steps,
+            run_waits_for: resolution.run_waits_for.clone(),
         }
     }
 }

@@ -24,9 +24,10 @@ use eto_api::{PyTorchJob, PyTorchJobSpec, TrainJob};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::initializers::{self, InitializerStep};
 use super::labels;
 use crate::field_error::FieldError;
-use crate::job::Referenced;
+use crate::job::{Referenced, StepReached};
 
 /// Trainer's API group, of its runtimes.
 pub const GROUP: &str = "trainer.kubeflow.org";
@@ -67,16 +68,27 @@ pub fn runtime_ref(job: &TrainJob) -> Result<(&'static str, &str), FieldError> {
     Ok((kind, reference.name.as_str()))
 }
 
-/// `job` resolved with its runtime, `runtime`, into the PyTorchJob eto runs it as (with the
-/// job's metadata and eto's part of its status).
+/// A TrainJob resolved with its runtime.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolution {
+    /// The PyTorchJob eto runs its trainer step as, with the job's metadata.
+    pub torch: PyTorchJob,
+    /// The initializer steps it runs first (see [`initializers`]).
+    pub initializers: Vec<InitializerStep>,
+    /// The steps the trainer step waits for.
+    pub run_waits_for: Vec<(String, StepReached)>,
+}
+
+/// `job` resolved with its runtime, `runtime`: the PyTorchJob eto runs it as (with the job's
+/// metadata), and the initializer steps it runs first.
 ///
 /// # Errors
 /// Every rule the job and its runtime break, each naming the TrainJob's field (or
 /// `spec.runtimeRef` for what is wrong in the runtime): a runtime that is missing or does
 /// not decode, an `mlPolicy` other than torch, a runtime without a trainer step or its `node`
-/// container, steps eto does not run, patches naming what the runtime lacks, reserved
+/// container, steps the trainer does not wait for, patches naming what the runtime lacks, reserved
 /// variables in `trainer.env`, and elastic bounds that contradict each other.
-pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<PyTorchJob, Vec<FieldError>> {
+pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<Resolution, Vec<FieldError>> {
     let (kind, name) = runtime_ref(job).map_err(|error| vec![error])?;
     let spec: RuntimeSpec = match runtime {
         Referenced::Missing => {
@@ -103,21 +115,6 @@ pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<PyTorchJob, Vec<F
         .iter()
         .position(|step| step_of(step) == Some(TRAINER_STEP))
         .or_else(|| steps.iter().position(|step| step.name == NODE_CONTAINER));
-    let others: Vec<&str> = steps
-        .iter()
-        .enumerate()
-        .filter(|(position, _)| Some(*position) != trainer_step)
-        .map(|(_, step)| step.name.as_str())
-        .collect();
-    if !others.is_empty() {
-        errors.push(field(
-            "spec.runtimeRef",
-            format!(
-                "{runtime_name} has steps eto does not run yet ({}): eto runs a runtime's trainer step only",
-                others.join(", ")
-            ),
-        ));
-    }
     let Some(trainer_step) = trainer_step.map(|position| &steps[position]) else {
         errors.push(field(
             "spec.runtimeRef",
@@ -135,6 +132,15 @@ pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<PyTorchJob, Vec<F
         .unwrap_or_default();
     check_patches(job, &spec, &mut errors);
     apply_patches(job, &trainer_step.name, &mut template);
+    let initializers = initializers::steps(
+        job,
+        steps,
+        trainer_step,
+        &runtime_name,
+        |name, template| apply_patches(job, name, template),
+        &mut errors,
+    );
+    let run_waits_for = initializers::waits_for(trainer_step, "spec.runtimeRef", &mut errors);
     let pod = template.spec.get_or_insert_default();
     let Some(node) = pod.containers.iter().position(|c| c.name == NODE_CONTAINER) else {
         errors.push(field(
@@ -221,7 +227,7 @@ pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<PyTorchJob, Vec<F
             schedule_timeout_seconds: coscheduling.schedule_timeout_seconds,
             ..SchedulingPolicy::default()
         });
-    Ok(PyTorchJob {
+    let torch = PyTorchJob {
         metadata: job.metadata.clone(),
         spec: PyTorchJobSpec {
             run_policy: Some(RunPolicy {
@@ -236,6 +242,11 @@ pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<PyTorchJob, Vec<F
             nproc_per_node: Some(nproc),
         },
         status: None,
+    };
+    Ok(Resolution {
+        torch,
+        initializers,
+        run_waits_for,
     })
 }
 
@@ -691,22 +702,86 @@ mod tests {
         );
     }
 
+    /// Trainer's runtime with initializers, as its `torch-distributed-with-cache` and torchtune
+    /// runtimes have them: the nodes wait for both to complete, the model's for the dataset's.
+    fn with_initializers(extra: Value) -> Value {
+        let step = |name: &str, depends: Value| {
+            json!({"name": name, "dependsOn": depends, "template": {"metadata": {"labels": {
+                "trainer.kubeflow.org/trainjob-ancestor-step": name}},
+                "spec": {"template": {"spec": {"containers": [{"name": name, "image": "init"}]}}}}})
+        };
+        let mut steps = vec![
+            step("dataset-initializer", json!([])),
+            step(
+                "model-initializer",
+                json!([{"name": "dataset-initializer", "status": "Complete"}]),
+            ),
+            json!({"name": "node", "dependsOn": [
+                {"name": "dataset-initializer", "status": "Complete"},
+                {"name": "model-initializer", "status": "Complete"}],
+                "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "torch"}]}}}}}),
+        ];
+        if !extra.is_null() {
+            steps.push(extra);
+        }
+        json!({"spec": {"template": {"spec": {"replicatedJobs": steps}}}})
+    }
+
     #[test]
-    fn a_runtime_with_initializer_steps_is_reported_not_half_run() {
-        let with_initializer = json!({"spec": {"template": {"spec": {"replicatedJobs": [
-            {"name": "dataset-initializer", "template": {"metadata": {"labels": {
-                "trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "dataset-initializer"}]}}}}},
-            {"name": "node", "template": {"metadata": {"labels": {
-                "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "torch"}]}}}}}
-        ]}}}});
-        let found = errors(json!({}), with_initializer);
+    fn initializer_steps_resolve_with_the_jobs_settings_in_the_order_they_wait() {
+        let job = job(json!({"spec": {"initializer": {
+            "dataset": {"storageUri": "hf://tatsu-lab/alpaca", "secretRef": {"name": "hf-token"}},
+            "model": {"storageUri": "hf://meta-llama/Llama-3.2-1B", "env": [{"name": "X", "value": "1"}]}
+        }}}));
+        let resolution = resolve(&job, &runtime(with_initializers(Value::Null))).unwrap();
+        let names: Vec<&str> = resolution
+            .initializers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["dataset-initializer", "model-initializer"]);
         assert_eq!(
-            found,
+            resolution.run_waits_for,
             [
-                "spec.runtimeRef: ClusterTrainingRuntime torch-distributed has steps eto does not run yet (dataset-initializer): eto runs a runtime's trainer step only"
+                ("dataset-initializer".to_string(), StepReached::Complete),
+                ("model-initializer".to_string(), StepReached::Complete)
             ]
+        );
+        let model = &resolution.initializers[1];
+        assert_eq!(
+            model.waits_for,
+            [("dataset-initializer".to_string(), StepReached::Complete)]
+        );
+        let container =
+            |step: &InitializerStep| step.template.spec.clone().unwrap().containers[0].clone();
+        let dataset = container(&resolution.initializers[0]);
+        assert_eq!(
+            dataset.env.unwrap()[0].value.as_deref(),
+            Some("hf://tatsu-lab/alpaca")
+        );
+        assert_eq!(
+            dataset.env_from.unwrap()[0]
+                .secret_ref
+                .as_ref()
+                .unwrap()
+                .name,
+            "hf-token"
+        );
+        let model_env = container(model).env.unwrap();
+        assert_eq!(
+            model_env
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>(),
+            ["STORAGE_URI", "X"]
+        );
+        let unwaited = json!({"name": "sidecar", "template": {"spec": {"template": {"spec": {
+            "containers": [{"name": "s", "image": "s"}]}}}}});
+        let errors = resolve(&job, &runtime(with_initializers(unwaited))).unwrap_err();
+        assert_eq!(
+            errors[0].to_string(),
+            "spec.runtimeRef: ClusterTrainingRuntime torch-distributed has steps the trainer does not wait for (sidecar): eto runs a runtime's trainer step and the steps it depends on"
         );
     }
 
@@ -730,7 +805,7 @@ mod tests {
                     "spec": {"nodeSelector": {"pool": "spot"}, "tolerations": [{"key": "spot", "operator": "Exists"}]}
                 }}}}]}}}}]
         }}));
-        let torch = resolve(&job, &runtime).unwrap();
+        let torch = resolve(&job, &runtime).unwrap().torch;
         let elastic = torch.spec.elastic_policy.clone().unwrap();
         assert_eq!(
             (
@@ -781,7 +856,8 @@ mod tests {
                 &job(json!({"spec": {"trainer": {"resourcesPerNode": resources}}})),
                 &runtime(json!({})),
             )
-            .unwrap();
+            .unwrap()
+            .torch;
             assert_eq!(
                 torch.spec.nproc_per_node.as_deref(),
                 Some(expected),

@@ -216,3 +216,88 @@ fn a_job_without_its_runtime_creates_nothing_and_says_which_field() {
             .any(|event| event.reason == "InvalidSpec")
     );
 }
+
+/// Trainer's runtime with a dataset and a model initializer, the nodes waiting for both to
+/// complete and the model's for the dataset's.
+fn runtime_with_initializers() -> Referenced {
+    let mut runtime = torch_distributed();
+    let step = |name: &str, depends: serde_json::Value| {
+        json!({"name": name, "dependsOn": depends, "template": {"metadata": {"labels": {
+            "trainer.kubeflow.org/trainjob-ancestor-step": name}},
+            "spec": {"template": {"spec": {"containers": [{"name": name, "image": "init"}]}}}}})
+    };
+    runtime["spec"]["template"]["spec"]["replicatedJobs"] = json!([
+        step("dataset-initializer", json!([])),
+        step("model-initializer", json!([{"name": "dataset-initializer", "status": "Complete"}])),
+        {"name": "node", "dependsOn": [
+            {"name": "dataset-initializer", "status": "Complete"},
+            {"name": "model-initializer", "status": "Complete"}],
+         "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "torch"}]}}}}}
+    ]);
+    Referenced::Found(runtime)
+}
+
+#[test]
+fn initializers_run_one_after_the_other_before_the_nodes_and_never_again() {
+    let mut world = World::train(train_job(), runtime_with_initializers());
+    let plan = world.reconcile();
+    assert_eq!(pod_names(&plan), ["mnist-dataset-initializer-0"]);
+    let pod = &world.pods["mnist-dataset-initializer-0"];
+    assert_eq!(
+        label(pod, "jobset.sigs.k8s.io/replicatedjob-name"),
+        Some("dataset-initializer"),
+        "the SDK lists it as the job's dataset-initializer step"
+    );
+    assert_eq!(
+        pod_names(&world.reconcile()),
+        Vec::<String>::new(),
+        "it runs alone"
+    );
+    world.exit("mnist-dataset-initializer-0", 0);
+    assert_eq!(pod_names(&world.reconcile()), ["mnist-model-initializer-0"]);
+    world.exit("mnist-model-initializer-0", 0);
+    let plan = world.reconcile();
+    let mut names = pod_names(&plan);
+    names.sort();
+    assert_eq!(
+        names,
+        ["mnist-master-0", "mnist-worker-0"],
+        "the nodes start once both are done"
+    );
+    let prepared = status(&world)
+        .eto_conditions
+        .into_iter()
+        .find(|c| c.type_ == "Prepared")
+        .unwrap();
+    assert_eq!(prepared.reason.as_deref(), Some("StepsDone"));
+    // Their pods gone (a clean-up by hand), the steps do not run again.
+    world.pods.remove("mnist-dataset-initializer-0");
+    world.pods.remove("mnist-model-initializer-0");
+    assert!(
+        !pod_names(&world.reconcile())
+            .iter()
+            .any(|name| name.contains("initializer"))
+    );
+}
+
+#[test]
+fn a_failed_initializer_fails_the_job_before_any_node_starts() {
+    let mut world = World::train(train_job(), runtime_with_initializers());
+    world.reconcile();
+    world.exit("mnist-dataset-initializer-0", 1);
+    world.reconcile();
+    let failed = status(&world);
+    assert_eq!(failed.eto.phase, Some(JobPhase::Failed));
+    let condition = failed.conditions.last().unwrap();
+    assert_eq!(
+        (condition.type_.as_str(), condition.reason.as_str()),
+        ("Failed", "PreparationFailed")
+    );
+    assert!(
+        condition
+            .message
+            .contains("step dataset-initializer failed")
+    );
+    assert!(!world.pods.contains_key("mnist-master-0"));
+}
