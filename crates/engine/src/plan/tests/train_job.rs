@@ -301,3 +301,32 @@ fn a_failed_initializer_fails_the_job_before_any_node_starts() {
     );
     assert!(!world.pods.contains_key("mnist-master-0"));
 }
+
+#[test]
+fn an_elastic_job_with_metrics_gets_an_autoscaler_of_its_nodes() {
+    let job = patched(json!({"spec": {"trainer": {
+        "numNodes": 2,
+        "elasticPolicy": {"minNodes": 2, "maxNodes": 6, "metrics": [{"type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}
+    }}}));
+    let mut world = world(job);
+    world.reconcile();
+    for pod in ["mnist-worker-0", "mnist-worker-1", "mnist-rdzv"] {
+        world.ready(pod);
+    }
+    world.reconcile();
+    let autoscaler = world.autoscaler.clone().expect("an autoscaler");
+    let spec = autoscaler.spec.unwrap();
+    assert_eq!(
+        (
+            spec.scale_target_ref.kind.as_str(),
+            spec.scale_target_ref.api_version.as_deref(),
+            spec.scale_target_ref.name.as_str()
+        ),
+        ("TrainJob", Some("trainer.kubeflow.org/v1alpha1"), "mnist"),
+        "it scales the TrainJob's numNodes through its scale subresource"
+    );
+    assert_eq!((spec.min_replicas, spec.max_replicas), (Some(2), 6));
+    let owner = &autoscaler.metadata.owner_references.unwrap()[0];
+    assert_eq!(owner.kind, "TrainJob");
+}
