@@ -572,3 +572,138 @@ async fn an_initializer_runs_to_completion_before_the_nodes_which_read_what_it_w
     );
     scratch.end().await;
 }
+
+/// examples/trainjob/replica-groups.yaml as it is, but for what the harness lacks: the image
+/// (the harness's torch 2.x with TorchFT, with examples/torchft/Dockerfile's /workspace
+/// mounted from this repository: the example script and eto's helper, which the script
+/// imports from its own directory), no GPU (one process
+/// per node), the checkpoint claim (a directory of this machine) and a short run. Three groups
+/// and a spare train; group 1's node is force-deleted; the spare takes its id and heals, the
+/// others never restart, and the job is `Complete`.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_replica_groups_example_trains_through_a_lost_group() {
+    let scratch = Scratch::start("trainjob-example").await;
+    install_runtime(&scratch).await;
+    let text = std::fs::read_to_string(
+        eto_tests::workspace_root().join("examples/trainjob/replica-groups.yaml"),
+    )
+    .unwrap();
+    let mut job: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    job["metadata"]["namespace"] = scratch.namespace.clone().into();
+    // The image's /workspace, as examples/torchft/Dockerfile fills it.
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let read =
+        |path: &str| std::fs::read_to_string(eto_tests::workspace_root().join(path)).unwrap();
+    config_maps
+        .create(
+            &Default::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "workspace"},
+                "data": {
+                    "train_ft.py": read("examples/torchft/train_ft.py"),
+                    "eto_notice.py": read("python/eto_notice.py")
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut template = shell_template("true");
+    let saved_dir = {
+        let _ = mount_a_checkpoint_directory(&scratch, &mut template);
+        template["spec"]["volumes"][0]["hostPath"].clone()
+    };
+    let trainer = &mut job["spec"]["trainer"];
+    trainer["image"] = template["spec"]["containers"][0]["image"].clone();
+    trainer["numProcPerNode"] = 1.into();
+    trainer.as_object_mut().unwrap().remove("resourcesPerNode");
+    trainer["env"] = serde_json::json!([
+        {"name": "CHECKPOINT_DIR", "value": "/checkpoints"},
+        {"name": "CHECKPOINT_EVERY", "value": "10"},
+        {"name": "TOTAL_STEPS", "value": "120"}
+    ]);
+    let pod = &mut job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        [0]["template"]["spec"]["template"]["spec"];
+    pod["volumes"] = serde_json::json!([
+        {"name": "checkpoints", "hostPath": saved_dir},
+        {"name": "workspace", "configMap": {"name": "workspace"}}
+    ]);
+    pod["containers"][0]["volumeMounts"] = serde_json::json!([
+        {"name": "checkpoints", "mountPath": "/checkpoints"},
+        {"name": "workspace", "mountPath": "/workspace"}
+    ]);
+    for key in ["nodeSelector", "tolerations"] {
+        pod[key] = template["spec"][key].clone();
+    }
+    let jobs: Api<TrainJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let job: TrainJob = serde_json::from_value(job).unwrap();
+    jobs.patch(
+        "ft-mnist",
+        &PatchParams::apply("eto-test").force(),
+        &Patch::Apply(&job),
+    )
+    .await
+    .unwrap();
+    let pods = scratch.pods();
+    let groups = [
+        "ft-mnist-worker-0",
+        "ft-mnist-worker-1",
+        "ft-mnist-worker-2",
+    ];
+    let step_of = |log: &str| {
+        marked(log, "step: group=")
+            .iter()
+            .filter_map(|line| field(line, "step=")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    };
+    until(
+        "every group trains 20 steps",
+        Duration::from_secs(300),
+        async || {
+            for name in groups {
+                if step_of(&log_of(&pods, name).await) < 20 {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    pods.delete(
+        "ft-mnist-worker-1",
+        &DeleteParams::default().grace_period(0),
+    )
+    .await
+    .unwrap();
+    let done = until("the job ends", Duration::from_secs(600), async || {
+        let job = jobs.get("ft-mnist").await.ok()?;
+        (holds(&job, "Complete") || holds(&job, "Failed")).then_some(job)
+    })
+    .await;
+    let printed = every_log(&pods).await;
+    assert!(holds(&done, "Complete"), "{:?}\n{printed}", done.status);
+    for survivor in ["ft-mnist-worker-0", "ft-mnist-worker-2"] {
+        let log = log_of(&pods, survivor).await;
+        assert_eq!(
+            marked(&log, "start: group=").len(),
+            1,
+            "{survivor} never restarted"
+        );
+    }
+    let spare = log_of(&pods, "ft-mnist-worker-3").await;
+    assert_eq!(
+        marked(&spare, "start: group=")
+            .first()
+            .and_then(|line| field(line, "group=")),
+        Some("1"),
+        "the spare took the lost group's id: {spare}"
+    );
+    assert!(
+        step_of(&spare) >= 120,
+        "and trained to the end with the others"
+    );
+    scratch.end().await;
+}

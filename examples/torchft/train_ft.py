@@ -1,7 +1,9 @@
 """Data-parallel training as TorchFT replica groups under eto, in the form eto documents.
 
-Run by examples/pytorchjob-torchft.yaml: every Worker pod is one replica group running
-`torchrun /workspace/train_ft.py`, with eto_notice.py (python/ in eto's repository) beside it.
+Run by examples/pytorchjob-torchft.yaml and examples/trainjob/replica-groups.yaml in the image
+examples/torchft/Dockerfile builds: every Worker pod (every node) is one replica group
+running `torchrun /workspace/train_ft.py`, with eto_notice.py (python/ in eto's repository)
+beside it.
 What makes a lost group cost the others nothing:
 
 - eto_notice.replica_group() gives the group id (a spare group waits there for one).
@@ -9,7 +11,7 @@ What makes a lost group cost the others nothing:
   while the others wait in an allreduce with it skips their step instead of ending their
   training (torchft 0.2.0's own wrapper ends it: `assert fut._fut`).
 - The group leaves between two steps when its pod goes away (SIGTERM, or eto's Reclaim or
-  Suspend notice), so that no collective is in flight with it.
+  Suspend notice), so that no collective is in flight with it, saving its checkpoint first.
 - Every group saves a checkpoint every CHECKPOINT_EVERY steps, and a group that starts loads
   the newest one any group saved: a group replaced while others live heals from them over the
   network, but when every group was lost at once nothing is left to heal from.
@@ -118,6 +120,10 @@ print(f"start: group={group} host={socket.gethostname()} torch={torch.__version_
 while manager.current_step() < TOTAL_STEPS:
     # Between two steps: the next step's quorum starts at zero_grad().
     if leaving or not eto_notice.check_alive():
+        # eto's notice (a reclaim, a suspend below the minimum) or the SIGTERM before the pod
+        # goes: save where this group is, so that a job that loses every group resumes here.
+        if LOCAL_RANK == 0 and os.path.isdir(CHECKPOINT_DIR):
+            save_checkpoint()
         print(f"leaving: group={group} step={manager.current_step()}", flush=True)
         manager.shutdown(wait=False)
         sys.exit(0)
