@@ -363,3 +363,27 @@ async fn an_operator_killed_mid_job_again_and_again_leaves_every_job_consistent(
         }
     }
 }
+
+/// The operator starts while the API server fails its first lists of a kind's jobs (a 500
+/// twice, as when it restarts): the start-up check tries again rather than ending the
+/// operator, which then runs a job.
+#[tokio::test]
+async fn an_operator_started_while_the_api_server_fails_its_first_lists_runs() {
+    let mut env = Env::start(sim_config(2, 8)).await;
+    env.stop_operator().await;
+    env.cluster.inject(Fault {
+        action: FaultAction::Fail(500),
+        remaining: 2,
+        method: None,
+        path_contains: Some("/trainingjobs".into()),
+        verb: Some(Verb::List),
+        writes_only: false,
+        skip: 0,
+    });
+    env.start_operator();
+    env.apply_job(&job_yaml("after-errors", 2, 1, "", "Never"))
+        .await;
+    env.wait_pod("after-errors-worker-0", "is created", |pod| pod.is_some())
+        .await;
+    assert_eq!(env.cluster.faults_acted(), 2, "both lists failed");
+}

@@ -187,10 +187,31 @@ pub async fn run(
     result
 }
 
-/// Checks that the jobs of `kind` can be listed in every namespace of `scope`.
+/// How many times a start-up check of a kind is tried when the API server answers with an
+/// error it may not give again (a 5xx, a 429, no answer), and the wait before the first retry
+/// (doubled after each).
+const CHECK_ATTEMPTS: u32 = 6;
+const CHECK_FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Checks that the jobs of `kind` can be listed in every namespace of `scope`. A transient
+/// error (the API server restarting or overloaded) is retried a few times rather than ending
+/// the operator's start: the pod would otherwise restart for nothing.
 async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), RunError> {
     let resource = kind.api_resource();
-    match served(client, scope, &resource).await {
+    let mut wait = CHECK_FIRST_RETRY;
+    let mut attempt = 1;
+    let found = loop {
+        match served(client, scope, &resource).await {
+            Err(error) if attempt < CHECK_ATTEMPTS && transient(&error) => {
+                tracing::warn!(kind = kind.vocabulary().name, %error, "cannot list the kind's jobs yet; retrying");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            found => break found,
+        }
+    };
+    match found {
         Ok(true) => Ok(()),
         Ok(false) => Err(RunError::CrdMissing {
             kind: kind.vocabulary().name,
@@ -200,6 +221,16 @@ async fn check_served(client: &Client, scope: &Scope, kind: Kind) -> Result<(), 
             kind: kind.vocabulary().name,
             source,
         }),
+    }
+}
+
+/// Whether `error` may not happen again: the API server failed (5xx), throttled (429) or did
+/// not answer.
+fn transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
     }
 }
 
