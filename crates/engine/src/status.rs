@@ -65,6 +65,22 @@ pub struct JobStatus {
     pub backoff: Vec<RoleBackoff>,
     /// Label selector of the job's worker pods, for the scale subresource.
     pub selector: Option<String>,
+    /// The steps run before its first run (see [`crate::job::Preparation`]), as their pods
+    /// were when last seen, by step.
+    pub steps: BTreeMap<String, StepState>,
+}
+
+/// What a step run before a job's first run has come to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepState {
+    /// Its pod runs or waits to.
+    pub active: bool,
+    /// Its pod is ready.
+    pub ready: bool,
+    /// Its pod succeeded.
+    pub succeeded: bool,
+    /// Its pod failed.
+    pub failed: bool,
 }
 
 impl JobStatus {

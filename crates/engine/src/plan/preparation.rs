@@ -3,7 +3,8 @@
 //! are far enough, the run starts once the steps it waits for are, and a step whose pod fails
 //! fails the job, as JobSet's default failure policy does. Once the run may start, the
 //! `Prepared` condition records it: the steps never run again in the job's life (a suspended
-//! job resumes without them), and their pods stay as they ended, with their logs.
+//! job resumes without them), and their pods stay as they ended, with their logs. Each step's
+//! state is kept in the status as last seen (a TrainJob shows it in `jobsStatus`).
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -11,6 +12,7 @@ use super::{Child, Observed, Planner};
 use crate::conditions;
 use crate::job::{JobContext, StepReached};
 use crate::pods;
+use crate::status::StepState;
 
 impl Planner {
     /// Runs `job`'s preparation as far as it goes now; returns whether its run may start.
@@ -44,6 +46,13 @@ impl Planner {
             })
         };
         for step in &preparation.steps {
+            let state = pod_of(&step.name).map_or_else(StepState::default, |pod| StepState {
+                active: !pods::is_finished(pod),
+                ready: pods::is_ready(pod),
+                succeeded: succeeded(pod),
+                failed: pods::phase(pod) == "Failed",
+            });
+            self.status.steps.insert(step.name.clone(), state);
             match pod_of(&step.name) {
                 Some(pod) if pods::phase(pod) == "Failed" => {
                     let message = format!(

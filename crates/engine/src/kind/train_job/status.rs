@@ -4,8 +4,8 @@
 //! What Trainer's readers depend on: `conditions` holds Trainer's types only (`Suspended`,
 //! `Complete`, `Failed`), so that a running job has none of the last two and the `kubeflow`
 //! SDK reads it as running from its pods, and the `State` column (the last condition) shows
-//! the latest of them; `jobsStatus` counts the trainer step as JobSet counts a replicated job
-//! of one Job. eto's own conditions are in `etoConditions`, which the engine reads back.
+//! the latest of them; `jobsStatus` counts each initializer step and the trainer step as
+//! JobSet counts a replicated job of one Job. eto's own conditions are in `etoConditions`, which the engine reads back.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ use super::labels::NODE_STEP;
 use crate::conditions;
 use crate::kind::kubeflow_status::{counts_from_engine, eto_from_engine, kubeflow_to_engine};
 use crate::kind::pytorch_job::status::{group_from_engine, group_to_engine};
-use crate::status::JobStatus;
+use crate::status::{JobStatus, StepState};
 
 /// Trainer's condition types: the engine's `Suspended`, `Succeeded` and `Failed`.
 const TRAINER_TYPES: [(&str, &str); 3] = [
@@ -73,6 +73,20 @@ pub fn to_engine(status: &TrainJobStatus) -> JobStatus {
         held_workers: status.held_workers.clone(),
         group: status.rendezvous.clone().map(group_to_engine),
         replica_groups: status.replica_groups.clone(),
+        steps: status
+            .jobs_status
+            .iter()
+            .filter(|step| step.name != NODE_STEP)
+            .map(|step| {
+                let state = StepState {
+                    active: step.active > 0,
+                    ready: step.ready > 0,
+                    succeeded: step.succeeded > 0,
+                    failed: step.failed > 0,
+                };
+                (step.name.clone(), state)
+            })
+            .collect(),
         ..engine
     }
 }
@@ -93,7 +107,22 @@ pub fn from_engine(status: JobStatus) -> TrainJobStatus {
         .collect::<BTreeMap<_, _>>();
     TrainJobStatus {
         conditions: trainer_conditions(&status.conditions),
-        jobs_status: vec![node_step(&status)],
+        jobs_status: status
+            .steps
+            .iter()
+            .map(|(name, state)| {
+                let flag = |holds: bool| i32::from(holds);
+                ReplicatedJobStatus {
+                    name: name.clone(),
+                    ready: flag(state.ready || state.succeeded),
+                    succeeded: flag(state.succeeded),
+                    failed: flag(state.failed),
+                    active: flag(state.active),
+                    suspended: 0,
+                }
+            })
+            .chain(std::iter::once(node_step(&status)))
+            .collect(),
         trainer_status: None,
         eto_conditions: status.conditions,
         replica_statuses,

@@ -32,6 +32,7 @@ pub fn to_engine(status: &TrainingJobStatus) -> JobStatus {
         node_warnings: status.node_warnings,
         backoff: status.backoff,
         selector: status.selector,
+        steps: std::collections::BTreeMap::new(),
     }
 }
 

@@ -271,6 +271,21 @@ fn initializers_run_one_after_the_other_before_the_nodes_and_never_again() {
         .find(|c| c.type_ == "Prepared")
         .unwrap();
     assert_eq!(prepared.reason.as_deref(), Some("StepsDone"));
+    let steps: Vec<(String, i32, i32)> = status(&world)
+        .jobs_status
+        .into_iter()
+        .map(|step| (step.name, step.succeeded, step.active))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("dataset-initializer".to_string(), 1, 0),
+            ("model-initializer".to_string(), 1, 0),
+            // The nodes' pods are created by this very reconcile: none counted yet.
+            ("node".to_string(), 0, 0)
+        ],
+        "jobsStatus counts each replicated job, as JobSet does"
+    );
     // Their pods gone (a clean-up by hand), the steps do not run again.
     world.pods.remove("mnist-dataset-initializer-0");
     world.pods.remove("mnist-model-initializer-0");
