@@ -538,6 +538,20 @@ async fn an_initializer_runs_to_completion_before_the_nodes_which_read_what_it_w
     apply(&scratch, job).await;
     let job = ended(&scratch).await;
     assert!(holds(&job, "Complete"), "{:?}", job.status);
+    let steps: Vec<(String, i32)> = job
+        .status
+        .iter()
+        .flat_map(|status| &status.jobs_status)
+        .map(|step| (step.name.clone(), step.succeeded))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("dataset-initializer".to_string(), 1),
+            ("node".to_string(), 1)
+        ],
+        "jobsStatus counts each replicated job"
+    );
     let pods = scratch.pods();
     let printed = every_log(&pods).await;
     println!("{printed}");
