@@ -46,14 +46,15 @@ impl Planner {
             })
         };
         for step in &preparation.steps {
-            let state = pod_of(&step.name).map_or_else(StepState::default, |pod| StepState {
+            let pod = pod_of(&step.name);
+            let state = pod.map_or_else(StepState::default, |pod| StepState {
                 active: !pods::is_finished(pod),
                 ready: pods::is_ready(pod),
                 succeeded: succeeded(pod),
                 failed: pods::phase(pod) == "Failed",
             });
             self.status.steps.insert(step.name.clone(), state);
-            match pod_of(&step.name) {
+            match pod {
                 Some(pod) if pods::phase(pod) == "Failed" => {
                     let message = format!(
                         "step {} failed (pod {}): the run does not start",

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use eto_api::train_job::{ANCESTOR_LABEL, TRAINER_STEP};
 
 /// The label holding the job's name (JobSet's name is the TrainJob's).
@@ -37,4 +39,18 @@ pub fn step_labels(job: &str, step: &str) -> BTreeMap<String, String> {
         labels.insert(ANCESTOR_LABEL.into(), TRAINER_STEP.into());
     }
     labels
+}
+
+/// Marks the pod of `metadata` as one of step `step` of job `job` (see [`step_labels`]), and
+/// with `rank`, its completion index, as label and annotation, as a Job's indexed pod has it.
+pub fn mark_step(metadata: &mut ObjectMeta, job: &str, step: &str, rank: Option<u32>) {
+    let labels = metadata.labels.get_or_insert_default();
+    labels.extend(step_labels(job, step));
+    if let Some(rank) = rank {
+        labels.insert(COMPLETION_INDEX.into(), rank.to_string());
+        metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(COMPLETION_INDEX.into(), rank.to_string());
+    }
 }

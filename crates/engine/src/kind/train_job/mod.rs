@@ -14,6 +14,8 @@ pub mod objects;
 pub mod resolve;
 pub mod status;
 
+use std::collections::BTreeMap;
+
 use eto_api::common::ReplicaRestartPolicy;
 use eto_api::train_job::{NODE_CONTAINER, TRAINJOB_CONTROLLER, TrainJobStatus};
 use eto_api::{PyTorchJob, PyTorchJobStatus, TrainJob};
@@ -65,7 +67,7 @@ pub const VOCABULARY: Vocabulary = Vocabulary {
     supporting_objects: objects::supporting_objects,
     launcher_objects: objects::launcher_objects,
     launcher_host: |_| None,
-    autoscaler: Some(objects::autoscaler),
+    autoscaler: Some(pytorch_job::v1_autoscaler::autoscaler),
     training_container: Some(NODE_CONTAINER),
     api_resource: || kube::core::ApiResource::erase::<TrainJob>(&()),
     reference: Some(runtime_reference),
@@ -109,27 +111,24 @@ impl ResolvedTrainJob {
 /// The runtime job `job` (as JSON) names: a ClusterTrainingRuntime, or a TrainingRuntime of
 /// its namespace; `None` when it names another kind (validation reports it).
 fn runtime_reference(job: &serde_json::Value) -> Option<Reference> {
-    let reference = &job["spec"]["runtimeRef"];
-    let group = reference["apiGroup"].as_str().unwrap_or(resolve::GROUP);
-    let kind = reference["kind"]
-        .as_str()
-        .unwrap_or(resolve::CLUSTER_RUNTIME);
-    let name = reference["name"].as_str()?.to_string();
-    let (resource, namespace) = match (group, kind) {
-        (resolve::GROUP, resolve::CLUSTER_RUNTIME) => (
+    let reference: eto_api::train_job::RuntimeRef =
+        serde_json::from_value(job["spec"]["runtimeRef"].clone()).ok()?;
+    let (kind, name) = resolve::runtime_ref(&reference).ok()?;
+    let (resource, namespace) = if kind == resolve::CLUSTER_RUNTIME {
+        (
             kube::core::ApiResource::erase::<eto_api::ClusterTrainingRuntime>(&()),
             None,
-        ),
-        (resolve::GROUP, resolve::NAMESPACED_RUNTIME) => (
+        )
+    } else {
+        (
             kube::core::ApiResource::erase::<eto_api::TrainingRuntime>(&()),
             Some(job["metadata"]["namespace"].as_str()?.to_string()),
-        ),
-        _ => return None,
+        )
     };
     Some(Reference {
         resource,
         namespace,
-        name,
+        name: name.to_string(),
     })
 }
 
@@ -267,17 +266,14 @@ impl ServedJob for ResolvedTrainJob {
                 let mut labels = job.labels();
                 labels.insert(VOCABULARY.role_label.into(), step.name.clone());
                 labels.insert(labels::INDEX_LABEL.into(), "0".into());
-                labels.extend(labels::step_labels(job.name(), &step.name));
-                labels.insert(labels::COMPLETION_INDEX.into(), "0".into());
-                let annotations = std::collections::BTreeMap::from([(
-                    labels::COMPLETION_INDEX.into(),
-                    "0".into(),
-                )]);
                 let name = format!("{}-{}-0", job.name(), step.name);
+                let mut metadata =
+                    job.pod_metadata(name, Some(&step.template), labels, BTreeMap::new());
+                labels::mark_step(&mut metadata, job.name(), &step.name, Some(0));
                 PreparationStep {
                     name: step.name.clone(),
                     pod: Pod {
-                        metadata: job.pod_metadata(name, Some(&step.template), labels, annotations),
+                        metadata,
                         spec: step.template.spec.clone(),
                         status: None,
                     },

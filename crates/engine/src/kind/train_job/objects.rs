@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 
 use eto_api::job_status::NodeCooldown;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::labels::{self, COMPLETION_INDEX, INDEX_LABEL, NODE_STEP, ROLE_LABEL};
+use super::labels::{self, INDEX_LABEL, NODE_STEP, ROLE_LABEL};
 use crate::child::Child;
 use crate::job::launcher::{LauncherInputs, LauncherObjects};
 use crate::job::{JobContext, Role};
@@ -37,12 +36,6 @@ pub fn supporting_objects(job: JobContext<'_>) -> Vec<Child> {
         .into_iter()
         .map(|child| shown(job, child))
         .collect()
-}
-
-/// The HorizontalPodAutoscaler of a job whose `elasticPolicy` sets `metrics`, scaling its
-/// `numNodes` (see [`pytorch_job::v1_autoscaler::autoscaler`]).
-pub fn autoscaler(job: JobContext<'_>) -> Option<HorizontalPodAutoscaler> {
-    pytorch_job::v1_autoscaler::autoscaler(job)
 }
 
 fn shown(job: JobContext<'_>, child: Child) -> Child {
@@ -74,14 +67,7 @@ fn shown_pod(job: JobContext<'_>, mut pod: Pod) -> Pod {
         ),
         other => (other, None),
     };
-    labels.extend(labels::step_labels(job.name(), step));
-    if let Some(rank) = rank {
-        labels.insert(COMPLETION_INDEX.into(), rank.to_string());
-        metadata
-            .annotations
-            .get_or_insert_default()
-            .insert(COMPLETION_INDEX.into(), rank.to_string());
-    }
+    labels::mark_step(metadata, job.name(), step, rank);
     pod
 }
 

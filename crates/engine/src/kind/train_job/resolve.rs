@@ -48,9 +48,10 @@ pub const RESERVED_ENV: [&str; 5] = [
     "PET_MASTER_PORT",
 ];
 
-/// Which runtime `job` names: its kind and name, if eto serves runtimes of that kind.
-pub fn runtime_ref(job: &TrainJob) -> Result<(&'static str, &str), FieldError> {
-    let reference = &job.spec.runtime_ref;
+/// Which runtime `reference` names: its kind and name, if eto serves runtimes of that kind.
+pub fn runtime_ref(
+    reference: &eto_api::train_job::RuntimeRef,
+) -> Result<(&'static str, &str), FieldError> {
     let group = reference.api_group.as_deref().unwrap_or(GROUP);
     let kind = reference.kind.as_deref().unwrap_or(CLUSTER_RUNTIME);
     let kind = match (group, kind) {
@@ -89,7 +90,7 @@ pub struct Resolution {
 /// container, steps the trainer does not wait for, patches naming what the runtime lacks, reserved
 /// variables in `trainer.env`, and elastic bounds that contradict each other.
 pub fn resolve(job: &TrainJob, runtime: &Referenced) -> Result<Resolution, Vec<FieldError>> {
-    let (kind, name) = runtime_ref(job).map_err(|error| vec![error])?;
+    let (kind, name) = runtime_ref(&job.spec.runtime_ref).map_err(|error| vec![error])?;
     let spec: RuntimeSpec = match runtime {
         Referenced::Missing => {
             return Err(vec![field(
