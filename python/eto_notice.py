@@ -57,15 +57,28 @@ termination") then writes a "Reclaim" notice of the same form, reason "Terminati
 processes running until they exit or the pod's grace period ends. notice() reads both and
 returns the most urgent: "Suspend", then "Reclaim", then "Checkpoint", then "Resume".
 
+To let eto tell how much of the job's time trained (its goodput, `status.goodput`), call
+progress(step) after each step, from every rank or only the first: rank 0 alone reports. Wrap
+the loading of a checkpoint in `with eto_notice.restoring():` to have that time counted as
+checkpoint time:
+
+    with eto_notice.restoring():
+        step = load_checkpoint()
+    for step in range(step + 1, steps + 1):
+        train_one_step()
+        eto_notice.progress(step, total=steps)
+
 Copy this file next to your training script; it needs nothing beyond the Python standard
 library.
 """
 
+import contextlib
 import json
 import os
+import threading
 import time
 import urllib.request
-from datetime import datetime
+from datetime import datetime, timezone
 
 NOTICE_FILE = "/etc/edl/notice"
 GROUP_FILE = "/etc/edl/replica-group"
@@ -254,6 +267,145 @@ def wait_for_change(poll_seconds=0.5, timeout_seconds=None):
 def _key(value):
     """What tells notices apart: their kind and when they were posted."""
     return (value.get("kind"), value.get("since"))
+
+
+# A pause between two steps longer than this many times the usual step, and longer than
+# MIN_PAUSE seconds, starts a new stretch of training (the group re-formed under it).
+PAUSE_FACTOR = 5.0
+MIN_PAUSE = 2.0
+# Reports are sent at most this often.
+REPORT_EVERY = 0.25
+_RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+_stretch = {"last": None, "steps": [], "report": None, "restored": None, "sent": None,
+            "posted": None}
+_stretch_lock = threading.Condition()
+_sender = []
+
+
+def progress(step, total=None):
+    """Tells eto this process reached training step `step` (of `total`, when known); returns
+    at once, without waiting for eto.
+
+    Only rank 0 reports (RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK or PMI_RANK; a process
+    without any counts as rank 0), so every rank may call it. A step not past the previous
+    one (a checkpoint loaded), the first step of the process, or one after a pause longer
+    than five usual steps (and two seconds) starts a new stretch of training: eto counts the
+    time before it as start-up or re-formation, not as training, and steps below the highest
+    reached as trained twice. The report goes to ETO_PROGRESS_URL, else to the rendezvous
+    store eto hosts (ETO_SAVED_URL's /progress), from a background thread at most four
+    times a second; without either it goes nowhere.
+    """
+    if _rank() != 0:
+        return
+    now = time.time()
+    with _stretch_lock:
+        last = _stretch["last"]
+        steps = _stretch["steps"]
+        report = _stretch["report"]
+        paused = False
+        if last is not None and steps:
+            usual = sorted(steps)[len(steps) // 2]
+            paused = now - last[1] > max(MIN_PAUSE, PAUSE_FACTOR * usual)
+        if report is None or last is None or step <= last[0] or paused:
+            report = {"first_step": step, "first_at": _stamp(now)}
+            restored = _stretch["restored"]
+            if restored:
+                report["restored"] = restored
+                _stretch["restored"] = None
+            _stretch["steps"] = []
+            _stretch["sent"] = None
+        else:
+            steps.append(now - last[1])
+            del steps[:-20]
+        report.update({"step": step, "at": _stamp(now)})
+        if total is not None:
+            report["total"] = int(total)
+        _stretch["report"] = report
+        _stretch["last"] = (step, now)
+        _stretch_lock.notify_all()
+    _start_sender()
+
+
+@contextlib.contextmanager
+def restoring():
+    """Marks the time a checkpoint is being loaded: eto counts it as checkpoint time, with
+    the next stretch of training progress() reports."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        with _stretch_lock:
+            _stretch["restored"] = {"from": _stamp(started), "to": _stamp(time.time())}
+
+
+def _rank():
+    for name in _RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def _stamp(seconds):
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _progress_url():
+    given = os.environ.get("ETO_PROGRESS_URL")
+    if given:
+        return given
+    saved = os.environ.get("ETO_SAVED_URL", "")
+    if saved.endswith("/saved"):
+        return saved[: -len("/saved")] + "/progress"
+    return None
+
+
+def _start_sender():
+    with _stretch_lock:
+        if _sender or not _progress_url():
+            return
+        thread = threading.Thread(target=_send_reports, name="eto-progress", daemon=True)
+        _sender.append(thread)
+    thread.start()
+
+
+def _send_reports():
+    url = _progress_url()
+    while True:
+        with _stretch_lock:
+            while _stretch["report"] is None or _stretch["report"] == _stretch["sent"]:
+                _stretch_lock.wait()
+            report = dict(_stretch["report"])
+            _stretch["sent"] = report
+        body = json.dumps(report).encode()
+        request = urllib.request.Request(
+            url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=2):
+                pass
+        except (OSError, ValueError):
+            pass
+        with _stretch_lock:
+            _stretch["posted"] = report
+            _stretch_lock.notify_all()
+        time.sleep(REPORT_EVERY)
+
+
+def flush(timeout_seconds=3.0):
+    """Waits until the latest step progress() took has been sent (or tried), at most
+    timeout_seconds; returns whether it was. Call it before the process exits."""
+    deadline = time.time() + timeout_seconds
+    with _stretch_lock:
+        if not _sender:
+            return False
+        while _stretch["posted"] != _stretch["report"]:
+            left = deadline - time.time()
+            if left <= 0:
+                return False
+            _stretch_lock.wait(left)
+    return True
 
 
 def fault_tolerant_ddp(manager, module, **kwargs):

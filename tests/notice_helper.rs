@@ -212,38 +212,7 @@ fn the_example_training_loops_are_valid_python() {
 
 #[test]
 fn a_checkpoint_notice_is_answered_once_with_the_step_and_the_notices_time() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/saved", listener.local_addr().unwrap());
-    let store = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut request_line = String::new();
-        reader.read_line(&mut request_line).unwrap();
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).unwrap();
-            if header.trim().is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let mut stream = reader.into_inner();
-        stream
-            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"recorded\":true}")
-            .unwrap();
-        (
-            request_line,
-            serde_json::from_slice::<Value>(&body).unwrap(),
-        )
-    });
+    let (url, received) = collecting_store("/saved");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("checkpoint");
@@ -279,10 +248,13 @@ print(json.dumps({"before": before, "heard": heard, "after": after,
         json!({"before": true, "heard": true, "after": false, "alive": true, "kind": "Checkpoint"}),
         "asked once, answered, and training is not stopped"
     );
-    let (request_line, body) = store.join().unwrap();
+    let received = received.lock().unwrap().clone();
+    let [(request_line, body)] = received.as_slice() else {
+        panic!("one request: {received:?}");
+    };
     assert!(request_line.starts_with("POST /saved "), "{request_line}");
     assert_eq!(
-        body,
+        *body,
         json!({"pod": "ddp-worker-0", "step": 12, "since": "2027-01-15T08:00:00Z"})
     );
 }
@@ -446,4 +418,136 @@ for name, work in cases.items():
         String::from_utf8_lossy(&output.stdout).trim(),
         "failed=bucket\nskipped=bucket\ngood=chain"
     );
+}
+
+/// The request lines and JSON bodies a local port received, in order.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
+
+/// Bodies of the requests sent to a local port, as they come, and the port's URL with `path`.
+fn collecting_store(path: &str) -> (String, Received) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&bodies);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut reader = BufReader::new(stream.unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            // Recorded before the answer: a client that heard it finds it here.
+            kept.lock()
+                .unwrap()
+                .push((request_line, serde_json::from_slice(&body).unwrap()));
+            let mut stream = reader.into_inner();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"recorded\":true}")
+                .unwrap();
+        }
+    });
+    (url, bodies)
+}
+
+#[test]
+fn progress_reports_reach_the_store_as_eto_reads_them_and_a_step_back_starts_a_stretch() {
+    let (saved_url, bodies) = collecting_store("/saved");
+    let script = r#"
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+for step in range(1, 6):
+    eto_notice.progress(step, total=100)
+    time.sleep(0.01)
+first = eto_notice.flush()
+with eto_notice.restoring():
+    time.sleep(0.05)
+eto_notice.progress(3, total=100)
+eto_notice.progress(4, total=100)
+print(json.dumps({"flushed": [first, eto_notice.flush()]}))
+"#;
+    let output = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env("ETO_SAVED_URL", &saved_url)
+        .env("RANK", "0")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed, json!({"flushed": [true, true]}));
+    let bodies = bodies.lock().unwrap().clone();
+    assert!(
+        bodies
+            .iter()
+            .all(|(line, _)| line.starts_with("POST /progress ")),
+        "{bodies:?}"
+    );
+    assert!(
+        bodies.len() <= 4,
+        "sent a few times, not per step: {bodies:?}"
+    );
+    let reports: Vec<eto_engine::goodput::ReportedProgress> = bodies
+        .iter()
+        .map(|(_, body)| serde_json::from_value(body.clone()).expect("reads as eto reads it"))
+        .collect();
+    let before = reports
+        .iter()
+        .rev()
+        .find(|report| report.first_step == Some(1))
+        .expect("the first stretch was sent");
+    assert_eq!((before.step, before.total), (5, Some(100)));
+    let last = reports.last().unwrap();
+    assert_eq!(
+        (last.step, last.first_step),
+        (4, Some(3)),
+        "back to 3: a new stretch"
+    );
+    let (before_at, first_at) = (before.at.unwrap(), last.first_at.unwrap());
+    assert!(first_at > before_at);
+    let restored = last.restored.expect("the load was said");
+    assert!(restored.from >= before_at && restored.to <= first_at);
+    assert!(restored.to.duration_since(restored.from).as_millis() >= 50);
+}
+
+#[test]
+fn only_rank_zero_reports() {
+    let (url, bodies) = collecting_store("/progress");
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+eto_notice.progress(1)
+print(json.dumps({"flushed": eto_notice.flush(timeout_seconds=0.2)}))
+"#;
+    let output = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env("ETO_PROGRESS_URL", &url)
+        .env_remove("RANK")
+        .env("HOROVOD_RANK", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed, json!({"flushed": false}), "nothing to send");
+    assert!(bodies.lock().unwrap().is_empty());
 }

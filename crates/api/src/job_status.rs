@@ -283,3 +283,200 @@ pub struct GroupStateLoss {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_at: Option<i64>,
 }
+
+/// How much of a job's time trained, and where the rest went: its goodput ledger.
+///
+/// Every moment since the job was created lands in exactly one bucket. Totals move when the
+/// bucket changes (or when a step report is recorded): the time since `currentSince` belongs
+/// to `current` and is added to it by whoever reads the ledger later (`kubectl eto get`,
+/// eto's metrics).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Goodput {
+    /// Where eto learns the training's steps: `TrainingReports` (the training code reports
+    /// each step with eto's helper, `eto_notice.progress(step)`), `Lighthouse` (the step of
+    /// the replica groups' quorum), or `PodStates` (nothing reports steps: the time counts as
+    /// productive while the run's pods run and its group is formed, so a stalled training
+    /// and steps trained twice cannot be told apart).
+    pub source: ProgressSource,
+    /// When the ledger begins: the job's creation.
+    pub since: MicroTime,
+    /// Seconds accounted up to `currentSince`, by bucket.
+    pub seconds: GoodputSeconds,
+    /// The bucket the time since `currentSince` goes to; absent once the job finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<GoodputBucket>,
+    /// Since when time goes to `current` (for a finished job: when it finished).
+    pub current_since: MicroTime,
+    /// The share of the time accounted (up to `currentSince`) that was productive, in
+    /// percent: `97.2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<String>,
+    /// The highest step the training reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_step: Option<i64>,
+    /// Steps trained a second time (after a restore from a checkpoint older than the
+    /// highest step).
+    #[serde(default, skip_serializing_if = "none_counted")]
+    pub retrained_steps: i64,
+    /// The latest step report eto recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<StepReport>,
+    /// The latest run seen training: time before its next step is its group's re-formation,
+    /// in another run the run's start-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained_run: Option<i32>,
+}
+
+/// Where a job's goodput ledger learns the training's steps.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[schemars(transform = without_description)]
+pub enum ProgressSource {
+    /// The training code reports its steps (eto's helper, `eto_notice.progress(step)`).
+    TrainingReports,
+    /// The replica groups' Lighthouse reports its quorum's step.
+    Lighthouse,
+    /// Nothing reports steps: the pods' and the group's states tell when the job trains.
+    PodStates,
+}
+
+impl ProgressSource {
+    /// Where the steps come from, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProgressSource::TrainingReports => "steps reported by the training",
+            ProgressSource::Lighthouse => "steps of the replica groups' quorum",
+            ProgressSource::PodStates => "from pod states; the training reports no steps",
+        }
+    }
+}
+
+/// Where the time of a job went.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+#[schemars(transform = without_description)]
+pub enum GoodputBucket {
+    /// Steps reached for the first time.
+    Productive,
+    /// Waiting for capacity or admission: pods pending, the job suspended (also below its
+    /// minimum of workers).
+    Waiting,
+    /// From a run's pods created to its first step.
+    StartUp,
+    /// From a change of the training group (a worker lost or added) to its next step.
+    Reformation,
+    /// Saving a checkpoint a notice asked for, and loading one when the training says so.
+    Checkpoint,
+    /// Training steps already reached once.
+    Retrained,
+    /// Anything else: a failed run before its restart, a stalled group.
+    Other,
+}
+
+impl GoodputBucket {
+    /// Every bucket, productive first.
+    pub const ALL: [GoodputBucket; 7] = [
+        GoodputBucket::Productive,
+        GoodputBucket::Waiting,
+        GoodputBucket::StartUp,
+        GoodputBucket::Reformation,
+        GoodputBucket::Checkpoint,
+        GoodputBucket::Retrained,
+        GoodputBucket::Other,
+    ];
+
+    /// Its name as the status and metrics write it (`startUp`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GoodputBucket::Productive => "productive",
+            GoodputBucket::Waiting => "waiting",
+            GoodputBucket::StartUp => "startUp",
+            GoodputBucket::Reformation => "reformation",
+            GoodputBucket::Checkpoint => "checkpoint",
+            GoodputBucket::Retrained => "retrained",
+            GoodputBucket::Other => "other",
+        }
+    }
+}
+
+/// Seconds of a job's time by bucket (see [`GoodputBucket`]), to the millisecond.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GoodputSeconds {
+    /// Steps reached for the first time.
+    #[serde(default)]
+    pub productive: f64,
+    /// Waiting for capacity or admission.
+    #[serde(default)]
+    pub waiting: f64,
+    /// From a run's pods created to its first step.
+    #[serde(default)]
+    pub start_up: f64,
+    /// From a change of the training group to its next step.
+    #[serde(default)]
+    pub reformation: f64,
+    /// Saving and loading checkpoints.
+    #[serde(default)]
+    pub checkpoint: f64,
+    /// Training steps already reached once.
+    #[serde(default)]
+    pub retrained: f64,
+    /// Anything else.
+    #[serde(default)]
+    pub other: f64,
+}
+
+impl GoodputSeconds {
+    /// The seconds of `bucket`.
+    pub fn get(&self, bucket: GoodputBucket) -> f64 {
+        match bucket {
+            GoodputBucket::Productive => self.productive,
+            GoodputBucket::Waiting => self.waiting,
+            GoodputBucket::StartUp => self.start_up,
+            GoodputBucket::Reformation => self.reformation,
+            GoodputBucket::Checkpoint => self.checkpoint,
+            GoodputBucket::Retrained => self.retrained,
+            GoodputBucket::Other => self.other,
+        }
+    }
+
+    /// The seconds of `bucket`, to change.
+    pub fn get_mut(&mut self, bucket: GoodputBucket) -> &mut f64 {
+        match bucket {
+            GoodputBucket::Productive => &mut self.productive,
+            GoodputBucket::Waiting => &mut self.waiting,
+            GoodputBucket::StartUp => &mut self.start_up,
+            GoodputBucket::Reformation => &mut self.reformation,
+            GoodputBucket::Checkpoint => &mut self.checkpoint,
+            GoodputBucket::Retrained => &mut self.retrained,
+            GoodputBucket::Other => &mut self.other,
+        }
+    }
+
+    /// Every bucket's seconds added up.
+    pub fn total(&self) -> f64 {
+        GoodputBucket::ALL
+            .iter()
+            .map(|&bucket| self.get(bucket))
+            .sum()
+    }
+}
+
+/// A step the training reported, as eto recorded it.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct StepReport {
+    /// The step.
+    pub step: i64,
+    /// When it was reached.
+    pub at: MicroTime,
+    /// The first step of the stretch of training it belongs to (since the training
+    /// processes started or the steps went back to a checkpoint's).
+    pub first_step: i64,
+    /// When that first step was reached.
+    pub first_at: MicroTime,
+    /// The run it was reported in.
+    pub run: i32,
+    /// The total of steps the training will take, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
+}

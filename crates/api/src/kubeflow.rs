@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::job_status::{
-    BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
+    BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, Goodput, JobPhase,
+    NODE_WARNINGS_LIMIT, NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
 };
 
 /// Gang-scheduling settings of a Kubeflow job.
@@ -133,4 +133,9 @@ pub struct EtoJobStatus {
     /// pods; absent while none does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backoff: Vec<RoleBackoff>,
+
+    /// eto: how much of the job's time trained, and where the rest went (its goodput
+    /// ledger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
 }

@@ -28,8 +28,8 @@ use crate::common::{
 };
 use crate::elastic::ElasticPolicy;
 use crate::job_status::{
-    BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, JobPhase, NODE_WARNINGS_LIMIT,
-    NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
+    BLACKLIST_LIMIT, BlacklistEntry, COOLDOWN_LIMIT, DrainingWorker, Goodput, JobPhase,
+    NODE_WARNINGS_LIMIT, NodeCooldown, Notice, RoleBackoff, WarnedNode, WorkerSummary,
 };
 
 /// Desired state of a TrainingJob.
@@ -377,6 +377,10 @@ pub struct TrainingJobStatus {
     /// pods; absent while none does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backoff: Vec<RoleBackoff>,
+
+    /// How much of the job's time trained, and where the rest went (its goodput ledger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
 
     /// Label selector of the job's worker pods, used by the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]

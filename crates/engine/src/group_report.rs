@@ -17,6 +17,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
+use crate::goodput::ReportedProgress;
 use crate::status::{GroupStatus, Reformation};
 
 use crate::pods;
@@ -84,6 +85,18 @@ pub struct GroupReport {
     /// The replica groups' quorum, from a Lighthouse's status page.
     #[serde(skip)]
     pub quorum: Option<QuorumReport>,
+    /// The latest step the training code reported (`POST /progress`, see
+    /// [`crate::goodput`]), once it reported one; one that does not read as a report is
+    /// none, and the rest of the report stands.
+    #[serde(default, deserialize_with = "progress_or_none")]
+    pub progress: Option<ReportedProgress>,
+}
+
+fn progress_or_none<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ReportedProgress>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
 }
 
 /// The quorum of a run's replica groups, as their coordinator shows it (a TorchFT
@@ -315,6 +328,33 @@ mod tests {
                 .map(|r| (r.round, r.participants, r.closed, r.closed_for)),
             Some((3, 3, true, Some(12.5)))
         );
+        let with_steps: GroupReport = serde_json::from_str(
+            r#"{"saved": [], "rendezvous": null, "progress": {"step": 120,
+                "at": "2027-01-15T08:10:00.250000Z", "first_step": 101,
+                "first_at": "2027-01-15T08:09:40Z", "total": 1000,
+                "restored": {"from": "2027-01-15T08:09:30Z", "to": "2027-01-15T08:09:36Z"}}}"#,
+        )
+        .unwrap();
+        let progress = with_steps.progress.unwrap();
+        assert_eq!(
+            (progress.step, progress.first_step, progress.total),
+            (120, Some(101), Some(1000))
+        );
+        assert_eq!(
+            progress.at,
+            Some(
+                "2027-01-15T08:10:00.25Z"
+                    .parse::<jiff::Timestamp>()
+                    .unwrap()
+            )
+        );
+        let garbled: GroupReport = serde_json::from_str(
+            r#"{"saved": [], "rendezvous": {"round": 3, "complete": true, "closed": false,
+                "participants": 3, "waiting": 0}, "progress": {"step": "x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(garbled.progress, None, "a garbled progress is none");
+        assert_eq!(garbled.group.map(|g| g.round), Some(3), "the rest stands");
         let empty: GroupReport =
             serde_json::from_str(r#"{"saved": [], "rendezvous": null}"#).unwrap();
         assert_eq!(empty.latest_saved(), None);

@@ -17,7 +17,7 @@
 //! modules use each other, directly or not (`tests/layers.rs` checks both):
 //! 1. Values that know no job: [`names`], [`time`], [`quantity`], [`pods`] (what a pod's
 //!    status says), [`pod_metadata`], [`conditions`], [`status`] (the engine's status),
-//!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`],
+//!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`], [`goodput`],
 //!    [`affinity`], [`spot_capacity`], [`already_applied`], [`child`] (an object a job owns).
 //! 2. The job model: [`job`] (a kind and its vocabulary, a job of any kind, the job context
 //!    the builders take), and the reports its traits answer with: [`group_report`],
@@ -51,6 +51,7 @@ pub mod effective_spec;
 pub mod event_spec;
 pub mod field_error;
 pub mod gang;
+pub mod goodput;
 pub mod group_orders;
 pub mod group_report;
 pub mod job;

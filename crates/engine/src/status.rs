@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use eto_api::common::{JobCondition, ReplicaStatus, ReplicaType};
 use eto_api::job_status::{
-    BlacklistEntry, DrainingWorker, JobPhase, NodeCooldown, Notice, RoleBackoff, WarnedNode,
-    WorkerSummary,
+    BlacklistEntry, DrainingWorker, Goodput, JobPhase, NodeCooldown, Notice, RoleBackoff,
+    WarnedNode, WorkerSummary,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -68,6 +68,8 @@ pub struct JobStatus {
     /// The steps run before its first run (see [`crate::job::Preparation`]), as their pods
     /// were when last seen, by step.
     pub steps: BTreeMap<String, StepState>,
+    /// Where the job's time went (see [`crate::goodput`]).
+    pub goodput: Option<Goodput>,
 }
 
 /// What a step run before a job's first run has come to.

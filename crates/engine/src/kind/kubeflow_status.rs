@@ -81,6 +81,7 @@ fn eto_to_engine(eto: &EtoJobStatus) -> JobStatus {
         nodes_in_cooldown: eto.nodes_in_cooldown.clone(),
         node_warnings: eto.node_warnings.clone(),
         backoff: eto.backoff.clone(),
+        goodput: eto.goodput.clone(),
         ..JobStatus::default()
     }
 }
@@ -102,6 +103,7 @@ pub fn eto_from_engine(status: &JobStatus) -> EtoJobStatus {
         nodes_in_cooldown: status.nodes_in_cooldown.clone(),
         node_warnings: status.node_warnings.clone(),
         backoff: status.backoff.clone(),
+        goodput: status.goodput.clone(),
     }
 }
 

@@ -28,6 +28,8 @@
 //!   and its unfinished pods are deleted.
 //! - A finished job applies `cleanPodPolicy` (`Running` and `All` delete the workers and their
 //!   Service; the launcher stays), and is deleted `ttlSecondsAfterFinished` after it finished.
+//! - Every reconcile moves the job's goodput ledger on: where its time went (see
+//!   `goodput.rs`).
 //! - A job whose kind builds it a HorizontalPodAutoscaler (a PyTorchJob that sets
 //!   `elasticPolicy.metrics`) has it while its run goes on (see `autoscaler.rs`).
 
@@ -54,6 +56,7 @@ use crate::scaling::{self, ScalerUpdate};
 
 mod autoscaler;
 mod finished;
+mod goodput;
 mod observed;
 mod pod_group;
 mod preparation;
@@ -191,16 +194,17 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         planner.started_elsewhere(job);
         return planner.finish();
     }
-    match job.validate() {
+    let validated = job.validate();
+    match &validated {
         Err(invalid) => {
             planner.invalid(&invalid.to_string());
             let idle = scaling::JobSide::idle(job.name(), job.uid(), now);
             planner.scaling(scaling::step(&idle, observed.scalers));
         }
         Ok(spec) => {
-            planner.valid(observed, &spec);
-            planner.pod_group(observed, &spec);
-            planner.autoscaler(observed, &spec);
+            planner.valid(observed, spec);
+            planner.pod_group(observed, spec);
+            planner.autoscaler(observed, spec);
             let changes = planner.plan.apply.iter().filter_map(|child| match child {
                 Child::PodMetadata(change) => Some(change),
                 _ => None,
@@ -209,6 +213,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
                 kubeai::stops(changes, &observed.pods, spec.elastic.kubeai, planner.now);
         }
     }
+    planner.goodput(observed, validated.is_ok());
     planner.finish()
 }
 

@@ -4,6 +4,7 @@
 
 use eto_api::job_status::ReplicaGroupsStatus;
 
+use crate::goodput::{ProgressSource, ReportedProgress};
 use crate::group_report::{GroupReport, QuorumReport};
 
 /// The path of the Lighthouse's status page.
@@ -14,8 +15,20 @@ const STOPPED: f64 = 5.0;
 
 /// The report of a Lighthouse whose status page is `page`: its quorum (see [`read_status`]).
 pub fn read(page: &str) -> Option<GroupReport> {
+    let quorum = read_status(page)?;
+    // The quorum's step is the training's progress (a quorum of none trains nothing).
+    let progress = (quorum.participants > 0).then_some(ReportedProgress {
+        step: quorum.step,
+        at: None,
+        first_step: None,
+        first_at: None,
+        total: None,
+        restored: None,
+        source: ProgressSource::Lighthouse,
+    });
     Some(GroupReport {
-        quorum: Some(read_status(page)?),
+        quorum: Some(quorum),
+        progress,
         ..GroupReport::default()
     })
 }

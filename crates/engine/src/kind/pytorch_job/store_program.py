@@ -6,6 +6,9 @@
 #                 torchrun's c10d backend keeps it (members, waiting agents, the latest
 #                 re-formations), and the orders eto last gave.
 #   POST /saved   the training code saved the checkpoint a notice asked for.
+#   POST /progress  the latest step the training reached (eto's helper, `progress(step)`):
+#                 {"step", "at", "first_step", "first_at", "total"?, "restored"?}; the newest
+#                 by "at" is kept and shown in /report.
 #   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n}.
 #
 # Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
@@ -35,6 +38,7 @@ NULL = "Y2FuaW1hZGFt"  # what torchrun's c10d backend writes before any state
 lock = threading.Lock()
 looking = threading.Lock()  # one look at the state at a time
 saved = []
+progress = {}  # the latest step the training reported
 orders = {"departed": [], "expected": [], "min_nodes": 1, "dead_after": 0}
 PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
 poked = {"round": None}
@@ -225,8 +229,9 @@ def watch():
 class Report(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
-            latest, held = list(saved), dict(orders)
-        self.answer(200, {"saved": latest, "rendezvous": rendezvous(), "orders": held})
+            latest, held, reached = list(saved), dict(orders), dict(progress)
+        self.answer(200, {"saved": latest, "rendezvous": rendezvous(), "orders": held,
+                          "progress": reached or None})
 
     def do_POST(self):
         try:
@@ -236,6 +241,14 @@ class Report(BaseHTTPRequestHandler):
                          "expected": [str(h) for h in body.get("expected", [])],
                          "min_nodes": int(body.get("min_nodes", 1)),
                          "dead_after": int(body.get("dead_after", 0))}
+            elif self.path == "/progress":
+                entry = {"step": int(body["step"]), "at": str(body["at"]),
+                         "first_step": int(body["first_step"]), "first_at": str(body["first_at"])}
+                if body.get("total") is not None:
+                    entry["total"] = int(body["total"])
+                if body.get("restored"):
+                    entry["restored"] = {"from": str(body["restored"]["from"]),
+                                         "to": str(body["restored"]["to"])}
             else:
                 entry = {"pod": str(body.get("pod", "")), "step": body.get("step"),
                          "since": str(body["since"])}
@@ -244,6 +257,10 @@ class Report(BaseHTTPRequestHandler):
         with lock:
             if self.path == "/orders":
                 orders.update(given)
+            elif self.path == "/progress":
+                if not progress or entry["at"] >= progress["at"]:
+                    progress.clear()
+                    progress.update(entry)
             else:
                 saved.append(entry)
                 del saved[:-16]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use eto_api::common::{ConditionStatus, JobCondition, ReplicaType};
 use eto_api::job_status::JobPhase;
-use eto_api::train_job::{ReplicatedJobStatus, TrainJobStatus};
+use eto_api::train_job::{ReplicatedJobStatus, TrainJobStatus, TrainerStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use super::labels::NODE_STEP;
@@ -123,7 +123,7 @@ pub fn from_engine(status: JobStatus) -> TrainJobStatus {
             })
             .chain(std::iter::once(node_step(&status)))
             .collect(),
-        trainer_status: None,
+        trainer_status: trainer_status(&status),
         eto_conditions: status.conditions,
         replica_statuses,
         start_time: status.start_time,
@@ -191,6 +191,31 @@ fn node_step(status: &JobStatus) -> ReplicatedJobStatus {
         active: flag(pods > 0 && !matches!(phase, Some(JobPhase::Succeeded | JobPhase::Failed))),
         suspended: flag(phase == Some(JobPhase::Suspended)),
     }
+}
+
+/// The training's progress as Trainer shows it, where eto knows the total: the latest step
+/// recorded in the goodput ledger (see [`crate::goodput`]) of the total the training said,
+/// and the time the rest takes at the pace of its latest stretch of training. Absent when
+/// the training reports no total.
+fn trainer_status(status: &JobStatus) -> Option<TrainerStatus> {
+    let latest = status.goodput.as_ref()?.latest.as_ref()?;
+    let total = latest.total.filter(|total| *total > 0)?;
+    let done = latest.step.clamp(0, total);
+    let percent = i32::try_from(done * 100 / total).unwrap_or(100);
+    let steps = latest.step - latest.first_step;
+    let seconds = latest.at.0.duration_since(latest.first_at.0).as_secs_f64();
+    let remaining = (steps > 0 && seconds > 0.0).then(|| {
+        let left = (total - done) as f64 * seconds / steps as f64;
+        i32::try_from(left.round() as i64).unwrap_or(i32::MAX)
+    });
+    Some(TrainerStatus {
+        progress_percentage: Some(percent),
+        estimated_remaining_seconds: remaining,
+        metrics: Vec::new(),
+        last_updated_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            latest.at.0,
+        )),
+    })
 }
 
 #[cfg(test)]
@@ -274,6 +299,38 @@ mod tests {
             to_engine(&shown),
             done,
             "eto's status reads back as planned"
+        );
+    }
+
+    #[test]
+    fn progress_is_the_latest_recorded_step_of_the_total_the_training_said() {
+        let ledger: crate::goodput::Goodput = serde_json::from_value(serde_json::json!({
+            "source": "TrainingReports", "since": "2026-01-01T00:00:00.000000Z",
+            "seconds": {"productive": 100.0}, "current": "Productive",
+            "currentSince": "2026-01-01T00:02:00.000000Z", "highestStep": 250,
+            "latest": {"step": 250, "at": "2026-01-01T00:02:00.000000Z", "firstStep": 50,
+                       "firstAt": "2026-01-01T00:00:20.000000Z", "run": 0, "total": 1000}
+        }))
+        .unwrap();
+        let mut status = JobStatus {
+            phase: Some(JobPhase::Running),
+            goodput: Some(ledger),
+            ..JobStatus::default()
+        };
+        let shown = from_engine(status.clone()).trainer_status.unwrap();
+        assert_eq!(shown.progress_percentage, Some(25));
+        assert_eq!(
+            shown.estimated_remaining_seconds,
+            Some(375),
+            "750 steps left at 200 steps in 100 s"
+        );
+        if let Some(latest) = status.goodput.as_mut().and_then(|g| g.latest.as_mut()) {
+            latest.total = None;
+        }
+        assert_eq!(
+            from_engine(status).trainer_status,
+            None,
+            "no total, no progress"
         );
     }
 

@@ -33,6 +33,7 @@ pub fn to_engine(status: &TrainingJobStatus) -> JobStatus {
         backoff: status.backoff,
         selector: status.selector,
         steps: std::collections::BTreeMap::new(),
+        goodput: status.goodput,
     }
 }
 
@@ -58,6 +59,7 @@ pub fn from_engine(status: JobStatus) -> TrainingJobStatus {
         nodes_in_cooldown: status.nodes_in_cooldown,
         node_warnings: status.node_warnings,
         backoff: status.backoff,
+        goodput: status.goodput,
         selector: status.selector,
     }
 }

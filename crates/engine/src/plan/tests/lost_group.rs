@@ -56,6 +56,7 @@ fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
     GroupReport {
         orders: None,
         quorum: None,
+        progress: None,
         saved: Vec::new(),
         group: Some(GroupState {
             round,
@@ -352,6 +353,7 @@ fn a_closure_no_failed_worker_confirms_is_a_loss_once_it_lasted_without_a_worker
     let closed_for = |seconds: f64| GroupReport {
         orders: None,
         quorum: None,
+        progress: None,
         saved: Vec::new(),
         group: Some(GroupState {
             round: 1,

@@ -5,6 +5,7 @@ mod autoscaler;
 mod backoff;
 mod collateral;
 mod gang;
+mod goodput;
 mod group_orders;
 mod health_fixtures;
 mod joining;

@@ -77,6 +77,7 @@ fn saved(world: &mut World, notice: &Notice) {
     world.group_report = Some(GroupReport {
         orders: None,
         quorum: None,
+        progress: None,
         saved: vec![SavedCheckpoint {
             pod: "ddp-worker-0".into(),
             step: Some(12),

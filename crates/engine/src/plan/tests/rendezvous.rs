@@ -14,7 +14,7 @@ use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 const UID: &str = "6f1d7c1e-0000-4000-8000-000000000003";
 
 /// `ddp`, two Workers between one and three, no Master, its rendezvous left to eto.
-fn elastic(patch: serde_json::Value) -> PyTorchJob {
+pub(super) fn elastic(patch: serde_json::Value) -> PyTorchJob {
     let mut value = serde_json::to_value(pytorch_job()).unwrap();
     json_patch::merge(
         &mut value,
@@ -339,6 +339,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
     let report = |round, complete, waiting| GroupReport {
         orders: None,
         quorum: None,
+        progress: None,
         saved: Vec::new(),
         group: Some(GroupState {
             round,
@@ -454,6 +455,7 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
     let report = |complete: bool, age: f64| GroupReport {
         orders: None,
         quorum: None,
+        progress: None,
         saved: Vec::new(),
         group: Some(GroupState {
             round: 2,

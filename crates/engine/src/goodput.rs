@@ -1,0 +1,772 @@
+//! The goodput ledger: where each moment of a job's life went.
+//!
+//! A job's time is split into buckets ([`GoodputBucket`]): productive (steps reached for the
+//! first time), waiting for capacity or admission, a run's start-up, a group's re-formation,
+//! checkpoints, steps trained twice, and other. The ledger lives in the job's status, so that
+//! it survives the operator: the totals hold the time up to `currentSince`, and the time since
+//! then belongs to `current`. [`advance`] moves it on from what one reconcile saw, and only
+//! when the bucket changes or a step report is worth recording ([`RECORD_EVERY`]), so that a
+//! job that trains steadily is not written to at every reconcile.
+//!
+//! Two things tell the ledger what the job does:
+//! - its [`Activity`], from the pods' and the group's states (the plan decides it): training,
+//!   idle for a reason (a bucket), or finished;
+//! - where the training reports its steps ([`ProgressReport`]), the steps themselves. Time
+//!   between two reports of one stretch of training is training: productive for steps past
+//!   the highest reached, retrained for the others (split in proportion where a stretch
+//!   crosses the highest step). Time outside the stretches is the bucket the states gave
+//!   while it passed; a stretch's first step ends a start-up or re-formation, so the import,
+//!   the process group and the checkpoint load count there, not as training.
+//!
+//! Without reports the states alone decide: training time is productive, and the status says
+//! so (`source: PodStates`).
+//!
+//! The same time never lands in two buckets: each step of the ledger moves `currentSince`
+//! forward by the time it adds to the totals, and never backwards. A job found without a
+//! ledger starts one at its creation, in the bucket the plan gives ([`Sighting::begins_as`]:
+//! waiting for a new job, `other` for one that ran before eto kept ledgers).
+
+use std::time::Duration;
+
+pub use eto_api::job_status::{Goodput, GoodputBucket, GoodputSeconds, ProgressSource, StepReport};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use serde::Deserialize;
+
+/// How old the recorded step report may grow, while the job trains, before a newer one is
+/// recorded: the status shows the highest step at most this late, and a job that trains
+/// writes its status no more often than this for it.
+pub const RECORD_EVERY: Duration = Duration::from_secs(30);
+
+/// A pause between two steps longer than this many times the usual step, and longer than
+/// [`MIN_PAUSE`], ends a stretch of training (eto's helper decides it as it reports: a
+/// re-formation that kept the processes alive).
+pub const PAUSE_FACTOR: f64 = 5.0;
+
+/// The shortest pause that ends a stretch of training.
+pub const MIN_PAUSE: Duration = Duration::from_secs(2);
+
+/// What the job was doing, as its pods and group show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Its run's pods run and its group is formed: it trains, or is about to.
+    Training,
+    /// It does not train, for the reason the bucket names.
+    Idle(GoodputBucket),
+    /// It succeeded or failed: the ledger closes.
+    Finished,
+}
+
+/// The latest step the training reached, as a coordinator's report says it (see
+/// [`crate::group_report::GroupReport::progress`]): eto's helper sends every field; a
+/// coordinator that knows only the step leaves the rest out (see [`ProgressReport::read_at`]).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ReportedProgress {
+    /// The step.
+    pub step: i64,
+    /// When it was reached; absent: when the report was read.
+    #[serde(default)]
+    pub at: Option<jiff::Timestamp>,
+    /// The first step of its stretch of training; absent: the stretch goes on while the step
+    /// does not go back.
+    #[serde(default)]
+    pub first_step: Option<i64>,
+    /// When that first step was reached.
+    #[serde(default)]
+    pub first_at: Option<jiff::Timestamp>,
+    /// The steps the whole training takes, when the training says.
+    #[serde(default)]
+    pub total: Option<i64>,
+    /// When the training loaded a checkpoint before the stretch, if it said.
+    #[serde(default)]
+    pub restored: Option<Restored>,
+    /// Who reports it: the training itself unless the kind's reader says otherwise.
+    #[serde(skip, default = "training_reports")]
+    pub source: ProgressSource,
+}
+
+fn training_reports() -> ProgressSource {
+    ProgressSource::TrainingReports
+}
+
+impl ReportedProgress {
+    /// The report as the ledger takes it, read at `now`, with the ledger's `latest` step
+    /// record for what it leaves out: its time is `now`, and its stretch goes on from
+    /// `latest` while the step does not go back within `run`, else begins with it.
+    pub fn read_at(
+        &self,
+        latest: Option<&StepReport>,
+        run: i32,
+        now: jiff::Timestamp,
+    ) -> ProgressReport {
+        let at = self.at.unwrap_or(now);
+        let (first_step, first_at) = match (self.first_step, self.first_at) {
+            (Some(step), Some(first_at)) => (step, first_at),
+            _ => match latest {
+                Some(latest) if latest.run == run && self.step >= latest.step => {
+                    (latest.first_step, latest.first_at.0)
+                }
+                _ => (self.step, at),
+            },
+        };
+        ProgressReport {
+            step: self.step,
+            at,
+            first_step,
+            first_at,
+            total: self.total,
+            restored: self.restored,
+        }
+    }
+}
+
+/// The latest step the training reached, as the ledger takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgressReport {
+    /// The step.
+    pub step: i64,
+    /// When it was reached.
+    pub at: jiff::Timestamp,
+    /// The first step of its stretch of training: the processes started there, or the steps
+    /// went back (a checkpoint loaded), or training went on after a pause.
+    pub first_step: i64,
+    /// When that first step was reached.
+    pub first_at: jiff::Timestamp,
+    /// The steps the whole training takes, when the training says.
+    pub total: Option<i64>,
+    /// When the training loaded a checkpoint before the stretch, if it said (`from`, `to`).
+    pub restored: Option<Restored>,
+}
+
+/// When the training loaded a checkpoint.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+pub struct Restored {
+    /// It began.
+    pub from: jiff::Timestamp,
+    /// It ended.
+    pub to: jiff::Timestamp,
+}
+
+/// What one reconcile saw, for the ledger.
+#[derive(Clone, Debug)]
+pub struct Sighting<'a> {
+    /// Where steps are learned.
+    pub source: ProgressSource,
+    /// When the job was created: the ledger's beginning.
+    pub created: jiff::Timestamp,
+    /// What the pods and the group show.
+    pub activity: Activity,
+    /// The training's latest report, when one was read.
+    pub report: Option<&'a ProgressReport>,
+    /// The job's current run.
+    pub run: i32,
+    /// The bucket a new ledger counts the job's past in.
+    pub begins_as: GoodputBucket,
+}
+
+/// The ledger after `seen` at `now`, from the ledger before (`None`: the job has none yet).
+pub fn advance(before: Option<&Goodput>, seen: &Sighting<'_>, now: jiff::Timestamp) -> Goodput {
+    let mut ledger = before.cloned().unwrap_or_else(|| begin(seen, now));
+    ledger.source = seen.source;
+    if ledger.current.is_none() {
+        return ledger;
+    }
+    if let Some(report) = seen.report {
+        take_report(&mut ledger, report, seen, now);
+    }
+    take_activity(&mut ledger, seen, now);
+    ledger.percent = percent(&ledger.seconds);
+    ledger
+}
+
+/// A new ledger, counting from the job's creation in [`Sighting::begins_as`].
+fn begin(seen: &Sighting<'_>, now: jiff::Timestamp) -> Goodput {
+    let created = seen.created.min(now);
+    Goodput {
+        source: seen.source,
+        since: MicroTime(created),
+        seconds: GoodputSeconds::default(),
+        current: Some(seen.begins_as),
+        current_since: MicroTime(created),
+        percent: None,
+        highest_step: None,
+        retrained_steps: 0,
+        latest: None,
+        trained_run: None,
+    }
+}
+
+/// Takes a step report into the ledger, when it says something new worth recording.
+fn take_report(
+    ledger: &mut Goodput,
+    report: &ProgressReport,
+    seen: &Sighting<'_>,
+    now: jiff::Timestamp,
+) {
+    let since = ledger.current_since.0;
+    let at = report.at.min(now);
+    let first_at = report.first_at.min(at);
+    if at < since {
+        // Nothing it says is newer than what the ledger holds.
+        return;
+    }
+    let new_stretch = ledger.latest.as_ref().is_none_or(|latest| {
+        latest.first_at.0 != report.first_at
+            || latest.first_step != report.first_step
+            || latest.run != seen.run
+    });
+    if new_stretch {
+        // The time before the stretch's first step was not training: it goes to the bucket
+        // the states gave, or, after a stretch that ended unseen, to the start of a run or
+        // the re-formation of its group.
+        if let Some(current) = ledger.current
+            && is_training(current)
+        {
+            ledger.current = Some(stretch_bucket(ledger, seen.run));
+        }
+        if first_at > since {
+            close_with_restore(ledger, first_at, report.restored);
+        }
+        if report.first_step <= ledger.highest_step.unwrap_or(i64::MIN) {
+            ledger.retrained_steps += 1;
+        }
+        train(
+            ledger,
+            first_at.max(ledger.current_since.0),
+            at,
+            report.first_step,
+            report.step,
+        );
+    } else {
+        let latest = ledger.latest.as_ref().map_or(report.first_step, |l| l.step);
+        if report.step <= latest {
+            return;
+        }
+        let recorded_at = ledger.latest.as_ref().map_or(since, |l| l.at.0);
+        let crosses = ledger
+            .highest_step
+            .is_some_and(|highest| latest < highest && report.step >= highest);
+        let idle = !matches!(seen.activity, Activity::Training);
+        let stale = at.duration_since(recorded_at).unsigned_abs() >= RECORD_EVERY;
+        if !(crosses || idle || stale) {
+            return;
+        }
+        train(ledger, since, at, latest, report.step);
+    }
+    ledger.latest = Some(StepReport {
+        step: report.step,
+        at: MicroTime(at),
+        first_step: report.first_step,
+        first_at: MicroTime(first_at),
+        run: seen.run,
+        total: report.total,
+    });
+    ledger.trained_run = Some(seen.run);
+}
+
+/// Steps `from_step` (exclusive) to `to_step` trained from `from` to `to`: productive past the
+/// highest step, retrained up to it, split in proportion where they cross it. Training goes on
+/// from `to` in the bucket its last step was in.
+fn train(
+    ledger: &mut Goodput,
+    from: jiff::Timestamp,
+    to: jiff::Timestamp,
+    from_step: i64,
+    to_step: i64,
+) {
+    let seconds = seconds_between(from, to);
+    let steps = to_step - from_step;
+    let highest = ledger.highest_step.unwrap_or(i64::MIN);
+    let retrained = if steps <= 0 {
+        0
+    } else {
+        (highest.saturating_sub(from_step)).clamp(0, steps)
+    };
+    let retrained_share = if steps <= 0 {
+        0.0
+    } else {
+        retrained as f64 / steps as f64
+    };
+    add(ledger, GoodputBucket::Retrained, seconds * retrained_share);
+    add(
+        ledger,
+        GoodputBucket::Productive,
+        seconds * (1.0 - retrained_share),
+    );
+    ledger.retrained_steps += retrained;
+    ledger.highest_step = Some(highest.max(to_step));
+    ledger.current = Some(if to_step < highest {
+        GoodputBucket::Retrained
+    } else {
+        GoodputBucket::Productive
+    });
+    ledger.current_since = MicroTime(to.max(ledger.current_since.0));
+}
+
+/// Takes what the states show into the ledger.
+fn take_activity(ledger: &mut Goodput, seen: &Sighting<'_>, now: jiff::Timestamp) {
+    let Some(current) = ledger.current else {
+        return;
+    };
+    let reported = seen.source != ProgressSource::PodStates;
+    match seen.activity {
+        Activity::Finished => {
+            close(ledger, now);
+            ledger.current = None;
+        }
+        Activity::Idle(bucket) if is_training(current) => {
+            // Training ended after its last step: the time since goes to the reason. Without
+            // reports, it trained until now as far as anyone can tell.
+            if !reported {
+                close(ledger, now);
+            }
+            ledger.current = Some(bucket);
+        }
+        Activity::Idle(bucket) => {
+            if bucket != current {
+                close(ledger, now);
+                ledger.current = Some(bucket);
+            }
+        }
+        Activity::Training if is_training(current) => {}
+        Activity::Training if !reported => {
+            close(ledger, now);
+            ledger.current = Some(GoodputBucket::Productive);
+            ledger.trained_run = Some(seen.run);
+        }
+        Activity::Training => {
+            // Until the first step is reported, the run starts up or its group re-forms.
+            let bucket = stretch_bucket(ledger, seen.run);
+            if !matches!(current, GoodputBucket::StartUp | GoodputBucket::Reformation)
+                && bucket != current
+            {
+                close(ledger, now);
+                ledger.current = Some(bucket);
+            }
+        }
+    }
+}
+
+/// The bucket of the time before a run's next reported stretch of training: the re-formation
+/// of a group that reported steps in the run before, else the run's start-up (also when
+/// the states alone had taken it for training until the first report).
+fn stretch_bucket(ledger: &Goodput, run: i32) -> GoodputBucket {
+    if ledger
+        .latest
+        .as_ref()
+        .is_some_and(|latest| latest.run == run)
+    {
+        GoodputBucket::Reformation
+    } else {
+        GoodputBucket::StartUp
+    }
+}
+
+/// Whether time in `bucket` is training.
+fn is_training(bucket: GoodputBucket) -> bool {
+    matches!(bucket, GoodputBucket::Productive | GoodputBucket::Retrained)
+}
+
+/// Adds the time from `currentSince` to `to` to the current bucket, and moves on to `to`.
+fn close(ledger: &mut Goodput, to: jiff::Timestamp) {
+    let since = ledger.current_since.0;
+    if to <= since {
+        return;
+    }
+    if let Some(current) = ledger.current {
+        add(ledger, current, seconds_between(since, to));
+    }
+    ledger.current_since = MicroTime(to);
+}
+
+/// [`close`], with the part of the time a checkpoint was being loaded (when the training said)
+/// as checkpoint time.
+fn close_with_restore(ledger: &mut Goodput, to: jiff::Timestamp, restored: Option<Restored>) {
+    let since = ledger.current_since.0;
+    let Some(restored) = restored else {
+        return close(ledger, to);
+    };
+    let from = restored.from.clamp(since, to);
+    let until = restored.to.clamp(from, to);
+    close(ledger, from);
+    let current = ledger.current;
+    ledger.current = Some(GoodputBucket::Checkpoint);
+    close(ledger, until);
+    ledger.current = current;
+    close(ledger, to);
+}
+
+fn add(ledger: &mut Goodput, bucket: GoodputBucket, seconds: f64) {
+    if seconds > 0.0 {
+        let total = ledger.seconds.get_mut(bucket);
+        *total = round_ms(*total + seconds);
+    }
+}
+
+fn seconds_between(from: jiff::Timestamp, to: jiff::Timestamp) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    to.duration_since(from).as_secs_f64()
+}
+
+fn round_ms(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
+/// The productive share of `seconds`, in percent with one decimal; `None` before any time.
+fn percent(seconds: &GoodputSeconds) -> Option<String> {
+    let total = seconds.total();
+    (total > 0.0).then(|| format!("{:.1}", 100.0 * seconds.productive / total))
+}
+
+/// The ledger as it stands at `now`: its totals with the time since `currentSince` added to
+/// the current bucket (what `kubectl eto get` and eto's metrics show).
+pub fn at(ledger: &Goodput, now: jiff::Timestamp) -> GoodputSeconds {
+    let mut seconds = ledger.seconds.clone();
+    if let Some(current) = ledger.current {
+        let total = seconds.get_mut(current);
+        *total = round_ms(*total + seconds_between(ledger.current_since.0, now));
+    }
+    seconds
+}
+
+/// The productive share of `seconds` as a fraction; `None` before any time.
+pub fn ratio(seconds: &GoodputSeconds) -> Option<f64> {
+    let total = seconds.total();
+    (total > 0.0).then(|| seconds.productive / total)
+}
+
+/// The bucket of `seconds` other than productive with the most time, if any has some.
+pub fn largest_loss(seconds: &GoodputSeconds) -> Option<GoodputBucket> {
+    GoodputBucket::ALL
+        .into_iter()
+        .filter(|&bucket| bucket != GoodputBucket::Productive)
+        .filter(|&bucket| seconds.get(bucket) > 0.0)
+        .max_by(|a, b| seconds.get(*a).total_cmp(&seconds.get(*b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const CREATED: i64 = 1_800_000_000;
+
+    fn t(second: f64) -> jiff::Timestamp {
+        jiff::Timestamp::from_millisecond(CREATED * 1000 + (second * 1000.0) as i64).unwrap()
+    }
+
+    fn report(step: i64, at: f64, first_step: i64, first_at: f64) -> ProgressReport {
+        ProgressReport {
+            step,
+            at: t(at),
+            first_step,
+            first_at: t(first_at),
+            total: None,
+            restored: None,
+        }
+    }
+
+    /// One reconcile: at `at` seconds, the job does `activity` in `run`, with `report` read.
+    struct Seen {
+        at: f64,
+        activity: Activity,
+        report: Option<ProgressReport>,
+        run: i32,
+    }
+
+    fn seen(at: f64, activity: Activity) -> Seen {
+        Seen {
+            at,
+            activity,
+            report: None,
+            run: 0,
+        }
+    }
+
+    fn with(mut seen: Seen, report: ProgressReport) -> Seen {
+        seen.report = Some(report);
+        seen
+    }
+
+    fn idle(bucket: GoodputBucket) -> Activity {
+        Activity::Idle(bucket)
+    }
+
+    fn live(sightings: &[Seen], source: ProgressSource) -> Goodput {
+        let mut ledger: Option<Goodput> = None;
+        for seen in sightings {
+            let next = advance(
+                ledger.as_ref(),
+                &Sighting {
+                    source,
+                    created: t(0.0),
+                    activity: seen.activity,
+                    report: seen.report.as_ref(),
+                    run: seen.run,
+                    begins_as: GoodputBucket::Waiting,
+                },
+                t(seen.at),
+            );
+            ledger = Some(next);
+        }
+        ledger.unwrap()
+    }
+
+    fn buckets(seconds: &GoodputSeconds) -> Vec<(&'static str, f64)> {
+        GoodputBucket::ALL
+            .into_iter()
+            .map(|bucket| (bucket.name(), seconds.get(bucket)))
+            .filter(|(_, seconds)| *seconds > 0.0)
+            .collect()
+    }
+
+    #[test]
+    fn pod_states_alone_count_the_time_the_run_trains_as_productive() {
+        use GoodputBucket::*;
+        let ledger = live(
+            &[
+                seen(0.0, idle(Waiting)),
+                seen(30.0, idle(StartUp)),
+                seen(50.0, Activity::Training),
+                seen(150.0, idle(Reformation)),
+                seen(160.0, Activity::Training),
+                seen(200.0, Activity::Finished),
+            ],
+            ProgressSource::PodStates,
+        );
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 140.0),
+                ("waiting", 30.0),
+                ("startUp", 20.0),
+                ("reformation", 10.0)
+            ]
+        );
+        assert_eq!(ledger.current, None, "a finished job's ledger is closed");
+        assert_eq!(ledger.percent.as_deref(), Some("70.0"));
+        assert_eq!(at(&ledger, t(900.0)), ledger.seconds, "and stays so");
+    }
+
+    #[test]
+    fn reported_steps_place_the_first_step_and_the_last_one_where_they_happened() {
+        use GoodputBucket::*;
+        let ledger = live(
+            &[
+                seen(0.0, idle(Waiting)),
+                seen(10.0, Activity::Training),
+                // The processes import and load for 12 s; eto reads the first steps later.
+                with(seen(25.0, Activity::Training), report(3, 24.0, 1, 22.0)),
+                // A worker is lost at 95 s; the report read then says step 73 came at 94 s.
+                with(seen(95.0, idle(Reformation)), report(73, 94.0, 1, 22.0)),
+                // torchrun restarts every worker: back to checkpoint 50, first step at 110 s.
+                seen(100.0, Activity::Training),
+                with(
+                    seen(112.0, Activity::Training),
+                    report(51, 110.0, 51, 110.0),
+                ),
+                // Steps 52..=73 again, then new ones: step 95 at 154 s.
+                with(seen(155.0, idle(Waiting)), report(95, 154.0, 51, 110.0)),
+                seen(160.0, Activity::Finished),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        // 22..94 new (72 s); 110..154: 44 steps, 22 retrained (22 s), 22 new (22 s).
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 94.0),
+                ("waiting", 16.0),
+                ("startUp", 12.0),
+                ("reformation", 16.0),
+                ("retrained", 22.0)
+            ]
+        );
+        assert_eq!(ledger.highest_step, Some(95));
+        assert_eq!(ledger.retrained_steps, 23, "52..=73, and 51 itself");
+    }
+
+    #[test]
+    fn a_job_that_trains_steadily_is_recorded_only_every_so_often() {
+        let start = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        let step = |ledger: &Goodput, at: f64, step: i64| {
+            advance(
+                Some(ledger),
+                &Sighting {
+                    source: ProgressSource::TrainingReports,
+                    created: t(0.0),
+                    activity: Activity::Training,
+                    report: Some(&report(step, at - 0.5, 1, 4.0)),
+                    run: 0,
+                    begins_as: GoodputBucket::Waiting,
+                },
+                t(at),
+            )
+        };
+        assert_eq!(
+            step(&start, 20.0, 16),
+            start,
+            "15 s later: nothing to write"
+        );
+        let recorded = step(&start, 40.0, 36);
+        assert_eq!(recorded.latest.as_ref().unwrap().step, 36);
+        assert_eq!(recorded.seconds.productive, 35.5);
+        assert_eq!(recorded.highest_step, Some(36));
+    }
+
+    #[test]
+    fn time_the_training_said_it_loaded_a_checkpoint_is_checkpoint_time() {
+        let mut first = report(51, 30.0, 51, 30.0);
+        first.restored = Some(Restored {
+            from: t(20.0),
+            to: t(26.0),
+        });
+        let ledger = live(
+            &[
+                seen(0.0, idle(GoodputBucket::StartUp)),
+                with(seen(31.0, Activity::Training), first),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [("startUp", 24.0), ("checkpoint", 6.0)]
+        );
+        assert_eq!(ledger.current, Some(GoodputBucket::Productive));
+    }
+
+    #[test]
+    fn a_ledger_read_back_from_the_status_goes_on_as_if_the_operator_never_left() {
+        use GoodputBucket::*;
+        let sightings = [
+            seen(0.0, idle(Waiting)),
+            seen(20.0, Activity::Training),
+            with(seen(30.0, Activity::Training), report(2, 29.0, 1, 28.0)),
+            with(seen(100.0, idle(Reformation)), report(60, 99.0, 1, 28.0)),
+            with(
+                seen(130.0, Activity::Training),
+                report(40, 125.0, 40, 125.0),
+            ),
+            seen(190.0, Activity::Finished),
+        ];
+        let whole = live(&sightings, ProgressSource::TrainingReports);
+        // The operator stops after the loss and starts 25 s later: the ledger it wrote is
+        // read back from the job's status.
+        let written =
+            serde_json::to_value(live(&sightings[..4], ProgressSource::TrainingReports)).unwrap();
+        let mut ledger: Goodput = serde_json::from_value(written).unwrap();
+        for seen in &sightings[4..] {
+            ledger = advance(
+                Some(&ledger),
+                &Sighting {
+                    source: ProgressSource::TrainingReports,
+                    created: t(0.0),
+                    activity: seen.activity,
+                    report: seen.report.as_ref(),
+                    run: seen.run,
+                    begins_as: Waiting,
+                },
+                t(seen.at),
+            );
+        }
+        assert_eq!(ledger, whole);
+        assert_eq!(ledger.seconds.total(), 190.0, "every second once");
+    }
+
+    #[test]
+    fn the_largest_loss_is_the_bucket_with_most_time_but_productive() {
+        let seconds = GoodputSeconds {
+            productive: 500.0,
+            waiting: 3.0,
+            reformation: 12.5,
+            ..GoodputSeconds::default()
+        };
+        assert_eq!(largest_loss(&seconds), Some(GoodputBucket::Reformation));
+        assert_eq!(largest_loss(&GoodputSeconds::default()), None);
+        assert_eq!(ratio(&seconds), Some(500.0 / 515.5));
+    }
+
+    fn any_activity() -> impl Strategy<Value = Activity> {
+        prop_oneof![
+            Just(Activity::Training),
+            Just(Activity::Training),
+            prop::sample::select(GoodputBucket::ALL.to_vec()).prop_map(Activity::Idle),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the job does and the training reports, and however late eto looks, every
+        /// moment since the job's creation lands in exactly one bucket, and no total shrinks.
+        #[test]
+        fn every_moment_lands_in_one_bucket(
+            steps in prop::collection::vec(
+                (1_u32..40_000, any_activity(), prop::option::of((0_i64..200, 0_u32..30_000, 0_i64..20, 0_u32..60_000))),
+                1..40,
+            ),
+            finish in any::<bool>(),
+        ) {
+            let mut now = 0.0;
+            let mut ledger: Option<Goodput> = None;
+            let mut run = 0;
+            for (gap_ms, activity, said) in steps {
+                now += f64::from(gap_ms) / 1000.0;
+                if activity == Activity::Idle(GoodputBucket::Other) {
+                    run += 1;
+                }
+                let reported = said.map(|(step, back_ms, stretch, length_ms)| {
+                    let at = (now - f64::from(back_ms) / 1000.0).max(0.0);
+                    let first_at = (at - f64::from(length_ms) / 1000.0).max(0.0);
+                    report(step + stretch, at, step, first_at)
+                });
+                let next = advance(
+                    ledger.as_ref(),
+                    &Sighting {
+                        source: ProgressSource::TrainingReports,
+                        created: t(0.0),
+                        activity,
+                        report: reported.as_ref(),
+                        run,
+                        begins_as: GoodputBucket::Waiting,
+                    },
+                    t(now),
+                );
+                if let Some(before) = &ledger {
+                    for bucket in GoodputBucket::ALL {
+                        prop_assert!(next.seconds.get(bucket) >= before.seconds.get(bucket));
+                    }
+                    prop_assert!(next.current_since.0 >= before.current_since.0);
+                }
+                prop_assert!(next.current_since.0 <= t(now));
+                let total = at(&next, t(now)).total();
+                prop_assert!((total - now).abs() < 0.01 * 40.0, "{total} s accounted of {now} s");
+                ledger = Some(next);
+            }
+            if finish {
+                now += 1.0;
+                let closed = advance(
+                    ledger.as_ref(),
+                    &Sighting {
+                        source: ProgressSource::TrainingReports,
+                        created: t(0.0),
+                        activity: Activity::Finished,
+                        report: None,
+                        run,
+                        begins_as: GoodputBucket::Waiting,
+                    },
+                    t(now),
+                );
+                prop_assert!((closed.seconds.total() - now).abs() < 0.01 * 40.0);
+                prop_assert_eq!(closed.current, None);
+            }
+        }
+    }
+}
