@@ -503,6 +503,7 @@ fn the_dashboard_and_the_alerts_use_only_metrics_eto_exposes() {
         "EtoJobWorkersPending",
         "EtoJobSuspended",
         "EtoReconcileErrors",
+        "EtoJobGoodputLow",
     ] {
         assert!(
             alerts.iter().any(|(alert, _)| *alert == expected),
@@ -549,6 +550,8 @@ fn the_dashboard_and_the_alerts_use_only_metrics_eto_exposes() {
         "eto_suspends_total",
         "eto_resumes_total",
         "eto_scaling_requests_total",
+        "eto_job_goodput_seconds_total",
+        "eto_job_goodput_ratio",
     ] {
         assert!(
             used.iter().any(|name| name == headline),
@@ -594,7 +597,7 @@ fn the_alert_rules_pass_promtools_check_and_unit_tests() {
     )
     .unwrap();
     let checked = promtool(&dir, &["check", "rules", "rules.yaml"]);
-    assert!(checked.contains("SUCCESS: 5 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 6 rules found"), "{checked}");
     let tested = promtool(&dir, &["test", "rules", "alerts_test.yaml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
     // Every alert has a unit test.

@@ -625,7 +625,10 @@ async fn metrics_after_a_scripted_job_show_its_phase_workers_writes_decisions_an
             })
         })
         .await;
-    assert_eq!(settled.status.unwrap().phase, Some(JobPhase::Running));
+    assert_eq!(
+        settled.status.as_ref().unwrap().phase,
+        Some(JobPhase::Running)
+    );
     let exposed = metrics.encode();
     let expect = |series: &str| {
         sample(&exposed, series).unwrap_or_else(|| panic!("no {series} in:\n{exposed}"))
@@ -644,6 +647,44 @@ async fn metrics_after_a_scripted_job_show_its_phase_workers_writes_decisions_an
             "{state}"
         );
     }
+    // The job's goodput ledger, counted to the scrape: it has lived, and its time is split
+    // into buckets that add up to no more than its life so far.
+    let ledger = settled
+        .status
+        .as_ref()
+        .unwrap()
+        .goodput
+        .clone()
+        .expect("a ledger");
+    let bucket = |name: &str| {
+        expect(&format!(
+            "eto_job_goodput_seconds_total{{kind=\"TrainingJob\",namespace=\"default\",job=\"measured\",bucket=\"{name}\"}}"
+        ))
+    };
+    let counted: f64 = [
+        "productive",
+        "waiting",
+        "startUp",
+        "reformation",
+        "checkpoint",
+        "retrained",
+        "other",
+    ]
+    .iter()
+    .map(|name| bucket(name))
+    .sum();
+    let lived = (jiff::Timestamp::now() - ledger.since.0).get_milliseconds() as f64 / 1000.0;
+    // The ledger begins at the job's creation time, which the API server keeps in whole
+    // seconds.
+    assert!(
+        counted > 0.0 && counted <= lived + 2.0,
+        "{counted} s counted in {lived} s"
+    );
+    assert!(bucket("productive") > 0.0, "it ran");
+    let ratio = expect(
+        "eto_job_goodput_ratio{kind=\"TrainingJob\",namespace=\"default\",job=\"measured\"}",
+    );
+    assert!((0.0..=1.0).contains(&ratio), "{ratio}");
     assert_eq!(
         expect("eto_workers_lost_total{kind=\"TrainingJob\",reason=\"Failed\"}"),
         1.0

@@ -284,7 +284,7 @@ async fn run_until(
         .iter()
         .map(|kind| (kind.vocabulary().name, stores.jobs(*kind).clone()))
         .collect();
-    metrics.job_gauges.show(shown);
+    metrics.job_gauges.show(shown, clock.clone());
     let pod_proxy = match settings.pod_proxy.clone() {
         Some(mut config) => {
             config.default_retry = false;

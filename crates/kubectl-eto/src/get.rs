@@ -14,14 +14,16 @@ use crate::jobs::{self, Job, Summary};
 use crate::output::Format;
 use crate::table::{Table, age};
 
-/// The table of jobs: kind, phase, workers ready/desired/min/max, restarts, age.
+/// The table of jobs: kind, phase, workers ready/desired/min/max, restarts, goodput and the
+/// largest loss, age.
 pub fn summaries_table(
     summaries: &[Summary],
     with_namespace: bool,
     now: jiff::Timestamp,
 ) -> String {
     let mut header = vec![
-        "KIND", "NAME", "PHASE", "READY", "DESIRED", "MIN", "MAX", "RESTARTS", "AGE",
+        "KIND", "NAME", "PHASE", "READY", "DESIRED", "MIN", "MAX", "RESTARTS", "GOODPUT",
+        "LOST TO", "AGE",
     ];
     if with_namespace {
         header.insert(0, "NAMESPACE");
@@ -37,14 +39,45 @@ pub fn summaries_table(
             summary.min.to_string(),
             summary.max.map_or("-".into(), |max| max.to_string()),
             summary.restarts.to_string(),
-            age(summary.created, now),
         ];
+        let (goodput, lost) = summary.goodput_at(now);
+        row.extend([goodput, lost, age(summary.created, now)]);
         if with_namespace {
             row.insert(0, summary.namespace.clone());
         }
         table.row(row);
     }
     table.render()
+}
+
+/// A job's ledger in one line: its productive share, then each other bucket with time in it,
+/// largest first, and where its steps came from.
+fn goodput_line(ledger: &eto_engine::goodput::Goodput, now: jiff::Timestamp) -> String {
+    use eto_engine::goodput::{self, GoodputBucket};
+    let seconds = goodput::at(ledger, now);
+    let Some(ratio) = goodput::ratio(&seconds) else {
+        return "-".into();
+    };
+    let mut lost: Vec<GoodputBucket> = GoodputBucket::ALL
+        .into_iter()
+        .filter(|&bucket| bucket != GoodputBucket::Productive && seconds.get(bucket) >= 0.5)
+        .collect();
+    lost.sort_by(|a, b| seconds.get(*b).total_cmp(&seconds.get(*a)));
+    let mut line = format!("{:.1}% productive", 100.0 * ratio);
+    for bucket in lost {
+        line.push_str(&format!(", {} {:.0}s", bucket.name(), seconds.get(bucket)));
+    }
+    let source = ledger.source.describe();
+    if let Some(step) = ledger.highest_step {
+        line.push_str(&format!(" (step {step}"));
+        if ledger.retrained_steps > 0 {
+            line.push_str(&format!(", {} trained twice", ledger.retrained_steps));
+        }
+        line.push_str(&format!("; {source})"));
+    } else {
+        line.push_str(&format!(" ({source})"));
+    }
+    line
 }
 
 /// `kubectl eto get` without a name.
@@ -118,7 +151,7 @@ pub struct EventRow {
 }
 
 /// Everything `kubectl eto get JOB` shows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Detail {
     /// The job's line of the list.
@@ -272,6 +305,9 @@ impl Detail {
             ),
         );
         field(&mut out, "Restarts", &s.restarts.to_string());
+        if let Some(ledger) = &s.goodput {
+            field(&mut out, "Goodput", &goodput_line(ledger, now));
+        }
         if let Some(failing) = self
             .conditions
             .iter()

@@ -132,7 +132,7 @@ pub async fn find(client: &Client, namespace: &str, argument: &str) -> Result<Jo
 }
 
 /// One line of `kubectl eto get`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// `TrainingJob` or `MPIJob`.
@@ -157,6 +157,9 @@ pub struct Summary {
     pub restarts: u32,
     /// When the job was created.
     pub created: Option<jiff::Timestamp>,
+    /// Its goodput ledger, as its status holds it (see [`Summary::goodput_at`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<eto_engine::goodput::Goodput>,
 }
 
 impl Summary {
@@ -193,7 +196,23 @@ impl Summary {
                 .creation_timestamp
                 .as_ref()
                 .map(|time| time.0),
+            goodput: status.goodput,
         }
+    }
+
+    /// The job's productive share at `now` (`96.3%`) and the bucket that took most of the
+    /// rest, with its time (`reformation 41s`); `-` for each before eto kept a ledger.
+    pub fn goodput_at(&self, now: jiff::Timestamp) -> (String, String) {
+        let Some(ledger) = &self.goodput else {
+            return ("-".into(), "-".into());
+        };
+        let seconds = eto_engine::goodput::at(ledger, now);
+        let ratio = eto_engine::goodput::ratio(&seconds)
+            .map_or("-".into(), |ratio| format!("{:.1}%", 100.0 * ratio));
+        let lost = eto_engine::goodput::largest_loss(&seconds).map_or("-".into(), |bucket| {
+            format!("{} {:.0}s", bucket.name(), seconds.get(bucket))
+        });
+        (ratio, lost)
     }
 }
 

@@ -109,10 +109,21 @@ fn example(file: &str) -> String {
     std::fs::read_to_string(workspace_root().join("examples").join(file)).unwrap()
 }
 
-/// `text` with ages, times, launcher suffixes and column padding made stable.
+/// `text` with ages, times, launcher suffixes, goodput figures and column padding made
+/// stable.
 fn normalize(text: &str) -> String {
-    static VOLATILE: LazyLock<[(Regex, &str); 4]> = LazyLock::new(|| {
+    static VOLATILE: LazyLock<[(Regex, &str); 7]> = LazyLock::new(|| {
         [
+            (Regex::new(r"\b\d+\.\d%").unwrap(), "<percent>"),
+            (
+                Regex::new(r"productive(, [a-zA-Z]+ \d+s)*").unwrap(),
+                "productive<losses>",
+            ),
+            (
+                Regex::new(r"\b(waiting|startUp|reformation|checkpoint|retrained|other) \d+s\b")
+                    .unwrap(),
+                "<bucket> <age>",
+            ),
             (
                 Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap(),
                 "<time>",
