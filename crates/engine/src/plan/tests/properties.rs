@@ -383,21 +383,58 @@ fn check_launcher_exit(
 /// Workers' own code failed more times in a row than `backoffLimit` allows (see
 /// `plan/run/worker_backoff.rs`): never for a loss the platform caused (a disruption, an
 /// eviction, a deletion, a pod gone), of the launcher or of any worker.
+///
+/// A role's failure is counted in the reconcile that sees it, and the job fails past the
+/// limit in the reconcile after (reading the count its status holds), when the failed pod
+/// may be gone: each count is checked when it is made, and a failure past the limit counted
+/// before is the job's own.
 fn check_platform_losses(
     before: &World,
     status: &crate::status::JobStatus,
     planned: &crate::status::JobStatus,
 ) -> Result<(), String> {
-    let failed = planned.phase == Some(JobPhase::Failed) && status.phase != Some(JobPhase::Failed);
-    let restarted = planned.restart_count > status.restart_count;
-    if !(failed || restarted) {
-        return Ok(());
-    }
     let observed = before.observed();
     let launcher = observed.job.launcher_name();
     let failed_on_its_own = |pod: &k8s_openapi::api::core::v1::Pod| {
         pods::phase(pod) == "Failed" && crate::disruption::of(pod).is_none()
     };
+    let failures = |status: &crate::status::JobStatus, role: &str| {
+        status
+            .backoff
+            .iter()
+            .find(|record| record.role == role)
+            .map_or(0, |record| record.failures)
+    };
+    for record in &planned.backoff {
+        if record.failures > failures(status, &record.role)
+            && !before
+                .pods
+                .values()
+                .any(|pod| crate::own_failure::OwnFailure::of(pod).is_some())
+        {
+            return Err(format!(
+                "{} failures counted ({}) although no pod fails on its own",
+                record.role, record.cause
+            ));
+        }
+    }
+    let failed = planned.phase == Some(JobPhase::Failed) && status.phase != Some(JobPhase::Failed);
+    let restarted = planned.restart_count > status.restart_count;
+    if !(failed || restarted) {
+        return Ok(());
+    }
+    let limit = observed
+        .job
+        .validate()
+        .map_or(u32::MAX, |spec| spec.backoff_limit);
+    let counted_past_the_limit = failed
+        && status
+            .backoff
+            .iter()
+            .any(|record| u32::try_from(record.failures).is_ok_and(|n| n > limit));
+    if counted_past_the_limit {
+        return Ok(());
+    }
     let own_failure = if observed.job.kind() == Kind::TRAINING_JOB {
         before.pods.get(&launcher).is_some_and(failed_on_its_own)
     } else {
@@ -851,6 +888,40 @@ fn workers_failing_on_their_own_past_the_backoff_limit_may_fail_a_training_job()
         Ready(5_657_048_941_154_261_259),
         Advance(10),
         Exit(2_206_635_014_656_849_952, 1),
+    ];
+    life(&shape, &happenings).unwrap();
+}
+
+#[test]
+fn a_failure_counted_past_the_limit_fails_the_job_after_the_failed_pod_is_gone() {
+    // A life the random lives found: the third failure of a Worker's own code is counted, the
+    // failed Worker is replaced and its pod deleted, and the job fails at the next reconcile,
+    // which an eviction brings: the failure is the Workers' own though no failed pod is left.
+    use Happening::{Evict, EvictThroughApi, Exit, Ready, Scale};
+    let shape = JobShape {
+        kind: Kind::TRAINING_JOB,
+        replicas: 2,
+        min: 1,
+        max: None,
+        worker_policy: ReplicaRestartPolicy::OnFailure,
+        job_policy: JobRestartPolicy::Never,
+        suspend_below_min: false,
+        below_min_seconds: 0,
+        checkpoint_grace_seconds: 0,
+        drain_seconds: 0,
+    };
+    let happenings = [
+        Ready(512_678_110_630_984_165),
+        Exit(1_594_245_106_379_019_305, 1),
+        Scale(3),
+        Ready(1_349_809_604_696_657_280),
+        Ready(4_555_409_187_148_373_188),
+        Exit(6_646_992_454_768_527_648, 1),
+        Evict(4_175_418_869_779_287_845),
+        Ready(0),
+        Ready(17_646_143_757_510_982_946),
+        Exit(16_629_180_850_835_561_512, 1),
+        EvictThroughApi(3_055_217_690_384_055_304),
     ];
     life(&shape, &happenings).unwrap();
 }
