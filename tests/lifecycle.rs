@@ -362,6 +362,23 @@ async fn an_operator_killed_mid_job_again_and_again_leaves_every_job_consistent(
             wait_consistent(&env, job, desired).await;
         }
     }
+    // Each job's goodput ledger went through the kills whole: its buckets and the open one
+    // add up to its life, no second counted twice or lost, and it trained.
+    for job in jobs {
+        let status = env.jobs().get(job).await.unwrap().status.unwrap();
+        let ledger = status.goodput.expect("a ledger");
+        let now = jiff::Timestamp::now();
+        let counted = eto_engine::goodput::at(&ledger, now).total();
+        let lived = now.duration_since(ledger.since.0).as_secs_f64();
+        assert!(
+            (counted - lived).abs() < 0.05,
+            "{job}: {counted} s counted in {lived} s: {ledger:#?}"
+        );
+        assert!(
+            eto_engine::goodput::at(&ledger, now).productive > 0.0,
+            "{job}: {ledger:#?}"
+        );
+    }
 }
 
 /// The operator starts while the API server fails its first lists of a kind's jobs (a 500
