@@ -286,16 +286,19 @@ def progress(step, total=None):
     """Tells eto this process reached training step `step` (of `total`, when known); returns
     at once, without waiting for eto.
 
-    Only rank 0 reports (RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK or PMI_RANK; a process
+    Only rank 0 sends (RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK or PMI_RANK; a process
     without any counts as rank 0), so every rank may call it. A step not past the previous
     one (a checkpoint loaded), the first step of the process, or one after a pause longer
     than five usual steps (and two seconds) starts a new stretch of training: eto counts the
     time before it as start-up or re-formation, not as training, and steps below the highest
     reached as trained twice. The report goes to ETO_PROGRESS_URL, else to the rendezvous
     store eto hosts (ETO_SAVED_URL's /progress), from a background thread at most four
-    times a second; without either it goes nowhere.
+    times a second. Without either (Horovod, MPI, a plain script), the first process of the
+    pod to call it serves its latest report at GET /progress on port ETO_PROGRESS_PORT
+    (29411 by default), whatever its rank; eto reads it through the API server's pod proxy
+    from a running pod of the job whose container declares that port, named "eto-progress".
     """
-    if _rank() != 0:
+    if _rank() != 0 and _progress_url():
         return
     now = time.time()
     with _stretch_lock:
@@ -323,7 +326,10 @@ def progress(step, total=None):
         _stretch["report"] = report
         _stretch["last"] = (step, now)
         _stretch_lock.notify_all()
-    _start_sender()
+    if _progress_url():
+        _start_sender()
+    else:
+        _start_server()
 
 
 @contextlib.contextmanager
@@ -359,6 +365,41 @@ def _progress_url():
     if saved.endswith("/saved"):
         return saved[: -len("/saved")] + "/progress"
     return None
+
+
+PROGRESS_PORT = 29411
+_server = []
+
+
+def _start_server():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Progress(BaseHTTPRequestHandler):
+        def do_GET(self):
+            with _stretch_lock:
+                report = dict(_stretch["report"] or {})
+            found = self.path == "/progress" and report
+            body = json.dumps(report if found else {"error": "no progress"}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with _stretch_lock:
+        if _server:
+            return
+        _server.append(None)
+    port = int(os.environ.get("ETO_PROGRESS_PORT", PROGRESS_PORT))
+    try:
+        server = ThreadingHTTPServer(("0.0.0.0", port), Progress)
+    except OSError:
+        return  # another process of the pod serves it
+    _server[0] = server
+    threading.Thread(target=server.serve_forever, name="eto-progress", daemon=True).start()
 
 
 def _start_sender():

@@ -22,6 +22,7 @@ mod failing_pods_real;
 mod faults;
 mod foreign_objects;
 mod gang;
+mod goodput;
 mod kind_boundaries;
 mod kubeai;
 mod launcher_loss;

@@ -12,7 +12,9 @@
 //!   `kubectl.kubernetes.io/last-applied-configuration` (a whole copy of the object that
 //!   `kubectl apply` keeps on jobs and requests); a Secret's `data` and `stringData` (eto only
 //!   needs to know that the job's SSH Secret exists, so private keys are not held in memory);
-//!   a pod's spec but for `nodeName`, the only field of it the engine reads (a pod's spec
+//!   a pod's spec but for `nodeName` and the container port named `eto-progress` of the
+//!   containers that declare one (where a training pod serves its progress, see
+//!   `eto_engine::group_report::progress_source`), the only fields of it eto reads (a pod's spec
 //!   never changes, and eto changes a pod's labels and annotations with a merge patch of its
 //!   metadata, see `eto_engine::pod_metadata`); of a pod's status, all but its phase, reason,
 //!   message, the type and status of the conditions the engine reads (`Ready` and
@@ -28,14 +30,15 @@
 //! A cached object is therefore not a faithful copy of the stored one: nothing may write a
 //! cached object back (eto never does: it applies objects it builds, and patches status).
 
+use eto_engine::group_report::PROGRESS_PORT_NAME;
 use eto_engine::own_failure::STUCK_REASONS;
 use eto_engine::pods::CONDITIONS_READ;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ContainerState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus, Secret, Service,
-    ServiceAccount,
+    ConfigMap, Container, ContainerPort, ContainerState, ContainerStateRunning,
+    ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Pod, PodCondition, PodSpec,
+    PodStatus, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -94,6 +97,10 @@ impl Trim for Pod {
         if let Some(spec) = self.spec.as_mut() {
             *spec = PodSpec {
                 node_name: spec.node_name.take(),
+                containers: std::mem::take(&mut spec.containers)
+                    .into_iter()
+                    .filter_map(kept_progress_port)
+                    .collect(),
                 ..PodSpec::default()
             };
         }
@@ -111,6 +118,24 @@ impl Trim for Pod {
             ..PodStatus::default()
         });
     }
+}
+
+/// What is kept of a container: its name and the port it serves its progress on, if it
+/// declares one.
+fn kept_progress_port(container: Container) -> Option<Container> {
+    let port = container
+        .ports?
+        .into_iter()
+        .find(|port| port.name.as_deref() == Some(PROGRESS_PORT_NAME))?;
+    Some(Container {
+        name: container.name,
+        ports: Some(vec![ContainerPort {
+            name: port.name,
+            container_port: port.container_port,
+            ..ContainerPort::default()
+        }]),
+        ..Container::default()
+    })
 }
 
 /// What is kept of a pod's conditions: the type and status of those the engine reads.
@@ -292,6 +317,43 @@ mod tests {
                     "image": "", "imageID": "",
                     "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
                         "message": "a long termination log"}}}],
+            })
+        );
+    }
+
+    #[test]
+    fn a_container_that_serves_its_progress_keeps_that_port_and_nothing_else() {
+        let container = |name: &str, ports: serde_json::Value| -> Container {
+            serde_json::from_value(serde_json::json!({"name": name, "image": "i", "ports": ports}))
+                .unwrap()
+        };
+        let mut pod = Pod {
+            spec: Some(PodSpec {
+                containers: vec![
+                    container(
+                        "sidecar",
+                        serde_json::json!([{"name": "http", "containerPort": 80}]),
+                    ),
+                    container(
+                        "worker",
+                        serde_json::json!([{"name": "ssh", "containerPort": 22},
+                            {"name": "eto-progress", "containerPort": 29411, "protocol": "TCP"}]),
+                    ),
+                ],
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        pod.trim();
+        assert_eq!(
+            pod.spec.unwrap().containers,
+            [container(
+                "worker",
+                serde_json::json!([{"name": "eto-progress", "containerPort": 29411}])
+            )]
+            .map(|mut kept| {
+                kept.image = None;
+                kept
             })
         );
     }

@@ -1,5 +1,7 @@
 //! Reading the report of a run's coordinator (see [`eto_engine::group_report`]; a PyTorchJob's
-//! rendezvous store, or the Lighthouse of its replica groups) before the job is planned.
+//! rendezvous store, or the Lighthouse of its replica groups) before the job is planned, or,
+//! for a job without one, the progress a training pod serves (see
+//! [`eto_engine::group_report::progress_source`]).
 //!
 //! `GET /api/v1/namespaces/<ns>/pods/<pod>:<report port>/proxy/report` (a Lighthouse's
 //! `/status`), through the API

@@ -171,10 +171,13 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             let mut rejected_pod = None;
             // The nodes that announced they go away (see eto_engine::node_warnings).
             let node_warnings = ctx.stores.warned_nodes.all();
-            // The word of the training code that it saved, while workers wait for it.
+            // The word of the training code that it saved, while workers wait for it, and its
+            // progress: from the run's coordinator, else from a pod that serves it.
             let pods: Vec<&k8s_openapi::api::core::v1::Pod> =
                 children.pods.iter().map(AsRef::as_ref).collect();
-            let source = job.group_report_source(&pods);
+            let source = job
+                .group_report_source(&pods)
+                .or_else(|| eto_engine::group_report::progress_source(&pods));
             let report = match &source {
                 Some(source) => group_report::read(ctx, job, source).await,
                 None => None,

@@ -246,8 +246,11 @@ fn take_report(
             .highest_step
             .is_some_and(|highest| latest < highest && report.step >= highest);
         let idle = !matches!(seen.activity, Activity::Training);
+        // The states say the job trains again and the steps went on in the same stretch (a
+        // group that re-formed without restarting its processes): training since.
+        let resumed = !idle && ledger.current.is_some_and(|current| !is_training(current));
         let stale = at.duration_since(recorded_at).unsigned_abs() >= RECORD_EVERY;
-        if !(crosses || idle || stale) {
+        if !(crosses || idle || resumed || stale) {
             return;
         }
         train(ledger, since, at, latest, report.step);

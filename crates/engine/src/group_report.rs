@@ -63,6 +63,48 @@ impl ReportSource {
     }
 }
 
+/// The name of the container port on which a training pod serves its progress (eto's
+/// helper, `progress(step)`, without a coordinator to send it to, serves `GET /progress`).
+pub const PROGRESS_PORT_NAME: &str = "eto-progress";
+
+/// The path a training pod serves its progress at.
+pub const PROGRESS_PATH: &str = "/progress";
+
+/// Where the progress of a job whose kind reads no coordinator's report comes from: the
+/// first (by name) of `pods` that runs, is ready, is not being deleted and declares a
+/// container port named [`PROGRESS_PORT_NAME`]. A job whose pods declare none is not read.
+pub fn progress_source(pods: &[&k8s_openapi::api::core::v1::Pod]) -> Option<ReportSource> {
+    pods.iter()
+        .filter(|pod| {
+            pods::phase(pod) == "Running" && pods::is_ready(pod) && !pods::is_terminating(pod)
+        })
+        .filter_map(|pod| {
+            let port = pod
+                .spec
+                .iter()
+                .flat_map(|spec| &spec.containers)
+                .flat_map(|container| container.ports.iter().flatten())
+                .find(|port| port.name.as_deref() == Some(PROGRESS_PORT_NAME))?;
+            Some((pod.metadata.name.clone()?, port.container_port))
+        })
+        .min()
+        .map(|(pod, port)| ReportSource {
+            pod,
+            port,
+            path: PROGRESS_PATH,
+            read: read_progress,
+        })
+}
+
+/// A training pod's progress (`GET /progress`) as a report of its own.
+pub fn read_progress(text: &str) -> Option<GroupReport> {
+    let progress = serde_json::from_str::<ReportedProgress>(text).ok()?;
+    Some(GroupReport {
+        progress: Some(progress),
+        ..GroupReport::default()
+    })
+}
+
 /// A report as eto's store program writes it: `GET /report`, a [`GroupReport`] in JSON.
 pub fn read_json(text: &str) -> Option<GroupReport> {
     serde_json::from_str(text).ok()
@@ -306,6 +348,43 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    #[test]
+    fn a_pod_that_declares_its_progress_port_is_read_first_by_name_once_it_runs() {
+        let pod = |name: &str,
+                   port: Option<&str>,
+                   ready: bool|
+         -> k8s_openapi::api::core::v1::Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {"containers": [{"name": "main", "ports": port.map(|port| vec![
+                    serde_json::json!({"name": port, "containerPort": 29411})
+                ])}]},
+                "status": {"phase": "Running",
+                           "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+            }))
+            .unwrap()
+        };
+        let pods = [
+            pod("job-worker-2", Some(PROGRESS_PORT_NAME), true),
+            pod("job-worker-0", Some(PROGRESS_PORT_NAME), false),
+            pod("job-worker-1", Some(PROGRESS_PORT_NAME), true),
+            pod("job-launcher", Some("http"), true),
+        ];
+        let refs: Vec<&k8s_openapi::api::core::v1::Pod> = pods.iter().collect();
+        let source = progress_source(&refs).expect("a source");
+        assert_eq!((source.pod.as_str(), source.port), ("job-worker-1", 29411));
+        assert_eq!(
+            source.proxy_path("team"),
+            "/api/v1/namespaces/team/pods/job-worker-1:29411/proxy/progress"
+        );
+        let report = source
+            .read(r#"{"step": 7, "at": "2027-01-15T08:00:05Z", "first_step": 1, "first_at": "2027-01-15T08:00:00Z"}"#)
+            .expect("a report");
+        assert_eq!(report.progress.map(|p| p.step), Some(7));
+        assert!(source.read("{}").is_none());
+        assert_eq!(progress_source(&refs[3..]), None, "no pod declares it");
+    }
 
     #[test]
     fn a_report_reads_as_the_store_program_writes_it() {
