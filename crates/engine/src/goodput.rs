@@ -627,6 +627,24 @@ mod tests {
     }
 
     #[test]
+    fn steps_that_went_on_through_a_change_the_states_saw_count_as_training_at_once() {
+        use GoodputBucket::*;
+        // A worker is added; the states show the group re-forming for a while, but the
+        // processes were not restarted and the steps of the stretch went on.
+        let ledger = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(10.0, Activity::Training), report(10, 9.0, 1, 0.0)),
+                with(seen(20.0, idle(Reformation)), report(20, 19.0, 1, 0.0)),
+                with(seen(25.0, Activity::Training), report(25, 24.5, 1, 0.0)),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(ledger.current, Some(Productive), "not 30 s later");
+        assert_eq!(buckets(&ledger.seconds), [("productive", 24.5)]);
+    }
+
+    #[test]
     fn time_the_training_said_it_loaded_a_checkpoint_is_checkpoint_time() {
         let mut first = report(51, 30.0, 51, 30.0);
         first.restored = Some(Restored {
