@@ -418,8 +418,7 @@ fn round_ms(seconds: f64) -> f64 {
 
 /// The productive share of `seconds`, in percent with one decimal; `None` before any time.
 fn percent(seconds: &GoodputSeconds) -> Option<String> {
-    let total = seconds.total();
-    (total > 0.0).then(|| format!("{:.1}", 100.0 * seconds.productive / total))
+    ratio(seconds).map(|ratio| format!("{:.1}", 100.0 * ratio))
 }
 
 /// The ledger as it stands at `now`: its totals with the time since `currentSince` added to

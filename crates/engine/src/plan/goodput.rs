@@ -18,7 +18,6 @@
 //!   [`crate::goodput::RECORD_EVERY`] while the job trains.
 
 use eto_api::job_status::{JobPhase, NoticeKind};
-use eto_api::well_known::WORKER_ROLE;
 
 use crate::goodput::{self, Activity, Goodput, GoodputBucket, ProgressSource, Sighting};
 use crate::group_report::FORMING_POLL;
@@ -118,15 +117,10 @@ fn activity(
     {
         return Activity::Idle(GoodputBucket::Checkpoint);
     }
-    let role_label = observed.job.kind().vocabulary().role_label;
-    let mut live_workers = observed.pods.iter().filter(|pod| {
-        pods::label(pod, role_label) == Some(WORKER_ROLE)
-            && !pods::is_finished(pod)
-            && !pods::is_terminating(pod)
-    });
+    let live_workers = super::live_workers(observed);
     // No worker yet, or one no node took: the job waits for capacity.
     let unplaced_worker =
-        live_workers.clone().next().is_none() || live_workers.any(|pod| pods::node(pod).is_none());
+        live_workers.is_empty() || live_workers.iter().any(|pod| pods::node(pod).is_none());
     let short = status
         .workers
         .as_ref()

@@ -176,13 +176,7 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     let observed = &sorted;
     let job = observed.job;
     let mut planner = Planner::new(job.kind(), job.metadata().generation, old, now);
-    let live_workers: Vec<&Pod> = observed
-        .pods
-        .iter()
-        .copied()
-        .filter(|pod| pods::label(pod, role_label) == Some(WORKER_ROLE))
-        .filter(|pod| !pods::is_terminating(pod) && !pods::is_finished(pod))
-        .collect();
+    let live_workers = live_workers(observed);
     planner.status.node_warnings = node_warnings::recorded(&resolved, &live_workers);
     planner.warned = resolved;
     planner.foreign = job.started_by_another_operator();
@@ -215,6 +209,18 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     }
     planner.goodput(observed, validated.is_ok());
     planner.finish()
+}
+
+/// The job's Worker pods that are neither finished nor being deleted.
+fn live_workers<'a>(observed: &Observed<'a>) -> Vec<&'a Pod> {
+    let role_label = observed.job.kind().vocabulary().role_label;
+    observed
+        .pods
+        .iter()
+        .copied()
+        .filter(|pod| pods::label(pod, role_label) == Some(WORKER_ROLE))
+        .filter(|pod| !pods::is_terminating(pod) && !pods::is_finished(pod))
+        .collect()
 }
 
 /// Plans the reconcile of a job of `kind` that does not even decode (a value outside an enum,
