@@ -847,6 +847,70 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
     );
 }
 
+/// A group below its minimum is told to save, and once its grace is over the job suspends in
+/// a new run, while its store still tells the last step of the run before: the goodput
+/// ledger keeps that report as run 0's and counts none of its steps again (the same report
+/// read in the new run is not a stretch of training that went back to step 1).
+#[tokio::test]
+async fn the_last_step_reported_before_a_suspend_is_not_counted_again_in_the_next_run() {
+    use eto_api::job_status::NoticeKind;
+    let settings = "belowMinSeconds: 1\n    checkpointGraceSeconds: 3";
+    // One GPU per node, no node to spare: Workers whose nodes go are not replaced.
+    let (env, report) = running_with_report(sim_config(3, 1), settings).await;
+    let ledger = |job: &PyTorchJob| job.status.as_ref().and_then(|s| s.eto.goodput.clone());
+    env.wait::<PyTorchJob>("elastic", "trains, as its pods show", |job| {
+        ledger(job)
+            .is_some_and(|l| l.current == Some(eto_api::job_status::GoodputBucket::Productive))
+    })
+    .await;
+    let (first_at, at) = (
+        jiff::Timestamp::now() - jiff::SignedDuration::from_secs(20),
+        jiff::Timestamp::now(),
+    );
+    let progress =
+        json!({"step": 40, "at": at, "first_step": 1, "first_at": first_at, "total": 1000});
+    *report.lock().unwrap() =
+        json!({"saved": [], "rendezvous": null, "progress": progress}).to_string();
+    // eto reads a running job's report every 30 s; any change to the job reads it now.
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let poke = json!({"metadata": {"annotations": {"example.com/poke": "1"}}});
+    jobs.patch("elastic", &PatchParams::default(), &Patch::Merge(&poke))
+        .await
+        .unwrap();
+    env.wait::<PyTorchJob>("elastic", "records step 40", |job| {
+        ledger(job)
+            .and_then(|l| l.latest)
+            .is_some_and(|latest| latest.step == 40)
+    })
+    .await;
+    for worker in ["elastic-worker-1", "elastic-worker-2"] {
+        let pod = env.pods().get(worker).await.unwrap();
+        let node = pod.spec.unwrap().node_name.unwrap();
+        env.cluster
+            .reclaim_node(&node, std::time::Duration::ZERO)
+            .unwrap();
+    }
+    env.wait_pod(
+        "elastic-worker-0",
+        "is told to save before the suspend",
+        |pod| {
+            pod.and_then(notice_on)
+                .is_some_and(|n| n.kind == NoticeKind::Suspend)
+        },
+    )
+    .await;
+    let job = env
+        .wait::<PyTorchJob>("elastic", "suspends in a new run", |job| {
+            job.status.as_ref().and_then(|s| s.eto.run).unwrap_or(0) >= 1
+        })
+        .await;
+    let ledger = ledger(&job).unwrap();
+    assert_eq!(ledger.retrained_steps, 0, "{ledger:#?}");
+    assert_eq!(ledger.highest_step, Some(40));
+    assert_eq!(ledger.latest.map(|latest| latest.run), Some(0));
+    assert!(!has(&job, "Failed"));
+}
+
 /// Worker 1 of a running group is force-deleted; the survivors' agents close the rendezvous
 /// (the store's report says so) and their containers crash-loop: eto ends the run at once,
 /// without waiting `belowMinSeconds` or a grace period for containers that run no training,

@@ -91,16 +91,18 @@ fn training_reports() -> ProgressSource {
 impl ReportedProgress {
     /// The report as the ledger takes it, read at `now`, with the ledger's `latest` step
     /// record for what it leaves out: its time is `now`, and its stretch goes on from
-    /// `latest` while the step does not go back within `run`, else begins with it.
+    /// `latest` while the step does not go back within `run`, else begins with it. Its times
+    /// are cut to the microsecond, as the status keeps them, so that a report read again is
+    /// the same report as the one recorded.
     pub fn read_at(
         &self,
         latest: Option<&StepReport>,
         run: i32,
         now: jiff::Timestamp,
     ) -> ProgressReport {
-        let at = self.at.unwrap_or(now);
+        let at = to_microsecond(self.at.unwrap_or(now));
         let (first_step, first_at) = match (self.first_step, self.first_at) {
-            (Some(step), Some(first_at)) => (step, first_at),
+            (Some(step), Some(first_at)) => (step, to_microsecond(first_at)),
             _ => match latest {
                 Some(latest) if latest.run == run && self.step >= latest.step => {
                     (latest.first_step, latest.first_at.0)
@@ -117,6 +119,11 @@ impl ReportedProgress {
             restored: self.restored,
         }
     }
+}
+
+/// `time` without its nanoseconds: the precision of a status's `MicroTime`.
+fn to_microsecond(time: jiff::Timestamp) -> jiff::Timestamp {
+    jiff::Timestamp::from_microsecond(time.as_microsecond()).unwrap_or(time)
 }
 
 /// The latest step the training reached, as the ledger takes it.
@@ -205,8 +212,10 @@ fn take_report(
     let since = ledger.current_since.0;
     let at = report.at.min(now);
     let first_at = report.first_at.min(at);
-    if at < since {
-        // Nothing it says is newer than what the ledger holds.
+    let recorded = ledger.latest.as_ref().map(|latest| latest.at.0);
+    if at < since || recorded.is_some_and(|recorded| at <= recorded) {
+        // Nothing it says is newer than what the ledger holds: a coordinator that outlives
+        // the run still tells the last step of the run before until the new one reports.
         return;
     }
     let new_stretch = ledger.latest.as_ref().is_none_or(|latest| {
@@ -589,6 +598,75 @@ mod tests {
         );
         assert_eq!(ledger.highest_step, Some(95));
         assert_eq!(ledger.retrained_steps, 23, "52..=73, and 51 itself");
+    }
+
+    #[test]
+    fn the_last_report_of_a_run_read_again_in_the_next_run_changes_nothing() {
+        use GoodputBucket::*;
+        let run = |run: i32, seen: Seen| Seen { run, ..seen };
+        let ledger = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                // Below its minimum at 100 s: the job checkpoints, then suspends in a new run
+                // while its rendezvous store still tells the last report of run 0.
+                with(seen(100.0, idle(Checkpoint)), report(97, 99.0, 1, 4.0)),
+                run(
+                    1,
+                    with(seen(120.0, idle(Waiting)), report(97, 99.0, 1, 4.0)),
+                ),
+                run(
+                    1,
+                    with(seen(130.0, idle(StartUp)), report(97, 99.0, 1, 4.0)),
+                ),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(ledger.retrained_steps, 0, "{ledger:?}");
+        assert_eq!(ledger.highest_step, Some(97));
+        assert_eq!(ledger.latest.as_ref().map(|latest| latest.run), Some(0));
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 95.0),
+                ("waiting", 10.0),
+                ("startUp", 4.0),
+                ("checkpoint", 21.0)
+            ]
+        );
+        assert_eq!(ledger.current, Some(StartUp));
+    }
+
+    #[test]
+    fn a_report_with_nanoseconds_read_again_is_the_report_recorded() {
+        let wire: ReportedProgress = serde_json::from_value(serde_json::json!({
+            "step": 40,
+            "at": "2027-01-15T08:00:20.123456789Z",
+            "first_step": 1,
+            "first_at": "2027-01-15T08:00:00.987654321Z",
+        }))
+        .unwrap();
+        let now: jiff::Timestamp = "2027-01-15T08:00:21Z".parse().unwrap();
+        fn seen(report: &ProgressReport) -> Sighting<'_> {
+            Sighting {
+                source: ProgressSource::TrainingReports,
+                created: "2027-01-15T07:59:50Z".parse().unwrap(),
+                activity: Activity::Training,
+                report: Some(report),
+                run: 0,
+                begins_as: GoodputBucket::Waiting,
+            }
+        }
+        let once = advance(None, &seen(&wire.read_at(None, 0, now)), now);
+        let later = now + jiff::SignedDuration::from_secs(5);
+        let again = wire.read_at(once.latest.as_ref(), 0, later);
+        let twice = advance(Some(&once), &seen(&again), later);
+        assert_eq!(twice, once, "nothing new");
+        assert_eq!(once.retrained_steps, 0);
+        assert_eq!(
+            once.latest.map(|latest| latest.at.0.to_string()),
+            Some("2027-01-15T08:00:20.123456Z".into())
+        );
     }
 
     #[test]
