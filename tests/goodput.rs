@@ -3,10 +3,13 @@
 //! through the API server's pod proxy (eto-sim forwards the pods' port to the helper running
 //! on this machine).
 
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use eto_api::job_status::{GoodputBucket, ProgressSource};
-use eto_tests::env::{Env, sim_config};
+use eto_tests::env::{Env, in_phase, sim_config};
 use eto_tests::workspace_root;
 
 /// A TrainingJob of two workers whose container declares the port its helper serves on.
@@ -38,19 +41,30 @@ spec:
               containerPort: 29411
 "#;
 
-/// Training that reports a step every 50 ms through the helper, serving on `port`.
-fn training(port: u16) -> KilledOnDrop {
+/// Training that reports steps `first..=last`, one every `every` seconds, through the helper
+/// serving on `port`, then stands still, serving its last report; returns the training and a
+/// file that exists once the last step is reported.
+fn training(port: u16, first: u32, last: u32, every: f64) -> (KilledOnDrop, std::path::PathBuf) {
+    let done = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("goodput-training-{port}-done"));
+    let _ = std::fs::remove_file(&done);
     let script = r#"
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import eto_notice
-for step in range(1, 2400):
+for step in range(int(sys.argv[2]), int(sys.argv[3]) + 1):
     eto_notice.progress(step, total=5000)
-    time.sleep(0.05)
+    time.sleep(float(sys.argv[5]))
+open(sys.argv[4], "w").close()
+while True:
+    time.sleep(1)
 "#;
     let child = Command::new("python3")
         .args(["-c", script])
         .arg(workspace_root().join("python"))
+        .args([first.to_string(), last.to_string()])
+        .arg(&done)
+        .arg(every.to_string())
         .env("ETO_PROGRESS_PORT", port.to_string())
         .env("HOROVOD_RANK", "1")
         .env_remove("ETO_PROGRESS_URL")
@@ -58,7 +72,7 @@ for step in range(1, 2400):
         .stdout(Stdio::null())
         .spawn()
         .expect("python3 runs");
-    KilledOnDrop(child)
+    (KilledOnDrop(child), done)
 }
 
 struct KilledOnDrop(Child);
@@ -77,7 +91,7 @@ async fn steps_a_training_pod_serves_reach_the_jobs_ledger() {
         .local_addr()
         .unwrap()
         .port();
-    let _training = training(port);
+    let (_training, _) = training(port, 1, 2400, 0.05);
     let env = Env::start(sim_config(1, 8)).await;
     env.cluster
         .forward_every_pod_port(29411, ([127, 0, 0, 1], port).into());
@@ -99,4 +113,120 @@ async fn steps_a_training_pod_serves_reach_the_jobs_ledger() {
     assert_eq!(latest.total, Some(5000));
     assert!(ledger.highest_step >= Some(latest.step));
     assert!(ledger.seconds.productive > 0.0, "{ledger:#?}");
+}
+
+/// A port of this machine that leads to a training's helper, which the test can switch to
+/// another, counting the connections made through it.
+#[derive(Clone)]
+struct Relay {
+    to: Arc<Mutex<SocketAddr>>,
+    connections: Arc<AtomicU64>,
+}
+
+impl Relay {
+    /// Listens on a free port; returns the relay and its address.
+    async fn start(to: SocketAddr) -> (Self, SocketAddr) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let relay = Relay {
+            to: Arc::new(Mutex::new(to)),
+            connections: Arc::default(),
+        };
+        let shared = relay.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                shared.connections.fetch_add(1, Ordering::SeqCst);
+                let to = *shared.to.lock().unwrap();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        (relay, address)
+    }
+
+    fn switch(&self, to: SocketAddr) {
+        *self.to.lock().unwrap() = to;
+    }
+
+    fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// The job is suspended and resumed in a new run whose pods at first still serve the last
+/// step of the run before (the helper outlived it), which eto reads and counts nothing of;
+/// then the training resumes from its checkpoint at step 31, and the ledger counts exactly
+/// the ten steps it trains twice.
+#[tokio::test]
+async fn a_run_resumed_from_an_older_checkpoint_counts_exactly_the_steps_trained_twice() {
+    let (first_port, resumed_port) = (eto_tests::free_port(), eto_tests::free_port());
+    let (_first, first_done) = training(first_port, 1, 40, 0.25);
+    let (relay, relayed) = Relay::start(([127, 0, 0, 1], first_port).into()).await;
+    let env = Env::start(sim_config(2, 8)).await;
+    env.cluster.forward_every_pod_port(29411, relayed);
+    let job = JOB.replace(
+        "spec:\n  etReplicaSpecs:",
+        "spec:\n  elasticPolicy:\n    checkpointGraceSeconds: 1\n  etReplicaSpecs:",
+    );
+    env.apply_job(&job).await;
+    let ledger = |job: &eto_api::TrainingJob| job.status.as_ref().and_then(|s| s.goodput.clone());
+    env.wait_job("reported", "records a step", |job| {
+        ledger(job).and_then(|l| l.latest).is_some()
+    })
+    .await;
+    eto_tests::poll::until(
+        "the training reports step 40",
+        std::time::Duration::from_secs(60),
+        async || first_done.exists().then_some(()),
+    )
+    .await;
+    env.patch_job("reported", serde_json::json!({"spec": {"suspend": true}}))
+        .await;
+    env.wait_job("reported", "records step 40 as it stops", |job| {
+        ledger(job)
+            .and_then(|l| l.latest)
+            .is_some_and(|latest| latest.step == 40)
+    })
+    .await;
+    env.wait_job(
+        "reported",
+        "is suspended",
+        in_phase(eto_api::job_status::JobPhase::Suspended),
+    )
+    .await;
+    let before_resume = relay.connections();
+    env.patch_job("reported", serde_json::json!({"spec": {"suspend": false}}))
+        .await;
+    let resumed = env
+        .wait_job("reported", "runs again in a new run", |job| {
+            job.status.as_ref().and_then(|s| s.run) >= Some(1)
+                && in_phase(eto_api::job_status::JobPhase::Running)(job)
+        })
+        .await;
+    assert_eq!(ledger(&resumed).map(|l| l.retrained_steps), Some(0));
+    eto_tests::poll::until(
+        "eto reads the new run's pods",
+        std::time::Duration::from_secs(60),
+        async || (relay.connections() > before_resume).then_some(()),
+    )
+    .await;
+    let (_resumed, _) = training(resumed_port, 31, 60, 0.05);
+    relay.switch(([127, 0, 0, 1], resumed_port).into());
+    let job = env
+        .wait_job("reported", "records step 60", |job| {
+            ledger(job)
+                .and_then(|l| l.latest)
+                .is_some_and(|latest| latest.step == 60)
+        })
+        .await;
+    let ledger = ledger(&job).unwrap();
+    assert_eq!(ledger.highest_step, Some(60));
+    assert_eq!(
+        ledger.retrained_steps, 10,
+        "31..=40 trained twice, nothing more: {ledger:#?}"
+    );
+    assert!(ledger.seconds.retrained > 0.0, "{ledger:#?}");
 }

@@ -104,14 +104,6 @@ fn scratch(case: &str) -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A Lighthouse and its groups; every process is killed when it is dropped.
 struct Groups {
     dir: PathBuf,
@@ -132,7 +124,7 @@ impl Groups {
         dies: Option<(usize, u32)>,
     ) -> Groups {
         let python = python();
-        let port = free_port();
+        let port = eto_tests::free_port();
         let lighthouse = Command::new(python.with_file_name("torchft_lighthouse"))
             .args([
                 "--min_replicas",
@@ -163,7 +155,7 @@ impl Groups {
                     .env("FORM", form)
                     .env("TOTAL_STEPS", total.to_string())
                     .env("LAYERS", layers.to_string())
-                    .env("STORE_PORT", free_port().to_string())
+                    .env("STORE_PORT", eto_tests::free_port().to_string())
                     .env("TORCHFT_LIGHTHOUSE", format!("http://127.0.0.1:{port}"))
                     .env("ETO_HELPER_DIR", workspace_root().join("python"))
                     .stdout(std::fs::File::create(dir.join(format!("group-{group}.log"))).unwrap())

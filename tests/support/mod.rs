@@ -12,6 +12,14 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// A TCP port of this machine that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// The OpenAPI schema of the single version of `crd`, as JSON.
 pub fn schema_of(crd: &CustomResourceDefinition) -> serde_json::Value {
     let version = crd
@@ -44,5 +52,6 @@ pub mod pod_groups;
 pub mod poll;
 pub mod rust_source;
 pub mod scratch;
+pub mod step_log;
 pub mod tools;
 pub mod trainer_runtime;

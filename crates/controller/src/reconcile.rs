@@ -175,9 +175,7 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             // progress: from the run's coordinator, else from a pod that serves it.
             let pods: Vec<&k8s_openapi::api::core::v1::Pod> =
                 children.pods.iter().map(AsRef::as_ref).collect();
-            let source = job
-                .group_report_source(&pods)
-                .or_else(|| eto_engine::group_report::progress_source(&pods));
+            let source = job.report_source(&pods);
             let report = match &source {
                 Some(source) => group_report::read(ctx, job, source).await,
                 None => None,

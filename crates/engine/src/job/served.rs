@@ -363,6 +363,14 @@ impl<'a> JobRef<'a> {
         self.0.reporting_coordinator()?.report_source(pods)
     }
 
+    /// Where eto reads what the job's training reports: its coordinator's report
+    /// ([`Self::group_report_source`]), else a pod that serves its progress
+    /// ([`crate::group_report::progress_source`]); `None` when nothing is there to read.
+    pub fn report_source(self, pods: &[&Pod]) -> Option<ReportSource> {
+        self.group_report_source(pods)
+            .or_else(|| crate::group_report::progress_source(pods))
+    }
+
     /// See [`GroupedWorkers::seat_workers`]; nothing for a kind without grouped workers.
     pub fn seat_workers(
         self,

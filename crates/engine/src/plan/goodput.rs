@@ -70,22 +70,26 @@ impl Planner {
             },
             self.now,
         );
-        if let Some(after) = read_again(&ledger, report.is_some()) {
+        // A source that did not answer yet (a helper whose process still imports) is read
+        // again as one that did.
+        let readable = report.is_some() || observed.job.report_source(&observed.pods).is_some();
+        if let Some(after) = read_again(&ledger, readable) {
             self.requeue_at(crate::time::after(self.now, after));
         }
         self.status.goodput = Some(ledger);
     }
 }
 
-/// When to read the job's report again (`read`: one was read now): soon while a run whose
-/// training reports steps waits for its first, every [`goodput::RECORD_EVERY`] while a job
-/// with a report goes on (its training may start reporting); never once the job finished.
-fn read_again(ledger: &Goodput, read: bool) -> Option<std::time::Duration> {
+/// When to read the job's report again (`readable`: one was read now, or there is a place to
+/// read one): soon while a run whose training reports steps waits for its first, every
+/// [`goodput::RECORD_EVERY`] while a job with a report goes on (its training may start
+/// reporting); never once the job finished.
+fn read_again(ledger: &Goodput, readable: bool) -> Option<std::time::Duration> {
     let current = ledger.current?;
     let reported = ledger.source != ProgressSource::PodStates;
     match current {
         GoodputBucket::StartUp | GoodputBucket::Reformation if reported => Some(FORMING_POLL),
-        _ if read || reported => Some(goodput::RECORD_EVERY),
+        _ if readable || reported => Some(goodput::RECORD_EVERY),
         _ => None,
     }
 }

@@ -51,6 +51,39 @@ fn a_training_job_without_reports_is_productive_while_its_run_goes_on() {
     );
 }
 
+#[test]
+fn a_pod_that_declares_its_progress_port_is_read_again_before_it_answers() {
+    let mut job = training_job();
+    let worker = &mut job.spec.et_replica_specs.worker.template;
+    let container = &mut worker.spec.as_mut().expect("a pod spec").containers[0];
+    container.ports = Some(vec![
+        serde_json::from_value(json!({
+            "name": crate::group_report::PROGRESS_PORT_NAME,
+            "containerPort": 29411
+        }))
+        .unwrap(),
+    ]);
+    let mut world = World::new(job);
+    world.reconcile();
+    world.launch();
+    // The training still imports: its helper does not answer yet.
+    let plan = world.reconcile();
+    assert_eq!(ledger(&world).source, ProgressSource::PodStates);
+    assert_eq!(
+        plan.requeue_after,
+        Some(crate::goodput::RECORD_EVERY),
+        "its port is read again"
+    );
+    let mut silent = World::new(training_job());
+    silent.reconcile();
+    silent.launch();
+    assert_eq!(
+        silent.reconcile().requeue_after,
+        None,
+        "nothing to read: no reason to come back"
+    );
+}
+
 /// `ddp`, two Workers between one and three, its rendezvous hosted by eto.
 fn elastic() -> World {
     let mut world = World::pytorch(super::rendezvous::elastic(json!({})));
