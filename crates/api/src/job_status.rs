@@ -326,6 +326,21 @@ pub struct Goodput {
     /// in another run the run's start-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trained_run: Option<i32>,
+    /// Time counted as productive from the pods' states alone while the training had a place
+    /// to report its steps and had reported none yet: once it reports its first step, the
+    /// part of it before that step moves to `startUp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreported: Option<UnreportedTime>,
+}
+
+/// Productive time the training has not confirmed by a step report yet.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreportedTime {
+    /// Its seconds.
+    pub seconds: f64,
+    /// The moment it was counted up to.
+    pub until: MicroTime,
 }
 
 /// Where a job's goodput ledger learns the training's steps.

@@ -28,7 +28,9 @@
 
 use std::time::Duration;
 
-pub use eto_api::job_status::{Goodput, GoodputBucket, GoodputSeconds, ProgressSource, StepReport};
+pub use eto_api::job_status::{
+    Goodput, GoodputBucket, GoodputSeconds, ProgressSource, StepReport, UnreportedTime,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use serde::Deserialize;
 
@@ -168,6 +170,10 @@ pub struct Sighting<'a> {
     pub run: i32,
     /// The bucket a new ledger counts the job's past in.
     pub begins_as: GoodputBucket,
+    /// Whether the job has a place its training may report steps to (a coordinator's report,
+    /// a pod serving its progress), answered yet or not: until the first report, the time the
+    /// states count as productive is kept aside as unconfirmed ([`Goodput::unreported`]).
+    pub readable: bool,
 }
 
 /// The ledger after `seen` at `now`, from the ledger before (`None`: the job has none yet).
@@ -199,6 +205,7 @@ fn begin(seen: &Sighting<'_>, now: jiff::Timestamp) -> Goodput {
         retrained_steps: 0,
         latest: None,
         trained_run: None,
+        unreported: None,
     }
 }
 
@@ -223,6 +230,9 @@ fn take_report(
             || latest.first_step != report.first_step
             || latest.run != seen.run
     });
+    if ledger.latest.is_none() {
+        confirm_unreported(ledger, first_at);
+    }
     if new_stretch {
         // The time before the stretch's first step was not training: it goes to the bucket
         // the states gave, or, after a stretch that ended unseen, to the start of a run or
@@ -275,6 +285,36 @@ fn take_report(
     ledger.trained_run = Some(seen.run);
 }
 
+/// The training's first report ever says its first step came at `first_at`: the productive
+/// time the states counted before then, kept aside as unreported, was its start-up.
+fn confirm_unreported(ledger: &mut Goodput, first_at: jiff::Timestamp) {
+    let Some(unreported) = ledger.unreported.take() else {
+        return;
+    };
+    let after_first_step = seconds_between(first_at, unreported.until.0);
+    let before = (unreported.seconds - after_first_step).clamp(0.0, ledger.seconds.productive);
+    ledger.seconds.productive = round_ms(ledger.seconds.productive - before);
+    add(ledger, GoodputBucket::StartUp, before);
+}
+
+/// Closes the current bucket at `to` (see [`close`]), keeping productive time aside as
+/// unreported while the job's training may report steps and has reported none.
+fn close_seen(ledger: &mut Goodput, seen: &Sighting<'_>, to: jiff::Timestamp) {
+    let since = ledger.current_since.0;
+    if seen.readable
+        && ledger.latest.is_none()
+        && ledger.current == Some(GoodputBucket::Productive)
+        && to > since
+    {
+        let kept = ledger.unreported.as_ref().map_or(0.0, |u| u.seconds);
+        ledger.unreported = Some(UnreportedTime {
+            seconds: round_ms(kept + seconds_between(since, to)),
+            until: MicroTime(to),
+        });
+    }
+    close(ledger, to);
+}
+
 /// Steps `from_step` (exclusive) to `to_step` trained from `from` to `to`: productive past the
 /// highest step, retrained up to it, split in proportion where they cross it. Training goes on
 /// from `to` in the bucket its last step was in.
@@ -322,14 +362,14 @@ fn take_activity(ledger: &mut Goodput, seen: &Sighting<'_>, now: jiff::Timestamp
     let reported = seen.source != ProgressSource::PodStates;
     match seen.activity {
         Activity::Finished => {
-            close(ledger, now);
+            close_seen(ledger, seen, now);
             ledger.current = None;
         }
         Activity::Idle(bucket) if is_training(current) => {
             // Training ended after its last step: the time since goes to the reason. Without
             // reports, it trained until now as far as anyone can tell.
             if !reported {
-                close(ledger, now);
+                close_seen(ledger, seen, now);
             }
             ledger.current = Some(bucket);
         }
@@ -518,6 +558,7 @@ mod tests {
                     report: seen.report.as_ref(),
                     run: seen.run,
                     begins_as: GoodputBucket::Waiting,
+                    readable: source != ProgressSource::PodStates,
                 },
                 t(seen.at),
             );
@@ -638,6 +679,59 @@ mod tests {
     }
 
     #[test]
+    fn productive_time_before_the_first_report_ever_is_start_up_up_to_its_first_step() {
+        use GoodputBucket::*;
+        // The store answers from the start; the training reports its first step only once
+        // its processes imported torch and formed a group, which re-formed before that.
+        let sightings = [
+            (0.0, idle(Waiting), None),
+            (2.0, Activity::Training, None),
+            (32.0, idle(Reformation), None),
+            (34.0, Activity::Training, None),
+            (40.0, Activity::Training, Some(report(3, 40.0, 1, 36.0))),
+            (70.0, Activity::Training, Some(report(63, 70.0, 1, 36.0))),
+        ];
+        let mut ledger: Option<Goodput> = None;
+        for (at, activity, report) in &sightings {
+            let source = if ledger.as_ref().is_some_and(|l| l.latest.is_some()) || report.is_some()
+            {
+                ProgressSource::TrainingReports
+            } else {
+                ProgressSource::PodStates
+            };
+            ledger = Some(advance(
+                ledger.as_ref(),
+                &Sighting {
+                    source,
+                    created: t(0.0),
+                    activity: *activity,
+                    report: report.as_ref(),
+                    run: 0,
+                    begins_as: Waiting,
+                    readable: true,
+                },
+                t(*at),
+            ));
+            if *at == 34.0 {
+                let kept = ledger.as_ref().and_then(|l| l.unreported.clone());
+                assert_eq!(kept.map(|u| u.seconds), Some(30.0), "kept aside");
+            }
+        }
+        let ledger = ledger.unwrap();
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 34.0),
+                ("waiting", 2.0),
+                ("startUp", 32.0),
+                ("reformation", 2.0)
+            ],
+            "2..32 and 34..36 were its start-up, 36..70 trained"
+        );
+        assert_eq!(ledger.unreported, None);
+    }
+
+    #[test]
     fn a_report_with_nanoseconds_read_again_is_the_report_recorded() {
         let wire: ReportedProgress = serde_json::from_value(serde_json::json!({
             "step": 40,
@@ -655,6 +749,7 @@ mod tests {
                 report: Some(report),
                 run: 0,
                 begins_as: GoodputBucket::Waiting,
+                readable: true,
             }
         }
         let once = advance(None, &seen(&wire.read_at(None, 0, now)), now);
@@ -688,6 +783,7 @@ mod tests {
                     report: Some(&report(step, at - 0.5, 1, 4.0)),
                     run: 0,
                     begins_as: GoodputBucket::Waiting,
+                    readable: true,
                 },
                 t(at),
             )
@@ -772,6 +868,7 @@ mod tests {
                     report: seen.report.as_ref(),
                     run: seen.run,
                     begins_as: Waiting,
+                    readable: true,
                 },
                 t(seen.at),
             );
@@ -803,7 +900,8 @@ mod tests {
 
     proptest! {
         /// Whatever the job does and the training reports, and however late eto looks, every
-        /// moment since the job's creation lands in exactly one bucket, and no total shrinks.
+        /// moment since the job's creation lands in exactly one bucket, and no total shrinks
+        /// but productive time the first report shows was start-up.
         #[test]
         fn every_moment_lands_in_one_bucket(
             steps in prop::collection::vec(
@@ -811,6 +909,7 @@ mod tests {
                 1..40,
             ),
             finish in any::<bool>(),
+            readable in any::<bool>(),
         ) {
             let mut now = 0.0;
             let mut ledger: Option<Goodput> = None;
@@ -825,22 +924,35 @@ mod tests {
                     let first_at = (at - f64::from(length_ms) / 1000.0).max(0.0);
                     report(step + stretch, at, step, first_at)
                 });
+                // As the plan says it: the states alone until the training's first report.
+                let reports_seen = reported.is_some()
+                    || ledger.as_ref().is_some_and(|l| l.latest.is_some());
+                let source = if readable && reports_seen {
+                    ProgressSource::TrainingReports
+                } else {
+                    ProgressSource::PodStates
+                };
+                let reported = reported.filter(|_| readable);
                 let next = advance(
                     ledger.as_ref(),
                     &Sighting {
-                        source: ProgressSource::TrainingReports,
+                        source,
                         created: t(0.0),
                         activity,
                         report: reported.as_ref(),
                         run,
                         begins_as: GoodputBucket::Waiting,
+                        readable,
                     },
                     t(now),
                 );
                 if let Some(before) = &ledger {
+                    let confirmed = before.unreported.is_some() && next.unreported.is_none();
                     for bucket in GoodputBucket::ALL {
-                        prop_assert!(next.seconds.get(bucket) >= before.seconds.get(bucket));
+                        let may_shrink = confirmed && bucket == GoodputBucket::Productive;
+                        prop_assert!(may_shrink || next.seconds.get(bucket) >= before.seconds.get(bucket));
                     }
+                    prop_assert!(next.seconds.total() >= before.seconds.total() - 0.001);
                     prop_assert!(next.current_since.0 >= before.current_since.0);
                 }
                 prop_assert!(next.current_since.0 <= t(now));
@@ -859,6 +971,7 @@ mod tests {
                         report: None,
                         run,
                         begins_as: GoodputBucket::Waiting,
+                        readable,
                     },
                     t(now),
                 );

@@ -58,6 +58,9 @@ impl Planner {
             None | Some(JobPhase::Created) => GoodputBucket::Waiting,
             Some(_) => GoodputBucket::Other,
         };
+        // A source that did not answer yet (a helper whose process still imports) is read
+        // again as one that did.
+        let readable = report.is_some() || observed.job.report_source(&observed.pods).is_some();
         let ledger = goodput::advance(
             before,
             &Sighting {
@@ -67,12 +70,10 @@ impl Planner {
                 report: progress.as_ref(),
                 run,
                 begins_as,
+                readable,
             },
             self.now,
         );
-        // A source that did not answer yet (a helper whose process still imports) is read
-        // again as one that did.
-        let readable = report.is_some() || observed.job.report_source(&observed.pods).is_some();
         if let Some(after) = read_again(&ledger, readable) {
             self.requeue_at(crate::time::after(self.now, after));
         }
