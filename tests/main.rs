@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod argocd;
+mod chaos_real;
 mod chart;
 mod cluster;
 mod crds_fresh;

@@ -39,7 +39,7 @@ dist.destroy_process_group()
 
 /// A pod template whose container `pytorch` runs `script` under torchrun, in the image
 /// `ETO_E2E_IMAGE` names, placed as `ETO_E2E_POD_PATCH` says.
-fn torchrun_template(script: &str) -> serde_json::Value {
+pub(crate) fn torchrun_template(script: &str) -> serde_json::Value {
     // Debian bookworm's torch 1.13 under Python 3.11 cannot read its own default of
     // `--redirects` and `--tee` ("0": Python 3.11 no longer lists a flag's zero member), so
     // the command names a local rank the pod does not have; nothing else is passed.
@@ -570,7 +570,7 @@ pub(crate) async fn scale_workers(jobs: &Api<PyTorchJob>, replicas: i32) {
 
 /// An elastic PyTorchJob `ddp` whose rendezvous eto hosts: three Workers of `template`
 /// between two and four, with eto's elastic `settings`.
-fn elastic_job(
+pub(crate) fn elastic_job(
     namespace: &str,
     template: serde_json::Value,
     settings: serde_json::Value,

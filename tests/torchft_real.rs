@@ -39,7 +39,8 @@ use crate::pytorch_real::{
 /// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
 /// a collective in flight with it when it goes; unless `ETO_FT_SUDDEN` is 1. Where `/ckpt` is mounted, every group saves its
 /// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
-/// loads the newest of those checkpoints.
+/// loads the newest of those checkpoints. Where `ETO_STEP_LOG` names a file, each step is also
+/// appended to it as [`eto_tests::step_log`] reads it.
 pub(crate) const TORCHFT_STEPS: &str = r#"
 import os, signal, socket, sys, time
 from datetime import timedelta
@@ -112,6 +113,7 @@ else:
     ddp = eto_notice.fault_tolerant_ddp(manager, model)
 optimizer = Optimizer(manager, opt)
 pause = float(os.environ.get("ETO_FT_PAUSE", "0.2"))
+step_log = os.environ.get("ETO_STEP_LOG")
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
 fail_at = int(os.environ.get("ETO_FT_FAIL_AT_STEP", "-1"))
@@ -137,6 +139,9 @@ while manager.current_step() < total:
         was_healed = len(healed)
         print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
     print(f"eto-ft-step: group={group} step={manager.current_step()} quorum={manager.num_participants()} at={time.time():.2f}", flush=True)
+    if step_log:
+        with open(step_log, "a") as logged:
+            logged.write(f"step={manager.current_step()} at={time.time():.3f} who={socket.gethostname()}-{os.getpid()}\n")
     time.sleep(pause)
 print(f"eto-ft-done: group={group} steps={manager.current_step()}", flush=True)
 manager.shutdown(wait=False)
@@ -145,7 +150,11 @@ manager.shutdown(wait=False)
 /// A PyTorchJob `ddp` of `groups` replica groups between `min` and four, each running
 /// [`TORCHFT_STEPS`] under torchrun in the image `ETO_E2E_IMAGE` names, with eto's notice
 /// helper.
-async fn replica_group_job(scratch: &Scratch, groups: i32, min: i32) -> serde_json::Value {
+pub(crate) async fn replica_group_job(
+    scratch: &Scratch,
+    groups: i32,
+    min: i32,
+) -> serde_json::Value {
     let mut template = shell_template(&format!(
         "cat > /tmp/train_ft.py <<'EOF'\n{TORCHFT_STEPS}\nEOF\nexec torchrun /tmp/train_ft.py"
     ));
@@ -166,7 +175,7 @@ async fn replica_group_job(scratch: &Scratch, groups: i32, min: i32) -> serde_js
 }
 
 /// Sets the variables `vars` in the training container of `job`'s Workers.
-fn set_worker_env(job: &mut serde_json::Value, vars: &[(&str, &str)]) {
+pub(crate) fn set_worker_env(job: &mut serde_json::Value, vars: &[(&str, &str)]) {
     let container =
         &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0];
     let env = container["env"].as_array().cloned().unwrap_or_default();
@@ -980,7 +989,8 @@ async fn a_third_group_on(
     assert_eq!(node_of(pods, "ddp-worker-2").await.as_ref(), Some(other));
 }
 
-async fn real_nodes(client: &kube::Client) -> Vec<String> {
+/// The names of the real nodes (labelled `harness/real-kubelet=true`), sorted.
+pub(crate) async fn real_nodes(client: &kube::Client) -> Vec<String> {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     let listed = nodes
         .list(&kube::api::ListParams::default().labels("harness/real-kubelet=true"))
