@@ -34,7 +34,7 @@ use crate::pytorch_real::{
     apply_ddp, condition_types, elastic_job, every_log, mount_a_checkpoint_directory,
     mount_the_notice_helper, torchrun_template,
 };
-use crate::torchft_real::{real_nodes, replica_group_job, set_worker_env};
+use crate::torchft_real::{now, real_nodes, replica_group_job, set_worker_env};
 
 /// The taint a spot handler puts on a node it will reclaim.
 const WARNING: &str = "karpenter.sh/disrupted";
@@ -317,13 +317,6 @@ impl Outcome {
     }
 }
 
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-}
-
 /// The Workers of `ddp` that run now, by name.
 async fn running_workers(pods: &Api<Pod>) -> Vec<Pod> {
     let mut running: Vec<Pod> = pods
@@ -420,7 +413,7 @@ async fn run(shape: Shape, pace: Pace) -> Outcome {
         .0
         .as_millisecond() as f64
         / 1000.0;
-    let start = tokio::time::Instant::now() - Duration::from_secs_f64(unix_now() - created);
+    let start = tokio::time::Instant::now() - Duration::from_secs_f64(now() - created);
     let mut dealt = Vec::new();
     for (index, period) in (1_u32..).enumerate() {
         let at = pace.every * period;
@@ -443,7 +436,7 @@ async fn run(shape: Shape, pace: Pace) -> Outcome {
         });
     }
     tokio::time::sleep_until(start + pace.length).await;
-    let end = unix_now();
+    let end = now();
     let job = jobs.get("ddp").await.expect("the job is stored");
     let status = job.status.clone().unwrap_or_default();
     let ledger = status.eto.goodput.clone();
@@ -515,13 +508,8 @@ fn print_table(outcomes: &[Outcome]) {
     let percent = |ratio: Option<f64>| ratio.map_or("-".into(), |r| format!("{:.1} %", 100.0 * r));
     for outcome in outcomes {
         let losses = outcome.ledger.as_ref().map_or("-".into(), |ledger| {
-            let mut lost: Vec<GoodputBucket> = GoodputBucket::ALL
-                .into_iter()
-                .filter(|bucket| *bucket != GoodputBucket::Productive)
-                .filter(|bucket| ledger.get(*bucket) >= 0.5)
-                .collect();
-            lost.sort_by(|a, b| ledger.get(*b).total_cmp(&ledger.get(*a)));
-            lost.iter()
+            goodput::losses(ledger)
+                .iter()
                 .take(3)
                 .map(|bucket| format!("{} {:.0} s", bucket.name(), ledger.get(*bucket)))
                 .collect::<Vec<_>>()

@@ -305,7 +305,7 @@ async fn trained_on_without_a_restart(
 }
 
 /// The time now, as the training prints it (seconds since the epoch).
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -487,6 +487,17 @@ pub fn ratio(seconds: &GoodputSeconds) -> Option<f64> {
     (total > 0.0).then(|| seconds.productive / total)
 }
 
+/// The buckets of lost time (all but productive) that hold at least half a second, the
+/// largest first: what a reader lists as where the rest of the time went.
+pub fn losses(seconds: &GoodputSeconds) -> Vec<GoodputBucket> {
+    let mut lost: Vec<GoodputBucket> = GoodputBucket::ALL
+        .into_iter()
+        .filter(|&bucket| bucket != GoodputBucket::Productive && seconds.get(bucket) >= 0.5)
+        .collect();
+    lost.sort_by(|a, b| seconds.get(*b).total_cmp(&seconds.get(*a)));
+    lost
+}
+
 /// The bucket of `seconds` other than productive with the most time, if any has some.
 pub fn largest_loss(seconds: &GoodputSeconds) -> Option<GoodputBucket> {
     GoodputBucket::ALL

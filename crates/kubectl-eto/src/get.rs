@@ -53,18 +53,13 @@ pub fn summaries_table(
 /// A job's ledger in one line: its productive share, then each other bucket with time in it,
 /// largest first, and where its steps came from.
 fn goodput_line(ledger: &eto_engine::goodput::Goodput, now: jiff::Timestamp) -> String {
-    use eto_engine::goodput::{self, GoodputBucket};
+    use eto_engine::goodput;
     let seconds = goodput::at(ledger, now);
     let Some(ratio) = goodput::ratio(&seconds) else {
         return "-".into();
     };
-    let mut lost: Vec<GoodputBucket> = GoodputBucket::ALL
-        .into_iter()
-        .filter(|&bucket| bucket != GoodputBucket::Productive && seconds.get(bucket) >= 0.5)
-        .collect();
-    lost.sort_by(|a, b| seconds.get(*b).total_cmp(&seconds.get(*a)));
     let mut line = format!("{:.1}% productive", 100.0 * ratio);
-    for bucket in lost {
+    for bucket in goodput::losses(&seconds) {
         line.push_str(&format!(", {} {:.0}s", bucket.name(), seconds.get(bucket)));
     }
     let source = ledger.source.describe();
