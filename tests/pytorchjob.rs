@@ -984,6 +984,80 @@ async fn a_rendezvous_closed_after_a_lost_worker_starts_the_next_run_at_once() {
     );
 }
 
+/// The status page of a TorchFT Lighthouse whose next quorum is in `next` (what follows `Next
+/// quorum status:`), after quorum 3 of three groups at step 40.
+fn lighthouse_page(next: &str) -> String {
+    format!(
+        "Current quorum_id: 3 <br>\nNext quorum status: {next}\n\n<h3>Previous Quorum</h3>\nNum participants: 3 <br>\n<div class=\"member\">Step: 40 <br/></div>\n<h2>Heartbeats</h2>\n"
+    )
+}
+
+/// Three TorchFT replica groups and a spare, nodes cordoned, lose two groups and the spare at
+/// once: the job is told to save, with an hour of grace. The one group left then waits, as its
+/// Lighthouse reports, in a quorum that needs two groups: stuck inside a step, it can neither
+/// save nor hear the notice, so the suspend completes at once instead of after the hour, and
+/// the job waits for capacity in a new run.
+#[tokio::test]
+async fn replica_groups_stuck_below_their_minimum_are_suspended_without_waiting_out_the_grace() {
+    use eto_api::job_status::NoticeKind;
+    let env = Env::start(sim_config(2, 8)).await;
+    let (address, page) = report_stand_in().await;
+    *page.lock().unwrap() = lighthouse_page(
+        "Fast quorum found! [3/3 participants healthy][3 heartbeating][shrink_only=false]",
+    );
+    env.cluster
+        .forward_pod_port("default", "ft-lighthouse", 29510, address);
+    let job = ELASTIC_JOB.replace("name: elastic", "name: ft").replace(
+        "maxReplicas: 4",
+        "maxReplicas: 4\n    spareReplicas: 1\n    checkpointGraceSeconds: 3600\n    replicaGroups: {}",
+    );
+    env.apply::<PyTorchJob>(&job).await;
+    let workers = ["ft-worker-0", "ft-worker-1", "ft-worker-2", "ft-worker-3"];
+    ready(&env, &workers).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
+    let nodes: Vec<String> = nodes
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|node| node.metadata.name)
+        .collect();
+    eto_tests::nodes::set_unschedulable(&env.client, &nodes, true).await;
+    let now = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    for lost in ["ft-worker-0", "ft-worker-1", "ft-worker-3"] {
+        env.pods().delete(lost, &now).await.unwrap();
+    }
+    env.wait_pod("ft-worker-2", "is told to save", |pod| {
+        pod.and_then(notice_on)
+            .is_some_and(|n| n.kind == NoticeKind::Suspend)
+    })
+    .await;
+    *page.lock().unwrap() = lighthouse_page(
+        "New quorum not ready, only have 1 participants, need min_replicas 2 [1/1 participants healthy][1 heartbeating][shrink_only=false]",
+    );
+    let job = env
+        .wait::<PyTorchJob>("ft", "suspends before its grace ends", |job| {
+            has(job, "Suspended")
+        })
+        .await;
+    assert!(!has(&job, "Failed"));
+    let status = job.status.unwrap();
+    let suspended = status.conditions.iter().find(|c| c.type_ == "Suspended");
+    assert_eq!(
+        suspended.and_then(|c| c.reason.as_deref()),
+        Some("BelowMinWorkers")
+    );
+    assert_eq!(
+        status.eto.run,
+        Some(1),
+        "it waits for capacity in a new run"
+    );
+}
+
 /// Waits until the autoscaler `name` is gone.
 async fn autoscaler_gone(env: &Env, name: &str) {
     let api: Api<HorizontalPodAutoscaler> = Api::default_namespaced(env.client.clone());

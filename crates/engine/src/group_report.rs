@@ -157,6 +157,10 @@ pub struct QuorumReport {
     /// seconds since it came. A Manager that stopped (its group frozen or cut off) stays
     /// listed, its heartbeat ageing.
     pub heartbeats: Vec<(String, f64)>,
+    /// Whether every group heartbeating waits in a quorum that cannot form without more
+    /// groups (fewer have asked than the coordinator's minimum): none of them trains a step,
+    /// or can save one, until groups come.
+    pub waiting_for_groups: bool,
 }
 
 /// One word of the training code that it saved.

@@ -80,12 +80,21 @@ pub fn read_status(page: &str) -> Option<QuorumReport> {
             ))
         })
         .collect();
+    // `Next quorum status: New quorum not ready, only have P participants, need
+    // min_replicas M [...]`: P groups asked for the next quorum, too few for it.
+    let next = page
+        .find("Next quorum status:")
+        .map_or("", |start| &page[start..]);
+    let next = &next[..next.find('\n').unwrap_or(next.len())];
+    let waiting_for_groups = next.contains("need min_replicas")
+        && number_after(next, "only have").is_some_and(|asked| asked > 0 && asked >= heartbeating);
     Some(QuorumReport {
         quorum_id,
         participants: number_after(previous, "Num participants:").unwrap_or(0),
         step,
         heartbeating,
         heartbeats,
+        waiting_for_groups,
     })
 }
 
@@ -211,6 +220,7 @@ Quorum age:
                 step: 12,
                 heartbeating: 3,
                 heartbeats: vec![("eto_ft_1:c4654d35".into(), 0.066504275)],
+                waiting_for_groups: false,
             }
         );
         let before_any = "Current quorum_id: 0 <br>\nNext quorum status: New quorum not ready [0/0 participants healthy][0 heartbeating]\n<h3>Previous Quorum</h3>\n<h2>Heartbeats</h2>";
@@ -229,6 +239,7 @@ Quorum age:
                 step: 7,
                 heartbeating,
                 heartbeats: Vec::new(),
+                waiting_for_groups: false,
             };
             let status = quorum.status(groups);
             assert_eq!(
@@ -237,6 +248,50 @@ Quorum age:
                 "{name}"
             );
             assert_eq!((status.quorum, status.step), (participants, 7), "{name}");
+        }
+    }
+
+    #[test]
+    fn groups_that_all_wait_for_a_quorum_too_small_to_form_are_told_apart() {
+        // The lines TorchFT 0.2.0's Lighthouse writes for its next quorum.
+        let cases = [
+            (
+                "the one group left waits, the minimum is two",
+                "New quorum not ready, only have 1 participants, need min_replicas 2 [1/1 participants healthy][1 heartbeating][shrink_only=false]",
+                true,
+            ),
+            (
+                "one group waits, another heartbeats without asking (it saves, or heals)",
+                "New quorum not ready, only have 1 participants, need min_replicas 2 [1/1 participants healthy][2 heartbeating][shrink_only=false]",
+                false,
+            ),
+            (
+                "between quorums: nobody asked yet",
+                "New quorum not ready, only have 0 participants, need min_replicas 2 [0/0 participants healthy][1 heartbeating][shrink_only=false]",
+                false,
+            ),
+            (
+                "enough groups, waiting for a straggler",
+                "Valid quorum with 2 participants, waiting for 1 healthy but not participating stragglers due to join timeout [2/2 participants healthy][3 heartbeating][shrink_only=false]",
+                false,
+            ),
+            (
+                "too few of the groups alive for a majority",
+                "New quorum not ready, only have 1 participants, need at least half of 3 healthy workers [1/1 participants healthy][3 heartbeating][shrink_only=false]",
+                false,
+            ),
+            (
+                "a quorum forms",
+                "Fast quorum found! [2/2 participants healthy][2 heartbeating][shrink_only=false]",
+                false,
+            ),
+        ];
+        for (name, status, waiting) in cases {
+            let page = format!(
+                "Current quorum_id: 7 <br>\nNext quorum status: {status}\n\n<h3>Previous Quorum</h3>\nNum participants: 2 <br>\n"
+            );
+            let report = read_status(&page).unwrap();
+            assert_eq!(report.waiting_for_groups, waiting, "{name}");
         }
     }
 

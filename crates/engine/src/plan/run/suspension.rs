@@ -39,6 +39,11 @@
 //!   rather than failing the job. A launcher that fails with at least `minReplicas` ready
 //!   workers fails the job (or restarts it) as before; one that succeeds before any notice
 //!   finished the training.
+//! - Suspending to suspended, before the deadline, once nothing of the run can save any
+//!   more: the launcher exited, or every worker's training did; a spare waiting for a replica
+//!   group's place trains nothing, and replica groups that all wait in a quorum their
+//!   Lighthouse cannot form without the groups that are gone are stuck inside a step, deaf to
+//!   the notice.
 //! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
 //!   minimum, the launcher taken), a new run starts, whose pods show a `Resume` notice and
 //!   whose launcher gets `ETO_RESUME=true`.
@@ -59,6 +64,7 @@
 
 use eto_api::job_status::{JobPhase, Notice, NoticeKind, WorkerSummary};
 use eto_api::well_known::NOTICE_ANNOTATION;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS};
@@ -138,12 +144,17 @@ impl Run<'_, '_> {
     /// not started has no process to hear a notice, and nothing waits for it. Where the
     /// rendezvous's store reports its round, a worker of a group that re-forms trains only
     /// while its agent is a living member of a round that formed: an agent that left to
-    /// re-form the group, waits to join one, or met a closed rendezvous runs no training.
+    /// re-form the group, waits to join one, or met a closed rendezvous runs no training; nor
+    /// does a spare that waits for a replica group's place.
     pub(super) fn training(&self) -> bool {
         if self.workers_decide() {
             let target = &self.planner.status.target_workers;
             let kind = self.context.kind();
             let in_group = self.training_hosts();
+            let waiting_spare = |pod: &Pod| {
+                let alone = std::collections::BTreeMap::from([(0, pod)]);
+                !self.context.job_ref.waiting_spares(&alone).is_empty()
+            };
             self.observed.pods.iter().any(|pod| {
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
                 target.iter().any(|worker| worker == name)
@@ -151,6 +162,7 @@ impl Run<'_, '_> {
                     && pods::phase(pod) == "Running"
                     && kind.training_activity(pod).may_run()
                     && in_group.as_ref().is_none_or(|hosts| hosts.contains(&name))
+                    && !waiting_spare(pod)
             })
         } else {
             self.launcher().is_some_and(|l| l.is_running())
@@ -339,12 +351,27 @@ impl Run<'_, '_> {
         true
     }
 
-    /// The `Suspend` notice is out: suspends once its deadline has come or the launcher has
-    /// exited. Returns whether the run goes on.
+    /// Whether the run can still save what a notice asks: something of it trains (see
+    /// [`Self::training`]), and its replica groups do not all wait, as their coordinator
+    /// reports (see [`crate::group_report::QuorumReport::waiting_for_groups`]), for a quorum
+    /// that cannot form without groups that are gone: such a group is stuck inside a step, and
+    /// hears no notice until groups come.
+    fn can_still_save(&self) -> bool {
+        let stuck = self
+            .observed
+            .group_report
+            .and_then(|report| report.quorum.as_ref())
+            .is_some_and(|quorum| quorum.waiting_for_groups);
+        self.training() && !stuck
+    }
+
+    /// The `Suspend` notice is out: suspends once its deadline has come or nothing of the run
+    /// can save any more (see [`Self::can_still_save`]: the launcher exited, every worker's
+    /// training did, or the replica groups left are stuck). Returns whether the run goes on.
     fn checkpointing(&mut self, notice: &Notice, requested: bool) -> bool {
         let deadline = notice.deadline.as_ref().map_or(self.planner.now, |d| d.0);
         let window_over = self.planner.now >= deadline;
-        if window_over || !self.training() {
+        if window_over || !self.can_still_save() {
             if requested {
                 self.suspend(SUSPENDED, None);
             } else if notice.reason == BELOW_MIN_WORKERS {
@@ -352,8 +379,10 @@ impl Run<'_, '_> {
                 self.suspend(BELOW_MIN_WORKERS, None);
             } else {
                 let why = why_suspending(notice).map(|why| {
-                    let ended = if self.training() {
+                    let ended = if window_over {
                         "its grace period ended"
+                    } else if self.training() {
+                        "its replica groups wait for groups that are gone"
                     } else {
                         "the launcher exited"
                     };

@@ -403,6 +403,7 @@ fn the_status_shows_the_quorum_the_lighthouse_reports() {
             step: 140,
             heartbeating: 2,
             heartbeats: Vec::new(),
+            waiting_for_groups: false,
         }),
         ..GroupReport::default()
     });
@@ -617,6 +618,7 @@ fn groups_of_two_scale_in_whole_and_count_as_groups() {
             step: 20,
             heartbeating: 1,
             heartbeats: Vec::new(),
+            waiting_for_groups: false,
         }),
         ..GroupReport::default()
     });
@@ -761,6 +763,7 @@ fn a_group_whose_manager_stopped_heartbeating_is_replaced_under_its_id() {
                 ("train_1:bb".into(), age),
                 ("train_2:cc".into(), 0.1),
             ],
+            waiting_for_groups: false,
         }),
         ..GroupReport::default()
     };
@@ -827,5 +830,117 @@ fn a_group_whose_training_keeps_failing_is_replaced_later_and_later() {
         groups(&world).last(),
         Some(&("ddp-worker-4".to_string(), Some(1))),
         "then under its id"
+    );
+}
+
+/// `with_a_spare(3)`, every pod training, then group 0 lost (the spare takes its place, a new
+/// spare, `ddp-worker-4`, is created), then groups 1 and 0 lost at once: one group is left of
+/// the two the job needs, and the job is suspending; the new spare's pod has started.
+fn suspending_with_one_group_and_a_new_spare() -> World {
+    let mut world = with_a_spare(3);
+    for name in [
+        "ddp-worker-0",
+        "ddp-worker-1",
+        "ddp-worker-2",
+        "ddp-worker-3",
+    ] {
+        world.training(name);
+    }
+    world.pods.remove("ddp-worker-0");
+    world.reconcile();
+    assert_eq!(
+        groups(&world),
+        [
+            ("ddp-worker-1".to_string(), Some(1)),
+            ("ddp-worker-2".to_string(), Some(2)),
+            ("ddp-worker-3".to_string(), Some(0)),
+            ("ddp-worker-4".to_string(), None),
+        ]
+    );
+    world.pods.remove("ddp-worker-1");
+    world.pods.remove("ddp-worker-3");
+    world.advance(1);
+    world.reconcile();
+    let notice = world
+        .pytorch_job
+        .as_ref()
+        .unwrap()
+        .status
+        .as_ref()
+        .unwrap()
+        .eto
+        .notice
+        .clone();
+    assert_eq!(
+        notice.map(|n| n.kind),
+        Some(eto_api::job_status::NoticeKind::Suspend),
+        "one group of the two the job needs trains: the job suspends"
+    );
+    world.training("ddp-worker-4");
+    world
+}
+
+/// The job's `Suspended` condition: its status and reason.
+fn suspended(world: &World) -> Option<(eto_api::common::ConditionStatus, Option<String>)> {
+    let status = world.pytorch_job.as_ref().unwrap().status.as_ref().unwrap();
+    let condition = status.conditions.iter().find(|c| c.type_ == "Suspended");
+    condition.map(|c| (c.status, c.reason.clone()))
+}
+
+#[test]
+fn a_spare_waiting_for_a_place_does_not_hold_up_a_suspend() {
+    let mut world = suspending_with_one_group_and_a_new_spare();
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(suspended(&world), None, "group 2 still trains: it may save");
+    // The group that trained saves its checkpoint and exits; the spare never trained.
+    world.exit("ddp-worker-2", 0);
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(
+        suspended(&world),
+        Some((
+            eto_api::common::ConditionStatus::True,
+            Some("BelowMinWorkers".to_string())
+        )),
+        "every group that trained has exited: the suspend is done, not held for the grace \
+         period by a spare that waits for an id"
+    );
+}
+
+#[test]
+fn groups_stuck_waiting_for_a_quorum_too_small_to_form_end_the_suspend() {
+    use crate::group_report::{GroupReport, QuorumReport};
+    let mut world = suspending_with_one_group_and_a_new_spare();
+    let lighthouse = |waiting_for_groups| GroupReport {
+        quorum: Some(QuorumReport {
+            quorum_id: 4,
+            participants: 3,
+            step: 80,
+            heartbeating: 1,
+            heartbeats: Vec::new(),
+            waiting_for_groups,
+        }),
+        ..GroupReport::default()
+    };
+    world.group_report = Some(lighthouse(false));
+    world.advance(1);
+    world.reconcile();
+    assert_eq!(
+        suspended(&world),
+        None,
+        "group 2 has not asked for a quorum yet"
+    );
+    world.group_report = Some(lighthouse(true));
+    world.advance(1);
+    let plan = world.reconcile();
+    assert_eq!(
+        suspended(&world).map(|(status, _)| status),
+        Some(eto_api::common::ConditionStatus::True),
+        "group 2 waits in a quorum that needs two groups: it cannot save, nor hear the notice"
+    );
+    assert!(
+        crate::testing::world::deleted_pods(&plan).contains(&"ddp-worker-2".to_string()),
+        "{plan:?}"
     );
 }

@@ -45,6 +45,7 @@ fn report(world: &mut World, id: i64, participants: i64, step: i64) {
             step,
             heartbeating: participants,
             heartbeats: Vec::new(),
+            waiting_for_groups: false,
         }),
         ..GroupReport::default()
     });
