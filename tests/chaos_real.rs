@@ -169,6 +169,11 @@ impl Shape {
                         ("ETO_STEP_LOG", "/ckpt/steps.log"),
                     ],
                 );
+                // Each group's helper serves the steps it commits, with their times; eto
+                // reads them beside the Lighthouse, whose quorum step has none.
+                job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+                    ["ports"] =
+                    serde_json::json!([{"name": "eto-progress", "containerPort": 29411}]);
                 job
             }
         };

@@ -230,3 +230,47 @@ async fn a_run_resumed_from_an_older_checkpoint_counts_exactly_the_steps_trained
     );
     assert!(ledger.seconds.retrained > 0.0, "{ledger:#?}");
 }
+
+/// Three replica groups whose Workers declare the port their helper serves on: eto reads the
+/// steps a group's helper serves (when each came) beside the Lighthouse, whose quorum step
+/// says nothing of when it came, and the ledger says the training reports them.
+#[tokio::test]
+async fn replica_groups_report_their_steps_through_a_groups_helper_beside_the_lighthouse() {
+    let port = eto_tests::free_port();
+    let (_training, _) = training(port, 1, 2400, 0.05);
+    let env = Env::start(sim_config(2, 8)).await;
+    let (lighthouse, page) = crate::pytorchjob::report_stand_in().await;
+    *page.lock().unwrap() = crate::pytorchjob::lighthouse_page(
+        "Fast quorum found! [3/3 participants healthy][3 heartbeating][shrink_only=false]",
+    );
+    env.cluster
+        .forward_pod_port("default", "ft-lighthouse", 29510, lighthouse);
+    env.cluster
+        .forward_every_pod_port(29411, ([127, 0, 0, 1], port).into());
+    let job = crate::pytorchjob::ELASTIC_JOB
+        .replace("name: elastic", "name: ft")
+        .replace("maxReplicas: 4", "maxReplicas: 4\n    replicaGroups: {}")
+        .replace(
+            "            resources:",
+            "            ports:\n            - name: eto-progress\n              containerPort: 29411\n            resources:",
+        );
+    env.apply::<eto_api::PyTorchJob>(&job).await;
+    let job = env
+        .wait::<eto_api::PyTorchJob>("ft", "trains on the steps a group serves", |job| {
+            job.status
+                .as_ref()
+                .and_then(|status| status.eto.goodput.as_ref())
+                .is_some_and(|ledger| {
+                    ledger.source == ProgressSource::TrainingReports
+                        && ledger.current == Some(GoodputBucket::Productive)
+                })
+        })
+        .await;
+    let ledger = job.status.unwrap().eto.goodput.unwrap();
+    let latest = ledger.latest.expect("the step recorded");
+    assert_eq!(
+        (latest.first_step, latest.total),
+        (1, Some(5000)),
+        "the helper's stretch, not the quorum's step 40"
+    );
+}

@@ -424,7 +424,7 @@ async fn a_job_of_workers_only_succeeds_once_every_worker_has() {
 }
 
 /// An elastic job whose rendezvous eto hosts: three Workers between two and four, no Master.
-const ELASTIC_JOB: &str = r#"
+pub(crate) const ELASTIC_JOB: &str = r#"
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata:
@@ -698,7 +698,7 @@ async fn a_128_worker_elastic_job_losing_two_nodes_at_once_trains_on_and_replace
 
 /// A stand-in for the report of a rendezvous store: answers every request with the body the
 /// test puts in the returned cell.
-async fn report_stand_in() -> (
+pub(crate) async fn report_stand_in() -> (
     std::net::SocketAddr,
     std::sync::Arc<std::sync::Mutex<String>>,
 ) {
@@ -986,7 +986,7 @@ async fn a_rendezvous_closed_after_a_lost_worker_starts_the_next_run_at_once() {
 
 /// The status page of a TorchFT Lighthouse whose next quorum is in `next` (what follows `Next
 /// quorum status:`), after quorum 3 of three groups at step 40.
-fn lighthouse_page(next: &str) -> String {
+pub(crate) fn lighthouse_page(next: &str) -> String {
     format!(
         "Current quorum_id: 3 <br>\nNext quorum status: {next}\n\n<h3>Previous Quorum</h3>\nNum participants: 3 <br>\n<div class=\"member\">Step: 40 <br/></div>\n<h2>Heartbeats</h2>\n"
     )

@@ -39,8 +39,10 @@ use crate::pytorch_real::{
 /// `/opt/eto-helper`, reads): it shuts its `Manager` down and exits, so that no other group has
 /// a collective in flight with it when it goes; unless `ETO_FT_SUDDEN` is 1. Where `/ckpt` is mounted, every group saves its
 /// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
-/// loads the newest of those checkpoints. Where `ETO_STEP_LOG` names a file, each step is also
-/// appended to it as [`eto_tests::step_log`] reads it.
+/// loads the newest of those checkpoints (inside `eto_notice.restoring()`). Each step a group
+/// commits goes to `eto_notice.progress` (its pod serves it where the Worker declares the
+/// `eto-progress` port); where `ETO_STEP_LOG` names a file, each step is also appended to it
+/// as [`eto_tests::step_log`] reads it.
 pub(crate) const TORCHFT_STEPS: &str = r#"
 import os, signal, socket, sys, time
 from datetime import timedelta
@@ -101,7 +103,8 @@ def newest_checkpoint():
             if newest is None or state["manager"]["step"] > newest["manager"]["step"]:
                 newest = state
     return newest
-resumed = newest_checkpoint()
+with eto_notice.restoring():
+    resumed = newest_checkpoint()
 if resumed is not None:
     model.load_state_dict(resumed["model"])
     opt.load_state_dict(resumed["optim"])
@@ -116,6 +119,7 @@ pause = float(os.environ.get("ETO_FT_PAUSE", "0.2"))
 step_log = os.environ.get("ETO_STEP_LOG")
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
+reported = manager.current_step()
 fail_at = int(os.environ.get("ETO_FT_FAIL_AT_STEP", "-1"))
 while manager.current_step() < total:
     if socket.gethostname() == os.environ.get("ETO_FT_FAIL_HOST") and manager.current_step() >= fail_at:
@@ -135,6 +139,9 @@ while manager.current_step() < total:
         with open(f"{ckpt}/step.{group}.tmp", "w") as saved:
             saved.write(str(manager.current_step()))
         os.replace(f"{ckpt}/step.{group}.tmp", f"{ckpt}/step")
+    if manager.current_step() > reported:
+        reported = manager.current_step()
+        eto_notice.progress(reported, total=total)
     if len(healed) > was_healed:
         was_healed = len(healed)
         print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)

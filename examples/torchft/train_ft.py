@@ -106,7 +106,8 @@ def save_checkpoint():
     os.replace(path + ".tmp", path)
 
 
-resumed = newest_checkpoint()
+with eto_notice.restoring():  # eto counts the load as checkpoint time
+    resumed = newest_checkpoint()
 if resumed is not None:
     load_state_dict(resumed)
     manager.load_state_dict(resumed["manager"])
@@ -116,6 +117,7 @@ ddp = eto_notice.fault_tolerant_ddp(manager, model)
 optimizer = Optimizer(manager, inner)
 data = batches(group, groups)
 print(f"start: group={group} host={socket.gethostname()} torch={torch.__version__}", flush=True)
+step = manager.current_step()
 
 while manager.current_step() < TOTAL_STEPS:
     # Between two steps: the next step's quorum starts at zero_grad().
@@ -131,6 +133,8 @@ while manager.current_step() < TOTAL_STEPS:
     loss = ddp(next(data).to(device)).square().mean()
     loss.backward()
     optimizer.step()  # skipped when a group was lost in this step's allreduce
+    if manager.current_step() > step:  # committed (a step lost with a group is trained again)
+        eto_notice.progress(manager.current_step(), total=TOTAL_STEPS)  # port eto-progress
     step = manager.current_step()
     if LOCAL_RANK == 0 and os.path.isdir(CHECKPOINT_DIR) and step % CHECKPOINT_EVERY == 0:
         save_checkpoint()

@@ -1,7 +1,8 @@
 //! Reading the report of a run's coordinator (see [`eto_engine::group_report`]; a PyTorchJob's
 //! rendezvous store, or the Lighthouse of its replica groups) before the job is planned, or,
 //! for a job without one, the progress a training pod serves (see
-//! [`eto_engine::group_report::progress_source`]).
+//! [`eto_engine::group_report::progress_source`]); beside a Lighthouse, that progress too (see
+//! [`eto_engine::job::ReportingCoordinator::progress_beside`]), in place of its quorum step.
 //!
 //! `GET /api/v1/namespaces/<ns>/pods/<pod>:<report port>/proxy/report` (a Lighthouse's
 //! `/status`), through the API

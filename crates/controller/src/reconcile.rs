@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use eto_engine::group_report::GroupReport;
 use eto_engine::job::{Kind, Referenced};
 use eto_engine::kind::OwnedJob;
 use eto_engine::plan::{plan, plan_undecodable};
@@ -179,6 +180,14 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
             let report = match &source {
                 Some(source) => group_report::read(ctx, job, source).await,
                 None => None,
+            };
+            // Where the coordinator knows only a step it saw, the training's own progress.
+            let report = match job.progress_beside(&pods) {
+                Some(beside) => GroupReport::with_served_progress(
+                    report,
+                    group_report::read(ctx, job, &beside).await,
+                ),
+                None => report,
             };
             loop {
                 let mut observed =

@@ -225,9 +225,14 @@ fn take_report(
         // the run still tells the last step of the run before until the new one reports.
         return;
     }
+    // A stretch that began no later than the recorded step, of the same run and not behind
+    // it, is the same training told by another pod (the one read before is gone; each pod's
+    // helper tells the stretches it saw itself): it goes on from the recorded step.
     let new_stretch = ledger.latest.as_ref().is_none_or(|latest| {
-        latest.first_at.0 != report.first_at
-            || latest.first_step != report.first_step
+        let told_elsewhere =
+            latest.run == seen.run && report.first_at <= latest.at.0 && report.step >= latest.step;
+        (latest.first_at.0 != report.first_at || latest.first_step != report.first_step)
+            && !told_elsewhere
             || latest.run != seen.run
     });
     if ledger.latest.is_none() {
@@ -687,6 +692,41 @@ mod tests {
             ]
         );
         assert_eq!(ledger.current, Some(StartUp));
+    }
+
+    #[test]
+    fn another_pod_telling_the_same_training_goes_on_from_the_recorded_step() {
+        // Replica groups: the pod read first trains from step 1 at 4 s; a group that joined
+        // at step 60 (it healed from the others, at 64 s) is read once the first pod is gone.
+        let ledger = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                with(seen(100.0, Activity::Training), report(97, 99.0, 1, 4.0)),
+                with(
+                    seen(131.0, Activity::Training),
+                    report(128, 130.0, 60, 64.0),
+                ),
+                // Its own helper saw a pause of 8 s after step 128: a stretch of its own.
+                with(
+                    seen(150.0, Activity::Training),
+                    report(145, 149.0, 129, 138.0),
+                ),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(ledger.retrained_steps, 0, "{ledger:?}");
+        assert_eq!(ledger.highest_step, Some(145));
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 137.0),
+                ("startUp", 4.0),
+                ("reformation", 8.0)
+            ],
+            "4..130 and 138..149 trained; 130..138 re-formed (the states saw training, the \
+             steps a pause)"
+        );
     }
 
     #[test]

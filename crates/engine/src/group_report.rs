@@ -70,9 +70,13 @@ pub const PROGRESS_PORT_NAME: &str = "eto-progress";
 /// The path a training pod serves its progress at.
 pub const PROGRESS_PATH: &str = "/progress";
 
-/// Where the progress of a job whose kind reads no coordinator's report comes from: the
-/// first (by name) of `pods` that runs, is ready, is not being deleted and declares a
-/// container port named [`PROGRESS_PORT_NAME`]. A job whose pods declare none is not read.
+/// Where the progress of a job whose kind reads no coordinator's report comes from (and,
+/// beside a coordinator that knows only a step it saw, see
+/// [`crate::job::ReportingCoordinator::progress_beside`]): the oldest (then the first by name)
+/// of `pods` that runs, is ready, is not being deleted and declares a container port named
+/// [`PROGRESS_PORT_NAME`]. A job whose pods declare none is not read. The oldest, so that the
+/// pod read stays the same while it lives: each pod's helper tells the stretches of training
+/// it saw itself.
 pub fn progress_source(pods: &[&k8s_openapi::api::core::v1::Pod]) -> Option<ReportSource> {
     pods.iter()
         .filter(|pod| {
@@ -85,10 +89,11 @@ pub fn progress_source(pods: &[&k8s_openapi::api::core::v1::Pod]) -> Option<Repo
                 .flat_map(|spec| &spec.containers)
                 .flat_map(|container| container.ports.iter().flatten())
                 .find(|port| port.name.as_deref() == Some(PROGRESS_PORT_NAME))?;
-            Some((pod.metadata.name.clone()?, port.container_port))
+            let created = pod.metadata.creation_timestamp.as_ref().map(|time| time.0);
+            Some((created, pod.metadata.name.clone()?, port.container_port))
         })
         .min()
-        .map(|(pod, port)| ReportSource {
+        .map(|(_, pod, port)| ReportSource {
             pod,
             port,
             path: PROGRESS_PATH,
@@ -132,6 +137,24 @@ pub struct GroupReport {
     /// none, and the rest of the report stands.
     #[serde(default, deserialize_with = "progress_or_none")]
     pub progress: Option<ReportedProgress>,
+}
+
+impl GroupReport {
+    /// The coordinator's report (`coordinator`, if it answered) with the progress a training
+    /// pod served beside it (`served`, see
+    /// [`crate::job::ReportingCoordinator::progress_beside`]) in place of its own: where a pod
+    /// serves the training's steps, the coordinator's step is not taken, even while the pod
+    /// does not answer (two sources would tell two different stretches of training).
+    pub fn with_served_progress(coordinator: Option<Self>, served: Option<Self>) -> Option<Self> {
+        let progress = served.and_then(|served| served.progress);
+        match coordinator {
+            Some(report) => Some(Self { progress, ..report }),
+            None => progress.map(|progress| Self {
+                progress: Some(progress),
+                ..Self::default()
+            }),
+        }
+    }
 }
 
 fn progress_or_none<'de, D: serde::Deserializer<'de>>(
@@ -354,13 +377,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_pod_that_declares_its_progress_port_is_read_first_by_name_once_it_runs() {
+    fn a_pod_that_declares_its_progress_port_is_read_oldest_first_once_it_runs() {
         let pod = |name: &str,
                    port: Option<&str>,
                    ready: bool|
          -> k8s_openapi::api::core::v1::Pod {
             serde_json::from_value(serde_json::json!({
-                "metadata": {"name": name},
+                "metadata": {"name": name, "creationTimestamp": "2027-01-15T08:00:00Z"},
                 "spec": {"containers": [{"name": "main", "ports": port.map(|port| vec![
                     serde_json::json!({"name": port, "containerPort": 29411})
                 ])}]},
@@ -388,6 +411,56 @@ mod tests {
         assert_eq!(report.progress.map(|p| p.step), Some(7));
         assert!(source.read("{}").is_none());
         assert_eq!(progress_source(&refs[3..]), None, "no pod declares it");
+
+        // A pod that replaced another (`job-worker-10` sorts before `job-worker-2`) is read
+        // only once the older ones are gone.
+        let mut newer = pod("job-worker-10", Some(PROGRESS_PORT_NAME), true);
+        newer.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2027-01-15T09:00:00Z".parse().unwrap(),
+            ));
+        let with_newer = [&newer, refs[0], refs[2]];
+        let source = progress_source(&with_newer).expect("a source");
+        assert_eq!(source.pod, "job-worker-1");
+        let source = progress_source(&with_newer[..1]).expect("a source");
+        assert_eq!(source.pod, "job-worker-10");
+    }
+
+    #[test]
+    fn progress_a_pod_serves_replaces_the_coordinators_step() {
+        let lighthouse = |step| GroupReport {
+            quorum: Some(QuorumReport {
+                step,
+                ..QuorumReport::default()
+            }),
+            progress: Some(ReportedProgress {
+                step,
+                at: None,
+                first_step: None,
+                first_at: None,
+                total: None,
+                restored: None,
+                source: crate::goodput::ProgressSource::Lighthouse,
+            }),
+            ..GroupReport::default()
+        };
+        let served = read_progress(
+            r#"{"step": 41, "at": "2027-01-15T08:00:05Z", "first_step": 1, "first_at": "2027-01-15T08:00:00Z"}"#,
+        );
+        let both = GroupReport::with_served_progress(Some(lighthouse(40)), served.clone())
+            .expect("a report");
+        assert_eq!(both.quorum.map(|q| q.step), Some(40), "the quorum stays");
+        let progress = both.progress.expect("the pod's progress");
+        assert_eq!(
+            (progress.step, progress.source),
+            (41, crate::goodput::ProgressSource::TrainingReports)
+        );
+        let silent =
+            GroupReport::with_served_progress(Some(lighthouse(40)), None).expect("a report");
+        assert_eq!(silent.progress, None, "not the Lighthouse's step instead");
+        let alone = GroupReport::with_served_progress(None, served).expect("a report");
+        assert_eq!(alone.progress.map(|p| p.step), Some(41));
+        assert_eq!(GroupReport::with_served_progress(None, None), None);
     }
 
     #[test]

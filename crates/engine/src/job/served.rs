@@ -272,6 +272,13 @@ pub trait ReportingCoordinator {
     /// given the job's `pods`; `None` for jobs without one, or while it does not run.
     fn report_source(&self, pods: &[&Pod]) -> Option<ReportSource>;
 
+    /// Where eto reads the training's own progress beside the coordinator's report, when the
+    /// coordinator knows only a step it saw and not when it came (a Lighthouse's quorum
+    /// step): a pod among `pods` that serves it (see
+    /// [`crate::group_report::progress_source`]); `None` for a coordinator the training
+    /// reports to, or where no pod serves its progress.
+    fn progress_beside(&self, pods: &[&Pod]) -> Option<ReportSource>;
+
     /// How long the agents of a group that re-forms (see [`Coordinator::group_reforms`])
     /// go without a heartbeat before the others take them for dead; `None` for jobs without
     /// such a group.
@@ -361,6 +368,12 @@ impl<'a> JobRef<'a> {
     /// See [`ReportingCoordinator::report_source`]; `None` for a kind without one.
     pub fn group_report_source(self, pods: &[&Pod]) -> Option<ReportSource> {
         self.0.reporting_coordinator()?.report_source(pods)
+    }
+
+    /// See [`ReportingCoordinator::progress_beside`]; `None` for a kind without a
+    /// coordinator.
+    pub fn progress_beside(self, pods: &[&Pod]) -> Option<ReportSource> {
+        self.0.reporting_coordinator()?.progress_beside(pods)
     }
 
     /// Where eto reads what the job's training reports: its coordinator's report

@@ -406,6 +406,10 @@ impl ReportingCoordinator for PyTorchJob {
         report_source::source(self, pods)
     }
 
+    fn progress_beside(&self, pods: &[&Pod]) -> Option<ReportSource> {
+        report_source::progress_beside(self, pods)
+    }
+
     fn heartbeat_timeout(&self) -> Option<Duration> {
         self.coordinator()
             .group_reforms

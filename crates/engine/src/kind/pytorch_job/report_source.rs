@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::lighthouse_page;
 use super::rendezvous::HostedRendezvous;
-use super::replica_groups::ReplicaGroups;
+use super::replica_groups::{ReplicaGroups, group_of};
 use crate::group_report::{self, ReportSource};
 use crate::job::ServedJob;
 use crate::pods;
@@ -44,6 +44,21 @@ pub fn source(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
         path,
         read,
     })
+}
+
+/// Where to read the progress `job`'s training serves beside its Lighthouse, whose quorum
+/// step says nothing of when it came: the oldest Worker among `pods` of the current run that
+/// holds a replica group (a spare waiting for its place trains nothing) and serves its
+/// progress (see [`group_report::progress_source`]). `None` for a job without replica groups.
+pub fn progress_beside(job: &PyTorchJob, pods: &[&Pod]) -> Option<ReportSource> {
+    ReplicaGroups::of(job)?;
+    let run = job.engine_status().current_run().to_string();
+    let holders: Vec<&Pod> = pods
+        .iter()
+        .copied()
+        .filter(|pod| group_of(pod).is_some() && pods::label(pod, RUN_LABEL) == Some(run.as_str()))
+        .collect();
+    group_report::progress_source(&holders)
 }
 
 #[cfg(test)]
@@ -91,6 +106,52 @@ mod tests {
             source(&job, &[&running]),
             None,
             "the store of an earlier run"
+        );
+    }
+
+    #[test]
+    fn replica_groups_progress_is_read_from_the_oldest_group_that_serves_it() {
+        use serde_json::json;
+
+        let groups = |policy: serde_json::Value| -> PyTorchJob {
+            let mut value = serde_json::to_value(crate::testing::pytorch_job()).unwrap();
+            json_patch::merge(
+                &mut value,
+                &json!({"spec": {"elasticPolicy": policy, "pytorchReplicaSpecs": {"Master": null}}}),
+            );
+            serde_json::from_value(value).unwrap()
+        };
+        let job = groups(json!({"minReplicas": 2, "maxReplicas": 4, "replicaGroups": {}}));
+        let worker = |name: &str, group: Option<&str>, run: &str, created: &str| -> Pod {
+            let mut labels = json!({RUN_LABEL: run});
+            if let Some(group) = group {
+                labels[super::super::replica_groups::GROUP_LABEL] = json!(group);
+            }
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels, "creationTimestamp": created},
+                "spec": {"containers": [{"name": "pytorch", "ports": [
+                    {"name": group_report::PROGRESS_PORT_NAME, "containerPort": 29411}]}]},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            }))
+            .unwrap()
+        };
+        let pods = [
+            worker("ddp-worker-3", None, "0", "2027-01-15T07:00:00Z"),
+            worker("ddp-worker-0", Some("0"), "1", "2027-01-15T07:00:00Z"),
+            worker("ddp-worker-10", Some("1"), "0", "2027-01-15T09:00:00Z"),
+            worker("ddp-worker-2", Some("2"), "0", "2027-01-15T08:00:00Z"),
+        ];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let found = progress_beside(&job, &refs).expect("a group serves it");
+        assert_eq!(
+            found.pod, "ddp-worker-2",
+            "not the waiting spare, nor a pod of another run, nor the newer group"
+        );
+        let torchrun = groups(json!({"minReplicas": 2, "maxReplicas": 4}));
+        assert_eq!(
+            progress_beside(&torchrun, &refs),
+            None,
+            "the rendezvous store takes the training's reports itself"
         );
     }
 }
