@@ -169,15 +169,14 @@ impl Shape {
                         ("ETO_STEP_LOG", "/ckpt/steps.log"),
                     ],
                 );
-                // Each group's helper serves the steps it commits, with their times; eto
-                // reads them beside the Lighthouse, whose quorum step has none.
-                job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-                    ["ports"] =
-                    serde_json::json!([{"name": "eto-progress", "containerPort": 29411}]);
                 job
             }
         };
         let template = &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
+        // Where no rendezvous store of eto's takes the training's reports (v1's wiring, and
+        // beside a Lighthouse, whose quorum step has no time), the helper serves them here.
+        template["spec"]["containers"][0]["ports"] =
+            serde_json::json!([{"name": "eto-progress", "containerPort": 29411}]);
         // The test reads the step log, not the checkpointed step.
         let _ = mount_a_checkpoint_directory(scratch, template);
         template["spec"]["topologySpreadConstraints"] = serde_json::json!([{

@@ -372,6 +372,9 @@ impl Run<'_, '_> {
         let deadline = notice.deadline.as_ref().map_or(self.planner.now, |d| d.0);
         let window_over = self.planner.now >= deadline;
         if window_over || !self.can_still_save() {
+            // Asked before the suspend: a suspend below the minimum starts a new run, whose
+            // target has none of these workers.
+            let still_running = self.training();
             if requested {
                 self.suspend(SUSPENDED, None);
             } else if notice.reason == BELOW_MIN_WORKERS {
@@ -381,7 +384,7 @@ impl Run<'_, '_> {
                 let why = why_suspending(notice).map(|why| {
                     let ended = if window_over {
                         "its grace period ended"
-                    } else if self.training() {
+                    } else if still_running {
                         "its replica groups wait for groups that are gone"
                     } else {
                         "the launcher exited"
@@ -390,9 +393,10 @@ impl Run<'_, '_> {
                 });
                 self.suspend(&notice.reason, why.as_deref());
             }
-            if window_over && self.training() {
-                // The training had its whole window: its pods stop now, without another grace
-                // period for eto's PID 1 to wait out (see crate::builders::termination).
+            if still_running {
+                // The training had its whole window, or its replica groups are stuck where
+                // they cannot save: its pods stop now, without another grace period for eto's
+                // PID 1 to wait out (see crate::builders::termination).
                 for deletion in &mut self.planner.plan.delete {
                     if deletion.kind == ChildKind::Pod {
                         deletion.grace_seconds = Some(WINDOW_OVER_GRACE_SECONDS);

@@ -939,8 +939,15 @@ fn groups_stuck_waiting_for_a_quorum_too_small_to_form_end_the_suspend() {
         Some(eto_api::common::ConditionStatus::True),
         "group 2 waits in a quorum that needs two groups: it cannot save, nor hear the notice"
     );
-    assert!(
-        crate::testing::world::deleted_pods(&plan).contains(&"ddp-worker-2".to_string()),
-        "{plan:?}"
+    let deletion = plan
+        .delete
+        .iter()
+        .find(|deletion| deletion.name == "ddp-worker-2")
+        .expect("the stuck group's pod is deleted");
+    assert_eq!(
+        deletion.grace_seconds,
+        Some(5),
+        "it cannot save: five seconds, no grace period for eto's PID 1 to wait out (the new run waits for \
+         the old one's pods to go)"
     );
 }
