@@ -225,12 +225,11 @@ fn take_report(
         // the run still tells the last step of the run before until the new one reports.
         return;
     }
-    // A stretch that began no later than the recorded step, of the same run and not behind
-    // it, is the same training told by another pod (the one read before is gone; each pod's
-    // helper tells the stretches it saw itself): it goes on from the recorded step.
+    // A stretch that began no later than the recorded step, of the same run, is the same
+    // training told by another pod (the one read before is gone; each pod's helper tells the
+    // stretches it saw itself), even a step behind: it goes on from the recorded step.
     let new_stretch = ledger.latest.as_ref().is_none_or(|latest| {
-        let told_elsewhere =
-            latest.run == seen.run && report.first_at <= latest.at.0 && report.step >= latest.step;
+        let told_elsewhere = latest.run == seen.run && report.first_at <= latest.at.0;
         (latest.first_at.0 != report.first_at || latest.first_step != report.first_step)
             && !told_elsewhere
             || latest.run != seen.run
@@ -703,6 +702,8 @@ mod tests {
                 seen(0.0, Activity::Training),
                 with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
                 with(seen(100.0, Activity::Training), report(97, 99.0, 1, 4.0)),
+                // Read a step behind the last one recorded (pods are read one at a time).
+                with(seen(101.0, Activity::Training), report(96, 100.5, 60, 64.0)),
                 with(
                     seen(131.0, Activity::Training),
                     report(128, 130.0, 60, 64.0),
