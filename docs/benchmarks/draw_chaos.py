@@ -107,6 +107,10 @@ def row(run, index, out):
 def draw(report):
     runs = report["runs"]
     height = TOP + ROW * len(runs) + 40
+    # Runs of several lengths (shapes measured in separate runs) say so; each row's axis
+    # shows its own.
+    lengths = sorted({round((run["seconds"] or 0.0) / 60.0) for run in runs})
+    length = " to ".join(f"{minutes:.0f}" for minutes in lengths[:: max(len(lengths) - 1, 1)])
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">',
@@ -115,7 +119,7 @@ def draw(report):
         ".mark{font-size:10px;font-weight:bold}.axis{font-size:10px;fill:#555}</style>",
         '<rect width="100%" height="100%" fill="white"/>',
         f'<text x="10" y="22" class="title">Goodput under a fault every {report["everySeconds"]:.0f} s '
-        f'for {report["minutes"]:.0f} min ({escape(report.get("image", ""))})</text>',
+        f'for {length or "{:.0f}".format(report["minutes"])} min ({escape(report.get("image", ""))})</text>',
     ]
     legend = " · ".join(f"{mark} {name}" for name, (mark, _) in FAULT_MARKS.items())
     out.append(f'<text x="{CHART_LEFT}" y="42" class="axis">step over time; faults: {escape(legend)}</text>')
