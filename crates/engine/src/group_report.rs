@@ -140,6 +140,14 @@ pub struct GroupReport {
 }
 
 impl GroupReport {
+    /// Whether the training groups the coordinator reports on all wait for groups that are
+    /// gone (see [`QuorumReport::waiting_for_groups`]): none can save, or hear a notice.
+    pub fn groups_stuck(&self) -> bool {
+        self.quorum
+            .as_ref()
+            .is_some_and(|quorum| quorum.waiting_for_groups)
+    }
+
     /// The coordinator's report (`coordinator`, if it answered) with the progress a training
     /// pod served beside it (`served`, see
     /// [`crate::job::ReportingCoordinator::progress_beside`]) in place of its own: where a pod

@@ -360,8 +360,7 @@ impl Run<'_, '_> {
         let stuck = self
             .observed
             .group_report
-            .and_then(|report| report.quorum.as_ref())
-            .is_some_and(|quorum| quorum.waiting_for_groups);
+            .is_some_and(|report| report.groups_stuck());
         self.training() && !stuck
     }
 
