@@ -13,8 +13,10 @@
 //! from which `docs/benchmarks/draw_chaos.py` draws the picture the README shows.
 //!
 //! Needs a real cluster with a pod network, cluster DNS and two real nodes (`#[ignore]`d), an
-//! image with torch 2 and torchft (`ETO_E2E_IMAGE`, the harness's `harness.local/torch2:v1`),
-//! placed as the other real-training tests place theirs (`ETO_E2E_PULL_POLICY`,
+//! image with torch 2 and torchft (`ETO_E2E_IMAGE`, the harness's `harness.local/torch2:v1`)
+//! and one with Horovod for the TrainingJob (`ETO_CHAOS_HOROVOD_IMAGE`, default the harness's
+//! `harness.local/horovod:v1`, torch 1.13), placed as the other real-training tests place
+//! theirs (`ETO_E2E_PULL_POLICY`,
 //! `ETO_E2E_POD_PATCH`, `ETO_E2E_CHECKPOINT_ROOT` on this machine). `ETO_CHAOS_MINUTES`
 //! (default 20), `ETO_CHAOS_EVERY_SECONDS` (120), `ETO_CHAOS_OUTAGE_SECONDS` (30) and
 //! `ETO_CHAOS_SHAPES` (names, comma-separated; default all) shorten or narrow a run:
@@ -22,17 +24,18 @@
 
 use std::time::Duration;
 
-use eto_api::PyTorchJob;
+use eto_api::job_status::Goodput;
 use eto_engine::goodput::{self, GoodputBucket};
 use eto_tests::nodes::{set_taint, set_unschedulable};
 use eto_tests::scratch::Scratch;
 use eto_tests::step_log::{self, StepLine, Truth};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
 
 use crate::pytorch_real::{
-    apply_ddp, condition_types, elastic_job, every_log, mount_a_checkpoint_directory,
-    mount_the_notice_helper, torchrun_template,
+    elastic_job, every_log, mount_a_checkpoint_directory, mount_the_notice_helper, shell_template,
+    torchrun_template,
 };
 use crate::torchft_real::{now, real_nodes, replica_group_job, set_worker_env};
 
@@ -92,6 +95,9 @@ while step < total:
 /// A shape of job the benchmark runs: how its Workers train and what eto adds to them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
+    /// Elastic Horovod as `arena submit etjob` renders it: a TrainingJob whose launcher runs
+    /// `horovodrun` over three workers, two to four, training `examples/horovod/train_elastic.py`.
+    Horovod,
     /// Elastic torchrun around eto's rendezvous store: three Workers, two to four.
     Elastic,
     /// The same with a spare Worker beside a group of three.
@@ -105,7 +111,8 @@ enum Shape {
 }
 
 impl Shape {
-    const ALL: [Shape; 5] = [
+    const ALL: [Shape; 6] = [
+        Shape::Horovod,
         Shape::Elastic,
         Shape::ElasticSpare,
         Shape::Groups,
@@ -116,6 +123,7 @@ impl Shape {
     /// Its short name, for `ETO_CHAOS_SHAPES`, namespaces and files.
     fn name(self) -> &'static str {
         match self {
+            Shape::Horovod => "horovod",
             Shape::Elastic => "elastic",
             Shape::ElasticSpare => "elastic-spare",
             Shape::Groups => "groups",
@@ -127,6 +135,7 @@ impl Shape {
     /// What a reader calls it.
     fn title(self) -> &'static str {
         match self {
+            Shape::Horovod => "Horovod TrainingJob",
             Shape::Elastic => "elastic torchrun",
             Shape::ElasticSpare => "elastic torchrun + spare",
             Shape::Groups => "replica groups (TorchFT)",
@@ -140,10 +149,11 @@ impl Shape {
         2
     }
 
-    /// The PyTorchJob `ddp` of this shape, its checkpoint directory and step log under
+    /// The job `ddp` of this shape, its checkpoint directory and step log under
     /// `ETO_E2E_CHECKPOINT_ROOT`, its Workers spread over the real nodes.
     async fn job(self, scratch: &Scratch) -> serde_json::Value {
         let mut job = match self {
+            Shape::Horovod => horovod_job(scratch).await,
             Shape::Elastic | Shape::ElasticSpare | Shape::V1Wiring => {
                 let mut template = torchrun_template(CHAOS_TORCHRUN);
                 mount_the_notice_helper(scratch, &mut template).await;
@@ -172,9 +182,19 @@ impl Shape {
                 job
             }
         };
-        let template = &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
-        // Where no rendezvous store of eto's takes the training's reports (v1's wiring, and
-        // beside a Lighthouse, whose quorum step has no time), the helper serves them here.
+        let (template, selector) = match self {
+            Shape::Horovod => (
+                &mut job["spec"]["etReplicaSpecs"]["worker"]["template"],
+                serde_json::json!({"training-job-name": "ddp", "training-job-role": "worker"}),
+            ),
+            _ => (
+                &mut job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"],
+                serde_json::json!({"training.kubeflow.org/job-name": "ddp"}),
+            ),
+        };
+        // Where no rendezvous store of eto's takes the training's reports (Horovod, v1's
+        // wiring, and beside a Lighthouse, whose quorum step has no time), the helper serves
+        // them here.
         template["spec"]["containers"][0]["ports"] =
             serde_json::json!([{"name": "eto-progress", "containerPort": 29411}]);
         // The test reads the step log, not the checkpointed step.
@@ -183,10 +203,124 @@ impl Shape {
             "maxSkew": 1,
             "topologyKey": "kubernetes.io/hostname",
             "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": {"training.kubeflow.org/job-name": "ddp"}}
+            "labelSelector": {"matchLabels": selector}
         }]);
         job
     }
+}
+
+/// The TrainingJob `ddp` of [`Shape::Horovod`]: `examples/horovod/train_elastic.py` and eto's
+/// notice helper, mounted from this repository into the image `ETO_CHAOS_HOROVOD_IMAGE` names,
+/// a step every half second (as the other shapes), a checkpoint every ten and a commit every
+/// step (Horovod rolls back to its last commit when a worker is lost).
+async fn horovod_job(scratch: &Scratch) -> serde_json::Value {
+    let read = |path: &str| {
+        std::fs::read_to_string(eto_tests::workspace_root().join(path)).expect("in the repository")
+    };
+    let scripts: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "eto-horovod"},
+        "data": {
+            "train_elastic.py": read("examples/horovod/train_elastic.py"),
+            "eto_notice.py": read("python/eto_notice.py"),
+        }
+    }))
+    .expect("a ConfigMap");
+    Api::<ConfigMap>::namespaced(scratch.client.clone(), &scratch.namespace)
+        .create(&PostParams::default(), &scripts)
+        .await
+        .expect("the API server accepts it");
+    let image =
+        std::env::var("ETO_CHAOS_HOROVOD_IMAGE").unwrap_or("harness.local/horovod:v1".into());
+    let template = |command: Option<&str>| {
+        let mut template = shell_template(command.unwrap_or_default());
+        let container = &mut template["spec"]["containers"][0];
+        container["name"] = "et".into();
+        container["image"] = image.clone().into();
+        match command {
+            Some(_) => {}
+            // eto starts sshd in a worker without a command.
+            None => {
+                _ = container
+                    .as_object_mut()
+                    .expect("a container")
+                    .remove("command")
+            }
+        }
+        container["env"] = serde_json::json!([{"name": "PYTHONPATH", "value": "/opt/eto"}]);
+        container["volumeMounts"] =
+            serde_json::json!([{"name": "scripts", "mountPath": "/opt/eto"}]);
+        template["spec"]["volumes"] =
+            serde_json::json!([{"name": "scripts", "configMap": {"name": "eto-horovod"}}]);
+        template
+    };
+    let mut launcher = template(Some(
+        "exec horovodrun -np 3 --min-np 2 --max-np 4 --host-discovery-script /etc/edl/discover_hosts.sh python3 /opt/eto/train_elastic.py",
+    ));
+    // horovodrun passes its environment on to every rank.
+    let env = launcher["spec"]["containers"][0]["env"]
+        .as_array_mut()
+        .expect("env");
+    for (name, value) in [
+        ("CHECKPOINT_DIR", "/ckpt/checkpoints"),
+        ("TRAIN_STEPS", "100000"),
+        ("STEP_SECONDS", "0.5"),
+        ("CHECKPOINT_EVERY", "10"),
+        ("COMMIT_EVERY", "1"),
+        ("STEP_LOG", "/ckpt/steps.log"),
+    ] {
+        env.push(serde_json::json!({"name": name, "value": value}));
+    }
+    serde_json::json!({
+        "apiVersion": "kai.alibabacloud.com/v1alpha1",
+        "kind": "TrainingJob",
+        "metadata": {"name": "ddp", "namespace": scratch.namespace},
+        "spec": {
+            "etReplicaSpecs": {
+                "launcher": {"replicas": 1, "template": launcher},
+                "worker": {
+                    "replicas": 3, "minReplicas": 2, "maxReplicas": 4,
+                    "restartPolicy": "OnFailure", "template": template(None)
+                }
+            }
+        }
+    })
+}
+
+/// The API of `job`'s kind in its namespace, and its name.
+fn api_of(client: &kube::Client, job: &serde_json::Value) -> (Api<DynamicObject>, String) {
+    let (group, version) = job["apiVersion"]
+        .as_str()
+        .and_then(|api_version| api_version.split_once('/'))
+        .expect("a group and version");
+    let kind = job["kind"].as_str().expect("a kind");
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+    let namespace = job["metadata"]["namespace"].as_str().expect("a namespace");
+    let name = job["metadata"]["name"].as_str().expect("a name");
+    (
+        Api::namespaced_with(client.clone(), namespace, &resource),
+        name.to_string(),
+    )
+}
+
+/// The goodput ledger of a stored job: `status.goodput` of a TrainingJob, `status.eto.goodput`
+/// of a Kubeflow kind.
+fn ledger_of(job: &DynamicObject) -> Option<Goodput> {
+    let status = job.data.get("status")?;
+    let ledger = status
+        .get("goodput")
+        .or_else(|| status.get("eto")?.get("goodput"))?;
+    serde_json::from_value(ledger.clone()).ok()
+}
+
+/// The types of a stored job's conditions that hold.
+fn conditions_of(job: &DynamicObject) -> Vec<String> {
+    job.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|condition| condition["status"] == "True")
+        .filter_map(|condition| condition["type"].as_str().map(String::from))
+        .collect()
 }
 
 /// A fault of the trace.
@@ -405,12 +539,16 @@ async fn deal(
 async fn run(shape: Shape, pace: Pace) -> Outcome {
     let scratch = Scratch::start(&format!("chaos-{}", shape.name())).await;
     let job = shape.job(&scratch).await;
-    apply_ddp(&scratch, job).await;
-    let jobs: Api<PyTorchJob> = Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let (jobs, name) = api_of(&scratch.client, &job);
+    let job: DynamicObject = serde_json::from_value(job).expect("a job");
     let created = jobs
-        .get("ddp")
+        .patch(
+            &name,
+            &PatchParams::apply("eto-test").force(),
+            &Patch::Apply(&job),
+        )
         .await
-        .expect("the job is stored")
+        .expect("the API server accepts the job")
         .metadata
         .creation_timestamp
         .expect("the API server stamps it")
@@ -441,9 +579,8 @@ async fn run(shape: Shape, pace: Pace) -> Outcome {
     }
     tokio::time::sleep_until(start + pace.length).await;
     let end = now();
-    let job = jobs.get("ddp").await.expect("the job is stored");
-    let status = job.status.clone().unwrap_or_default();
-    let ledger = status.eto.goodput.clone();
+    let job = jobs.get(&name).await.expect("the job is stored");
+    let ledger = ledger_of(&job);
     let now = jiff::Timestamp::from_millisecond((end * 1000.0) as i64).expect("a time");
     let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
     let logged = std::fs::read_to_string(format!("{root}/{}/steps.log", scratch.namespace))
@@ -461,7 +598,7 @@ async fn run(shape: Shape, pace: Pace) -> Outcome {
             .as_ref()
             .map_or("-".into(), |ledger| ledger.source.describe().to_string()),
         ledger_retrained: ledger.as_ref().map_or(0, |ledger| ledger.retrained_steps),
-        conditions: condition_types(&job),
+        conditions: conditions_of(&job),
     };
     every_log(&scratch.pods()).await;
     scratch.end().await;

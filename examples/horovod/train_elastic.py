@@ -15,14 +15,17 @@ The launcher of a TrainingJob runs it (an MPIJob's reads /etc/mpi/discover_hosts
   rank exit. The ranks all-reduce what they see each step, so they all stop in the same step,
   whichever pod saw the notice first.
 - At start every rank loads the latest checkpoint, if there is one: a resumed run (eto's
-  `Resume` notice, ETO_RESUME=true) goes on from where the last one saved.
+  `Resume` notice, ETO_RESUME=true) goes on from where the last one saved. The load is marked
+  with `eto_notice.restoring()`, and every step is told to eto with `eto_notice.progress()`:
+  the job's goodput ledger (`status.goodput`) then knows which of its time trained.
 
 It prints one line per event, `eto-example: event=<name> key=value ...`, which eto's
 end-to-end tests read: start, step (at each commit), reset, checkpoint, stop and done.
 
 Environment: CHECKPOINT_DIR (/checkpoints), TRAIN_STEPS (1000), COMMIT_EVERY (10),
 CHECKPOINT_EVERY (50), STEP_SECONDS (0.1: how long a step takes at least, so that a run is
-long enough to watch).
+long enough to watch), STEP_LOG (unset: a file to which rank 0 appends a line per step,
+`step=<n> at=<unix seconds> who=<host>-<pid>`, the training's own record of its progress).
 """
 
 import glob
@@ -41,6 +44,7 @@ TRAIN_STEPS = int(os.environ.get("TRAIN_STEPS", "1000"))
 COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "10"))
 CHECKPOINT_EVERY = int(os.environ.get("CHECKPOINT_EVERY", "50"))
 STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0.1"))
+STEP_LOG = os.environ.get("STEP_LOG")
 BASE_LR = 0.01
 
 # How urgent a notice is; the ranks agree on the most urgent any of them sees.
@@ -75,6 +79,11 @@ def save_checkpoint(state, reason):
     )
     os.replace(partial, path)
     report("checkpoint", step=state.step, reason=reason, size=hvd.size())
+
+
+def log_step(step):
+    with open(STEP_LOG, "a") as logged:
+        logged.write(f"step={step} at={time.time():.3f} who={socket.gethostname()}-{os.getpid()}\n")
 
 
 def notice_level():
@@ -113,10 +122,11 @@ def main():
     checkpoint = latest_checkpoint()
     step = 0
     if checkpoint is not None:
-        saved = torch.load(checkpoint, map_location=device)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        step = saved["step"]
+        with eto_notice.restoring():
+            saved = torch.load(checkpoint, map_location=device)
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            step = saved["step"]
     state = hvd.elastic.TorchState(model=model, optimizer=optimizer, step=step)
     report(
         "start",
@@ -158,6 +168,9 @@ def main():
             loss.backward()
             optimizer.step()
             state.step += 1
+            eto_notice.progress(state.step, total=TRAIN_STEPS)
+            if STEP_LOG and hvd.rank() == 0:
+                log_step(state.step)
             if state.step % CHECKPOINT_EVERY == 0:
                 save_checkpoint(state, "periodic")
             if state.step % COMMIT_EVERY == 0:
