@@ -601,8 +601,42 @@ async fn run(shape: Shape, pace: Pace) -> Outcome {
         conditions: conditions_of(&job),
     };
     every_log(&scratch.pods()).await;
+    print_what_eto_said(&scratch, &job).await;
     scratch.end().await;
     outcome
+}
+
+/// Prints the job's status and the namespace's events, oldest first: what eto decided, for
+/// reading a run's figures.
+async fn print_what_eto_said(scratch: &Scratch, job: &DynamicObject) {
+    println!(
+        "status: {}",
+        serde_json::to_string_pretty(&job.data["status"]).unwrap_or_default()
+    );
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(scratch.client.clone(), &scratch.namespace);
+    let mut listed = events
+        .list(&Default::default())
+        .await
+        .map_or_else(|_| Vec::new(), |list| list.items);
+    let when = |event: &k8s_openapi::api::core::v1::Event| {
+        event
+            .last_timestamp
+            .as_ref()
+            .map(|time| time.0)
+            .or(event.event_time.as_ref().map(|time| time.0))
+    };
+    listed.sort_by_key(when);
+    for event in &listed {
+        println!(
+            "event: {} {} {} x{}: {}",
+            when(event).map_or("-".into(), |time| time.to_string()),
+            event.involved_object.name.as_deref().unwrap_or("-"),
+            event.reason.as_deref().unwrap_or("-"),
+            event.count.unwrap_or(1),
+            event.message.as_deref().unwrap_or(""),
+        );
+    }
 }
 
 /// Where the benchmark writes: `ETO_CHAOS_OUT`, default `target/chaos`.
