@@ -225,15 +225,20 @@ fn take_report(
         // the run still tells the last step of the run before until the new one reports.
         return;
     }
-    // A stretch that began no later than the recorded step, of the same run, is the same
-    // training told by another pod (the one read before is gone; each pod's helper tells the
-    // stretches it saw itself), even a step behind: it goes on from the recorded step.
-    let new_stretch = ledger.latest.as_ref().is_none_or(|latest| {
-        let told_elsewhere = latest.run == seen.run && report.first_at <= latest.at.0;
-        (latest.first_at.0 != report.first_at || latest.first_step != report.first_step)
-            && !told_elsewhere
-            || latest.run != seen.run
-    });
+    // A stretch that began no later than the recorded step is training already under way:
+    // the same stretch, the same training told by another pod (the one read before is gone;
+    // each pod's helper tells the stretches it saw itself), even a step behind, or the last
+    // steps of a run read in the reconcile that starts the next (its pods still train). It
+    // goes on from the recorded step, in the run it was recorded in. Only a stretch that
+    // began after it is new.
+    let new_stretch = ledger
+        .latest
+        .as_ref()
+        .is_none_or(|latest| report.first_at > latest.at.0);
+    let run = match &ledger.latest {
+        Some(latest) if !new_stretch => latest.run,
+        _ => seen.run,
+    };
     if ledger.latest.is_none() {
         confirm_unreported(ledger, first_at);
     }
@@ -244,7 +249,7 @@ fn take_report(
         if let Some(current) = ledger.current
             && is_training(current)
         {
-            ledger.current = Some(stretch_bucket(ledger, seen.run));
+            ledger.current = Some(stretch_bucket(ledger, run));
         }
         if first_at > since {
             close_with_restore(ledger, first_at, report.restored);
@@ -283,10 +288,10 @@ fn take_report(
         at: MicroTime(at),
         first_step: report.first_step,
         first_at: MicroTime(first_at),
-        run: seen.run,
+        run,
         total: report.total,
     });
-    ledger.trained_run = Some(seen.run);
+    ledger.trained_run = Some(run);
 }
 
 /// The training's first report ever says its first step came at `first_at`: the productive
@@ -691,6 +696,48 @@ mod tests {
             ]
         );
         assert_eq!(ledger.current, Some(StartUp));
+    }
+
+    #[test]
+    fn the_last_steps_of_a_run_read_as_the_next_run_starts_are_not_trained_twice() {
+        use GoodputBucket::*;
+        let run = |run: i32, seen: Seen| Seen { run, ..seen };
+        let ledger = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                with(seen(60.0, Activity::Training), report(113, 59.0, 1, 4.0)),
+                // A worker is lost at 100 s and the job starts run 1 (v1's wiring restarts
+                // every pod); the reconcile that starts it reads the old pods, which still
+                // trained until 99 s.
+                run(
+                    1,
+                    with(seen(100.0, idle(Reformation)), report(193, 99.0, 1, 4.0)),
+                ),
+                run(1, seen(110.0, idle(StartUp))),
+                // Run 1 loads checkpoint 190: its first step, 191, at 129 s.
+                run(
+                    1,
+                    with(
+                        seen(131.0, Activity::Training),
+                        report(195, 130.0, 191, 129.0),
+                    ),
+                ),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(ledger.retrained_steps, 3, "191, 192 and 193: {ledger:?}");
+        assert_eq!(ledger.highest_step, Some(195));
+        assert_eq!(ledger.latest.as_ref().map(|latest| latest.run), Some(1));
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 95.5),
+                ("startUp", 23.0),
+                ("reformation", 11.0),
+                ("retrained", 0.5)
+            ]
+        );
     }
 
     #[test]
