@@ -26,12 +26,12 @@ use std::time::Duration;
 
 use eto_api::job_status::Goodput;
 use eto_engine::goodput::{self, GoodputBucket};
+use eto_tests::job_api;
 use eto_tests::nodes::{set_taint, set_unschedulable};
 use eto_tests::scratch::Scratch;
 use eto_tests::step_log::{self, StepLine, Truth};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 
 use crate::pytorch_real::{
     elastic_job, every_log, mount_a_checkpoint_directory, mount_the_notice_helper, shell_template,
@@ -286,30 +286,9 @@ async fn horovod_job(scratch: &Scratch) -> serde_json::Value {
     })
 }
 
-/// The API of `job`'s kind in its namespace, and its name.
-fn api_of(client: &kube::Client, job: &serde_json::Value) -> (Api<DynamicObject>, String) {
-    let (group, version) = job["apiVersion"]
-        .as_str()
-        .and_then(|api_version| api_version.split_once('/'))
-        .expect("a group and version");
-    let kind = job["kind"].as_str().expect("a kind");
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-    let namespace = job["metadata"]["namespace"].as_str().expect("a namespace");
-    let name = job["metadata"]["name"].as_str().expect("a name");
-    (
-        Api::namespaced_with(client.clone(), namespace, &resource),
-        name.to_string(),
-    )
-}
-
-/// The goodput ledger of a stored job: `status.goodput` of a TrainingJob, `status.eto.goodput`
-/// of a Kubeflow kind.
+/// The goodput ledger of a stored job, `status.goodput` (every kind keeps it there).
 fn ledger_of(job: &DynamicObject) -> Option<Goodput> {
-    let status = job.data.get("status")?;
-    let ledger = status
-        .get("goodput")
-        .or_else(|| status.get("eto")?.get("goodput"))?;
-    serde_json::from_value(ledger.clone()).ok()
+    serde_json::from_value(job.data["status"]["goodput"].clone()).ok()
 }
 
 /// The types of a stored job's conditions that hold.
@@ -538,9 +517,9 @@ async fn deal(
 /// figures at the window's end and deletes the job.
 async fn run(shape: Shape, pace: Pace) -> Outcome {
     let scratch = Scratch::start(&format!("chaos-{}", shape.name())).await;
-    let job = shape.job(&scratch).await;
-    let (jobs, name) = api_of(&scratch.client, &job);
-    let job: DynamicObject = serde_json::from_value(job).expect("a job");
+    let job: DynamicObject = serde_json::from_value(shape.job(&scratch).await).expect("a job");
+    let jobs = job_api::of(&scratch.client, &scratch.namespace, &job);
+    let name = job.metadata.name.clone().expect("the job has a name");
     let created = jobs
         .patch(
             &name,

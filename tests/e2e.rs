@@ -22,14 +22,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eto_api::job_status::JobPhase;
+use eto_tests::job_api;
 use eto_tests::poll::{until, within};
 use eto_tests::scratch::Scratch;
 use eto_tests::workspace_root;
 use futures::{AsyncBufReadExt, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, LogParams, Patch, PatchParams};
-use kube::core::GroupVersionKind;
+use kube::api::{Api, DynamicObject, ListParams, LogParams, Patch, PatchParams};
 
 /// How long a job may take to start (its image is large).
 const START: Duration = Duration::from_secs(180);
@@ -273,23 +273,16 @@ impl E2e {
                 }
             }
         }
-        let name = job["metadata"]["name"].as_str().unwrap().to_string();
-        let (group, version) = job["apiVersion"].as_str().unwrap().split_once('/').unwrap();
-        let kind = job["kind"].as_str().unwrap();
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            self.scratch.client.clone(),
-            &self.scratch.namespace,
-            &resource,
-        );
         let object: DynamicObject = serde_json::from_value(job).unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("eto-e2e").force(),
-            &Patch::Apply(&object),
-        )
-        .await
-        .unwrap();
+        let name = object.metadata.name.clone().unwrap();
+        job_api::of(&self.scratch.client, &self.scratch.namespace, &object)
+            .patch(
+                &name,
+                &PatchParams::apply("eto-e2e").force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .unwrap();
         name
     }
 
@@ -676,24 +669,13 @@ async fn case5_horovods_world_size_follows_scale_out_and_scale_in() {
             e.name == "step" && e.field("size") == Some("3") && e.number("step") >= Some(50)
         })
         .await;
-    let requests = |kind: &str| {
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
-            "kai.alibabacloud.com",
-            "v1alpha1",
-            kind,
-        ));
-        Api::<DynamicObject>::namespaced_with(
-            e2e.scratch.client.clone(),
-            &e2e.scratch.namespace,
-            &resource,
-        )
-    };
     let apply = |kind: &str, name: &str, spec: serde_json::Value| {
         let object: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "kai.alibabacloud.com/v1alpha1", "kind": kind,
             "metadata": {"name": name}, "spec": spec}))
         .unwrap();
-        (requests(kind), name.to_string(), object)
+        let api = job_api::of(&e2e.scratch.client, &e2e.scratch.namespace, &object);
+        (api, name.to_string(), object)
     };
     // ScaleOut by one, as `arena scaleout etjob --count 1` renders it.
     let (api, name, object) = apply(

@@ -46,6 +46,7 @@ pub mod autoscaled;
 pub mod env;
 pub mod floor;
 pub mod history;
+pub mod job_api;
 pub mod metrics;
 pub mod nodes;
 pub mod pod_groups;
