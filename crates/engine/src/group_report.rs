@@ -263,15 +263,16 @@ pub struct FormedRound {
 }
 
 impl FormedRound {
-    /// The round as the status shows it; `None` for the run's first group (it re-formed
-    /// nothing) or a time that does not parse.
+    /// The round as the status shows it, its times in whole seconds as the status keeps them
+    /// (so that it compares equal to itself read back); `None` for the run's first group (it
+    /// re-formed nothing) or a time that does not parse.
     pub fn reformation(&self) -> Option<Reformation> {
         let since = self.since.as_deref()?.parse::<jiff::Timestamp>().ok()?;
         let formed = self.formed.parse::<jiff::Timestamp>().ok()?;
         Some(Reformation {
             round: self.round,
-            since: Some(Time(since)),
-            formed: Time(formed),
+            since: Some(Time(crate::time::as_stored(since))),
+            formed: Time(crate::time::as_stored(formed)),
             paused: self.paused.map(|seconds| format!("{seconds:.1}s")),
             left: self.left.clone(),
             joined: self.joined.clone(),

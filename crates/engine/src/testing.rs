@@ -173,6 +173,13 @@ pub(crate) mod world {
     use crate::pod_group::{GangScheduler, PodGroup};
     use crate::scaling::{Scaler, ScalerKind};
 
+    /// `status` as the API server keeps it: serialized to JSON (a `Time` keeps whole seconds)
+    /// and read back.
+    fn as_stored<T: serde::Serialize + serde::de::DeserializeOwned>(status: &T) -> T {
+        let json = serde_json::to_value(status).expect("a status serializes");
+        serde_json::from_value(json).expect("a stored status reads back")
+    }
+
     /// The names of the pods a plan creates or changes the metadata of.
     pub(crate) fn pod_names(plan: &Plan) -> Vec<String> {
         plan.apply
@@ -407,25 +414,26 @@ pub(crate) mod world {
                 }
             }
             if let Some(status) = &plan.status {
-                // Written as the API has it, and read back from there.
+                // Written as the API has it, in JSON (times in whole seconds), and read back
+                // from there.
                 let name = self.observed().job.name().to_string();
                 let kind = self.observed().job.kind();
                 match ApiStatus::of(kind, &name, status.clone()) {
                     ApiStatus::MpiJob(status) => {
                         if let Some(job) = &mut self.mpi_job {
-                            job.status = Some(status);
+                            job.status = Some(as_stored(&status));
                         }
                     }
                     ApiStatus::PyTorchJob(status) => {
                         if let Some(job) = &mut self.pytorch_job {
-                            job.status = Some(*status);
+                            job.status = Some(as_stored(&*status));
                         }
                     }
-                    ApiStatus::TrainingJob(status) => self.job.status = Some(status),
+                    ApiStatus::TrainingJob(status) => self.job.status = Some(as_stored(&status)),
                     ApiStatus::TrainJob(status) => {
                         if let Some((job, runtime)) = &mut self.train_job {
                             let mut stored = job.job.clone();
-                            stored.status = Some(*status);
+                            stored.status = Some(as_stored(&*status));
                             *job = crate::kind::train_job::ResolvedTrainJob::new(stored, runtime);
                         }
                     }

@@ -11,9 +11,25 @@ pub fn after(at: jiff::Timestamp, span: Duration) -> jiff::Timestamp {
         .unwrap_or(jiff::Timestamp::MAX)
 }
 
+/// `at` as a Kubernetes `Time` keeps it in a status: in whole seconds, the fraction dropped. A
+/// time the status shows is cut so before it is compared with one read back from there.
+pub fn as_stored(at: jiff::Timestamp) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(at.as_second()).unwrap_or(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_time_keeps_whole_seconds() {
+        let at: jiff::Timestamp = "2027-01-15T08:01:02.93Z".parse().unwrap();
+        assert_eq!(as_stored(at).to_string(), "2027-01-15T08:01:02Z");
+        let stored = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at);
+        let read_back: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time =
+            serde_json::from_value(serde_json::to_value(&stored).unwrap()).unwrap();
+        assert_eq!(read_back.0, as_stored(at), "as the API keeps it");
+    }
 
     #[test]
     fn a_span_beyond_the_last_time_ends_there() {
