@@ -753,14 +753,19 @@ async fn the_ledger_agrees_with_the_step_log_through_faults() {
 }
 
 /// The picture is drawn from what the benchmark writes: a row per shape with its title, its
-/// step line and its faults, and a well-formed SVG.
+/// step line, its faults and what each cost, and a well-formed SVG; and the table of what
+/// each kind of fault cost is printed from it.
 #[test]
 fn the_picture_is_drawn_from_the_benchmarks_output() {
     let outcome = |shape: Shape, retrained: i64| {
-        let lines: Vec<StepLine> = (1..=100)
+        // A step every half second from 10 s, standing still for 8 s after the fault at 30 s.
+        let lines: Vec<StepLine> = (1..=80)
             .map(|step| StepLine {
                 step,
-                at: 1000.0 + 10.0 + f64::from(u32::try_from(step).unwrap()) * 0.5,
+                at: 1000.0
+                    + 10.0
+                    + f64::from(u32::try_from(step).unwrap()) * 0.5
+                    + if step > 40 { 8.0 } else { 0.0 },
                 who: "worker-0-1".into(),
             })
             .collect();
@@ -826,4 +831,21 @@ fn the_picture_is_drawn_from_the_benchmarks_output() {
         "the warned node, marked on each"
     );
     assert!(picture.contains("ledger 82.5 %"), "49.5 of 60 s: {picture}");
+    assert_eq!(
+        picture.matches(r#"class="cost">8</text>"#).count(),
+        2,
+        "the 8 s the warned node cost, marked on each"
+    );
+    let table = std::process::Command::new("python3")
+        .arg(eto_tests::workspace_root().join("docs/benchmarks/draw_chaos.py"))
+        .arg("--table")
+        .arg(dir.join("chaos.json"))
+        .output()
+        .expect("python3 runs");
+    assert!(table.status.success(), "{table:?}");
+    let table = String::from_utf8(table.stdout).unwrap();
+    for shape in [Shape::Elastic, Shape::GroupsSpare] {
+        let row = format!("| {} | 10 s | - | - | 8.0 s (1) | - |", shape.title());
+        assert!(table.contains(&row), "{row} in\n{table}");
+    }
 }
