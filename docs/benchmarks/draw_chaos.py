@@ -102,9 +102,10 @@ def table(report):
     ]
     for run in report["runs"]:
         first = min((when for when, _ in run["steps"]), default=None)
+        by_kind = costs(run)
         cells = []
         for kind in kinds:
-            seen = costs(run).get(kind, [])
+            seen = by_kind.get(kind, [])
             cells.append(f"{sum(seen) / len(seen):.1f} s ({len(seen)})" if seen else "-")
         started = "-" if first is None else f"{first:.0f} s"
         lines.append(f"| {run['title']} | {started} | " + " | ".join(cells) + " |")
@@ -210,13 +211,14 @@ def draw(report):
 
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
-    if len(argv) > 1 and argv[1] == "--table":
-        source = argv[2] if len(argv) > 2 else os.path.join(here, "chaos.json")
+    as_table = argv[1:2] == ["--table"]
+    args = argv[2:] if as_table else argv[1:]
+    source = args[0] if args else os.path.join(here, "chaos.json")
+    if as_table:
         with open(source) as report:
             sys.stdout.write(table(json.load(report)))
         return
-    source = argv[1] if len(argv) > 1 else os.path.join(here, "chaos.json")
-    target = argv[2] if len(argv) > 2 else os.path.join(os.path.dirname(source), "chaos.svg")
+    target = args[1] if len(args) > 1 else os.path.join(os.path.dirname(source), "chaos.svg")
     with open(source) as report:
         picture = draw(json.load(report))
     with open(target, "w") as svg:
