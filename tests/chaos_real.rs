@@ -3,10 +3,11 @@
 //! productive share from the training's own step log (the ground truth, see
 //! [`eto_tests::step_log`]) beside eto's goodput ledger (`status.goodput`), the ledger's
 //! buckets, and the steps trained twice. The trace cycles through four faults: a Worker's pod
-//! force-deleted (a node that vanished), a Worker's pod evicted (a drain), the node of a
-//! Worker warned by a spot handler (the `karpenter.sh/disrupted` taint, for a while), and
-//! capacity gone below the job's minimum (every real node cordoned, Workers force-deleted
-//! until one fewer than the minimum runs) and back after a while.
+//! force-deleted as its node vanished (marked and deleted as the pod garbage collector does),
+//! a Worker's pod evicted (a drain), the node of a Worker warned by a spot handler (the
+//! `karpenter.sh/disrupted` taint, for a while), and capacity gone below the job's minimum
+//! (every real node cordoned, Workers taken with their nodes until one fewer than the minimum
+//! runs) and back after a while.
 //!
 //! Each run writes what it saw (the step log, the faults, both figures, the buckets) to
 //! `ETO_CHAOS_OUT` (default `target/chaos`), one JSON file per shape and `chaos.json` for all,
@@ -27,11 +28,11 @@ use std::time::Duration;
 use eto_api::job_status::Goodput;
 use eto_engine::goodput::{self, GoodputBucket};
 use eto_tests::job_api;
-use eto_tests::nodes::{set_taint, set_unschedulable};
+use eto_tests::nodes::{delete_as_its_node_went, set_taint, set_unschedulable};
 use eto_tests::scratch::Scratch;
 use eto_tests::step_log::{self, StepLine, Truth};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 
 use crate::pytorch_real::{
     elastic_job, every_log, mount_a_checkpoint_directory, mount_the_notice_helper, shell_template,
@@ -305,14 +306,16 @@ fn conditions_of(job: &DynamicObject) -> Vec<String> {
 /// A fault of the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
-    /// A Worker's pod force-deleted: gone at once, as with a node that vanished.
+    /// A Worker's pod force-deleted as its node vanished: gone at once, with the pod garbage
+    /// collector's mark.
     ForceDeleted,
     /// A Worker's pod evicted, as a drain takes it.
     Evicted,
     /// A Worker's node tainted `karpenter.sh/disrupted` for a while, as a spot handler warns.
     NodeWarned,
-    /// Every real node cordoned and Workers force-deleted until one fewer than the minimum
-    /// runs, for a while: capacity gone below the minimum, and back.
+    /// Every real node cordoned and Workers taken with their nodes (as [`Fault::ForceDeleted`])
+    /// until one fewer than the minimum runs, for a while: capacity gone below the minimum, and
+    /// back.
     BelowMinimum,
 }
 
@@ -469,10 +472,9 @@ async fn deal(
         return Vec::new();
     };
     let name = victim.metadata.name.clone().unwrap_or_default();
-    let force = DeleteParams::default().grace_period(0);
     match fault {
         Fault::ForceDeleted => {
-            let _ = pods.delete(&name, &force).await;
+            delete_as_its_node_went(&pods, &name).await;
             vec![name]
         }
         Fault::Evicted => {
@@ -504,7 +506,7 @@ async fn deal(
                 .filter_map(|pod| pod.metadata.name.clone())
                 .collect();
             for name in &taken {
-                let _ = pods.delete(name, &force).await;
+                delete_as_its_node_went(&pods, name).await;
             }
             tokio::time::sleep(pace.outage).await;
             set_unschedulable(&scratch.client, &nodes, false).await;

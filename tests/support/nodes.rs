@@ -1,9 +1,9 @@
 //! Nodes of a real cluster made (un)schedulable, as `kubectl cordon` does: new pods wait, as on
-//! a cluster out of capacity, while running ones stay; and tainted, as a cloud announces a
-//! reclaim.
+//! a cluster out of capacity, while running ones stay; tainted, as a cloud announces a
+//! reclaim; and a node's loss, as the pod garbage collector tells its pods of it.
 
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 
 /// Marks every schedulable node unschedulable; returns their names, for [`uncordon`].
 pub async fn cordon_every_node(client: &kube::Client) -> Vec<String> {
@@ -61,4 +61,35 @@ pub async fn set_taint(client: &kube::Client, node: &str, key: &str, on: bool) {
         )
         .await
         .expect("the API server patches the node");
+}
+
+/// Takes pod `name` as Kubernetes' pod garbage collector does once the pod's node is gone: it
+/// applies `DisruptionTarget=True` (reason `DeletionByPodGC`) and phase `Failed` to the pod's
+/// status, as field manager `PodGC`, then deletes the pod at once (grace period 0). A pod
+/// already gone is left so.
+pub async fn delete_as_its_node_went(pods: &Api<Pod>, name: &str) {
+    let status = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Failed",
+            "conditions": [{
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "DeletionByPodGC",
+                "message": "PodGC: node no longer exists"
+            }]
+        }
+    });
+    let apply = PatchParams::apply("PodGC").force();
+    if pods
+        .patch_status(name, &apply, &Patch::Apply(&status))
+        .await
+        .is_ok()
+    {
+        let _ = pods
+            .delete(name, &DeleteParams::default().grace_period(0))
+            .await;
+    }
 }
