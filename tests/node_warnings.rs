@@ -2,7 +2,8 @@
 //! goes away minutes ahead (Karpenter's taint); eto tells the workers on it at once, takes them
 //! out of discovery and replaces them elsewhere, or suspends a job left below its minimum at
 //! once, before the node goes; a withdrawn warning takes its notice back and its workers
-//! return, or go when their replacements already joined.
+//! return, or go when their replacements already joined; replica groups whose leaving would
+//! cost the minimum hand over to spares before they leave.
 
 use std::time::{Duration, Instant};
 
@@ -324,5 +325,112 @@ async fn a_warning_withdrawn_after_the_replacements_joined_deletes_the_warned_wo
             .and_then(notice_of),
         None,
         "the job trains on"
+    );
+}
+
+#[tokio::test]
+async fn warned_groups_that_would_leave_too_few_hand_over_to_spares_before_they_leave() {
+    use eto_api::PyTorchJob;
+    use eto_engine::kind::pytorch_job::replica_groups::group_of;
+    let env = Env::start(spot_nodes()).await;
+    // Three TorchFT replica groups of one one-GPU pod needing two, replaced when lost.
+    let groups = crate::pytorchjob::ELASTIC_JOB
+        .replace("name: elastic", "name: ft")
+        .replace("maxReplicas: 4", "maxReplicas: 4\n    replicaGroups: {}");
+    env.apply::<PyTorchJob>(&groups).await;
+    let job = env
+        .wait::<PyTorchJob>("ft", "trains as three groups", |job| {
+            job.status.as_ref().is_some_and(|status| {
+                status.eto.current_workers.len() == 3 && status.eto.phase == Some(JobPhase::Running)
+            })
+        })
+        .await;
+    let run = job.status.unwrap().eto.run;
+    let (doomed, warned) = {
+        let mut found = None;
+        for node in ["spot-a", "spot-b", "spot-c"] {
+            let workers = workers_on(&env, "ft", node).await;
+            if workers.len() == 2 {
+                found = Some((node.to_string(), workers));
+            }
+        }
+        found.expect("a spot node holds two groups")
+    };
+    let pods = env.pods().list(&Default::default()).await.unwrap().items;
+    let staying = pods
+        .iter()
+        .find(|pod| {
+            pod.metadata.name.as_deref().is_some_and(|name| {
+                name.starts_with("ft-worker-") && !warned.contains(&name.to_string())
+            })
+        })
+        .expect("the third group")
+        .clone();
+    announce(&env, &doomed);
+    // The warned groups train on until spares wait: when they are told to go, the spares
+    // started for them already run elsewhere.
+    for worker in &warned {
+        env.wait_pod(worker, "shows its Reclaim notice", |pod| {
+            pod.and_then(notice_of)
+                .is_some_and(|n| n.kind == NoticeKind::Reclaim)
+        })
+        .await;
+    }
+    let reasons = env.event_reasons("ft").await;
+    assert!(
+        reasons
+            .iter()
+            .any(|reason| reason == eto_engine::warned_handover::HANDING_OVER),
+        "{reasons:?}"
+    );
+    let job = env
+        .wait::<PyTorchJob>("ft", "trains as three groups again", |job| {
+            job.status
+                .as_ref()
+                .is_some_and(|status| status.eto.current_workers.len() == 3)
+        })
+        .await;
+    let status = job.status.unwrap().eto;
+    assert_eq!(status.notice, None, "no suspend");
+    assert_eq!(status.run, run, "the same run: never suspended");
+    assert_eq!(
+        status.current_workers,
+        [
+            staying.metadata.name.clone().unwrap(),
+            "ft-worker-3".to_string(),
+            "ft-worker-4".to_string()
+        ],
+        "the spares started for the warned groups took their places, and no other"
+    );
+    let now = env.pods().list(&Default::default()).await.unwrap().items;
+    let group = |name: &str| {
+        now.iter()
+            .find(|pod| pod.metadata.name.as_deref() == Some(name))
+            .and_then(group_of)
+    };
+    let mut taken: Vec<Option<u32>> = vec![group("ft-worker-3"), group("ft-worker-4")];
+    taken.sort();
+    let mut left: Vec<Option<u32>> = warned
+        .iter()
+        .map(|name| {
+            pods.iter()
+                .find(|pod| pod.metadata.name.as_ref() == Some(name))
+        })
+        .map(|pod| pod.and_then(group_of))
+        .collect();
+    left.sort();
+    assert_eq!(taken, left, "the spares hold the warned groups' ids");
+    let after = now
+        .iter()
+        .find(|pod| pod.metadata.name == staying.metadata.name)
+        .unwrap();
+    assert_eq!(
+        after.metadata.uid, staying.metadata.uid,
+        "the third group is untouched"
+    );
+    assert!(
+        !now.iter()
+            .any(|pod| pod.metadata.name.as_deref() == Some("ft-worker-5")),
+        "no worker beyond the spares"
     );
 }

@@ -66,8 +66,9 @@ pub struct WorkerSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<i32>,
     /// Spare workers kept beside the group, counted in `ready` and `pending` (a
-    /// PyTorchJob's `elasticPolicy.spareReplicas`, while the group holds `max` workers);
-    /// absent for a job without spares.
+    /// PyTorchJob's `elasticPolicy.spareReplicas`, while the group holds `max` workers; for
+    /// replica groups at every size, with one more for each group on a warned node that
+    /// trains on until a spare waits to take its place); absent for a job without spares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spares: Option<i32>,
 }

@@ -25,7 +25,7 @@
 //! 3. The rules every kind shares: [`parse`], [`validation`], [`builders`], [`gang`],
 //!    [`blacklist`], [`cooldown`], [`node_warnings`], [`disruption`], [`loss`],
 //!    [`own_failure`], [`backoff`], [`drain`], [`notice`], [`kubeai`], [`target_workers`],
-//!    [`scaling`], [`joining`], [`group_orders`], [`reforming_group`].
+//!    [`scaling`], [`joining`], [`group_orders`], [`reforming_group`], [`warned_handover`].
 //! 4. The kinds: [`kind`] (each kind's module, and the registry that lists them).
 //! 5. Planning: [`plan`].
 //! 6. What a plan leaves to apply: [`children`].
@@ -77,6 +77,7 @@ pub mod status;
 pub mod target_workers;
 pub mod time;
 pub mod validation;
+pub mod warned_handover;
 
 #[cfg(test)]
 mod testing;

@@ -21,6 +21,8 @@
 //! counts as certain (a job left below its minimum posts its `Suspend` notice at once, without
 //! `belowMinSeconds`), and new workers prefer other nodes ([`avoided`]). The pod itself is not
 //! deleted: it runs on, out of discovery (Horovod stops using it), until its node goes.
+//! Replica groups whose leaving would take the job below its minimum train on until spares
+//! wait to take their places instead (see [`crate::warned_handover`]).
 //!
 //! A warning that is withdrawn (the taint removed, the condition cleared) takes its `Reclaim`
 //! notice with it, and a worker it took out that still runs comes back (see

@@ -80,8 +80,12 @@ pub struct WorkerInput<'a> {
     /// The workers of each group of `groups`: 1 where every worker stands alone.
     pub group_size: u32,
     /// Workers that wait as spares for eto to give them a place (spare replica groups): a
-    /// shrink drops them last.
+    /// shrink drops them last, but those beyond `kept_spares`.
     pub spares: &'a BTreeSet<u32>,
+    /// The spares of `spares` the target keeps; those beyond it (started for warned groups
+    /// held until a spare waits, see [`crate::warned_handover`]) replace lost workers first,
+    /// and a shrink drops them first.
+    pub kept_spares: u32,
     /// Target workers to renew, whatever the restart policy: their pods wait on a pod template
     /// the job no longer has (see `plan/run/template_change.rs`). Each leaves the target, its
     /// pod is deleted, and a worker with a new index takes its place.
@@ -165,18 +169,34 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
         })
         .map(|(&index, _)| index)
         .collect();
+    // As many spares as the target holds beyond those it keeps take lost workers' places
+    // before new workers would, the most useful first.
+    let mut standing_in = live_spares(input);
+    let mut stand_ins = standing_in.len().saturating_sub(input.kept_spares as usize);
+    let mut stood_in = BTreeSet::new();
     for &index in input.previous_target {
         let pod = input.pods.get(&index).copied();
         match Loss::of(pod).filter(|_| pod.is_some() || !input.held.contains(&index)) {
             None => target.push(index),
             Some(loss) => {
-                let replacement = loss.is_replaced_under(input.policy).then(|| {
-                    spare.pop_first().unwrap_or_else(|| {
-                        next_index += 1;
-                        next_index - 1
+                let stand_in = (loss.is_replaced_under(input.policy) && stand_ins > 0)
+                    .then(|| standing_in.pop())
+                    .flatten();
+                if stand_in.is_some() {
+                    stand_ins -= 1;
+                }
+                stood_in.extend(stand_in);
+                let replacement = stand_in.or_else(|| {
+                    loss.is_replaced_under(input.policy).then(|| {
+                        spare.pop_first().unwrap_or_else(|| {
+                            next_index += 1;
+                            next_index - 1
+                        })
                     })
                 });
-                target.extend(replacement);
+                if stand_in.is_none() {
+                    target.extend(replacement);
+                }
                 decision.lost.push(LostWorker {
                     index,
                     loss,
@@ -317,6 +337,19 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             target.push(next_index);
             next_index += 1;
         }
+        // Spares beyond those kept go first, the least useful first.
+        let spares: Vec<u32> = live_spares(input)
+            .into_iter()
+            .filter(|index| target.contains(index) && !stood_in.contains(index))
+            .collect();
+        let excess = spares.len().saturating_sub(input.kept_spares as usize);
+        for index in spares.into_iter().take(excess) {
+            if target.len() <= desired {
+                break;
+            }
+            target.retain(|i| *i != index);
+            decision.delete.push(index);
+        }
         if target.len() > desired {
             // Workers that are not ready cost nothing to drop; then those of the lowest
             // deletion cost go, and among equals the newest. A group ranks as its least
@@ -368,6 +401,26 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     decision
 }
 
+/// The spares of the previous target whose pods live, the least useful first: those not ready,
+/// then the newest.
+fn live_spares(input: &WorkerInput<'_>) -> Vec<u32> {
+    let mut spares: Vec<u32> = input
+        .previous_target
+        .iter()
+        .copied()
+        .filter(|index| input.spares.contains(index))
+        .filter(|index| {
+            input
+                .pods
+                .get(index)
+                .is_some_and(|pod| Loss::of(Some(pod)).is_none())
+        })
+        .collect();
+    let ready = |index: &u32| input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
+    spares.sort_by_key(|index| (ready(index), std::cmp::Reverse(*index)));
+    spares
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
@@ -415,12 +468,28 @@ mod tests {
             groups: &BTreeMap::new(),
             group_size: 1,
             spares: &BTreeSet::new(),
+            kept_spares: 0,
             renew: &BTreeSet::new(),
         })
     }
 
     fn running() -> Pod {
         pod("Running", true)
+    }
+
+    /// A running pod whose node announced it goes away.
+    fn disrupted() -> Pod {
+        let mut pod = running();
+        pod.status
+            .get_or_insert_default()
+            .conditions
+            .get_or_insert_default()
+            .push(
+                serde_json::from_value(json!({"type": "DisruptionTarget", "status": "True",
+                    "reason": crate::node_warnings::NODE_WARNING}))
+                .unwrap(),
+            );
+        pod
     }
 
     /// A running, ready pod whose deletion cost annotation is `cost`.
@@ -555,6 +624,7 @@ mod tests {
                 groups: &BTreeMap::new(),
                 group_size: 1,
                 spares: &BTreeSet::new(),
+                kept_spares: 0,
                 renew: &BTreeSet::new(),
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
@@ -790,6 +860,7 @@ mod tests {
             groups: &BTreeMap::new(),
             group_size: 1,
             spares: &BTreeSet::new(),
+            kept_spares: 0,
             renew: &renew,
         });
         assert_eq!(decision.target, [0, 2]);
@@ -865,6 +936,7 @@ mod tests {
                 groups: &BTreeMap::new(),
                 group_size: 1,
                 spares: &spares,
+                kept_spares: 1,
                 renew: &BTreeSet::new(),
             });
             assert_eq!(
@@ -873,6 +945,101 @@ mod tests {
                 "{spares:?}"
             );
         }
+    }
+
+    /// Three groups and the spares 3 and 4 (started for the warned groups 1 and 2 held, see
+    /// crate::warned_handover, or one of them the job's own), of which `ready` are ready; the
+    /// hold ends with `lost` lost and the job keeping `kept_spares` spares of its own.
+    fn hold_ends(ready: &[u32], lost: &[u32], kept_spares: u32) -> WorkerDecision {
+        let running = running();
+        let starting = pod("Pending", false);
+        let disrupted = disrupted();
+        let pods: BTreeMap<u32, &Pod> = (0..5)
+            .map(|index| {
+                let pod = if lost.contains(&index) {
+                    &disrupted
+                } else if index < 3 || ready.contains(&index) {
+                    &running
+                } else {
+                    &starting
+                };
+                (index, pod)
+            })
+            .collect();
+        decide(&WorkerInput {
+            policy: ReplicaRestartPolicy::OnFailure,
+            desired: 3 + kept_spares,
+            previous_desired: Some(5),
+            previous_target: &[0, 1, 2, 3, 4],
+            pods: &pods,
+            blacklisted: &BTreeSet::new(),
+            returning: &BTreeSet::new(),
+            draining: &BTreeSet::new(),
+            held: &BTreeSet::new(),
+            add: &[],
+            remove: &[],
+            next_index: 5,
+            groups: &BTreeMap::new(),
+            group_size: 1,
+            spares: &BTreeSet::from([3, 4]),
+            kept_spares,
+            renew: &BTreeSet::new(),
+        })
+    }
+
+    fn replacements(decision: &WorkerDecision) -> Vec<(u32, Option<u32>)> {
+        decision
+            .lost
+            .iter()
+            .map(|lost| (lost.index, lost.replacement))
+            .collect()
+    }
+
+    #[test]
+    fn spares_started_for_held_groups_take_their_places_when_the_hold_ends() {
+        let both_ready = hold_ends(&[3, 4], &[1, 2], 0);
+        assert_eq!(
+            replacements(&both_ready),
+            [(1, Some(3)), (2, Some(4))],
+            "each lost group's replacement is a spare started for it, not a new worker"
+        );
+        assert_eq!(both_ready.target, [0, 3, 4]);
+        assert_eq!(
+            (both_ready.create, both_ready.delete),
+            (vec![], vec![]),
+            "nothing created, nothing dropped"
+        );
+
+        let one_ready = hold_ends(&[3], &[1, 2], 0);
+        assert_eq!(
+            replacements(&one_ready),
+            [(1, Some(3)), (2, Some(4))],
+            "the ready spare replaces the first loss"
+        );
+        assert_eq!(one_ready.target, [0, 3, 4]);
+        assert!(one_ready.create.is_empty());
+    }
+
+    #[test]
+    fn spares_of_a_hold_that_ends_without_a_loss_go_first() {
+        let withdrawn = hold_ends(&[3], &[], 0);
+        assert!(withdrawn.lost.is_empty());
+        assert_eq!(withdrawn.target, [0, 1, 2], "the groups stay");
+        assert_eq!(withdrawn.delete, [3, 4], "both spares started for them go");
+    }
+
+    #[test]
+    fn a_job_keeps_its_own_spares_after_a_hold() {
+        // The job keeps one spare of its own: of the two started for the hold, one takes the
+        // lost group's place and the other stays as that spare.
+        let decision = hold_ends(&[3, 4], &[1], 1);
+        assert_eq!(replacements(&decision), [(1, Some(3))]);
+        assert_eq!(decision.target, [0, 2, 3, 4]);
+        assert!(decision.create.is_empty() && decision.delete.is_empty());
+
+        // Without a loss, the least useful goes: the one not ready.
+        let decision = hold_ends(&[3], &[], 1);
+        assert_eq!(decision.delete, [4]);
     }
 
     #[test]
@@ -1064,6 +1231,7 @@ mod tests {
                 groups: &groups,
                 group_size: 2,
                 spares: &BTreeSet::new(),
+                kept_spares: 0,
                 renew: &BTreeSet::new(),
             });
             assert_eq!(decision.target, row.target, "{}", row.what);

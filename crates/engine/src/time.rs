@@ -11,6 +11,14 @@ pub fn after(at: jiff::Timestamp, span: Duration) -> jiff::Timestamp {
         .unwrap_or(jiff::Timestamp::MAX)
 }
 
+/// `span` before `at`, or the earliest time there is when that is before it.
+pub fn before(at: jiff::Timestamp, span: Duration) -> jiff::Timestamp {
+    jiff::SignedDuration::try_from(span)
+        .ok()
+        .and_then(|span| at.checked_sub(span).ok())
+        .unwrap_or(jiff::Timestamp::MIN)
+}
+
 /// `at` as a Kubernetes `Time` keeps it in a status: in whole seconds, the fraction dropped. A
 /// time the status shows is cut so before it is compared with one read back from there.
 pub fn as_stored(at: jiff::Timestamp) -> jiff::Timestamp {
@@ -43,5 +51,15 @@ mod tests {
             jiff::Timestamp::MAX
         );
         assert_eq!(after(now, Duration::MAX), jiff::Timestamp::MAX);
+    }
+
+    #[test]
+    fn a_span_before_the_first_time_ends_there() {
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        assert_eq!(
+            before(now, Duration::from_secs(60)),
+            jiff::Timestamp::from_second(1_799_999_940).unwrap()
+        );
+        assert_eq!(before(now, Duration::MAX), jiff::Timestamp::MIN);
     }
 }

@@ -53,6 +53,7 @@ use crate::kubeai::{self, Stop};
 use crate::node_warnings;
 use crate::pods;
 use crate::scaling::{self, ScalerUpdate};
+use crate::warned_handover;
 
 mod autoscaler;
 mod finished;
@@ -152,15 +153,23 @@ impl Plan {
 /// Plans the reconcile of `observed` at `now`; see the module documentation.
 pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     // Workers on nodes that announced they go away are seen as disrupted (see
-    // crate::node_warnings).
+    // crate::node_warnings), but replica groups held until spares wait to take their places
+    // (see crate::warned_handover).
     let old = observed.job.status();
     let resolved = node_warnings::resolve(observed.node_warnings, &old.node_warnings, now);
     let warnings = node_warnings::by_node(&resolved);
+    let hold = warned_hold(observed, &old, &warnings, now);
     let role_label = observed.job.kind().vocabulary().role_label;
     let warned: Vec<Pod> = observed
         .pods
         .iter()
         .filter(|pod| pods::label(pod, role_label) == Some(WORKER_ROLE))
+        .filter(|pod| {
+            !pod.metadata
+                .name
+                .as_ref()
+                .is_some_and(|name| hold.workers.contains(name))
+        })
         .filter_map(|pod| node_warnings::as_disrupted(pod, &warnings))
         .collect();
     let mut sorted: Observed<'_> = observed.clone();
@@ -179,6 +188,10 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     let live_workers = live_workers(observed);
     planner.status.node_warnings = node_warnings::recorded(&resolved, &live_workers);
     planner.warned = resolved;
+    if let Some(until) = hold.until {
+        planner.requeue_at(until);
+    }
+    planner.held_warned = hold;
     planner.foreign = job.started_by_another_operator();
     let finished = matches!(
         planner.status_before.phase,
@@ -209,6 +222,33 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     }
     planner.goodput(observed, validated.is_ok());
     planner.finish()
+}
+
+/// The warned replica groups of the job that train on until spares wait (see
+/// [`crate::warned_handover`]): none for a job that is invalid, suspended, finished or asked
+/// to suspend.
+fn warned_hold(
+    observed: &Observed<'_>,
+    old: &JobStatus,
+    warnings: &std::collections::BTreeMap<&str, &WarnedNode>,
+    now: jiff::Timestamp,
+) -> warned_handover::Hold {
+    let going_on = matches!(old.phase, Some(JobPhase::Running | JobPhase::Scaling));
+    let spec = observed.job.validate().ok();
+    match spec {
+        Some(spec) if going_on && !spec.suspend && !warnings.is_empty() => {
+            warned_handover::hold(&warned_handover::HoldInput {
+                job: observed.job,
+                pods: &observed.pods,
+                warnings,
+                target: &old.target_workers,
+                min: spec.workers.min,
+                grace: spec.elastic.checkpoint_grace,
+                now,
+            })
+        }
+        _ => warned_handover::Hold::default(),
+    }
 }
 
 /// The job's Worker pods that are neither finished nor being deleted.
@@ -265,6 +305,9 @@ struct Planner {
     /// The nodes that announced they go away, with their times (see
     /// [`crate::node_warnings`]).
     warned: Vec<WarnedNode>,
+    /// The workers on those nodes that train on until spares wait to take their places (see
+    /// [`crate::warned_handover`]).
+    held_warned: warned_handover::Hold,
 }
 
 impl Planner {
@@ -286,6 +329,7 @@ impl Planner {
             now,
             going_on_with_launcher: None,
             warned: Vec::new(),
+            held_warned: warned_handover::Hold::default(),
         }
     }
 

@@ -15,14 +15,15 @@ use crate::{conditions, names, pods, spares};
 
 impl Run<'_, '_> {
     /// Shows `decision`'s target among `current` in the status, with `next_unused` the next
-    /// index and `holds_to` the workers the job holds to; returns the hosts of host
-    /// discovery.
+    /// index, `holds_to` the workers the job holds to and `surge` the spares started for held
+    /// warned groups (see [`crate::warned_handover`]); returns the hosts of host discovery.
     pub(super) fn show_workers(
         &mut self,
         decision: &WorkerDecision,
         current: &BTreeMap<u32, &Pod>,
         next_unused: u32,
         holds_to: u32,
+        surge: u32,
     ) -> Vec<Host> {
         let name = self.name().to_string();
         let spec = self.context.spec;
@@ -55,8 +56,8 @@ impl Run<'_, '_> {
             spec_replicas: Some(count(workers.desired as usize)),
             min: count(workers.min as usize),
             max: workers.max.map(|m| count(m as usize)),
-            spares: (workers.spares > 0)
-                .then(|| count(spares::kept(workers, holds_to, kept_when) as usize)),
+            spares: (workers.spares > 0 || surge > 0)
+                .then(|| count((spares::kept(workers, holds_to, kept_when) + surge) as usize)),
         });
         self.planner.status.replica_statuses = replica_statuses(
             self.context.kind(),

@@ -15,7 +15,7 @@ use crate::job::WorkerNames;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
-use crate::{blacklist, names, node_warnings, pods, spares};
+use crate::{blacklist, names, node_warnings, pods, spares, warned_handover};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -143,9 +143,13 @@ impl<'o> Run<'_, 'o> {
         } else {
             spec.worker_restart_policy
         };
-        // Spares are Workers too, beside a full group or at every size (see crate::spares).
+        // Spares are Workers too, beside a full group or at every size (see crate::spares),
+        // and one more for each warned group that trains on until a spare waits to take its
+        // place (see crate::warned_handover); those of a hold that ended go.
         let kept_when = self.context.job_ref.spares_kept();
-        let spares = spares::kept(&spec.workers, desired.now, kept_when);
+        let surge = self.handover_spares(suspending);
+        let surge_before = self.handover_spares_before(desired.previous, kept_when);
+        let spares = spares::kept(&spec.workers, desired.now, kept_when) + surge;
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
         let waiting_spares = self.context.job_ref.waiting_spares(&current);
@@ -166,8 +170,11 @@ impl<'o> Run<'_, 'o> {
         };
         let decision = target_workers::decide(&WorkerInput {
             policy,
-            desired: with_spares(desired.now),
-            previous_desired: desired.previous.map(with_spares),
+            desired: with_spares(desired.now) + surge,
+            previous_desired: desired
+                .previous
+                .map(|previous| with_spares(previous) + surge_before),
+            kept_spares: spares,
             previous_target: &previous_target,
             pods: &current,
             blacklisted: &blacklisted,
@@ -211,7 +218,12 @@ impl<'o> Run<'_, 'o> {
         self.record_returned_workers(&decision);
         self.cool_down_failed_nodes(&decision, &survivors_failed, &silent, &current);
 
-        if let Some((from, to)) = decision.resized {
+        // The spares of a hold come and go without a change of the job's size.
+        let resized = decision
+            .resized
+            .map(|(from, to)| (from.saturating_sub(surge_before), to.saturating_sub(surge)))
+            .filter(|(from, to)| from != to);
+        if let Some((from, to)) = resized {
             self.planner.event(
                 false,
                 "WorkersScaled",
@@ -219,10 +231,55 @@ impl<'o> Run<'_, 'o> {
                 format!("worker replicas changed from {from} to {to}"),
             );
         }
+        if surge > 0 && surge_before == 0 {
+            self.say_handing_over();
+        }
         let holds = self.remove_workers(&decision, &current);
         self.create_workers(&decision, &current, &backed_off, holds, spares);
 
-        self.show_workers(&decision, &current, next_unused, holds_to)
+        self.show_workers(&decision, &current, next_unused, holds_to, surge)
+    }
+
+    /// The spares started for the warned groups held now (see [`crate::warned_handover`]):
+    /// none while the run suspends.
+    fn handover_spares(&self, suspending: bool) -> u32 {
+        if suspending {
+            return 0;
+        }
+        u32::try_from(self.planner.held_warned.workers.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The spares started for held warned groups at the last reconcile: those the status
+    /// showed beyond the spares a job that held `previous` groups keeps. Only where eto seats
+    /// spares itself ([`spares::KeptWhen::Always`]); elsewhere none.
+    fn handover_spares_before(&self, previous: Option<u32>, kept_when: spares::KeptWhen) -> u32 {
+        let (Some(previous), spares::KeptWhen::Always) = (previous, kept_when) else {
+            return 0;
+        };
+        let shown = self
+            .planner
+            .status_before
+            .workers
+            .as_ref()
+            .and_then(|workers| workers.spares)
+            .and_then(|spares| u32::try_from(spares).ok())
+            .unwrap_or(0);
+        shown.saturating_sub(spares::kept(
+            &self.context.spec.workers,
+            previous,
+            kept_when,
+        ))
+    }
+
+    /// Says that warned groups train on while their spares start.
+    fn say_handing_over(&mut self) {
+        let hold = &self.planner.held_warned;
+        let Some(until) = hold.until else {
+            return;
+        };
+        let note = warned_handover::describe(&hold.workers, until);
+        self.planner
+            .event(false, warned_handover::HANDING_OVER, "Hold", note);
     }
 
     /// The number of workers the job holds to; see [`Desired`].

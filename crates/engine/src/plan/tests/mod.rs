@@ -24,6 +24,7 @@ mod spares;
 mod survivors;
 mod suspension;
 mod train_job;
+mod warned_handover;
 
 use eto_api::common::CleanPodPolicy;
 use eto_api::common::ReplicaRestartPolicy;

@@ -40,7 +40,7 @@ fn job_with_policy(groups: u32, policy: serde_json::Value) -> World {
 }
 
 /// Each Worker pod's name and group id, by name.
-fn groups(world: &World) -> Vec<(String, Option<u32>)> {
+pub(super) fn groups(world: &World) -> Vec<(String, Option<u32>)> {
     world
         .pods
         .iter()

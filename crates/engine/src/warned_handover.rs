@@ -1,0 +1,146 @@
+//! Make-before-break for a warned node's replica groups: they train on until spares wait to
+//! take their places.
+//!
+//! A worker on a node that announced it goes away is seen as disrupted at once (see
+//! [`crate::node_warnings`]): it leaves its group and is replaced elsewhere. For a job of
+//! TorchFT replica groups that costs the other groups about a second, unless the warned groups
+//! are so many that the groups left number fewer than `minReplicas`: then the job would
+//! suspend, checkpoint and resume, and nothing trains until new groups start.
+//!
+//! Such groups are *held* instead: they train on, in their quorum, while eto starts one spare
+//! per held group on other nodes at once (beside any `spareReplicas`; see
+//! `plan/run/workers.rs`). Once enough spares wait that the groups on unwarned nodes and the
+//! waiting spares together reach the minimum, the hold ends: the warned groups are seen as
+//! disrupted, as without it (their `Reclaim` notices, their leaving), each replaced by one of
+//! the spares started for it, and the waiting spares take the groups' ids (see
+//! `kind::pytorch_job::replica_groups::seat`) while the others train on. The job never drops
+//! below its minimum and does not suspend.
+//!
+//! A group is held until half its node's warning is left, or until `checkpointGraceSeconds`
+//! are left if that is less: spares that do not wait by then (no capacity elsewhere) end the
+//! hold, and the job suspends as it would have at the warning, with that time left to save
+//! its checkpoint, having trained in the meantime. A warning withdrawn during the hold ends it too, and costs nothing: the spares
+//! started for it go.
+//!
+//! Groups of several pods, and workers that do not train in replica groups, are not held:
+//! there no spare can take a place without a restart of its group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use eto_api::job_status::WarnedNode;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::job::JobRef;
+use crate::spares::KeptWhen;
+use crate::{names, pods};
+
+/// The reason of the event that says a warned node's groups train on while spares start.
+pub const HANDING_OVER: &str = "WarnedGroupsHandingOver";
+
+/// The warned groups of a job that train on, and until when at the latest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hold {
+    /// The held workers' pod names.
+    pub workers: BTreeSet<String>,
+    /// When the hold ends at the latest (see [`ends`]), for the earliest of their nodes.
+    pub until: Option<jiff::Timestamp>,
+}
+
+/// What the hold is decided from.
+#[derive(Clone, Copy, Debug)]
+pub struct HoldInput<'a> {
+    /// The job.
+    pub job: JobRef<'a>,
+    /// The job's pods.
+    pub pods: &'a [&'a Pod],
+    /// The warned nodes, by node.
+    pub warnings: &'a BTreeMap<&'a str, &'a WarnedNode>,
+    /// The job's target workers (`status.targetWorkers`): the workers of its current run.
+    pub target: &'a [String],
+    /// The fewest groups the job trains with.
+    pub min: u32,
+    /// The time its training gets to save a checkpoint before a suspend deletes its pods
+    /// (`checkpointGraceSeconds`).
+    pub grace: Duration,
+    /// Now.
+    pub now: jiff::Timestamp,
+}
+
+/// The warned groups held (see the module documentation): none for a job whose spares do not
+/// take a group's place of their own (groups of several pods, workers outside replica groups).
+pub fn hold(input: &HoldInput<'_>) -> Hold {
+    let job = input.job;
+    if job.spares_kept() != KeptWhen::Always || job.pods_per_group() != 1 {
+        return Hold::default();
+    }
+    // The live, ready workers of the target, by index.
+    let workers: BTreeMap<u32, &Pod> = input
+        .pods
+        .iter()
+        .copied()
+        .filter(|pod| {
+            pod.metadata
+                .name
+                .as_ref()
+                .is_some_and(|name| input.target.contains(name))
+        })
+        .filter(|pod| {
+            pods::is_ready(pod)
+                && !pods::is_disrupted(pod)
+                && !pods::is_terminating(pod)
+                && !pods::is_finished(pod)
+        })
+        .filter_map(|pod| {
+            let index = names::worker_index(job.name(), pod.metadata.name.as_deref()?)?;
+            Some((index, pod))
+        })
+        .collect();
+    let spares = job.waiting_spares(&workers);
+    let warning_of = |pod: &Pod| input.warnings.get(pods::node(pod)?).copied();
+    let keeping = workers
+        .values()
+        .filter(|pod| warning_of(pod).is_none())
+        .count();
+    if keeping >= input.min as usize {
+        return Hold::default();
+    }
+    let mut hold = Hold::default();
+    for (index, pod) in &workers {
+        let Some(warning) = warning_of(pod) else {
+            continue;
+        };
+        let ends = ends(warning, input.grace);
+        if spares.contains(index) || ends <= input.now {
+            continue;
+        }
+        hold.workers.extend(pod.metadata.name.clone());
+        hold.until = Some(hold.until.map_or(ends, |until| until.min(ends)));
+    }
+    hold
+}
+
+/// When a hold of groups on the node of `warning` ends at the latest: half-way through the
+/// warning, or `grace` before the node goes if that is later.
+pub fn ends(warning: &WarnedNode, grace: Duration) -> jiff::Timestamp {
+    let lead = warning
+        .deadline
+        .0
+        .duration_since(warning.since.0)
+        .unsigned_abs();
+    crate::time::before(warning.deadline.0, grace.min(lead / 2))
+}
+
+/// How the start of a hold reads in its event: `groups` held, `spares` started for them,
+/// until `until` at the latest.
+pub fn describe(workers: &BTreeSet<String>, until: jiff::Timestamp) -> String {
+    let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    format!(
+        "the replica groups of {} are on nodes that announced they go away, and the job would \
+         have too few groups without them: they train on while {} spare(s) start on other \
+         nodes, and leave once enough spares wait to keep the minimum of groups, by {until} at \
+         the latest (without enough spares by then, the job suspends and saves its checkpoint)",
+        names.join(", "),
+        workers.len()
+    )
+}
