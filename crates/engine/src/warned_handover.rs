@@ -135,6 +135,7 @@ pub fn ends(warning: &WarnedNode, grace: Duration) -> jiff::Timestamp {
 /// until `until` at the latest.
 pub fn describe(workers: &BTreeSet<String>, until: jiff::Timestamp) -> String {
     let names: Vec<&str> = workers.iter().map(String::as_str).collect();
+    let until = crate::time::as_stored(until);
     format!(
         "the replica groups of {} are on nodes that announced they go away, and the job would \
          have too few groups without them: they train on while {} spare(s) start on other \
