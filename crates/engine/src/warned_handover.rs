@@ -19,8 +19,13 @@
 //! A group is held until half its node's warning is left, or until `checkpointGraceSeconds`
 //! are left if that is less: spares that do not wait by then (no capacity elsewhere) end the
 //! hold, and the job suspends as it would have at the warning, with that time left to save
-//! its checkpoint, having trained in the meantime. A warning withdrawn during the hold ends it too, and costs nothing: the spares
-//! started for it go.
+//! its checkpoint, having trained in the meantime. A warning withdrawn during the hold ends it
+//! too, and costs nothing: the spares started for it go.
+//!
+//! A spare waits once its pod is ready. Without a readiness probe that is as soon as its
+//! container runs, before the training's own setup (the interpreter, `import torch`, the
+//! model): the held groups then leave while the spares still start, and the others wait for
+//! them in a quorum below the minimum for that long, still far less than a suspend.
 //!
 //! Groups of several pods, and workers that do not train in replica groups, are not held:
 //! there no spare can take a place without a restart of its group.
