@@ -158,7 +158,8 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
     let old = observed.job.status();
     let resolved = node_warnings::resolve(observed.node_warnings, &old.node_warnings, now);
     let warnings = node_warnings::by_node(&resolved);
-    let hold = warned_hold(observed, &old, &warnings, now);
+    let validated = observed.job.validate();
+    let hold = warned_hold(observed, validated.as_ref().ok(), &old, &warnings, now);
     let role_label = observed.job.kind().vocabulary().role_label;
     let warned: Vec<Pod> = observed
         .pods
@@ -201,7 +202,6 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
         planner.started_elsewhere(job);
         return planner.finish();
     }
-    let validated = job.validate();
     match &validated {
         Err(invalid) => {
             planner.invalid(&invalid.to_string());
@@ -229,12 +229,12 @@ pub fn plan(observed: &Observed<'_>, now: jiff::Timestamp) -> Plan {
 /// to suspend.
 fn warned_hold(
     observed: &Observed<'_>,
+    spec: Option<&EffectiveSpec>,
     old: &JobStatus,
     warnings: &std::collections::BTreeMap<&str, &WarnedNode>,
     now: jiff::Timestamp,
 ) -> warned_handover::Hold {
     let going_on = matches!(old.phase, Some(JobPhase::Running | JobPhase::Scaling));
-    let spec = observed.job.validate().ok();
     match spec {
         Some(spec) if going_on && !spec.suspend && !warnings.is_empty() => {
             warned_handover::hold(&warned_handover::HoldInput {
