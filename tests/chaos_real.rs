@@ -30,7 +30,7 @@ use eto_engine::goodput::{self, GoodputBucket};
 use eto_tests::job_api;
 use eto_tests::nodes::{delete_as_its_node_went, set_taint, set_unschedulable};
 use eto_tests::scratch::Scratch;
-use eto_tests::step_log::{self, StepLine, Truth};
+use eto_tests::step_log::{self, StepLine, StepLog, Truth};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 
@@ -381,7 +381,7 @@ struct Outcome {
     created: f64,
     end: f64,
     dealt: Vec<Dealt>,
-    lines: Vec<StepLine>,
+    lines: StepLog,
     truth: Truth,
     ledger: Option<goodput::GoodputSeconds>,
     source: String,
@@ -417,7 +417,7 @@ impl Outcome {
             "faults": self.dealt.iter().map(|dealt| serde_json::json!({
                 "at": dealt.at, "fault": dealt.fault.name(), "pods": dealt.pods,
             })).collect::<Vec<_>>(),
-            "steps": self.lines.iter().map(|line| serde_json::json!([
+            "steps": self.lines.steps.iter().map(|line| serde_json::json!([
                 line.at - self.created, line.step,
             ])).collect::<Vec<_>>(),
             "truth": {
@@ -761,7 +761,7 @@ async fn the_ledger_agrees_with_the_step_log_through_faults() {
 fn the_picture_is_drawn_from_the_benchmarks_output() {
     let outcome = |shape: Shape, retrained: i64| {
         // A step every half second from 10 s, standing still for 8 s after the fault at 30 s.
-        let lines: Vec<StepLine> = (1..=80)
+        let steps: Vec<StepLine> = (1..=80)
             .map(|step| StepLine {
                 step,
                 at: 1000.0
@@ -771,6 +771,10 @@ fn the_picture_is_drawn_from_the_benchmarks_output() {
                 who: "worker-0-1".into(),
             })
             .collect();
+        let lines = StepLog {
+            steps,
+            resets: Vec::new(),
+        };
         let ledger = goodput::GoodputSeconds {
             productive: 49.5,
             start_up: 10.5,

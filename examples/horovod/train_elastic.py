@@ -25,7 +25,9 @@ end-to-end tests read: start, step (at each commit), reset, checkpoint, stop and
 Environment: CHECKPOINT_DIR (/checkpoints), TRAIN_STEPS (1000), COMMIT_EVERY (10),
 CHECKPOINT_EVERY (50), STEP_SECONDS (0.1: how long a step takes at least, so that a run is
 long enough to watch), STEP_LOG (unset: a file to which rank 0 appends a line per step,
-`step=<n> at=<unix seconds> who=<host>-<pid>`, the training's own record of its progress).
+`step=<n> at=<unix seconds> who=<host>-<pid>`, and one whenever the ranks re-formed without
+restarting, `reset at=<unix seconds> who=<host>-<pid>`: the training's own record of its
+progress, against which eto's benchmarks check the job's goodput ledger).
 """
 
 import glob
@@ -81,9 +83,10 @@ def save_checkpoint(state, reason):
     report("checkpoint", step=state.step, reason=reason, size=hvd.size())
 
 
-def log_step(step):
+def log_line(head):
+    """Appends `head` to the step log, with the time and this process."""
     with open(STEP_LOG, "a") as logged:
-        logged.write(f"step={step} at={time.time():.3f} who={socket.gethostname()}-{os.getpid()}\n")
+        logged.write(f"{head} at={time.time():.3f} who={socket.gethostname()}-{os.getpid()}\n")
 
 
 def notice_level():
@@ -143,6 +146,8 @@ def main():
             group["lr"] = BASE_LR * hvd.size()
         if hvd.rank() == 0:
             report("reset", size=hvd.size(), step=state.step)
+            if STEP_LOG:
+                log_line("reset")
 
     state.register_reset_callbacks([on_reset])
     # The highest notice level rank 0 has saved for; a notice is saved for once.
@@ -170,7 +175,7 @@ def main():
             state.step += 1
             eto_notice.progress(state.step, total=TRAIN_STEPS)
             if STEP_LOG and hvd.rank() == 0:
-                log_step(state.step)
+                log_line(f"step={state.step}")
             if state.step % CHECKPOINT_EVERY == 0:
                 save_checkpoint(state, "periodic")
             if state.step % COMMIT_EVERY == 0:

@@ -1,14 +1,15 @@
 //! A training's own record of its steps, read as the ground truth of its goodput: the
 //! benchmarks' training code appends a line per step it finished to a file the test can read,
-//! `step=<n> at=<unix seconds> who=<process>`, and [`truth`] tells from those lines alone,
-//! without eto's ledger, how much of a window of time trained.
+//! `step=<n> at=<unix seconds> who=<process>`, and a line when its processes re-formed their
+//! group without restarting (Horovod's reset callback), `reset at=<unix seconds>`; [`truth`]
+//! tells from those lines alone, without eto's ledger, how much of a window of time trained.
 //!
 //! The rule: the time from a process's print of step `n - 1` to its print of step `n` is
 //! productive when that print is the first of step `n` anywhere (several replica groups print
-//! the same step at once: the time counts once). A process's first step after its start, or
-//! after steps that went back, ends time spent outside training (start-up, re-formation,
-//! restore), which is not productive. A step printed again more than [`SAME_STEP_WITHIN`]
-//! after its first print was trained twice.
+//! the same step at once: the time counts once) and no reset came between the two. A
+//! process's first step after its start, after a reset, or after steps that went back ends
+//! time spent outside training (start-up, re-formation, restore), which is not productive. A
+//! step printed again more than [`SAME_STEP_WITHIN`] after its first print was trained twice.
 
 /// Prints of one step this close to each other are one training of it (replica groups step
 /// together); later ones train it again.
@@ -25,21 +26,40 @@ pub struct StepLine {
     pub who: String,
 }
 
-/// The lines of `text` that are step lines; others are skipped.
-pub fn parse(text: &str) -> Vec<StepLine> {
-    text.lines()
-        .filter_map(|line| {
-            let field = |key: &str| {
-                line.split_whitespace()
-                    .find_map(|word| word.strip_prefix(key))
-            };
-            Some(StepLine {
-                step: field("step=")?.parse().ok()?,
-                at: field("at=")?.parse().ok()?,
-                who: field("who=")?.to_string(),
-            })
-        })
-        .collect()
+/// What a step log holds: the steps, and when the training re-formed its group.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepLog {
+    /// The steps finished, in the log's order.
+    pub steps: Vec<StepLine>,
+    /// When the processes re-formed their group without restarting, in seconds since the
+    /// Unix epoch.
+    pub resets: Vec<f64>,
+}
+
+/// The step and reset lines of `text`; other lines are skipped.
+pub fn parse(text: &str) -> StepLog {
+    let mut log = StepLog::default();
+    for line in text.lines() {
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(key))
+        };
+        let Some(at) = field("at=").and_then(|at| at.parse().ok()) else {
+            continue;
+        };
+        if line.split_whitespace().next() == Some("reset") {
+            log.resets.push(at);
+        } else if let (Some(step), Some(who)) =
+            (field("step=").and_then(|step| step.parse().ok()), field("who="))
+        {
+            log.steps.push(StepLine {
+                step,
+                at,
+                who: who.to_string(),
+            });
+        }
+    }
+    log
 }
 
 /// What a step log says of a window of a job's time.
@@ -62,9 +82,10 @@ impl Truth {
     }
 }
 
-/// What `lines` say of the window from `from` to `to` (Unix seconds).
-pub fn truth(lines: &[StepLine], from: f64, to: f64) -> Truth {
-    let mut seen: Vec<&StepLine> = lines
+/// What `log` says of the window from `from` to `to` (Unix seconds).
+pub fn truth(log: &StepLog, from: f64, to: f64) -> Truth {
+    let mut seen: Vec<&StepLine> = log
+        .steps
         .iter()
         .filter(|line| line.at >= from && line.at <= to)
         .collect();
@@ -79,6 +100,10 @@ pub fn truth(lines: &[StepLine], from: f64, to: f64) -> Truth {
         if let Some(before) = previous.insert(&line.who, line)
             && line.step == before.step + 1
             && first.get(&line.step) == Some(&line.at)
+            && !log
+                .resets
+                .iter()
+                .any(|reset| before.at < *reset && *reset < line.at)
         {
             trained.push((before.at, line.at));
         }
@@ -134,28 +159,42 @@ fn retrained(seen: &[&StepLine]) -> u64 {
 mod tests {
     use super::*;
 
-    fn lines(list: &[(i64, f64, &str)]) -> Vec<StepLine> {
-        list.iter()
-            .map(|(step, at, who)| StepLine {
-                step: *step,
-                at: *at,
-                who: who.to_string(),
-            })
-            .collect()
+    fn lines(list: &[(i64, f64, &str)]) -> StepLog {
+        StepLog {
+            steps: list
+                .iter()
+                .map(|(step, at, who)| StepLine {
+                    step: *step,
+                    at: *at,
+                    who: who.to_string(),
+                })
+                .collect(),
+            resets: Vec::new(),
+        }
+    }
+
+    fn with_resets(log: StepLog, resets: &[f64]) -> StepLog {
+        StepLog {
+            resets: resets.to_vec(),
+            ..log
+        }
     }
 
     #[test]
-    fn step_lines_are_read_and_other_lines_skipped() {
-        let text =
-            "step=3 at=10.5 who=a-1\nnoise\nstep=x at=1 who=a\nstep=4 at=11.0 who=a-1 extra=1\n";
-        assert_eq!(parse(text), lines(&[(3, 10.5, "a-1"), (4, 11.0, "a-1")]));
+    fn step_and_reset_lines_are_read_and_other_lines_skipped() {
+        let text = "step=3 at=10.5 who=a-1\nnoise\nstep=x at=1 who=a\nreset at=10.7 who=a-1\n\
+                    reset\nstep=4 at=11.0 who=a-1 extra=1\n";
+        assert_eq!(
+            parse(text),
+            with_resets(lines(&[(3, 10.5, "a-1"), (4, 11.0, "a-1")]), &[10.7])
+        );
     }
 
     #[test]
     fn the_log_tells_productive_time_and_steps_trained_twice() {
         // (name, lines, window, productive seconds, steps trained twice)
-        type Case = (&'static str, Vec<StepLine>, (f64, f64), f64, u64);
-        let cases: [Case; 6] = [
+        type Case = (&'static str, StepLog, (f64, f64), f64, u64);
+        let cases: [Case; 8] = [
             (
                 "one process stepping every second: the first step ends its start-up",
                 lines(&[(1, 5.0, "a"), (2, 6.0, "a"), (3, 7.0, "a")]),
@@ -197,6 +236,26 @@ mod tests {
                 lines(&[(1, 1.0, "a"), (2, 2.0, "a"), (3, 6.0, "a")]),
                 (0.0, 6.0),
                 5.0,
+                0,
+            ),
+            (
+                "a process that re-forms its group between two steps did not train meanwhile",
+                with_resets(
+                    lines(&[(1, 1.0, "a"), (2, 2.0, "a"), (3, 6.0, "a"), (4, 7.0, "a")]),
+                    &[5.5],
+                ),
+                (0.0, 7.0),
+                2.0,
+                0,
+            ),
+            (
+                "a reset ends the stretch of every process, not only the one that wrote it",
+                with_resets(
+                    lines(&[(1, 1.0, "a"), (2, 2.0, "b"), (3, 6.0, "b"), (4, 7.0, "b")]),
+                    &[3.0],
+                ),
+                (0.0, 7.0),
+                1.0,
                 0,
             ),
             (
