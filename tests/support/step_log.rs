@@ -49,9 +49,10 @@ pub fn parse(text: &str) -> StepLog {
         };
         if line.split_whitespace().next() == Some("reset") {
             log.resets.push(at);
-        } else if let (Some(step), Some(who)) =
-            (field("step=").and_then(|step| step.parse().ok()), field("who="))
-        {
+        } else if let (Some(step), Some(who)) = (
+            field("step=").and_then(|step| step.parse().ok()),
+            field("who="),
+        ) {
             log.steps.push(StepLine {
                 step,
                 at,
