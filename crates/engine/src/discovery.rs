@@ -20,25 +20,33 @@ use std::fmt::Write;
 
 use eto_api::mpi_job::MpiImplementation;
 
-/// A discovery script that prints the `host:slots` lines of `$hostfile` whose host name
-/// resolves (see [`DISCOVER_HOSTS_SCRIPT`]).
+/// A discovery script that prints the `host:slots` lines of `$hostfile` on which Horovod can
+/// start a process (see [`DISCOVER_HOSTS_SCRIPT`]).
 macro_rules! discovery_script {
     ($hostfile:literal) => {
         concat!(
             "#!/bin/sh
 # Prints the workers that are ready for training, one host:slots line each, from the hostfile
-# eto keeps current. A worker's DNS name is published a moment after its pod starts: a host
-# whose name does not resolve yet is left out until it does, so that Horovod never starts a
-# process on a host it cannot reach. Names that resolved once are remembered (eto never reuses
-# a worker's name). Without getent every host is printed. Stays cheap and always succeeds.
+# eto keeps current. A new worker is left out until Horovod can start a process on it: until
+# its name resolves (its DNS record follows its pod by a moment) and its SSH server takes the
+# launcher's login (sshd starts after the pod runs, once its host keys are made). A host whose
+# login still fails 30 s after its name resolved is printed anyway (its SSH port may be one
+# only horovodrun's options name). Hosts printed once are remembered (eto never reuses a
+# worker's name). Without getent or ssh that check is left out. Stays cheap and always
+# succeeds.
 hostfile=",
             $hostfile,
             "
 [ -r \"$hostfile\" ] || exit 0
 resolved=${TMPDIR:-/tmp}/eto-resolved-hosts
+waiting=${TMPDIR:-/tmp}/eto-waiting-hosts
 known=$(cat \"$resolved\" 2>/dev/null)
 check=
 command -v getent >/dev/null 2>&1 && check=1
+login=
+command -v ssh >/dev/null 2>&1 && login=1
+now=$(date +%s 2>/dev/null)
+case $now in ''|*[!0-9]*) now=0 ;; esac
 while IFS= read -r line || [ -n \"$line\" ]; do
   host=${line%%:*}
   [ -n \"$host\" ] || continue
@@ -51,8 +59,23 @@ $host
     *)
       if [ -n \"$check\" ]; then
         getent hosts \"$host\" >/dev/null 2>&1 || continue
-        echo \"$host\" >>\"$resolved\" 2>/dev/null
       fi
+      if [ -n \"$login\" ]; then
+        since=
+        if [ -r \"$waiting\" ]; then
+          while read -r name at; do
+            [ \"$name\" = \"$host\" ] && since=$at && break
+          done <\"$waiting\"
+        fi
+        case $since in *[!0-9]*) since= ;; esac
+        [ -n \"$since\" ] || { since=$now; echo \"$host $now\" >>\"$waiting\" 2>/dev/null; }
+        if [ $((now - since)) -lt 30 ] &&
+          ! ssh -n -o BatchMode=yes -o ConnectTimeout=2 -o StrictHostKeyChecking=no \\
+            -o UserKnownHostsFile=/dev/null \"$host\" true >/dev/null 2>&1; then
+          continue
+        fi
+      fi
+      [ -n \"$check$login\" ] && echo \"$host\" >>\"$resolved\" 2>/dev/null
       ;;
   esac
   echo \"$line\"
@@ -65,16 +88,21 @@ exit 0
 
 /// The discovery script Horovod runs (`--host-discovery-script /etc/edl/discover_hosts.sh`).
 /// Horovod runs it every second and stops the job if its first run fails, so it stays cheap
-/// and always succeeds. It prints the hostfile's lines whose host name resolves: a worker is
-/// ready before its DNS record is published (the EndpointSlice controller and the cluster's
-/// DNS follow the pod by a moment, longer on a busy control plane), and a host Horovod cannot
-/// resolve makes its SSH fail, which real Horovod can take for a failure of every rank.
+/// and always succeeds. It prints the hostfile's lines on which Horovod can start a process.
+/// A worker is ready before then: its DNS record is published a moment later (the
+/// EndpointSlice controller and the cluster's DNS follow the pod, longer on a busy control
+/// plane), and its SSH server listens only once its host keys are made. Horovod that adds a
+/// host it cannot reach waits for the process it could not start until its rendezvous times
+/// out (30 s), and then takes that for a failure of every rank: the launcher fails. So a host
+/// is printed once its name resolves and an SSH login to it (`ssh HOST true`, with the client,
+/// configuration and options Horovod uses) succeeds, or once it has waited 30 s for that
+/// login, in case its SSH port is one only `horovodrun --ssh-port` names.
 pub const DISCOVER_HOSTS_SCRIPT: &str = discovery_script!("/etc/edl/hostfile");
 
 /// The discovery script of an MPIJob's launcher (`/etc/mpi/discover_hosts.sh`, where
 /// mpi-operator's is). Unlike mpi-operator's it prints `host:slots`, which Horovod prefers to
 /// `--slots-per-host`, and it follows the workers within seconds; like
-/// [`DISCOVER_HOSTS_SCRIPT`] it leaves out hosts whose name does not resolve yet.
+/// [`DISCOVER_HOSTS_SCRIPT`] it leaves out hosts Horovod cannot reach yet.
 pub const MPI_DISCOVER_HOSTS_SCRIPT: &str = discovery_script!("/etc/mpi/ready_hosts");
 
 /// A host of the discovery data.
