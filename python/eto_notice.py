@@ -32,6 +32,12 @@ replica_group(), which waits for it, before building the TorchFT Manager:
     manager = Manager(..., replica_id=f"train_{group}")
     ddp = eto_notice.fault_tolerant_ddp(manager, model)   # not torchft.DistributedDataParallel
 
+replica_group() first creates the file ETO_READY_FILE names (/tmp/eto/ready by default): the
+training's slow setup is done and this process can take a group at once. eto counts a spare
+as waiting once its pod is ready, so give the container a readiness probe on that file
+(exec `test -e /tmp/eto/ready`); without one a spare is ready as soon as its container runs,
+while its training still imports torch.
+
 fault_tolerant_ddp() is TorchFT's DistributedDataParallel (gradients reduced in buckets)
 whose communication hook survives a group lost in the middle of an allreduce: torchft 0.2.0's
 own ends the survivors' training there (AssertionError at `assert fut._fut` in
@@ -82,6 +88,7 @@ from datetime import datetime, timezone
 
 NOTICE_FILE = "/etc/edl/notice"
 GROUP_FILE = "/etc/edl/replica-group"
+READY_FILE = "/tmp/eto/ready"
 TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
 URGENCY = {"Suspend": 4, "Reclaim": 3, "Checkpoint": 2, "Resume": 1}
 ASKS_TO_SAVE = ("Suspend", "Reclaim", "Checkpoint")
@@ -154,7 +161,11 @@ def replica_group(poll_seconds=0.05, timeout_seconds=None):
     else (a spare's is "spare") the id eto gives it in the file ETO_GROUP_FILE names
     (/etc/edl/replica-group by default), waited for. Returns None when a notice asks this pod
     to leave (check_alive() is False) or timeout_seconds pass first.
+
+    It first creates the file ETO_READY_FILE names (/tmp/eto/ready by default), for the
+    pod's readiness probe: this process is set up and can take a group.
     """
+    _mark_ready()
     given = os.environ.get("REPLICA_GROUP_ID", "")
     if given.isdigit():
         return int(given)
@@ -174,6 +185,18 @@ def replica_group(poll_seconds=0.05, timeout_seconds=None):
             return None
         time.sleep(poll_seconds)
         waited += poll_seconds
+
+
+def _mark_ready():
+    """Creates the ready file; a file system that refuses it leaves the pod's probe unready,
+    as without the helper."""
+    path = os.environ.get("ETO_READY_FILE", READY_FILE)
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
 
 
 def notice_kind():

@@ -295,7 +295,7 @@ print(shown and shown["kind"], flush=True)
 }
 
 #[test]
-fn a_spare_waits_for_the_group_id_eto_gives_it_or_leaves_when_told() {
+fn a_spare_is_ready_and_waits_for_the_group_id_eto_gives_it_or_leaves_when_told() {
     use std::io::{BufRead, BufReader, Write};
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
     std::fs::create_dir_all(&dir).unwrap();
@@ -325,12 +325,15 @@ print(eto_notice.replica_group(timeout_seconds=10), flush=True)
         for path in [&group_file, &notice_file] {
             std::fs::write(path, "").unwrap();
         }
+        let ready_file = dir.join(format!("{case}.ready")).join("ready");
+        let _ = std::fs::remove_dir_all(ready_file.parent().unwrap());
         let mut command = python();
         command
             .args(["-c", script])
             .arg(workspace_root().join("python"))
             .env("ETO_GROUP_FILE", &group_file)
             .env("ETO_NOTICE_FILE", &notice_file)
+            .env("ETO_READY_FILE", &ready_file)
             .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
             .env_remove("REPLICA_GROUP_ID")
             .stdin(std::process::Stdio::piped())
@@ -341,6 +344,8 @@ print(eto_notice.replica_group(timeout_seconds=10), flush=True)
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         assert_eq!(lines.next().unwrap().unwrap(), answers[0], "{case}");
+        // Set up and waiting or with its id: the pod's readiness probe passes from now on.
+        assert!(ready_file.exists(), "{case}: the ready file is created");
         // The spare waits now; eto gives it an id, or its node's reclaim comes first.
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(b"go\n").unwrap();

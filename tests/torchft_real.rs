@@ -156,7 +156,8 @@ manager.shutdown(wait=False)
 
 /// A PyTorchJob `ddp` of `groups` replica groups between `min` and four, each running
 /// [`TORCHFT_STEPS`] under torchrun in the image `ETO_E2E_IMAGE` names, with eto's notice
-/// helper.
+/// helper, and the readiness probe its docs ask for: a pod is ready once its training is set
+/// up and has its group id or waits for one.
 pub(crate) async fn replica_group_job(
     scratch: &Scratch,
     groups: i32,
@@ -166,6 +167,10 @@ pub(crate) async fn replica_group_job(
         "cat > /tmp/train_ft.py <<'EOF'\n{TORCHFT_STEPS}\nEOF\nexec torchrun /tmp/train_ft.py"
     ));
     crate::pytorch_real::mount_the_notice_helper(scratch, &mut template).await;
+    template["spec"]["containers"][0]["readinessProbe"] = serde_json::json!({
+        "exec": {"command": ["test", "-e", "/tmp/eto/ready"]},
+        "periodSeconds": 1,
+    });
     let namespace = &scratch.namespace;
     serde_json::json!({
         "apiVersion": "kubeflow.org/v1",

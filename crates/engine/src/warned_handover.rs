@@ -22,10 +22,12 @@
 //! its checkpoint, having trained in the meantime. A warning withdrawn during the hold ends it
 //! too, and costs nothing: the spares started for it go.
 //!
-//! A spare waits once its pod is ready. Without a readiness probe that is as soon as its
-//! container runs, before the training's own setup (the interpreter, `import torch`, the
-//! model): the held groups then leave while the spares still start, and the others wait for
-//! them in a quorum below the minimum for that long, still far less than a suspend.
+//! A spare waits once its pod is ready: with the readiness probe eto's helper serves (the file
+//! `eto_notice.replica_group()` creates), once its training is set up and waits for an id.
+//! Without a probe that is as soon as its container runs, before the interpreter, `import
+//! torch` and the model: the held groups then leave while the spares still start, and the
+//! others wait for them in a quorum below the minimum for that long, still far less than a
+//! suspend.
 //!
 //! Groups of several pods, and workers that do not train in replica groups, are not held:
 //! there no spare can take a place without a restart of its group.
