@@ -300,3 +300,44 @@ async fn kubectl_scale_takes_a_worker_out_of_discovery_before_deleting_it() {
         (2, 2, Some(2))
     );
 }
+
+#[tokio::test]
+async fn a_worker_the_pod_garbage_collector_marks_and_deletes_at_once_is_replaced() {
+    // A node that vanishes: the pod garbage collector marks its pods and deletes them in the
+    // same moment, so eto's cache may hold the pod only in the state it was deleted in.
+    let env = Env::start(sim_config(2, 2)).await;
+    env.apply_job(&job_yaml("vanished", 2, 1, "", "OnFailure"))
+        .await;
+    env.wait_job("vanished", "runs", in_phase(JobPhase::Running))
+        .await;
+
+    eto_tests::nodes::delete_as_its_node_went(&env.pods(), "vanished-worker-0").await;
+    env.wait_pod("vanished-worker-0", "is gone", |pod| pod.is_none())
+        .await;
+    env.wait_pod("vanished-worker-2", "is created in its place", |pod| {
+        pod.is_some()
+    })
+    .await;
+    let lost = poll::until("eto says why it lost the worker", WAIT, async || {
+        let notes = env.event_notes("vanished", "WorkerLost").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert!(
+        lost.iter()
+            .any(|note| note.contains("vanished-worker-0 was disrupted")),
+        "{lost:?}"
+    );
+    let job = env
+        .wait_job("vanished", "runs with the replacement", |job| {
+            job.status.as_ref().is_some_and(|status| {
+                status.target_workers == ["vanished-worker-1", "vanished-worker-2"]
+            })
+        })
+        .await;
+    assert_eq!(
+        job.status.unwrap().phase,
+        Some(JobPhase::Running),
+        "no suspend"
+    );
+}

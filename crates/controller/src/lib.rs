@@ -20,8 +20,9 @@
 //!    request resources, the caches' names), [`scope`], [`first_lists`], [`error`],
 //!    [`events`], [`retries`], [`job_gauges`], [`metrics`], [`rbac`], [`crds`], [`ssh_keys`],
 //!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`], [`pod_proxy`].
-//! 2. The caches and their context: `watches`, [`pod_cache`], [`warned_nodes`], [`context`]
-//!    (the stores, the gang settings, the clock).
+//! 2. The caches and their context: `watches`, [`departed_pods`] (the last state of pods
+//!    deleted lately), [`pod_cache`], [`warned_nodes`], [`context`] (the stores, the gang
+//!    settings, the clock).
 //! 3. Reading: [`lookups`] from the API server where a cache cannot answer, [`ownership`]
 //!    (which objects a job may write), [`pod_groups`] (a job's PodGroup, read and written),
 //!    [`observe`] from the caches only, [`group_report`] (what a run's coordinator reports).
@@ -37,6 +38,7 @@ mod caches;
 pub mod context;
 pub mod controllers;
 pub mod crds;
+pub mod departed_pods;
 pub mod error;
 pub mod events;
 pub mod first_lists;

@@ -145,6 +145,7 @@ impl Cached {
             job: JobRef::new(job),
             launcher_job: None,
             pods: self.pods.iter().collect(),
+            departed: Vec::new(),
             worker_service: self.services.first(),
             pod_services: Vec::new(),
             config_map: self.config_maps.first(),

@@ -41,6 +41,7 @@ pub fn children(stores: &Stores, job: JobRef<'_>) -> Children {
     let rbac = wanted.launcher_rbac.as_deref();
     let found = Children {
         pods,
+        departed: stores.pods.departed_from(namespace, job.uid()),
         launcher_job,
         worker_service: named(&stores.services, namespace, &wanted.service),
         pod_services: wanted

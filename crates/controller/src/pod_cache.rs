@@ -1,15 +1,18 @@
 //! The pod cache, indexed by the uid of each pod's controller (see [`crate::name_index`]), so
 //! that a reconcile finds its job's pods without looking at the pods of every other job. Each
 //! watch event reaches the index before the cache: once [`crate::freshness`] sees a created pod
-//! in the cache, its job's lookups find it too.
+//! in the cache, its job's lookups find it too. A pod's delete event also leaves its last state
+//! in [`DepartedPods`], for its job's next reconcile.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
+use crate::departed_pods::DepartedPods;
 use crate::name_index::{NameIndex, NameIndexWriter, name_index};
 
 /// The uid of the controller of `pod`, if it has one.
@@ -27,25 +30,30 @@ fn controller_uid(pod: &Pod) -> Option<&str> {
 pub struct PodCache {
     store: Store<Pod>,
     by_controller: NameIndex<Pod>,
+    departed: DepartedPods,
 }
 
 /// Fills a [`PodCache`] from the pod watch.
 pub struct PodCacheWriter {
     writer: Writer<Pod>,
     by_controller: NameIndexWriter<Pod>,
+    departed: DepartedPods,
 }
 
 /// An empty pod cache and its writer.
 pub fn pod_cache() -> (PodCache, PodCacheWriter) {
     let writer = Writer::default();
     let (index, index_writer) = name_index(controller_uid);
+    let departed = DepartedPods::default();
     let cache = PodCache {
         store: writer.as_reader(),
         by_controller: index,
+        departed: departed.clone(),
     };
     let writer = PodCacheWriter {
         writer,
         by_controller: index_writer,
+        departed,
     };
     (cache, writer)
 }
@@ -66,6 +74,12 @@ impl PodCache {
             .filter(|pod| self.by_controller.has_key(pod, uid))
             .collect()
     }
+
+    /// The last state of the pods in `namespace` whose controller has `uid` that the watch
+    /// saw deleted lately (see [`crate::departed_pods`]).
+    pub fn departed_from(&self, namespace: &str, uid: &str) -> Vec<Arc<Pod>> {
+        self.departed.controlled_by(namespace, uid)
+    }
 }
 
 impl PodCache {
@@ -81,10 +95,17 @@ impl PodCache {
 }
 
 impl PodCacheWriter {
-    /// Applies one watch event to the index, then to the cache.
+    /// Applies one watch event to the index, then to the cache; keeps a deleted pod's last
+    /// state.
     pub fn apply_watcher_event(&mut self, event: &watcher::Event<Pod>) {
         self.by_controller.apply_watcher_event(event);
         self.writer.apply_watcher_event(event);
+        if let watcher::Event::Delete(pod) = event
+            && let Some(controller) = controller_uid(pod)
+        {
+            self.departed
+                .record(pod.clone(), controller, Instant::now());
+        }
     }
 }
 
@@ -146,6 +167,11 @@ mod tests {
         assert_eq!(names(cache.controlled_by("default", "a")), ["a-0", "a-1"]);
         writer.apply_watcher_event(&watcher::Event::Delete(pod("a-0", "a")));
         assert_eq!(names(cache.controlled_by("default", "a")), ["a-1"]);
+        assert_eq!(
+            names(cache.departed_from("default", "a")),
+            ["a-0"],
+            "its last state is kept for its job"
+        );
         writer.apply_watcher_event(&watcher::Event::Delete(pod("a-1", "a")));
         assert!(cache.controlled_by("default", "a").is_empty());
         assert!(

@@ -51,6 +51,8 @@ pub struct Wanted {
 pub struct Children {
     /// Its pods, workers and launcher.
     pub pods: Vec<Arc<Pod>>,
+    /// The last state of its pods that the watch saw deleted lately.
+    pub departed: Vec<Arc<Pod>>,
     /// The launcher's batch Job (see [`crate::job::Coordinator::runs_in_a_batch_job`]).
     pub launcher_job: Option<Arc<BatchJob>>,
     /// The headless Service of its workers.
@@ -119,8 +121,14 @@ impl Children {
                         .is_some_and(|launcher| controlled_by(&pod.metadata, launcher))
             })
             .collect();
+        let departed = found
+            .departed
+            .into_iter()
+            .filter(|pod| controlled_by(&pod.metadata, uid))
+            .collect();
         Self {
             pods,
+            departed,
             launcher_job,
             worker_service: kept(found.worker_service, uid, |s| &s.metadata),
             pod_services: found
@@ -160,6 +168,7 @@ impl Children {
             job,
             launcher_job: self.launcher_job.as_deref(),
             pods: self.pods.iter().map(AsRef::as_ref).collect(),
+            departed: self.departed.iter().map(AsRef::as_ref).collect(),
             worker_service: self.worker_service.as_deref(),
             pod_services: self.pod_services.iter().map(AsRef::as_ref).collect(),
             config_map: self.config_map.as_deref(),
@@ -252,6 +261,10 @@ mod tests {
                 pod("mnist-worker-1", "someone-else", "worker"),
                 pod("mnist-launcher", "tj", "launcher"),
             ],
+            departed: vec![
+                pod("mnist-worker-2", "tj", "worker"),
+                pod("mnist-worker-2", "someone-else", "worker"),
+            ],
             config_map: Some(Arc::new(
                 serde_json::from_value(json!({"metadata": owned_by("mnist-config", "other")}))
                     .unwrap(),
@@ -265,6 +278,7 @@ mod tests {
             .map(|p| p.metadata.name.clone().unwrap())
             .collect();
         assert_eq!(names, ["mnist-worker-0", "mnist-launcher"]);
+        assert_eq!(children.departed.len(), 1, "its own departed pods only");
         assert!(children.config_map.is_none(), "held by another object");
         assert_eq!(
             children

@@ -71,6 +71,15 @@ impl Loss {
         }
     }
 
+    /// The loss of a worker whose pod is gone, from `last`, the state the pod's watch showed
+    /// as it was deleted, when known: what it showed if that was a loss (a pod the pod
+    /// garbage collector marked `DisruptionTarget` and deleted at once, as when its node
+    /// vanished), else [`Loss::Deleted`].
+    pub fn of_departed(last: Option<&Pod>) -> Self {
+        last.and_then(|pod| Self::of(Some(pod)))
+            .unwrap_or(Self::Deleted)
+    }
+
     /// Whether the platform, not the training code, ended the pod: evicted, disrupted,
     /// deleted or gone.
     pub fn is_the_platforms(&self) -> bool {

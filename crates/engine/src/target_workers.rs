@@ -56,6 +56,11 @@ pub struct WorkerInput<'a> {
     pub previous_target: &'a [u32],
     /// The worker pods of the current run, by index.
     pub pods: &'a BTreeMap<u32, &'a Pod>,
+    /// The last state of workers of the current run whose pods the watch saw deleted lately,
+    /// by index (see [`crate::plan::Observed::departed`]): for a worker without a pod, what
+    /// its pod showed as it went tells a loss to the platform from a deletion
+    /// ([`Loss::of_departed`]).
+    pub departed: &'a BTreeMap<u32, &'a Pod>,
     /// Indices of workers already on the blacklist.
     pub blacklisted: &'a BTreeSet<u32>,
     /// Indices of blacklisted workers lost to a node's warning that was withdrawn, whose pods
@@ -176,7 +181,11 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     let mut stood_in = BTreeSet::new();
     for &index in input.previous_target {
         let pod = input.pods.get(&index).copied();
-        match Loss::of(pod).filter(|_| pod.is_some() || !input.held.contains(&index)) {
+        let loss = match pod {
+            Some(_) => Loss::of(pod),
+            None => Some(Loss::of_departed(input.departed.get(&index).copied())),
+        };
+        match loss.filter(|_| pod.is_some() || !input.held.contains(&index)) {
             None => target.push(index),
             Some(loss) => {
                 let stand_in = (loss.is_replaced_under(input.policy) && stand_ins > 0)
@@ -450,26 +459,52 @@ mod tests {
         next_index: u32,
     }
 
+    static NONE: BTreeSet<u32> = BTreeSet::new();
+    static NO_PODS: BTreeMap<u32, &Pod> = BTreeMap::new();
+    static NO_GROUPS: BTreeMap<u32, u32> = BTreeMap::new();
+
+    /// The input of a job asking for `desired` workers, as at the last reconcile, whose
+    /// target was `previous_target`, whose pods are `pods` and whose next index is
+    /// `next_index`: restart policy `Never`, nothing blacklisted, draining, held, added,
+    /// removed, renewed or departed, no groups and no spares.
+    fn input<'a>(
+        desired: u32,
+        previous_target: &'a [u32],
+        pods: &'a BTreeMap<u32, &'a Pod>,
+        next_index: u32,
+    ) -> WorkerInput<'a> {
+        WorkerInput {
+            policy: ReplicaRestartPolicy::Never,
+            desired,
+            previous_desired: Some(desired),
+            previous_target,
+            pods,
+            departed: &NO_PODS,
+            blacklisted: &NONE,
+            returning: &NONE,
+            draining: &NONE,
+            held: &NONE,
+            add: &[],
+            remove: &[],
+            next_index,
+            groups: &NO_GROUPS,
+            group_size: 1,
+            spares: &NONE,
+            kept_spares: 0,
+            renew: &NONE,
+        }
+    }
+
     fn decide_case(case: &Case) -> WorkerDecision {
         let pods: BTreeMap<u32, &Pod> = case.pods.iter().map(|(i, p)| (*i, p)).collect();
         decide(&WorkerInput {
             policy: case.policy,
-            desired: case.desired,
             previous_desired: case.previous_desired,
-            previous_target: &case.previous_target,
-            pods: &pods,
-            blacklisted: &BTreeSet::new(),
-            returning: &BTreeSet::new(),
             draining: &case.draining,
             held: &case.held,
             add: &case.add,
             remove: &case.remove,
-            next_index: case.next_index,
-            groups: &BTreeMap::new(),
-            group_size: 1,
-            spares: &BTreeSet::new(),
-            kept_spares: 0,
-            renew: &BTreeSet::new(),
+            ..input(case.desired, &case.previous_target, &pods, case.next_index)
         })
     }
 
@@ -610,22 +645,9 @@ mod tests {
             pods.extend(extra);
             let decision = decide(&WorkerInput {
                 policy,
-                desired: 3,
-                previous_desired: Some(3),
-                previous_target: &previous_target,
-                pods: &pods,
                 blacklisted: &BTreeSet::from([1]),
                 returning: &BTreeSet::from([1]),
-                draining: &BTreeSet::new(),
-                held: &BTreeSet::new(),
-                add: &[],
-                remove: &[],
-                next_index: 4,
-                groups: &BTreeMap::new(),
-                group_size: 1,
-                spares: &BTreeSet::new(),
-                kept_spares: 0,
-                renew: &BTreeSet::new(),
+                ..input(3, &previous_target, &pods, 4)
             });
             let case = format!("{policy:?} {previous_target:?} {:?}", pods.keys());
             assert_eq!(decision.target, target, "{case}");
@@ -845,23 +867,8 @@ mod tests {
         let pods: BTreeMap<u32, &Pod> = [(0, &waiting), (1, &waiting)].into_iter().collect();
         let renew = BTreeSet::from([1]);
         let decision = decide(&WorkerInput {
-            policy: ReplicaRestartPolicy::Never,
-            desired: 2,
-            previous_desired: Some(2),
-            previous_target: &[0, 1],
-            pods: &pods,
-            blacklisted: &BTreeSet::new(),
-            returning: &BTreeSet::new(),
-            draining: &BTreeSet::new(),
-            held: &BTreeSet::new(),
-            add: &[],
-            remove: &[],
-            next_index: 2,
-            groups: &BTreeMap::new(),
-            group_size: 1,
-            spares: &BTreeSet::new(),
-            kept_spares: 0,
             renew: &renew,
+            ..input(2, &[0, 1], &pods, 2)
         });
         assert_eq!(decision.target, [0, 2]);
         assert_eq!(decision.create, [2]);
@@ -922,22 +929,10 @@ mod tests {
         ] {
             let decision = decide(&WorkerInput {
                 policy: ReplicaRestartPolicy::Always,
-                desired: 4,
                 previous_desired: Some(5),
-                previous_target: &[0, 1, 2, 3, 4],
-                pods: &pods,
-                blacklisted: &BTreeSet::new(),
-                returning: &BTreeSet::new(),
-                draining: &BTreeSet::new(),
-                held: &BTreeSet::new(),
-                add: &[],
-                remove: &[],
-                next_index: 5,
-                groups: &BTreeMap::new(),
-                group_size: 1,
                 spares: &spares,
                 kept_spares: 1,
-                renew: &BTreeSet::new(),
+                ..input(4, &[0, 1, 2, 3, 4], &pods, 5)
             });
             assert_eq!(
                 (decision.target, decision.delete),
@@ -968,22 +963,10 @@ mod tests {
             .collect();
         decide(&WorkerInput {
             policy: ReplicaRestartPolicy::OnFailure,
-            desired: 3 + kept_spares,
             previous_desired: Some(5),
-            previous_target: &[0, 1, 2, 3, 4],
-            pods: &pods,
-            blacklisted: &BTreeSet::new(),
-            returning: &BTreeSet::new(),
-            draining: &BTreeSet::new(),
-            held: &BTreeSet::new(),
-            add: &[],
-            remove: &[],
-            next_index: 5,
-            groups: &BTreeMap::new(),
-            group_size: 1,
             spares: &BTreeSet::from([3, 4]),
             kept_spares,
-            renew: &BTreeSet::new(),
+            ..input(3 + kept_spares, &[0, 1, 2, 3, 4], &pods, 5)
         })
     }
 
@@ -1217,22 +1200,12 @@ mod tests {
             };
             let decision = decide(&WorkerInput {
                 policy: row.policy,
-                desired: row.desired,
                 previous_desired: Some(previous_desired),
-                previous_target: &[0, 1, 2, 3, 4, 5],
-                pods: &pods,
                 blacklisted: &row.returning,
                 returning: &row.returning,
-                draining: &BTreeSet::new(),
-                held: &BTreeSet::new(),
-                add: &[],
-                remove: &[],
-                next_index: 6,
                 groups: &groups,
                 group_size: 2,
-                spares: &BTreeSet::new(),
-                kept_spares: 0,
-                renew: &BTreeSet::new(),
+                ..input(row.desired, &[0, 1, 2, 3, 4, 5], &pods, 6)
             });
             assert_eq!(decision.target, row.target, "{}", row.what);
             assert_eq!(decision.delete, row.delete, "{}", row.what);
@@ -1241,6 +1214,58 @@ mod tests {
                 "{}",
                 row.what
             );
+        }
+    }
+
+    #[test]
+    fn a_worker_whose_pod_went_is_replaced_when_its_last_state_shows_the_platform_took_it() {
+        // The pod garbage collector marks a pod whose node vanished and deletes it at once:
+        // the watch may show its deletion alone, with the mark in the object it deletes.
+        let mut gone_with_its_node = pod("Failed", false);
+        gone_with_its_node
+            .status
+            .get_or_insert_default()
+            .conditions
+            .get_or_insert_default()
+            .push(
+                serde_json::from_value(json!({"type": "DisruptionTarget", "status": "True",
+                    "reason": "DeletionByPodGC"}))
+                .unwrap(),
+            );
+        let mut deleted_by_someone = running();
+        deleted_by_someone.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+        );
+        // (case, its last state, the loss, replaced under OnFailure)
+        let cases = [
+            (
+                "gone with its node",
+                Some(gone_with_its_node),
+                "Disrupted",
+                true,
+            ),
+            (
+                "deleted by someone",
+                Some(deleted_by_someone),
+                "Deleted",
+                false,
+            ),
+            ("last seen running", Some(running()), "Deleted", false),
+            ("its deletion unseen", None, "Deleted", false),
+        ];
+        let live = running();
+        for (case, last, kind, replaced) in cases {
+            let pods = BTreeMap::from([(1, &live)]);
+            let departed: BTreeMap<u32, &Pod> = last.iter().map(|pod| (0, pod)).collect();
+            let decision = decide(&WorkerInput {
+                policy: ReplicaRestartPolicy::OnFailure,
+                departed: &departed,
+                ..input(2, &[0, 1], &pods, 2)
+            });
+            assert_eq!(decision.lost.len(), 1, "{case}");
+            assert_eq!(decision.lost[0].loss.kind(), kind, "{case}");
+            assert_eq!(decision.lost[0].replacement.is_some(), replaced, "{case}");
+            assert_eq!(decision.create.len(), usize::from(replaced), "{case}");
         }
     }
 }

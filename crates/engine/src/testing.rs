@@ -221,6 +221,8 @@ pub(crate) mod world {
         )>,
         pub launcher_job: Option<BatchJob>,
         pub pods: BTreeMap<String, Pod>,
+        /// The last state of pods the watch saw deleted lately.
+        pub departed: Vec<Pod>,
         pub service: Option<Service>,
         /// A PyTorchJob's Services, by name.
         pub pod_services: BTreeMap<String, Service>,
@@ -258,6 +260,7 @@ pub(crate) mod world {
                 train_job: None,
                 launcher_job: None,
                 pods: BTreeMap::new(),
+                departed: Vec::new(),
                 service: None,
                 pod_services: BTreeMap::new(),
                 config_map: None,
@@ -319,6 +322,7 @@ pub(crate) mod world {
                 },
                 launcher_job: self.launcher_job.as_ref(),
                 pods: self.pods.values().collect(),
+                departed: self.departed.iter().collect(),
                 worker_service: self.service.as_ref(),
                 pod_services: self.pod_services.values().collect(),
                 config_map: self.config_map.as_ref(),
@@ -613,6 +617,12 @@ pub(crate) mod world {
                 "conditions": [{"type": "Ready", "status": "False"}, {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}],
                 "containerStatuses": [{"name": "main", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
                     "state": {"terminated": {"exitCode": 137, "reason": "Error"}}}]}));
+        }
+
+        /// The pod is deleted, and the watch saw the state it went in.
+        pub fn went(&mut self, name: &str) {
+            let last = self.pods.remove(name).expect("the pod exists");
+            self.departed.push(last);
         }
 
         /// Node `node` announces, with Karpenter's taint, that it goes in `seconds`.

@@ -72,6 +72,11 @@ pub struct Observed<'a> {
     pub job: JobRef<'a>,
     /// The pods the job controls, and those its launcher Job controls.
     pub pods: Vec<&'a Pod>,
+    /// The last state of pods the job controlled that the watch saw deleted lately (the pod
+    /// cache keeps them a while): a pod the pod garbage collector marked and deleted at once
+    /// may be seen only as it went, and its mark tells its loss (see
+    /// [`crate::loss::Loss::of_departed`]).
+    pub departed: Vec<&'a Pod>,
     /// The headless Service of the workers, named by the kind ([`crate::job::Kind::service_name`]).
     pub worker_service: Option<&'a Service>,
     /// The headless Services a kind has one per pod (see
@@ -118,6 +123,7 @@ impl<'a> Observed<'a> {
         Self {
             job,
             pods: Vec::new(),
+            departed: Vec::new(),
             worker_service: None,
             pod_services: Vec::new(),
             config_map: None,

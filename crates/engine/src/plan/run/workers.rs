@@ -59,6 +59,18 @@ impl<'o> Run<'_, 'o> {
             .filter(|p| !self.is_stale(p))
             .filter_map(|p| Some((index_of(p)?, *p)))
             .collect();
+        let departed: BTreeMap<u32, &Pod> = self
+            .observed
+            .departed
+            .iter()
+            .copied()
+            .filter(|p| {
+                pods::label(p, self.context.kind().vocabulary().role_label) == Some(WORKER_ROLE)
+                    && !self.is_stale(p)
+            })
+            .filter_map(|p| Some((index_of(p)?, p)))
+            .filter(|(index, _)| !current.contains_key(index))
+            .collect();
         let blacklisted = blacklist::indices(&name, &self.planner.status_before.blacklist);
         let previous_target: Vec<u32> = self
             .planner
@@ -177,6 +189,7 @@ impl<'o> Run<'_, 'o> {
             kept_spares: spares,
             previous_target: &previous_target,
             pods: &current,
+            departed: &departed,
             blacklisted: &blacklisted,
             returning: &returning,
             draining: &draining,

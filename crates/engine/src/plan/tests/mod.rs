@@ -238,6 +238,47 @@ fn a_failed_worker_leaves_discovery_at_once_and_is_replaced_under_a_new_name() {
 }
 
 #[test]
+fn a_worker_seen_only_gone_is_replaced_when_the_state_it_went_in_shows_the_platform_took_it() {
+    // The pod garbage collector marks the pod of a node that vanished and deletes it at once:
+    // the reconcile may see it only gone, with the mark in the state the watch saw it go in.
+    // (case, marked as it went, replaced, what the event says)
+    let cases = [
+        (
+            "gone with its node",
+            true,
+            true,
+            "is replaced by mnist-worker-2",
+        ),
+        (
+            "deleted by someone",
+            false,
+            false,
+            "was deleted; it left host discovery and is not",
+        ),
+    ];
+    for (case, marked, replaced, said) in cases {
+        let mut world = World::launched_replacing_failed_workers();
+        if marked {
+            world.lose_with_node("mnist-worker-1");
+        }
+        world.went("mnist-worker-1");
+        let plan = world.reconcile();
+        let lost = plan
+            .events
+            .iter()
+            .find(|event| event.reason == "WorkerLost")
+            .unwrap_or_else(|| panic!("{case}: a WorkerLost event"));
+        assert!(lost.note.contains(said), "{case}: {}", lost.note);
+        let expected: &[&str] = if replaced {
+            &["mnist-worker-0", "mnist-worker-2"]
+        } else {
+            &["mnist-worker-0"]
+        };
+        assert_eq!(world.status().target_workers, expected, "{case}");
+    }
+}
+
+#[test]
 fn a_failed_worker_under_never_is_not_replaced() {
     let mut world = running();
     world.exit("mnist-worker-0", 3);
