@@ -299,6 +299,7 @@ MIN_PAUSE = 2.0
 # Reports are sent at most this often.
 REPORT_EVERY = 0.25
 _RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+_STRETCH_FIELDS = ("step", "at", "first_step", "first_at")
 _stretch = {"last": None, "steps": [], "report": None, "restored": None, "sent": None,
             "posted": None}
 _stretch_lock = threading.Condition()
@@ -314,7 +315,7 @@ def progress(step, total=None):
     one (a checkpoint loaded), the first step of the process, or one after a pause longer
     than five usual steps (and two seconds) starts a new stretch of training: eto counts the
     time before it as start-up or re-formation, not as training, and steps below the highest
-    reached as trained twice. The report goes to ETO_PROGRESS_URL, else to the rendezvous
+    reached as trained twice. A new stretch's reports also tell where the one before ended. The report goes to ETO_PROGRESS_URL, else to the rendezvous
     store eto hosts (ETO_SAVED_URL's /progress), from a background thread at most four
     times a second. Without either (Horovod, MPI, a plain script), the first process of the
     pod to call it serves its latest report at GET /progress on port ETO_PROGRESS_PORT
@@ -333,7 +334,12 @@ def progress(step, total=None):
             usual = sorted(steps)[len(steps) // 2]
             paused = now - last[1] > max(MIN_PAUSE, PAUSE_FACTOR * usual)
         if report is None or last is None or step <= last[0] or paused:
+            ended = report
             report = {"first_step": step, "first_at": _stamp(now)}
+            if ended:
+                # eto reads reports now and then: the new stretch tells where the one before
+                # ended, so that its last steps still count as trained.
+                report["ended"] = {name: ended[name] for name in _STRETCH_FIELDS}
             restored = _stretch["restored"]
             if restored:
                 report["restored"] = restored

@@ -528,6 +528,13 @@ print(json.dumps({"flushed": [first, eto_notice.flush()]}))
     );
     let (before_at, first_at) = (before.at.unwrap(), last.first_at.unwrap());
     assert!(first_at > before_at);
+    let ended = last
+        .ended
+        .expect("the new stretch tells where the one before ended");
+    assert_eq!(
+        (ended.step, ended.at, ended.first_step, Some(ended.first_at)),
+        (5, before_at, 1, before.first_at)
+    );
     let restored = last.restored.expect("the load was said");
     assert!(restored.from >= before_at && restored.to <= first_at);
     assert!(restored.to.duration_since(restored.from).as_millis() >= 50);

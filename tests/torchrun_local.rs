@@ -5,7 +5,8 @@
 //!
 //! - The rendezvous store's program, from the store pod eto builds, serves two agents started
 //!   with the environment eto gives Workers (only the endpoint points at this machine): they
-//!   form one group as its clients, and the store's report shows their rendezvous.
+//!   form one group as its clients, and the store's report shows their rendezvous. A
+//!   progress report of a restarted process is kept with where the stretch before it ended.
 //! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
 //!   torchrun, which forwards it to the training processes and kills them after its shutdown
 //!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
@@ -138,6 +139,45 @@ fn report(port: u16) -> Option<Value> {
     serde_json::from_str(answer.split("\r\n\r\n").nth(1)?).ok()
 }
 
+/// Runs the store's command as `store` runs it, with torchrun's python3 first on the PATH,
+/// once it answers its report on `port + 1`; its errors go to `dir`.
+async fn start_store(store: &Pod, dir: &Path, port: u16) -> Child {
+    let command = store.spec.as_ref().unwrap().containers[0]
+        .command
+        .clone()
+        .unwrap();
+    let bin = torchrun().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let store = Command::new(&command[0])
+        .args(&command[1..])
+        .env("PATH", &path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("store.err")).unwrap())
+        .spawn()
+        .expect("the store starts");
+    until("the store answers", Duration::from_secs(60), async || {
+        report(port + 1)
+    })
+    .await;
+    store
+}
+
+/// Posts `body` to `path` of the store's report on `port`; returns its status line.
+fn post(port: u16, path: &str, body: &Value) -> String {
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
 /// Runs `script` (written to `dir`) under torchrun with `env`; its output goes to `log`.
 fn start_torchrun(dir: &Path, script: &str, env: &[(String, String)], log: &str) -> Child {
     std::fs::write(dir.join("train.py"), script).unwrap();
@@ -159,24 +199,7 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
     job.spec.nproc_per_node = Some("1".into());
     let (store, worker) = pods_of(&job);
     let dir = scratch("store");
-    // The store's command as its pod runs it, with torchrun's python3 first on the PATH.
-    let command = store.spec.as_ref().unwrap().containers[0]
-        .command
-        .clone()
-        .unwrap();
-    let bin = torchrun().parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let mut store = Command::new(&command[0])
-        .args(&command[1..])
-        .env("PATH", &path)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("store.err")).unwrap())
-        .spawn()
-        .expect("the store starts");
-    until("the store answers", Duration::from_secs(60), async || {
-        report(port + 1)
-    })
-    .await;
+    let mut store = start_store(&store, &dir, port).await;
     // Each agent with a Worker's environment, its store reached on this machine.
     let mut env = env_of(&worker);
     for (name, value) in &mut env {
@@ -238,6 +261,49 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
     );
     store.kill().unwrap();
     store.wait().unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
+    let port = free_port_pair();
+    let (store, _) = pods_of(&elastic_job(json!({"rdzvPort": port})));
+    let mut store = start_store(&store, &scratch("store-progress"), port).await;
+    let before = stretch(40, 40, 1, 1);
+    let progress = || report(port + 1).unwrap()["progress"].clone();
+    assert!(post(port + 1, "/progress", &before).contains(" 200 "));
+    assert_eq!(
+        progress().get("ended"),
+        None,
+        "the first stretch follows none"
+    );
+    // torchrun restarted the processes: the new one starts a stretch of its own, unaware.
+    let restarted = stretch(31, 59, 31, 59);
+    post(port + 1, "/progress", &restarted);
+    assert_eq!(progress()["ended"], before, "{}", progress());
+    let next = stretch(35, 63, 31, 59);
+    post(port + 1, "/progress", &next);
+    assert_eq!(progress()["step"], 35);
+    assert_eq!(
+        progress()["ended"],
+        before,
+        "kept while the stretch goes on"
+    );
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+/// A progress report as eto's helper sends it, of a stretch from step `first_step` at second
+/// `first_at` of a minute to step `step` at second `at`.
+fn stretch(step: i64, at: u32, first_step: i64, first_at: u32) -> Value {
+    let time = |second: u32| {
+        format!(
+            "2027-01-15T08:{:02}:{:02}.000000Z",
+            second / 60,
+            second % 60
+        )
+    };
+    json!({"step": step, "at": time(at), "first_step": first_step, "first_at": time(first_at)})
 }
 
 /// The grace period and the environment eto gives Worker 0 of an elastic job whose

@@ -81,6 +81,10 @@ pub struct ReportedProgress {
     /// When the training loaded a checkpoint before the stretch, if it said.
     #[serde(default)]
     pub restored: Option<Restored>,
+    /// The last step of the stretch before this one, when the reporter saw it: the steps
+    /// that stretch reached after the ledger last recorded it still count as trained.
+    #[serde(default)]
+    pub ended: Option<EndedStretch>,
     /// Who reports it: the training itself unless the kind's reader says otherwise.
     #[serde(skip, default = "training_reports")]
     pub source: ProgressSource,
@@ -119,8 +123,28 @@ impl ReportedProgress {
             first_at,
             total: self.total,
             restored: self.restored,
+            ended: self.ended.map(|ended| EndedStretch {
+                step: ended.step,
+                at: to_microsecond(ended.at),
+                first_step: ended.first_step,
+                first_at: to_microsecond(ended.first_at),
+            }),
         }
     }
+}
+
+/// The stretch of training before the one a report tells, as it ended: its first and last
+/// steps, and when each was reached.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+pub struct EndedStretch {
+    /// Its last step.
+    pub step: i64,
+    /// When that step was reached.
+    pub at: jiff::Timestamp,
+    /// Its first step.
+    pub first_step: i64,
+    /// When that first step was reached.
+    pub first_at: jiff::Timestamp,
 }
 
 /// `time` without its nanoseconds: the precision of a status's `MicroTime`.
@@ -144,6 +168,23 @@ pub struct ProgressReport {
     pub total: Option<i64>,
     /// When the training loaded a checkpoint before the stretch, if it said (`from`, `to`).
     pub restored: Option<Restored>,
+    /// The stretch before this one, as it ended, when the reporter saw it.
+    pub ended: Option<EndedStretch>,
+}
+
+impl ProgressReport {
+    /// The report the stretch before this one gave at its last step, if the reporter told it.
+    fn of_ended_stretch(&self) -> Option<Self> {
+        self.ended.map(|ended| Self {
+            step: ended.step,
+            at: ended.at,
+            first_step: ended.first_step,
+            first_at: ended.first_at,
+            total: self.total,
+            restored: None,
+            ended: None,
+        })
+    }
 }
 
 /// When the training loaded a checkpoint.
@@ -184,7 +225,12 @@ pub fn advance(before: Option<&Goodput>, seen: &Sighting<'_>, now: jiff::Timesta
         return ledger;
     }
     if let Some(report) = seen.report {
-        take_report(&mut ledger, report, seen, now);
+        // A stretch that ended since the ledger last recorded it trained until its last
+        // step, not until that record: its end is taken first, as final.
+        if let Some(ended) = report.of_ended_stretch() {
+            take_report(&mut ledger, &ended, seen, now, Recording::Final);
+        }
+        take_report(&mut ledger, report, seen, now, Recording::WhenWorthIt);
     }
     take_activity(&mut ledger, seen, now);
     ledger.percent = percent(&ledger.seconds);
@@ -209,12 +255,23 @@ fn begin(seen: &Sighting<'_>, now: jiff::Timestamp) -> Goodput {
     }
 }
 
+/// Whether a report that goes on with the recorded stretch is recorded at once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Recording {
+    /// Only when it is worth a status write: it crosses the highest step, the job stopped
+    /// training or trains again, or the record is [`RECORD_EVERY`] old.
+    WhenWorthIt,
+    /// Always: it is the last step of its stretch.
+    Final,
+}
+
 /// Takes a step report into the ledger, when it says something new worth recording.
 fn take_report(
     ledger: &mut Goodput,
     report: &ProgressReport,
     seen: &Sighting<'_>,
     now: jiff::Timestamp,
+    recording: Recording,
 ) {
     let since = ledger.current_since.0;
     let at = report.at.min(now);
@@ -278,7 +335,8 @@ fn take_report(
         // group that re-formed without restarting its processes): training since.
         let resumed = !idle && ledger.current.is_some_and(|current| !is_training(current));
         let stale = at.duration_since(recorded_at).unsigned_abs() >= RECORD_EVERY;
-        if !(crosses || idle || resumed || stale) {
+        let last = recording == Recording::Final;
+        if !(crosses || idle || resumed || stale || last) {
             return;
         }
         train(ledger, since, at, latest, report.step);
@@ -537,6 +595,7 @@ mod tests {
             first_at: t(first_at),
             total: None,
             restored: None,
+            ended: None,
         }
     }
 
@@ -864,6 +923,28 @@ mod tests {
     }
 
     #[test]
+    fn where_the_stretch_before_ended_is_read_to_the_microsecond() {
+        let wire: ReportedProgress = serde_json::from_value(serde_json::json!({
+            "step": 40,
+            "first_step": 13,
+            "first_at": "2027-01-15T08:00:00Z",
+            "ended": {
+                "step": 12,
+                "at": "2027-01-15T07:59:58.000001999Z",
+                "first_step": 1,
+                "first_at": "2027-01-15T07:59:55Z",
+            },
+        }))
+        .unwrap();
+        let now: jiff::Timestamp = "2027-01-15T08:00:21Z".parse().unwrap();
+        let ended = wire.read_at(None, 0, now).ended.expect("read");
+        assert_eq!(
+            (ended.step, ended.at.to_string(), ended.first_step),
+            (12, "2027-01-15T07:59:58.000001Z".to_string(), 1)
+        );
+    }
+
+    #[test]
     fn a_job_that_trains_steadily_is_recorded_only_every_so_often() {
         let start = live(
             &[
@@ -914,6 +995,114 @@ mod tests {
         );
         assert_eq!(ledger.current, Some(Productive), "not 30 s later");
         assert_eq!(buckets(&ledger.seconds), [("productive", 24.5)]);
+    }
+
+    fn after(ended: (i64, f64, i64, f64), mut report: ProgressReport) -> ProgressReport {
+        let (step, at, first_step, first_at) = ended;
+        report.ended = Some(EndedStretch {
+            step,
+            at: t(at),
+            first_step,
+            first_at: t(first_at),
+        });
+        report
+    }
+
+    #[test]
+    fn a_stretch_trains_until_its_last_step_when_the_next_one_tells_where_it_ended() {
+        // Horovod: the training is recorded at 5 s and read again at 20 s (not worth a
+        // write). A host joins: the processes reset after step 25 at 27 s, go back to the
+        // commit at step 23 and train step 24 at 33 s.
+        let sightings = [
+            seen(0.0, Activity::Training),
+            with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+            with(seen(20.0, Activity::Training), report(16, 19.0, 1, 4.0)),
+            with(
+                seen(40.0, Activity::Training),
+                after((25, 27.0, 1, 4.0), report(30, 39.0, 24, 33.0)),
+            ),
+        ];
+        let ledger = live(&sightings, ProgressSource::TrainingReports);
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 28.0),
+                ("startUp", 4.0),
+                ("reformation", 6.0),
+                ("retrained", 1.0)
+            ],
+            "4..27 and five of the six steps of 33..39 trained; 27..33 re-formed"
+        );
+        assert_eq!(ledger.retrained_steps, 2, "24 and 25");
+        assert_eq!(ledger.highest_step, Some(30));
+
+        // Untold, the steps after the record at 4 s would count as re-formation.
+        let mut untold = sightings;
+        untold[3].report.as_mut().unwrap().ended = None;
+        let ledger = live(&untold, ProgressSource::TrainingReports);
+        assert_eq!(ledger.seconds.reformation, 29.0);
+    }
+
+    #[test]
+    fn a_stretch_that_began_and_ended_between_two_reads_is_trained_and_re_formed_before() {
+        use GoodputBucket::*;
+        let ledger = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                // A worker is lost at 30 s: the report then is recorded (step 26 at 29 s).
+                with(seen(30.0, idle(Reformation)), report(26, 29.0, 1, 4.0)),
+                // The survivors train steps 27..=36 from 40 s to 49 s, unread, and reset
+                // again as the replacement joins; step 37 comes at 55 s.
+                with(
+                    seen(60.0, Activity::Training),
+                    after((36, 49.0, 27, 40.0), report(41, 59.0, 37, 55.0)),
+                ),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(
+            buckets(&ledger.seconds),
+            [
+                ("productive", 38.0),
+                ("startUp", 4.0),
+                ("reformation", 17.0)
+            ],
+            "4..29, 40..49 and 55..59 trained; 29..40 and 49..55 re-formed"
+        );
+        assert_eq!(ledger.retrained_steps, 0);
+    }
+
+    #[test]
+    fn an_ended_stretch_the_ledger_recorded_to_its_end_changes_nothing() {
+        let recorded = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                with(
+                    seen(30.0, idle(GoodputBucket::Reformation)),
+                    report(26, 29.0, 1, 4.0),
+                ),
+                with(seen(41.0, Activity::Training), report(27, 40.0, 27, 40.0)),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        let told = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+                with(
+                    seen(30.0, idle(GoodputBucket::Reformation)),
+                    report(26, 29.0, 1, 4.0),
+                ),
+                with(
+                    seen(41.0, Activity::Training),
+                    after((26, 29.0, 1, 4.0), report(27, 40.0, 27, 40.0)),
+                ),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        assert_eq!(told, recorded);
     }
 
     #[test]
@@ -1004,7 +1193,12 @@ mod tests {
         #[test]
         fn every_moment_lands_in_one_bucket(
             steps in prop::collection::vec(
-                (1_u32..40_000, any_activity(), prop::option::of((0_i64..200, 0_u32..30_000, 0_i64..20, 0_u32..60_000))),
+                (
+                    1_u32..40_000,
+                    any_activity(),
+                    prop::option::of((0_i64..200, 0_u32..30_000, 0_i64..20, 0_u32..60_000)),
+                    prop::option::of((0_i64..200, 0_i64..20, 0_u32..30_000, 0_u32..60_000)),
+                ),
                 1..40,
             ),
             finish in any::<bool>(),
@@ -1013,7 +1207,7 @@ mod tests {
             let mut now = 0.0;
             let mut ledger: Option<Goodput> = None;
             let mut run = 0;
-            for (gap_ms, activity, said) in steps {
+            for (gap_ms, activity, said, ended) in steps {
                 now += f64::from(gap_ms) / 1000.0;
                 if activity == Activity::Idle(GoodputBucket::Other) {
                     run += 1;
@@ -1021,7 +1215,18 @@ mod tests {
                 let reported = said.map(|(step, back_ms, stretch, length_ms)| {
                     let at = (now - f64::from(back_ms) / 1000.0).max(0.0);
                     let first_at = (at - f64::from(length_ms) / 1000.0).max(0.0);
-                    report(step + stretch, at, step, first_at)
+                    let mut report = report(step + stretch, at, step, first_at);
+                    // The stretch before it, ended some time before it began.
+                    report.ended = ended.map(|(first_step, steps, gap_ms, length_ms)| {
+                        let at = (first_at - f64::from(gap_ms) / 1000.0).max(0.0);
+                        EndedStretch {
+                            step: first_step + steps,
+                            at: t(at),
+                            first_step,
+                            first_at: t((at - f64::from(length_ms) / 1000.0).max(0.0)),
+                        }
+                    });
+                    report
                 });
                 // As the plan says it: the states alone until the training's first report.
                 let reports_seen = reported.is_some()

@@ -449,6 +449,7 @@ mod tests {
                 first_at: None,
                 total: None,
                 restored: None,
+                ended: None,
                 source: crate::goodput::ProgressSource::Lighthouse,
             }),
             ..GroupReport::default()

@@ -24,6 +24,7 @@ pub fn read(page: &str) -> Option<GroupReport> {
         first_at: None,
         total: None,
         restored: None,
+        ended: None,
         source: ProgressSource::Lighthouse,
     });
     Some(GroupReport {

@@ -7,8 +7,9 @@
 #                 re-formations), and the orders eto last gave.
 #   POST /saved   the training code saved the checkpoint a notice asked for.
 #   POST /progress  the latest step the training reached (eto's helper, `progress(step)`):
-#                 {"step", "at", "first_step", "first_at", "total"?, "restored"?}; the newest
-#                 by "at" is kept and shown in /report.
+#                 {"step", "at", "first_step", "first_at", "total"?, "restored"?, "ended"?};
+#                 the newest by "at" is kept and shown in /report, with where the stretch
+#                 before it ended ("ended": the sender's, else the one kept before it).
 #   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n}.
 #
 # Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
@@ -226,6 +227,24 @@ def watch():
         time.sleep(0.2)
 
 
+STRETCH = ("step", "at", "first_step", "first_at")
+
+
+def ended_before(entry, stored):
+    """Gives `entry` the end of the stretch before it, when its sender did not: a stretch
+    that began after the stored report's step follows the stored stretch (a restarted
+    process knows nothing of it); one that goes on with it keeps the end the stored one
+    told."""
+    if not stored:
+        return
+    told = entry.get("ended")
+    if entry["first_at"] > stored["at"]:
+        if not told or told["at"] < stored["at"]:
+            entry["ended"] = {name: stored[name] for name in STRETCH}
+    elif not told and stored.get("ended"):
+        entry["ended"] = stored["ended"]
+
+
 class Report(BaseHTTPRequestHandler):
     def do_GET(self):
         with lock:
@@ -249,6 +268,8 @@ class Report(BaseHTTPRequestHandler):
                 if body.get("restored"):
                     entry["restored"] = {"from": str(body["restored"]["from"]),
                                          "to": str(body["restored"]["to"])}
+                if body.get("ended"):
+                    entry["ended"] = {name: body["ended"][name] for name in STRETCH}
             else:
                 entry = {"pod": str(body.get("pod", "")), "step": body.get("step"),
                          "since": str(body["since"])}
@@ -259,6 +280,7 @@ class Report(BaseHTTPRequestHandler):
                 orders.update(given)
             elif self.path == "/progress":
                 if not progress or entry["at"] >= progress["at"]:
+                    ended_before(entry, progress)
                     progress.clear()
                     progress.update(entry)
             else:

@@ -102,6 +102,7 @@ fn progress(world: &mut World, step: i64, ago: i64, first_step: i64, first_ago: 
         first_at: Some(seconds_ago(world, first_ago)),
         total: Some(1000),
         restored: None,
+        ended: None,
         source: ProgressSource::TrainingReports,
     };
     world.group_report = Some(GroupReport {
