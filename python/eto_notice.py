@@ -301,21 +301,24 @@ REPORT_EVERY = 0.25
 _RANK_VARIABLES = ("RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 _STRETCH_FIELDS = ("step", "at", "first_step", "first_at")
 _stretch = {"last": None, "steps": [], "report": None, "restored": None, "sent": None,
-            "posted": None}
+            "posted": None, "members": None}
 _stretch_lock = threading.Condition()
 _sender = []
 
 
-def progress(step, total=None):
-    """Tells eto this process reached training step `step` (of `total`, when known); returns
-    at once, without waiting for eto.
+def progress(step, total=None, members=None):
+    """Tells eto this process reached training step `step` (of `total`, when known), trained
+    by `members` (the replica groups or processes that trained it together, when the training
+    knows: TorchFT's `manager.num_participants()`); returns at once, without waiting for eto.
 
     Only rank 0 sends (RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK or PMI_RANK; a process
     without any counts as rank 0), so every rank may call it. A step not past the previous
     one (a checkpoint loaded), the first step of the process, or one after a pause longer
     than five usual steps (and two seconds) starts a new stretch of training: eto counts the
     time before it as start-up or re-formation, not as training, and steps below the highest
-    reached as trained twice. A new stretch's reports also tell where the one before ended. The report goes to ETO_PROGRESS_URL, else to the rendezvous
+    reached as trained twice. A change of `members` starts a new stretch too: the step that
+    took the group's change is re-formation. A new stretch's reports also tell where the one
+    before ended. The report goes to ETO_PROGRESS_URL, else to the rendezvous
     store eto hosts (ETO_SAVED_URL's /progress), from a background thread at most four
     times a second. Without either (Horovod, MPI, a plain script), the first process of the
     pod to call it serves its latest report at GET /progress on port ETO_PROGRESS_PORT
@@ -333,7 +336,10 @@ def progress(step, total=None):
         if last is not None and steps:
             usual = sorted(steps)[len(steps) // 2]
             paused = now - last[1] > max(MIN_PAUSE, PAUSE_FACTOR * usual)
-        if report is None or last is None or step <= last[0] or paused:
+        regrouped = members is not None and _stretch["members"] not in (None, members)
+        if members is not None:
+            _stretch["members"] = members
+        if report is None or last is None or step <= last[0] or paused or regrouped:
             ended = report
             report = {"first_step": step, "first_at": _stamp(now)}
             if ended:

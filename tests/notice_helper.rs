@@ -468,6 +468,24 @@ fn collecting_store(path: &str) -> (String, Received) {
     (url, bodies)
 }
 
+/// What `script` prints as JSON, run as rank 0 with the helper importable and `place` (a
+/// variable naming where reports go) set.
+fn rank_zero_prints(script: &str, place: (&str, &str)) -> Value {
+    let output = python()
+        .args(["-c", script])
+        .arg(workspace_root().join("python"))
+        .env(place.0, place.1)
+        .env("RANK", "0")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[test]
 fn progress_reports_reach_the_store_as_eto_reads_them_and_a_step_back_starts_a_stretch() {
     let (saved_url, bodies) = collecting_store("/saved");
@@ -485,19 +503,7 @@ eto_notice.progress(3, total=100)
 eto_notice.progress(4, total=100)
 print(json.dumps({"flushed": [first, eto_notice.flush()]}))
 "#;
-    let output = python()
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .env("ETO_SAVED_URL", &saved_url)
-        .env("RANK", "0")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let printed = rank_zero_prints(script, ("ETO_SAVED_URL", &saved_url));
     assert_eq!(printed, json!({"flushed": [true, true]}));
     let bodies = bodies.lock().unwrap().clone();
     assert!(
@@ -538,6 +544,31 @@ print(json.dumps({"flushed": [first, eto_notice.flush()]}))
     let restored = last.restored.expect("the load was said");
     assert!(restored.from >= before_at && restored.to <= first_at);
     assert!(restored.to.duration_since(restored.from).as_millis() >= 50);
+}
+
+#[test]
+fn a_change_of_the_groups_training_together_starts_a_stretch() {
+    let (url, bodies) = collecting_store("/progress");
+    let script = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import eto_notice
+for step, members in [(1, 3), (2, 3), (3, 2), (4, 2)]:
+    eto_notice.progress(step, members=members)
+print(json.dumps({"flushed": eto_notice.flush()}))
+"#;
+    let printed = rank_zero_prints(script, ("ETO_PROGRESS_URL", &url));
+    assert_eq!(printed, json!({"flushed": true}));
+    let bodies = bodies.lock().unwrap().clone();
+    let (_, last) = bodies.last().expect("sent");
+    let last: eto_engine::goodput::ReportedProgress = serde_json::from_value(last.clone()).unwrap();
+    assert_eq!(
+        (last.step, last.first_step),
+        (4, Some(3)),
+        "3 was trained by two groups, 2 by three: {bodies:?}"
+    );
+    let ended = last.ended.expect("where the three groups' stretch ended");
+    assert_eq!((ended.first_step, ended.step), (1, 2));
 }
 
 #[test]

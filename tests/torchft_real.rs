@@ -40,9 +40,10 @@ use crate::pytorch_real::{
 /// a collective in flight with it when it goes; unless `ETO_FT_SUDDEN` is 1. Where `/ckpt` is mounted, every group saves its
 /// state there every ten steps (and the latest step to `/ckpt/step`), and a group that starts
 /// loads the newest of those checkpoints (inside `eto_notice.restoring()`). Each step a group
-/// commits goes to `eto_notice.progress` (its pod serves it where the Worker declares the
-/// `eto-progress` port); where `ETO_STEP_LOG` names a file, each step is also appended to it
-/// as [`eto_tests::step_log`] reads it.
+/// commits goes to `eto_notice.progress`, with the quorum's size (its pod serves it where the
+/// Worker declares the `eto-progress` port); where `ETO_STEP_LOG` names a file, each step is
+/// also appended to it as [`eto_tests::step_log`] reads it, after a reset line when the
+/// quorum's size changed under the step.
 pub(crate) const TORCHFT_STEPS: &str = r#"
 import os, signal, socket, sys, time
 from datetime import timedelta
@@ -119,6 +120,7 @@ pause = float(os.environ.get("ETO_FT_PAUSE", "0.2"))
 step_log = os.environ.get("ETO_STEP_LOG")
 print(f"eto-ft-start: group={group} groups={groups} host={socket.gethostname()} torch={torch.__version__} at={time.time():.2f}", flush=True)
 was_healed = 0
+trained_with = None
 reported = manager.current_step()
 fail_at = int(os.environ.get("ETO_FT_FAIL_AT_STEP", "-1"))
 while manager.current_step() < total:
@@ -129,9 +131,11 @@ while manager.current_step() < total:
         print(f"eto-ft-leaving: group={group} step={manager.current_step()} sigterm={bool(terminated)} notice={eto_notice.notice_kind()} at={time.time():.2f}", flush=True)
         manager.shutdown(wait=False)
         sys.exit(0)
+    started = time.time()
     optimizer.zero_grad()
     ddp(torch.randn(32, 64)).sum().backward()
     optimizer.step()
+    members = manager.num_participants()
     if os.path.isdir(ckpt) and manager.current_step() % 10 == 0:
         path = f"{ckpt}/group-{group}.pt"
         torch.save({"model": model.state_dict(), "optim": opt.state_dict(), "manager": manager.state_dict()}, path + ".tmp")
@@ -141,14 +145,18 @@ while manager.current_step() < total:
         os.replace(f"{ckpt}/step.{group}.tmp", f"{ckpt}/step")
     if manager.current_step() > reported:
         reported = manager.current_step()
-        eto_notice.progress(reported, total=total)
+        eto_notice.progress(reported, total=total, members=members)
     if len(healed) > was_healed:
         was_healed = len(healed)
         print(f"eto-ft-healed: group={group} step={manager.current_step()} at={time.time():.2f}", flush=True)
     print(f"eto-ft-step: group={group} step={manager.current_step()} quorum={manager.num_participants()} at={time.time():.2f}", flush=True)
     if step_log:
         with open(step_log, "a") as logged:
+            if members != trained_with and trained_with is not None:
+                # The group changed under this step: it re-formed, it did not train.
+                logged.write(f"reset at={started:.3f} who={socket.gethostname()}-{os.getpid()}\n")
             logged.write(f"step={manager.current_step()} at={time.time():.3f} who={socket.gethostname()}-{os.getpid()}\n")
+    trained_with = members
     time.sleep(pause)
 print(f"eto-ft-done: group={group} steps={manager.current_step()}", flush=True)
 manager.shutdown(wait=False)

@@ -134,7 +134,10 @@ while manager.current_step() < TOTAL_STEPS:
     loss.backward()
     optimizer.step()  # skipped when a group was lost in this step's allreduce
     if manager.current_step() > step:  # committed (a step lost with a group is trained again)
-        eto_notice.progress(manager.current_step(), total=TOTAL_STEPS)  # port eto-progress
+        # port eto-progress; a change of the quorum's size is a re-formation, not training
+        eto_notice.progress(
+            manager.current_step(), total=TOTAL_STEPS, members=manager.num_participants()
+        )
     step = manager.current_step()
     if LOCAL_RANK == 0 and os.path.isdir(CHECKPOINT_DIR) and step % CHECKPOINT_EVERY == 0:
         save_checkpoint()
