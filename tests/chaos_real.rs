@@ -420,12 +420,8 @@ impl Outcome {
             "steps": self.lines.steps.iter().map(|line| serde_json::json!([
                 line.at - self.created, line.step,
             ])).collect::<Vec<_>>(),
-            "truth": {
-                "ratio": self.truth.ratio(),
-                "productive": self.truth.productive,
-                "retrainedSteps": self.truth.retrained_steps,
-                "highestStep": self.truth.highest,
-            },
+            "created": self.created,
+            "truth": truth_json(&self.truth),
             "ledger": {
                 "ratio": self.ledger_ratio(),
                 "source": self.source,
@@ -620,6 +616,16 @@ async fn print_what_eto_said(scratch: &Scratch, job: &DynamicObject) {
     }
 }
 
+/// The ground truth as the benchmark writes it.
+fn truth_json(truth: &Truth) -> serde_json::Value {
+    serde_json::json!({
+        "ratio": truth.ratio(),
+        "productive": truth.productive,
+        "retrainedSteps": truth.retrained_steps,
+        "highestStep": truth.highest,
+    })
+}
+
 /// Where the benchmark writes: `ETO_CHAOS_OUT`, default `target/chaos`.
 fn output_dir() -> std::path::PathBuf {
     std::env::var("ETO_CHAOS_OUT")
@@ -752,6 +758,43 @@ async fn the_ledger_agrees_with_the_step_log_through_faults() {
             shape.title()
         );
     }
+}
+
+/// Reads a run's step log again under the rule of [`step_log::truth`] as it stands, and writes
+/// the truth into the run's output: `ETO_CHAOS_STEP_LOG=<the run's steps.log>
+/// ETO_CHAOS_RUN=<its chaos.json>` (one run). The run's window is its `created` and `seconds`;
+/// an output without `created` gets it from its first step, whose time it holds relative to it.
+#[test]
+#[ignore = "reads a step log kept from a run (ETO_CHAOS_STEP_LOG, ETO_CHAOS_RUN)"]
+fn read_a_kept_step_log_again() {
+    let read = |name: &str| {
+        let path = std::env::var(name).unwrap_or_else(|_| panic!("{name} names a file"));
+        (std::fs::read_to_string(&path).expect("readable"), path)
+    };
+    let (text, _) = read("ETO_CHAOS_STEP_LOG");
+    let (output, path) = read("ETO_CHAOS_RUN");
+    let log = step_log::parse(&text);
+    let mut report: serde_json::Value = serde_json::from_str(&output).expect("JSON");
+    let [run] = report["runs"].as_array_mut().expect("runs").as_mut_slice() else {
+        panic!("one run in {path}");
+    };
+    let created = run["created"].as_f64().unwrap_or_else(|| {
+        let earliest = |times: Vec<f64>| times.into_iter().fold(f64::INFINITY, f64::min);
+        let steps = run["steps"].as_array().expect("steps");
+        let relative = earliest(steps.iter().filter_map(|step| step[0].as_f64()).collect());
+        earliest(log.steps.iter().map(|line| line.at).collect()) - relative
+    });
+    let end = created + run["seconds"].as_f64().expect("its length");
+    let truth = step_log::truth(&log, created, end);
+    println!(
+        "{}: the step log read {} before, {:?} now",
+        run["shape"],
+        run["truth"]["ratio"],
+        truth.ratio()
+    );
+    run["created"] = created.into();
+    run["truth"] = truth_json(&truth);
+    std::fs::write(&path, serde_json::to_string_pretty(&report).expect("JSON")).expect("written");
 }
 
 /// The picture is drawn from what the benchmark writes: a row per shape with its title, its

@@ -1,12 +1,15 @@
 //! A training's own record of its steps, read as the ground truth of its goodput: the
 //! benchmarks' training code appends a line per step it finished to a file the test can read,
 //! `step=<n> at=<unix seconds> who=<process>`, and a line when its processes re-formed their
-//! group without restarting (Horovod's reset callback), `reset at=<unix seconds>`; [`truth`]
+//! group without restarting (Horovod's reset callback; a replica group whose quorum changed
+//! under a step), `reset at=<unix seconds>`; [`truth`]
 //! tells from those lines alone, without eto's ledger, how much of a window of time trained.
 //!
 //! The rule: the time from a process's print of step `n - 1` to its print of step `n` is
 //! productive when that print is the first of step `n` anywhere (several replica groups print
-//! the same step at once: the time counts once) and no reset came between the two. A
+//! the same step at once: the time counts once) and no reset came between the two; it begins
+//! at the first print of step `n - 1` anywhere when that was the same training of it (within
+//! [`SAME_STEP_WITHIN`]), so that groups taking turns at printing first leave no gaps. A
 //! process's first step after its start, after a reset, or after steps that went back ends
 //! time spent outside training (start-up, re-formation, restore), which is not productive. A
 //! step printed again more than [`SAME_STEP_WITHIN`] after its first print was trained twice.
@@ -95,18 +98,24 @@ pub fn truth(log: &StepLog, from: f64, to: f64) -> Truth {
     for line in &seen {
         first.entry(line.step).or_insert(line.at);
     }
+    let reset_between =
+        |from: f64, to: f64| log.resets.iter().any(|reset| from < *reset && *reset < to);
     let mut previous: std::collections::BTreeMap<&str, &StepLine> = Default::default();
     let mut trained: Vec<(f64, f64)> = Vec::new();
     for line in &seen {
         if let Some(before) = previous.insert(&line.who, line)
             && line.step == before.step + 1
             && first.get(&line.step) == Some(&line.at)
-            && !log
-                .resets
-                .iter()
-                .any(|reset| before.at < *reset && *reset < line.at)
+            && !reset_between(before.at, line.at)
         {
-            trained.push((before.at, line.at));
+            let start = first
+                .get(&before.step)
+                .copied()
+                .filter(|&first| {
+                    before.at - first <= SAME_STEP_WITHIN && !reset_between(first, line.at)
+                })
+                .unwrap_or(before.at);
+            trained.push((start, line.at));
         }
     }
     Truth {
@@ -195,7 +204,7 @@ mod tests {
     fn the_log_tells_productive_time_and_steps_trained_twice() {
         // (name, lines, window, productive seconds, steps trained twice)
         type Case = (&'static str, StepLog, (f64, f64), f64, u64);
-        let cases: [Case; 8] = [
+        let cases: [Case; 9] = [
             (
                 "one process stepping every second: the first step ends its start-up",
                 lines(&[(1, 5.0, "a"), (2, 6.0, "a"), (3, 7.0, "a")]),
@@ -228,8 +237,9 @@ mod tests {
                     (3, 3.05, "a"),
                 ]),
                 (0.0, 4.0),
-                // step 2 from a's step 1; step 3 from b's step 2 (0.98 s)
-                1.98,
+                // step 2 from step 1's first print; step 3, first printed by b, from step 2's
+                // first print (a's), not from b's own: no gap
+                2.0,
                 0,
             ),
             (
@@ -256,6 +266,16 @@ mod tests {
                     &[3.0],
                 ),
                 (0.0, 7.0),
+                1.0,
+                0,
+            ),
+            (
+                "a reset after the first print of the step before starts the time at the own",
+                with_resets(
+                    lines(&[(1, 1.0, "a"), (1, 1.5, "b"), (2, 2.5, "b")]),
+                    &[1.2],
+                ),
+                (0.0, 3.0),
                 1.0,
                 0,
             ),
