@@ -16,7 +16,9 @@
 //!   the highest reached, retrained for the others (split in proportion where a stretch
 //!   crosses the highest step). Time outside the stretches is the bucket the states gave
 //!   while it passed; a stretch's first step ends a start-up or re-formation, so the import,
-//!   the process group and the checkpoint load count there, not as training.
+//!   the process group and the checkpoint load count there, not as training. A report of a
+//!   new stretch may tell where the one before ended ([`EndedStretch`]): the ledger takes that
+//!   end first, so that the steps after its last record of that stretch count as training.
 //!
 //! Without reports the states alone decide: training time is productive, and the status says
 //! so (`source: PodStates`).
