@@ -18,6 +18,23 @@ fn python() -> Command {
     Command::new("python3")
 }
 
+/// What `script` prints, run with the helper importable and its environment set by `set`;
+/// the script must succeed.
+fn script_prints(script: &str, set: impl FnOnce(&mut Command)) -> Vec<u8> {
+    let mut command = python();
+    command
+        .args(["-c", script])
+        .arg(workspace_root().join("python"));
+    set(&mut command);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 /// What the helper reports with eto's notice file holding `content` and the notice eto's PID 1
 /// writes on SIGTERM holding `termination` (each absent for `None`), and the launcher
 /// environment `resume`.
@@ -49,23 +66,16 @@ print(json.dumps({
     "kind": (eto_notice.notice() or {}).get("kind"),
 }))
 "#;
-    let mut command = python();
-    command
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .env("ETO_NOTICE_FILE", &file)
-        .env("ETO_TERMINATION_NOTICE_FILE", &termination_file)
-        .env_remove("ETO_RESUME");
-    if let Some(resume) = resume {
-        command.env("ETO_RESUME", resume);
-    }
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{case}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let printed = script_prints(script, |command| {
+        command
+            .env("ETO_NOTICE_FILE", &file)
+            .env("ETO_TERMINATION_NOTICE_FILE", &termination_file)
+            .env_remove("ETO_RESUME");
+        if let Some(resume) = resume {
+            command.env("ETO_RESUME", resume);
+        }
+    });
+    serde_json::from_slice(&printed).unwrap_or_else(|error| panic!("{case}: {error}"))
 }
 
 fn notice(kind: NoticeKind, deadline: Option<i64>) -> String {
@@ -228,21 +238,14 @@ eto_notice.wait_for_change(poll_seconds=0.01, timeout_seconds=0.05)
 print(json.dumps({"before": before, "heard": heard, "after": after,
                   "alive": eto_notice.check_alive(), "kind": eto_notice.notice_kind()}))
 "#;
-    let output = python()
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .env("ETO_NOTICE_FILE", &file)
-        .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
-        .env("ETO_SAVED_URL", &url)
-        .env("HOSTNAME", "ddp-worker-0")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let printed = script_prints(script, |command| {
+        command
+            .env("ETO_NOTICE_FILE", &file)
+            .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+            .env("ETO_SAVED_URL", &url)
+            .env("HOSTNAME", "ddp-worker-0");
+    });
+    let printed: Value = serde_json::from_slice(&printed).unwrap();
     assert_eq!(
         printed,
         json!({"before": true, "heard": true, "after": false, "alive": true, "kind": "Checkpoint"}),
@@ -409,18 +412,9 @@ for name, work in cases.items():
     shown = "chain" if future is chain else future.value
     print(f"{name}={shown}")
 "#;
-    let output = python()
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let printed = script_prints(script, |_| {});
     assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&printed).trim(),
         "failed=bucket\nskipped=bucket\ngood=chain"
     );
 }
@@ -471,19 +465,10 @@ fn collecting_store(path: &str) -> (String, Received) {
 /// What `script` prints as JSON, run as rank 0 with the helper importable and `place` (a
 /// variable naming where reports go) set.
 fn rank_zero_prints(script: &str, place: (&str, &str)) -> Value {
-    let output = python()
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .env(place.0, place.1)
-        .env("RANK", "0")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let printed = script_prints(script, |command| {
+        command.env(place.0, place.1).env("RANK", "0");
+    });
+    serde_json::from_slice(&printed).unwrap()
 }
 
 #[test]
@@ -581,16 +566,13 @@ import eto_notice
 eto_notice.progress(1)
 print(json.dumps({"flushed": eto_notice.flush(timeout_seconds=0.2)}))
 "#;
-    let output = python()
-        .args(["-c", script])
-        .arg(workspace_root().join("python"))
-        .env("ETO_PROGRESS_URL", &url)
-        .env_remove("RANK")
-        .env("HOROVOD_RANK", "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let printed = script_prints(script, |command| {
+        command
+            .env("ETO_PROGRESS_URL", &url)
+            .env_remove("RANK")
+            .env("HOROVOD_RANK", "1");
+    });
+    let printed: Value = serde_json::from_slice(&printed).unwrap();
     assert_eq!(printed, json!({"flushed": false}), "nothing to send");
     assert!(bodies.lock().unwrap().is_empty());
 }
