@@ -43,7 +43,9 @@
 //!   more: the launcher exited, or every worker's training did; a spare waiting for a replica
 //!   group's place trains nothing, and replica groups that all wait in a quorum their
 //!   Lighthouse cannot form without the groups that are gone are stuck inside a step, deaf to
-//!   the notice.
+//!   the notice. Where the run's store reports which agents train, eto reads it again every
+//!   [`FORMING_POLL`] while it waits: agents that stop training to re-form the group, or wait
+//!   in a round that cannot form, change no pod.
 //! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
 //!   minimum, the launcher taken), a new run starts, whose pods show a `Resume` notice and
 //!   whose launcher gets `ETO_RESUME=true`.
@@ -70,6 +72,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions;
 use crate::effective_spec::LauncherStart;
+use crate::group_report::FORMING_POLL;
 use crate::loss::Loss;
 use crate::plan::{Child, ChildKind};
 use crate::pod_metadata::PodMetadata;
@@ -347,8 +350,20 @@ impl Run<'_, '_> {
             .event(false, "CheckpointNotice", "Suspend", message);
         self.set_notice(Some(notice.clone()));
         self.step(Fact::NoticeOut(notice));
-        self.planner.requeue_at(deadline);
+        self.look_again_before(deadline);
         true
+    }
+
+    /// Plans the next look at a suspending run: at the notice's `deadline`, and every
+    /// [`FORMING_POLL`] where the run's store reports which agents train, since they may stop
+    /// training with no pod changing (they leave to re-form the group, or wait in a round that
+    /// cannot form), and only the store's report shows it.
+    fn look_again_before(&mut self, deadline: jiff::Timestamp) {
+        self.planner.requeue_at(deadline);
+        if self.training_hosts().is_some() {
+            let again = crate::time::after(self.planner.now, FORMING_POLL);
+            self.planner.requeue_at(again);
+        }
     }
 
     /// Whether the run can still save what a notice asks: something of it trains (see
@@ -404,7 +419,7 @@ impl Run<'_, '_> {
             }
             return false;
         }
-        self.planner.requeue_at(deadline);
+        self.look_again_before(deadline);
         self.planner
             .condition(conditions::READY, false, "Suspending", &notice.message);
         true

@@ -11,6 +11,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::pytorch::env;
+use super::rendezvous::{Round, store_report};
 use crate::group_report::{GroupReport, GroupState, Member};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names};
@@ -50,41 +51,12 @@ fn status(world: &World) -> JobStatus {
     world.observed().job.status()
 }
 
-/// The store's report of a complete rendezvous in `round`, closed or not, whose members are
-/// `members` with the age of their heartbeats.
-fn report_of(round: i64, closed: bool, members: &[(&str, f64)]) -> GroupReport {
-    GroupReport {
-        orders: None,
-        quorum: None,
-        progress: None,
-        saved: Vec::new(),
-        group: Some(GroupState {
-            round,
-            complete: true,
-            closed,
-            closed_for: closed.then_some(1.0),
-            others: Vec::new(),
-            reformations: Vec::new(),
-            participants: i64::try_from(members.len()).unwrap(),
-            waiting: 0,
-            spares: 0,
-            members: members
-                .iter()
-                .map(|(host, age)| Member {
-                    host: host.to_string(),
-                    heartbeat_age: Some(*age),
-                })
-                .collect(),
-        }),
-    }
-}
-
 /// The store's report of a complete rendezvous in `round`, closed or not, whose three first
 /// Workers' agents beat a second ago.
 fn report(round: i64, closed: bool) -> GroupReport {
-    report_of(
+    store_report(
         round,
-        closed,
+        if closed { Round::Closed } else { Round::Formed },
         &[
             ("ddp-worker-0", 1.0),
             ("ddp-worker-1", 1.0),
@@ -95,9 +67,9 @@ fn report(round: i64, closed: bool) -> GroupReport {
 
 /// The survivors' agents exited after the rendezvous closed: their heartbeats are old.
 fn survivors_gone(round: i64) -> GroupReport {
-    report_of(
+    store_report(
         round,
-        true,
+        Round::Closed,
         &[("ddp-worker-0", 20.0), ("ddp-worker-2", 20.0)],
     )
 }
@@ -223,9 +195,9 @@ fn workers_still_training_in_a_closed_rendezvous_are_told_to_save_and_only_they_
     lose_worker_1(&mut world);
     world.advance(3);
     // Worker 0's agent still beats, in the group of the round that formed.
-    world.group_report = Some(report_of(
+    world.group_report = Some(store_report(
         1,
-        true,
+        Round::Closed,
         &[("ddp-worker-0", 1.0), ("ddp-worker-2", 20.0)],
     ));
     world.crash_loop("ddp-worker-2", 1);

@@ -8,6 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::pytorch::env;
+use crate::group_report::{GroupReport, GroupState, Member};
 use crate::testing::pytorch_job;
 use crate::testing::world::{World, deleted_pods, pod_names, reasons};
 
@@ -25,6 +26,46 @@ pub(super) fn elastic(patch: serde_json::Value) -> PyTorchJob {
     );
     json_patch::merge(&mut value, &patch);
     serde_json::from_value(value).unwrap()
+}
+
+/// How the round the store reports stands.
+pub(super) enum Round {
+    /// Agents gather for it.
+    Forming,
+    /// It formed: its members train.
+    Formed,
+    /// It formed, and an agent closed the rendezvous.
+    Closed,
+}
+
+/// The store's report of its rendezvous in `round`, standing as `state`, whose members are
+/// `members` with the age of their heartbeats; nobody waits.
+pub(super) fn store_report(round: i64, state: Round, members: &[(&str, f64)]) -> GroupReport {
+    let closed = matches!(state, Round::Closed);
+    GroupReport {
+        orders: None,
+        quorum: None,
+        progress: None,
+        saved: Vec::new(),
+        group: Some(GroupState {
+            round,
+            complete: !matches!(state, Round::Forming),
+            closed,
+            closed_for: closed.then_some(1.0),
+            others: Vec::new(),
+            reformations: Vec::new(),
+            participants: i64::try_from(members.len()).unwrap(),
+            waiting: 0,
+            spares: 0,
+            members: members
+                .iter()
+                .map(|(host, age)| Member {
+                    host: host.to_string(),
+                    heartbeat_age: Some(*age),
+                })
+                .collect(),
+        }),
+    }
 }
 
 fn phase(world: &World) -> Option<JobPhase> {
@@ -328,7 +369,6 @@ fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
 
 #[test]
 fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_forms() {
-    use crate::group_report::{GroupReport, GroupState};
     use eto_api::pytorch_job::RendezvousStatus;
     let mut world = running(elastic(json!({})));
     let rendezvous = |world: &World| {
@@ -450,42 +490,20 @@ fn with_etos_settings_torchrun_gets_time_to_stop_its_training_on_sigterm() {
 
 #[test]
 fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group() {
-    use crate::group_report::{GroupReport, GroupState, Member};
     use eto_api::job_status::NoticeKind;
-    let report = |complete: bool, age: f64| GroupReport {
-        orders: None,
-        quorum: None,
-        progress: None,
-        saved: Vec::new(),
-        group: Some(GroupState {
-            round: 2,
-            complete,
-            closed: false,
-            closed_for: None,
-            others: Vec::new(),
-            reformations: Vec::new(),
-            participants: 2,
-            waiting: 0,
-            spares: 0,
-            members: ["ddp-worker-0", "ddp-worker-1"]
-                .into_iter()
-                .map(|host| Member {
-                    host: host.into(),
-                    heartbeat_age: Some(age),
-                })
-                .collect(),
-        }),
+    let report = |state: Round, age: f64| {
+        store_report(2, state, &[("ddp-worker-0", age), ("ddp-worker-1", age)])
     };
     // (what the store reports, the keep-alive the job sets, the suspend waits for a save)
     let cases = [
         (None, json!([]), true),
-        (Some(report(true, 2.0)), json!([]), true),
+        (Some(report(Round::Formed, 2.0)), json!([]), true),
         // The agents left the round to re-form the group: their training is stopped.
-        (Some(report(false, 2.0)), json!([]), false),
+        (Some(report(Round::Forming, 2.0)), json!([]), false),
         // Their heartbeats stopped: torchrun takes them for dead after 5 s × 3.
-        (Some(report(true, 16.0)), json!([]), false),
+        (Some(report(Round::Formed, 16.0)), json!([]), false),
         (
-            Some(report(true, 16.0)),
+            Some(report(Round::Formed, 16.0)),
             json!([{"key": "keep_alive_interval", "value": "10"}]),
             true,
         ),
@@ -519,8 +537,45 @@ fn a_suspend_notice_waits_only_for_workers_whose_agents_train_in_a_formed_group(
 }
 
 #[test]
+fn a_suspending_job_reads_its_store_again_soon_and_suspends_once_no_agent_trains() {
+    use crate::group_report::FORMING_POLL;
+    use eto_api::job_status::NoticeKind;
+    let mut world = running(elastic(json!({"spec": {"elasticPolicy": {
+        "minReplicas": 2, "checkpointGraceSeconds": 60
+    }}})));
+    let members = [("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0)];
+    world.group_report = Some(store_report(0, Round::Formed, &members));
+    world.reconcile();
+    world.lose_with_node("ddp-worker-0");
+    let plan = world.reconcile();
+    let status = world.observed().job.status();
+    assert_eq!(
+        status.notice.as_ref().map(|notice| notice.kind),
+        Some(NoticeKind::Suspend),
+        "the survivor still trains in the round that formed: it is told to checkpoint"
+    );
+    assert!(
+        plan.requeue_after
+            .is_some_and(|after| after <= FORMING_POLL),
+        "no pod changes when the survivor's agent stops its training: {:?}",
+        plan.requeue_after
+    );
+
+    // The store took the lost agent out and told the others to re-form: the survivor's agent
+    // stopped its training and waits in the next round for a second agent that cannot come.
+    world.group_report = Some(store_report(1, Round::Forming, &[("ddp-worker-1", 1.0)]));
+    world.advance(FORMING_POLL.as_secs() as i64);
+    world.reconcile();
+    assert_eq!(
+        phase(&world),
+        Some(JobPhase::Suspended),
+        "nothing of the run can save any more: it does not wait out the 60 s"
+    );
+}
+
+#[test]
 fn a_worker_whose_agent_left_the_group_silent_is_replaced_after_a_grace() {
-    use crate::group_report::{FormedRound, GroupReport, GroupState, Member};
+    use crate::group_report::FormedRound;
     let mut world = running(elastic(json!({})));
     for pod in ["ddp-worker-0", "ddp-worker-1"] {
         world.training(pod);
