@@ -15,9 +15,9 @@ use super::launcher::metadata_change;
 
 impl Run<'_, '_> {
     /// Shows the rendezvous the run's store reports in the status (see
-    /// [`crate::group_report`]), and reads it again soon while the group
-    /// forms; without a report, or once this reconcile started a new run, the status keeps
-    /// what it showed.
+    /// [`crate::group_report`]), and reads it again soon while the group forms, or while a
+    /// store that runs tells of no rendezvous; without a report, or once this reconcile
+    /// started a new run, the status keeps what it showed.
     pub(super) fn show_group(&mut self) {
         // The report was read from the store of the run the reconcile began in.
         if self.number != self.planner.status_before.current_run() {
@@ -29,6 +29,19 @@ impl Run<'_, '_> {
             .group_report
             .and_then(|report| report.group.as_ref())
         else {
+            // The store runs and tells of no rendezvous yet (its server starts, or no agent
+            // wrote one): its first group gathers, and the orders that end the round's last
+            // call wait for a report.
+            let store_runs = self.context.job_ref.coordinator().group_reforms
+                && self
+                    .observed
+                    .job
+                    .report_source(&self.observed.pods)
+                    .is_some();
+            if store_runs {
+                let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
+                self.planner.requeue_at(again);
+            }
             return;
         };
         let group = state.status();

@@ -5,6 +5,7 @@ use eto_api::job_status::{Goodput, GoodputBucket, ProgressSource};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::rendezvous::{Round, store_report};
 use crate::goodput::ReportedProgress;
 use crate::group_report::GroupReport;
 use crate::testing::world::World;
@@ -94,6 +95,12 @@ fn elastic() -> World {
     world
 }
 
+/// The store's report of the first group of [`elastic`], formed.
+fn formed_group() -> GroupReport {
+    let members = [("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0)];
+    store_report(0, Round::Formed, &members)
+}
+
 fn progress(world: &mut World, step: i64, ago: i64, first_step: i64, first_ago: i64) {
     let report = ReportedProgress {
         step,
@@ -107,7 +114,7 @@ fn progress(world: &mut World, step: i64, ago: i64, first_step: i64, first_ago: 
     };
     world.group_report = Some(GroupReport {
         progress: Some(report),
-        ..GroupReport::default()
+        ..formed_group()
     });
 }
 
@@ -115,8 +122,8 @@ fn progress(world: &mut World, step: i64, ago: i64, first_step: i64, first_ago: 
 fn reported_steps_end_the_start_up_and_a_steady_run_is_written_every_so_often() {
     let mut world = elastic();
     world.advance(3);
-    // The store answers; the training reports no step yet.
-    world.group_report = Some(GroupReport::default());
+    // The store answers, its group formed; the training reports no step yet.
+    world.group_report = Some(formed_group());
     let plan = world.reconcile();
     assert_eq!(
         ledger(&world).current,

@@ -359,6 +359,34 @@ fn below_its_minimum_it_checkpoints_suspends_once_its_workers_exit_and_resumes_a
 }
 
 #[test]
+fn until_its_store_tells_of_a_rendezvous_the_job_reads_it_again_soon() {
+    use crate::group_report::FORMING_POLL;
+    let members = [("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0)];
+    // (what the store answers, whether eto reads it again within FORMING_POLL)
+    let cases = [
+        // Its server starts: no answer yet.
+        (None, true),
+        // It answers, and no agent wrote the rendezvous yet.
+        (Some(GroupReport::default()), true),
+        // The first round gathers its agents: eto's orders end its last call.
+        (Some(store_report(0, Round::Forming, &members)), true),
+        (Some(store_report(0, Round::Formed, &members)), false),
+    ];
+    for (index, (report, soon)) in cases.into_iter().enumerate() {
+        let mut world = running(elastic(json!({})));
+        world.group_report = report;
+        let plan = world.reconcile();
+        assert_eq!(
+            plan.requeue_after
+                .is_some_and(|after| after <= FORMING_POLL),
+            soon,
+            "case {index}: {:?}",
+            plan.requeue_after
+        );
+    }
+}
+
+#[test]
 fn a_worker_gone_with_its_node_or_deleted_is_replaced_too() {
     let mut world = running(elastic(json!({})));
     world.pods.remove("ddp-worker-0");
