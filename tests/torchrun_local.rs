@@ -7,6 +7,8 @@
 //!   with the environment eto gives Workers (only the endpoint points at this machine): they
 //!   form one group as its clients, and the store's report shows their rendezvous. A
 //!   progress report of a restarted process is kept with where the stretch before it ended.
+//!   An agent left waiting beside a round that formed with the most agents it takes becomes
+//!   a spare, so that the group does not restart for it.
 //! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
 //!   torchrun, which forwards it to the training processes and kills them after its shutdown
 //!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
@@ -42,6 +44,27 @@ signal.signal(signal.SIGTERM, save)
 open(os.environ["READY_FILE"], "w").close()
 while True:
     time.sleep(0.1)
+"#;
+
+/// Writes, as torchrun's c10d backend does, a rendezvous whose round 5 formed with
+/// `ddp-worker-0` to `-2` and where `ddp-worker-3` waits for the next round; `argv`: the
+/// store's port and the run's id.
+const A_FULL_ROUND_AND_ONE_WAITING: &str = r#"
+import base64, pickle, sys
+from datetime import datetime, timedelta, timezone
+from torch.distributed import TCPStore
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc, _RendezvousState
+port, run_id = int(sys.argv[1]), sys.argv[2]
+state = _RendezvousState()
+state.round, state.complete = 5, True
+nodes = [_NodeDesc(f"ddp-worker-{index}", 100 + index, 0) for index in range(4)]
+for rank, node in enumerate(nodes[:3]):
+    state.participants[node] = rank
+state.wait_list.add(nodes[3])
+for node in nodes:
+    state.last_heartbeats[node] = datetime.now(timezone.utc)
+store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(state)))
 "#;
 
 /// Training code that joins the group and all-reduces once.
@@ -288,6 +311,56 @@ async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
         progress()["ended"],
         before,
         "kept while the stretch goes on"
+    );
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
+    let port = free_port_pair();
+    let (store, worker) = pods_of(&elastic_job(json!({"rdzvPort": port, "maxReplicas": 3})));
+    let run_id = env_of(&worker)
+        .into_iter()
+        .find_map(|(name, value)| (name == "PET_RDZV_ID").then_some(value))
+        .expect("eto names the run's rendezvous");
+    let mut store = start_store(&store, &scratch("store-full-round"), port).await;
+    let python = torchrun().parent().unwrap().join("python3");
+    let wrote = Command::new(&python)
+        .args([
+            "-c",
+            A_FULL_ROUND_AND_ONE_WAITING,
+            &port.to_string(),
+            &run_id,
+        ])
+        .status()
+        .expect("python3 beside torchrun runs");
+    assert!(wrote.success());
+    let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
+    let orders = |max_nodes: u32| {
+        json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": max_nodes,
+               "dead_after": 0})
+    };
+    // Room for a fourth agent: it waits for the next round, as torchrun has it.
+    assert!(post(port + 1, "/orders", &orders(4)).contains(" 200 "));
+    let found = rendezvous();
+    assert_eq!(
+        (&found["waiting"], &found["spares"]),
+        (&json!(1), &json!(0)),
+        "{found}"
+    );
+    // Three at most: it has no place in the next round either, and waits as a spare.
+    post(port + 1, "/orders", &orders(3));
+    let found = rendezvous();
+    assert_eq!(
+        (&found["waiting"], &found["spares"], &found["round"]),
+        (&json!(0), &json!(1), &json!(5)),
+        "{found}"
+    );
+    assert_eq!(
+        found["others"][0]["host"], "ddp-worker-3",
+        "the round is left as it formed: {found}"
     );
     store.kill().unwrap();
     store.wait().unwrap();

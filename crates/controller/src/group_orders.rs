@@ -96,6 +96,7 @@ mod tests {
             departed: vec!["ddp-worker-1".into()],
             expected: vec!["ddp-worker-0".into(), "ddp-worker-2".into()],
             min_nodes: 2,
+            max_nodes: 3,
             dead_after: 15,
         }
     }
@@ -118,7 +119,7 @@ mod tests {
             sent,
             serde_json::json!({"departed": ["ddp-worker-1"],
                                "expected": ["ddp-worker-0", "ddp-worker-2"], "min_nodes": 2,
-                               "dead_after": 15})
+                               "max_nodes": 3, "dead_after": 15})
         );
         let body = if code == 200 {
             serde_json::json!({"recorded": true})

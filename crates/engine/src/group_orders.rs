@@ -15,6 +15,12 @@
 //!   at the rendezvous already (members of the round or waiting). Once every one of them has
 //!   joined a forming round (and at least `min_nodes`), the store ends its last call and the
 //!   round forms.
+//! - **max_nodes**: the most agents a round takes. An agent that comes to the rendezvous
+//!   while the group restarts (a spare, or one of two replacements started together) can find
+//!   the round a member short for a moment and wait for the next; torchrun leaves it waiting
+//!   once the round formed full without it, and every agent restarts for it, again and again,
+//!   another one left over each time. The store moves an agent that waits beside a complete
+//!   round of `max_nodes` to the spares, where torchrun puts one that comes to a full round.
 //!
 //! The policy for replacements follows: after a loss the survivors re-form at once, without
 //! the replacement, unless its agent is at the rendezvous already; it joins when it comes,
@@ -37,7 +43,8 @@ use crate::pods;
 pub const ORDERS_PATH: &str = "/orders";
 
 /// The orders for a group whose coordinator reported `report`, with the job's `pods`, the
-/// Workers whose agents may be `expected` (see [`is_expected`]) and `min_nodes`; `None` when
+/// Workers whose agents may be `expected` (see [`is_expected`]), `min_nodes` and `max_nodes`
+/// (0: unbounded); `None` when
 /// the coordinator holds them already, takes none, or reported no rendezvous. Agents silent
 /// for `dead_after` are gone too (see [`GroupOrders::dead_after`]).
 pub fn orders(
@@ -45,6 +52,7 @@ pub fn orders(
     pods: &[&Pod],
     mut expected: Vec<String>,
     min_nodes: u32,
+    max_nodes: u32,
     dead_after: Option<std::time::Duration>,
 ) -> Option<GroupOrders> {
     let held = report.orders.as_ref()?;
@@ -69,6 +77,7 @@ pub fn orders(
         departed,
         expected,
         min_nodes,
+        max_nodes,
         dead_after: dead_after.map_or(0, |after| after.as_secs_f64().ceil() as u64),
     };
     (held != &orders).then_some(orders)
@@ -154,7 +163,7 @@ mod tests {
                 &["ddp-worker-5"],
                 Some(GroupOrders::default()),
             );
-            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2, None);
+            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2, 3, None);
             assert_eq!(
                 found.map(|o| o.departed),
                 Some(departed.into_iter().map(String::from).collect::<Vec<_>>()),
@@ -170,6 +179,7 @@ mod tests {
             departed: vec!["ddp-worker-1".into()],
             expected: vec!["ddp-worker-0".into()],
             min_nodes: 1,
+            max_nodes: 3,
             dead_after: 0,
         };
         let members = ["ddp-worker-0", "ddp-worker-1"];
@@ -180,6 +190,7 @@ mod tests {
                 &[&running],
                 expected(),
                 1,
+                3,
                 None
             ),
             None,
@@ -191,6 +202,7 @@ mod tests {
                 &[&running],
                 expected(),
                 1,
+                3,
                 None
             ),
             None,
@@ -198,13 +210,14 @@ mod tests {
         );
         let mut no_group = report(&members, &[], Some(GroupOrders::default()));
         no_group.group = None;
-        assert_eq!(orders(&no_group, &[&running], expected(), 1, None), None);
+        assert_eq!(orders(&no_group, &[&running], expected(), 1, 3, None), None);
         assert_eq!(
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
                 expected(),
                 2,
+                3,
                 None
             ),
             Some(GroupOrders {
@@ -219,6 +232,22 @@ mod tests {
                 &[&running],
                 expected(),
                 1,
+                4,
+                None
+            ),
+            Some(GroupOrders {
+                max_nodes: 4,
+                ..held.clone()
+            }),
+            "a new maximum"
+        );
+        assert_eq!(
+            orders(
+                &report(&members, &[], Some(held.clone())),
+                &[&running],
+                expected(),
+                1,
+                3,
                 Some(std::time::Duration::from_millis(14_500))
             )
             .map(|o| o.dead_after),

@@ -373,6 +373,10 @@ pub struct GroupOrders {
     /// The fewest agents a round forms with (`minReplicas`).
     #[serde(default)]
     pub min_nodes: u32,
+    /// The most agents a round takes (`maxReplicas`, torchrun's `--nnodes` maximum); 0: not
+    /// said. An agent that waits beside a complete round this full waits as a spare.
+    #[serde(default)]
+    pub max_nodes: u32,
     /// Seconds without a heartbeat after which an agent is gone, as torchrun judges it (its
     /// `keep_alive_interval` times `keep_alive_max_attempt`); 0: never.
     #[serde(default)]

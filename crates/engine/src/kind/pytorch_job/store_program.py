@@ -10,7 +10,8 @@
 #                 {"step", "at", "first_step", "first_at", "total"?, "restored"?, "ended"?};
 #                 the newest by "at" is kept and shown in /report, with where the stretch
 #                 before it ended ("ended": the sender's, else the one kept before it).
-#   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n}.
+#   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n,
+#                 "max_nodes": n, "dead_after": s}.
 #
 # Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
 # - an agent whose pod is gone ("departed"), or whose heartbeat is older than "dead_after"
@@ -24,7 +25,12 @@
 # - a round that is forming ends its last call once every "expected" agent and every agent
 #   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
 #   deadline to now: the next agent that looks completes it, as it would once the last call
-#   ran out.
+#   ran out;
+# - an agent that waits beside a complete round of "max_nodes" agents becomes a spare (torch
+#   1.x has none: it leaves the wait list, and joins it again once the round has room). It
+#   came while the group restarted and the round was a member short for a moment; torchrun
+#   leaves it waiting once the round formed full, and every agent would restart for it, again
+#   and again, another one left over each time.
 # Every write is a compare-and-set on the whole state, as the agents' own writes are; a
 # closed rendezvous is never touched; any error leaves the state as it was.
 import base64, dataclasses, json, pickle, signal, sys, threading, time
@@ -40,7 +46,7 @@ lock = threading.Lock()
 looking = threading.Lock()  # one look at the state at a time
 saved = []
 progress = {}  # the latest step the training reported
-orders = {"departed": [], "expected": [], "min_nodes": 1, "dead_after": 0}
+orders = {"departed": [], "expected": [], "min_nodes": 1, "max_nodes": 0, "dead_after": 0}
 PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
 poked = {"round": None}
 closed_at = []
@@ -80,6 +86,7 @@ def steer(state, now):
         departed = set(orders["departed"])
         expected = set(orders["expected"])
         min_nodes = max(1, int(orders["min_nodes"]))
+        max_nodes = int(orders["max_nodes"])
         dead_after = orders["dead_after"]
     if state.closed:
         return []
@@ -128,6 +135,13 @@ def steer(state, now):
             state.wait_list.add(dataclasses.replace(some, **{name: PLACEHOLDER, "pid": 0, "local_id": 0}))
             poked["round"] = state.round
             done.append("the others of round %d are told to re-form" % state.round)
+    if max_nodes and state.complete and len(state.participants) >= max_nodes:
+        for node in sorted(state.wait_list, key=host):
+            if host(node) != PLACEHOLDER:
+                state.wait_list.discard(node)
+                spares.add(node)
+                done.append("%s waits as a spare beside round %d, which is full"
+                            % (host(node), state.round))
     joined = {host(node) for node in state.participants}
     # Agents waiting to move into the forming round are at the rendezvous: it waits for them.
     waiting = {host(node) for node in state.wait_list} - {PLACEHOLDER}
@@ -259,6 +273,7 @@ class Report(BaseHTTPRequestHandler):
                 given = {"departed": [str(h) for h in body.get("departed", [])],
                          "expected": [str(h) for h in body.get("expected", [])],
                          "min_nodes": int(body.get("min_nodes", 1)),
+                         "max_nodes": int(body.get("max_nodes", 0)),
                          "dead_after": int(body.get("dead_after", 0))}
             elif self.path == "/progress":
                 entry = {"step": int(body["step"]), "at": str(body["at"]),

@@ -185,6 +185,7 @@ impl Run<'_, '_> {
             &self.observed.pods,
             expected,
             self.context.spec.workers.min,
+            self.context.spec.workers.max.unwrap_or(0),
             self.context.job_ref.heartbeat_timeout(),
         );
     }

@@ -57,6 +57,7 @@ fn orders(departed: &[&str], expected: &[&str]) -> GroupOrders {
         departed: departed.iter().map(|h| h.to_string()).collect(),
         expected: expected.iter().map(|h| h.to_string()).collect(),
         min_nodes: 2,
+        max_nodes: 3,
         // torchrun's 5 s keep-alive, 3 attempts.
         dead_after: 15,
     }
