@@ -39,8 +39,7 @@ impl Run<'_, '_> {
                     .report_source(&self.observed.pods)
                     .is_some();
             if store_runs {
-                let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
-                self.planner.requeue_at(again);
+                self.read_store_again_soon();
             }
             return;
         };
@@ -59,9 +58,15 @@ impl Run<'_, '_> {
         }
         self.planner.status.group = Some(group);
         if state.forming() {
-            let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
-            self.planner.requeue_at(again);
+            self.read_store_again_soon();
         }
+    }
+
+    /// Reads the store's report again within [`crate::group_report::FORMING_POLL`]: where
+    /// its agents change what no pod shows.
+    pub(super) fn read_store_again_soon(&mut self) {
+        let again = crate::time::after(self.planner.now, crate::group_report::FORMING_POLL);
+        self.planner.requeue_at(again);
     }
 
     /// Shows what the coordinator reports of a run whose groups stand alone (see

@@ -44,8 +44,8 @@
 //!   group's place trains nothing, and replica groups that all wait in a quorum their
 //!   Lighthouse cannot form without the groups that are gone are stuck inside a step, deaf to
 //!   the notice. Where the run's store reports which agents train, eto reads it again every
-//!   [`FORMING_POLL`] while it waits: agents that stop training to re-form the group, or wait
-//!   in a round that cannot form, change no pod.
+//!   [`FORMING_POLL`](crate::group_report::FORMING_POLL) while it waits: agents that stop
+//!   training to re-form the group, or wait in a round that cannot form, change no pod.
 //! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
 //!   minimum, the launcher taken), a new run starts, whose pods show a `Resume` notice and
 //!   whose launcher gets `ETO_RESUME=true`.
@@ -72,7 +72,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use super::{Counts, Fact, Launcher, Run, RunState, WAITING_FOR_WORKERS};
 use crate::conditions;
 use crate::effective_spec::LauncherStart;
-use crate::group_report::FORMING_POLL;
 use crate::loss::Loss;
 use crate::plan::{Child, ChildKind};
 use crate::pod_metadata::PodMetadata;
@@ -355,14 +354,13 @@ impl Run<'_, '_> {
     }
 
     /// Plans the next look at a suspending run: at the notice's `deadline`, and every
-    /// [`FORMING_POLL`] where the run's store reports which agents train, since they may stop
-    /// training with no pod changing (they leave to re-form the group, or wait in a round that
-    /// cannot form), and only the store's report shows it.
+    /// [`FORMING_POLL`](crate::group_report::FORMING_POLL) where the run's store reports which
+    /// agents train, since they may stop training with no pod changing (they leave to re-form
+    /// the group, or wait in a round that cannot form), and only the store's report shows it.
     fn look_again_before(&mut self, deadline: jiff::Timestamp) {
         self.planner.requeue_at(deadline);
         if self.training_hosts().is_some() {
-            let again = crate::time::after(self.planner.now, FORMING_POLL);
-            self.planner.requeue_at(again);
+            self.read_store_again_soon();
         }
     }
 

@@ -404,25 +404,15 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
         status.rendezvous.clone()
     };
     assert_eq!(rendezvous(&world), None, "no report, nothing shown");
-    let report = |round, complete, waiting| GroupReport {
-        orders: None,
-        quorum: None,
-        progress: None,
-        saved: Vec::new(),
-        group: Some(GroupState {
-            round,
-            complete,
-            closed: false,
-            closed_for: None,
-            others: Vec::new(),
-            reformations: Vec::new(),
-            participants: 2,
-            waiting,
-            spares: 0,
-            members: Vec::new(),
-        }),
+    let report = |round, state, waiting| {
+        let members = [("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0)];
+        let mut report = store_report(round, state, &members);
+        if let Some(group) = report.group.as_mut() {
+            group.waiting = waiting;
+        }
+        report
     };
-    world.group_report = Some(report(3, false, 1));
+    world.group_report = Some(report(3, Round::Forming, 1));
     let plan = world.reconcile();
     assert_eq!(
         rendezvous(&world),
@@ -442,7 +432,7 @@ fn the_status_shows_the_rendezvous_the_store_reports_and_follows_it_while_it_for
         "read again while the group forms: {:?}",
         plan.requeue_after
     );
-    world.group_report = Some(report(4, true, 0));
+    world.group_report = Some(report(4, Round::Formed, 0));
     world.reconcile();
     assert_eq!(
         rendezvous(&world).map(|r| (r.round, r.complete)),
