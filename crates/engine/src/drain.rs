@@ -17,7 +17,11 @@
 //! training code says it saved for a notice posted no earlier than the drain began (the
 //! store's report, see [`crate::group_report`]). Such a worker stays
 //! listed while its pod is deleted, until the pod is gone (at most a second drain's length
-//! past the first's end): the group waits for it to be gone before it trains on.
+//! past the first's end): the group waits for it to be gone before it trains on. A worker
+//! whose agent the store reports beside the formed round (a spare, or one waiting for the
+//! next round) trains nothing and has nothing to save: it goes at once, without a drain,
+//! before a member draining with it leaves, so that it cannot take that member's place in
+//! the round that re-forms only to leave it again.
 
 use std::time::Duration;
 
@@ -55,6 +59,10 @@ pub struct DrainInput<'a> {
     /// Whether a worker whose pod is deleted stays listed until the pod is gone (see the
     /// module documentation).
     pub keep_until_gone: bool,
+    /// The workers (pod names) whose agents the group's coordinator reports at its
+    /// rendezvous beside a formed round, not in it: they go at once (see the module
+    /// documentation). Empty where no group re-forms or no round formed.
+    pub beside_group: Vec<&'a str>,
     /// The time.
     pub now: jiff::Timestamp,
 }
@@ -108,7 +116,9 @@ pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
         let saved = input
             .saved
             .is_some_and(|saved| saved.as_second() >= worker.since.0.as_second());
-        if input.now >= end || !input.launcher_running || pods::is_finished(pod) || saved {
+        if input.beside_group.contains(&worker.pod.as_str()) {
+            decision.delete.push(worker.pod);
+        } else if input.now >= end || !input.launcher_running || pods::is_finished(pod) || saved {
             if input.keep_until_gone {
                 decision.draining.push(worker.clone());
             }
@@ -197,6 +207,7 @@ mod tests {
                 drain: THIRTY,
                 saved,
                 keep_until_gone: false,
+                beside_group: Vec::new(),
                 now: at(now),
             })
         }
@@ -293,6 +304,7 @@ mod tests {
                 drain: THIRTY,
                 saved: Some(at(0)),
                 keep_until_gone: true,
+                beside_group: Vec::new(),
                 now: at(now),
             })
         };
@@ -310,8 +322,53 @@ mod tests {
             drain: THIRTY,
             saved: None,
             keep_until_gone: true,
+            beside_group: Vec::new(),
             now: at(5),
         });
         assert!(decision.draining.is_empty(), "gone");
+    }
+
+    #[test]
+    fn a_worker_beside_the_formed_round_goes_at_once_and_holds_nothing() {
+        // w-1 is a member of the round, w-3 its spare; a warning takes both. w-2 drained
+        // since earlier and has since been left out of a round that re-formed.
+        let world = World::of(&[
+            pod("w-1", "Running", false),
+            pod("w-2", "Running", false),
+            pod("w-3", "Running", false),
+        ]);
+        let decide_beside = |beside_group: Vec<&str>| {
+            decide(&DrainInput {
+                draining: &[draining("w-2", 0)],
+                removed: vec![
+                    Removed {
+                        pod: &world.pods["w-1"],
+                        was_in_discovery: true,
+                    },
+                    Removed {
+                        pod: &world.pods["w-3"],
+                        was_in_discovery: true,
+                    },
+                ],
+                pods: world.pods.values().collect(),
+                launcher_running: true,
+                drain: THIRTY,
+                saved: None,
+                keep_until_gone: true,
+                beside_group,
+                now: at(10),
+            })
+        };
+        let decision = decide_beside(vec!["w-2", "w-3"]);
+        assert_eq!(decision.delete, ["w-2", "w-3"], "they train nothing");
+        assert_eq!(
+            decision.draining,
+            [draining("w-1", 10)],
+            "only the member drains, and only it holds the group"
+        );
+        assert_eq!(decision.next_end, Some(at(40)));
+        let unknown = decide_beside(Vec::new());
+        assert!(unknown.delete.is_empty(), "without a report, all drain");
+        assert_eq!(unknown.draining.len(), 3);
     }
 }

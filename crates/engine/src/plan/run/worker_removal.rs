@@ -150,6 +150,20 @@ impl<'o> Run<'_, 'o> {
             .observed
             .group_report
             .and_then(GroupReport::latest_saved);
+        // A worker beside the formed round (a spare, or waiting) has nothing to save.
+        let beside_group: Vec<&str> = self
+            .observed
+            .group_report
+            .and_then(|report| report.group.as_ref())
+            .filter(|group| reforms && group.complete)
+            .map(|group| {
+                group
+                    .others
+                    .iter()
+                    .map(|other| other.host.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
         let decision = drain::decide(&drain::DrainInput {
             draining,
             removed,
@@ -158,6 +172,7 @@ impl<'o> Run<'_, 'o> {
             drain: self.context.spec.elastic.drain,
             saved,
             keep_until_gone: reforms,
+            beside_group,
             now: self.planner.now,
         });
         for pod in current.values() {

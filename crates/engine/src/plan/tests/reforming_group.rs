@@ -11,7 +11,8 @@ use eto_api::kubeflow::EtoJobStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::group_report::{GroupReport, SavedCheckpoint};
+use super::rendezvous::{Round, store_report};
+use crate::group_report::{GroupReport, Member, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
 use crate::plan::{Child, Plan};
 use crate::reforming_group::WORKERS_LEAVING;
@@ -309,4 +310,70 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
     assert_eq!(created(&plan), ["ddp-worker-3"]);
     assert_eq!(job_notice(&world), None);
     assert_eq!(notice_of(&world, "ddp-worker-0"), None);
+}
+
+#[test]
+fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_drains() {
+    let mut world = running();
+    world.set_worker_replicas(4);
+    world.reconcile();
+    world.ready("ddp-worker-3");
+    world.reconcile();
+    // Workers 0 to 2 train; worker 3 waits beside their round as its spare.
+    let mut report = store_report(
+        3,
+        Round::Formed,
+        &[
+            ("ddp-worker-0", 1.0),
+            ("ddp-worker-1", 1.0),
+            ("ddp-worker-2", 1.0),
+        ],
+    );
+    let group = report.group.as_mut().expect("a group");
+    group.others.push(Member {
+        host: "ddp-worker-3".into(),
+        heartbeat_age: Some(1.0),
+    });
+    group.spares = 1;
+    world.group_report = Some(report);
+    world.warn("node-ddp-worker-1", 120);
+    world.warn("node-ddp-worker-3", 120);
+    let plan = world.reconcile();
+    assert_eq!(
+        deleted_pods(&plan),
+        ["ddp-worker-3"],
+        "it trains nothing: it goes before the member leaves, so that it cannot take its place"
+    );
+    let notice = job_notice(&world).expect("the job's notice");
+    assert!(
+        notice.message.starts_with("ddp-worker-1 leaves"),
+        "only the member drains: {}",
+        notice.message
+    );
+    assert_eq!(eto_status(&world).draining_workers.len(), 1);
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "the replacements wait for the member to be gone"
+    );
+}
+
+#[test]
+fn a_scaled_in_worker_beside_the_round_goes_without_asking_the_group_to_save() {
+    let mut world = running();
+    let mut report = store_report(
+        3,
+        Round::Formed,
+        &[("ddp-worker-0", 1.0), ("ddp-worker-1", 1.0)],
+    );
+    report.group.as_mut().expect("a group").others.push(Member {
+        host: "ddp-worker-2".into(),
+        heartbeat_age: Some(1.0),
+    });
+    world.group_report = Some(report);
+    world.set_worker_replicas(2);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-2"]);
+    assert_eq!(job_notice(&world), None, "nobody saves for it");
+    assert!(eto_status(&world).draining_workers.is_empty());
 }
