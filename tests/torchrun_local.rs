@@ -8,7 +8,8 @@
 //!   form one group as its clients, and the store's report shows their rendezvous. A
 //!   progress report of a restarted process is kept with where the stretch before it ended.
 //!   An agent left waiting beside a round that formed with the most agents it takes becomes
-//!   a spare, so that the group does not restart for it.
+//!   a spare, so that the group does not restart for it; agents in the wait list join a
+//!   forming round at once, the one left over a spare.
 //! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
 //!   torchrun, which forwards it to the training processes and kills them after its shutdown
 //!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
@@ -19,7 +20,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use eto_api::PyTorchJob;
@@ -61,6 +62,28 @@ nodes = [_NodeDesc(f"ddp-worker-{index}", 100 + index, 0) for index in range(4)]
 for rank, node in enumerate(nodes[:3]):
     state.participants[node] = rank
 state.wait_list.add(nodes[3])
+for node in nodes:
+    state.last_heartbeats[node] = datetime.now(timezone.utc)
+store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(state)))
+"#;
+
+/// Writes, as torchrun's c10d backend does, a rendezvous whose round 6 forms: `ddp-worker-0`
+/// and `-1` joined it and its last call runs, and `ddp-worker-2` and `-3` wait in the wait
+/// list, each until its next look; `argv`: the store's port and the run's id.
+const A_FORMING_ROUND_AND_TWO_WAITING: &str = r#"
+import base64, pickle, sys
+from datetime import datetime, timedelta, timezone
+from torch.distributed import TCPStore
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc, _RendezvousState
+port, run_id = int(sys.argv[1]), sys.argv[2]
+state = _RendezvousState()
+state.round, state.complete = 6, False
+state.deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
+nodes = [_NodeDesc(f"ddp-worker-{index}", 100 + index, 0) for index in range(4)]
+for node in nodes[:2]:
+    state.participants[node] = 0
+state.wait_list.update(nodes[2:])
 for node in nodes:
     state.last_heartbeats[node] = datetime.now(timezone.utc)
 store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
@@ -163,7 +186,7 @@ fn report(port: u16) -> Option<Value> {
 }
 
 /// Runs the store's command as `store` runs it, with torchrun's python3 first on the PATH,
-/// once it answers its report on `port + 1`; its errors go to `dir`.
+/// once it answers its report on `port + 1`; what it prints goes to `dir`.
 async fn start_store(store: &Pod, dir: &Path, port: u16) -> Child {
     let command = store.spec.as_ref().unwrap().containers[0]
         .command
@@ -174,7 +197,7 @@ async fn start_store(store: &Pod, dir: &Path, port: u16) -> Child {
     let store = Command::new(&command[0])
         .args(&command[1..])
         .env("PATH", &path)
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("store.out")).unwrap())
         .stderr(std::fs::File::create(dir.join("store.err")).unwrap())
         .spawn()
         .expect("the store starts");
@@ -316,27 +339,35 @@ async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
     store.wait().unwrap();
 }
 
-#[tokio::test]
-#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
-async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
+/// Starts eto's store for a job of three Workers at most (its report on the port returned
+/// plus one), gives it `orders` if some are given, then writes the job's rendezvous with
+/// `state`, a script that writes one as torchrun's c10d backend does (its `argv`: the store's
+/// port and the run's id).
+async fn store_holding(case: &str, orders: Option<&Value>, state: &str) -> (Child, u16) {
     let port = free_port_pair();
     let (store, worker) = pods_of(&elastic_job(json!({"rdzvPort": port, "maxReplicas": 3})));
     let run_id = env_of(&worker)
         .into_iter()
         .find_map(|(name, value)| (name == "PET_RDZV_ID").then_some(value))
         .expect("eto names the run's rendezvous");
-    let mut store = start_store(&store, &scratch("store-full-round"), port).await;
+    let store = start_store(&store, &scratch(case), port).await;
+    if let Some(orders) = orders {
+        assert!(post(port + 1, "/orders", orders).contains(" 200 "));
+    }
     let python = torchrun().parent().unwrap().join("python3");
     let wrote = Command::new(&python)
-        .args([
-            "-c",
-            A_FULL_ROUND_AND_ONE_WAITING,
-            &port.to_string(),
-            &run_id,
-        ])
+        .args(["-c", state, &port.to_string(), &run_id])
         .status()
         .expect("python3 beside torchrun runs");
     assert!(wrote.success());
+    (store, port)
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
+    let (mut store, port) =
+        store_holding("store-full-round", None, A_FULL_ROUND_AND_ONE_WAITING).await;
     let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
     let orders = |max_nodes: u32| {
         json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": max_nodes,
@@ -361,6 +392,54 @@ async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
     assert_eq!(
         found["others"][0]["host"], "ddp-worker-3",
         "the round is left as it formed: {found}"
+    );
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_is_a_spare() {
+    // The orders first: the store acts on a forming round within a twentieth of a second.
+    let orders = json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": 3,
+                        "dead_after": 0});
+    let (mut store, port) = store_holding(
+        "store-forming-round",
+        Some(&orders),
+        A_FORMING_ROUND_AND_TWO_WAITING,
+    )
+    .await;
+    let found = until("the round formed", Duration::from_secs(5), async || {
+        let found = report(port + 1)?["rendezvous"].clone();
+        (found["complete"] == json!(true)).then_some(found)
+    })
+    .await;
+    let hosts = |list: &str| -> Vec<String> {
+        let mut hosts: Vec<String> = found[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|member| member["host"].as_str().unwrap().to_string())
+            .collect();
+        hosts.sort();
+        hosts
+    };
+    assert_eq!(
+        (hosts("members"), &found["round"]),
+        (
+            vec![
+                "ddp-worker-0".to_string(),
+                "ddp-worker-1".into(),
+                "ddp-worker-2".into()
+            ],
+            &json!(6)
+        ),
+        "the first waiting agent fills the round, which forms: {found}"
+    );
+    assert_eq!(
+        (&found["waiting"], &found["spares"], hosts("others")),
+        (&json!(0), &json!(1), vec!["ddp-worker-3".to_string()]),
+        "nobody is left waiting beside the full round: {found}"
     );
     store.kill().unwrap();
     store.wait().unwrap();

@@ -41,6 +41,12 @@ pub const WORKERS_LEAVING: &str = "WorkersLeaving";
 /// trains on.
 pub const LEAVING_GRACE_SECONDS: i64 = 5;
 
+/// The grace period of a worker whose agent waits beside the formed round (a spare, or one
+/// waiting for the next round) when it goes: it trains nothing and has nothing to save, and
+/// its agent, kept through a longer grace period by eto's PID 1, comes back to the
+/// rendezvous, where it may take a place in the round the group re-forms, only to leave it.
+pub const BESIDE_GROUP_GRACE_SECONDS: i64 = 1;
+
 /// How often eto reads the store's report while a worker drains: the training code's word
 /// reaches no watch.
 pub const POLL: Duration = Duration::from_secs(1);

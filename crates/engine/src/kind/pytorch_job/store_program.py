@@ -13,7 +13,8 @@
 #   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n,
 #                 "max_nodes": n, "dead_after": s}.
 #
-# Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s:
+# Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s
+# (0.05 s while a round forms):
 # - an agent whose pod is gone ("departed"), or whose heartbeat is older than "dead_after"
 #   seconds (torchrun's own expiry, from the job's rdzvConf), leaves the rendezvous, as
 #   torchrun drops an agent whose heartbeats stopped (`_sanitize`), with the same epilogue;
@@ -26,6 +27,9 @@
 #   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
 #   deadline to now: the next agent that looks completes it, as it would once the last call
 #   ran out;
+# - agents in the wait list join a forming round at once, once its last call runs (up to
+#   "max_nodes", completing it as torchrun's agents do), rather than at their next look, up to
+#   a second later, when agents that came after them may have filled it;
 # - an agent that waits beside a complete round of "max_nodes" agents becomes a spare (torch
 #   1.x has none: it leaves the wait list, and joins it again once the round has room). It
 #   came while the group restarted and the round was a member short for a moment; torchrun
@@ -135,6 +139,28 @@ def steer(state, now):
             state.wait_list.add(dataclasses.replace(some, **{name: PLACEHOLDER, "pid": 0, "local_id": 0}))
             poked["round"] = state.round
             done.append("the others of round %d are told to re-form" % state.round)
+    if not state.complete and state.deadline is not None:
+        # The round's last call runs (min_nodes joined): agents in the wait list join it now,
+        # as each would at its next look, up to a second later, when the round may have
+        # filled with agents that came after them (a spare among them) and left one waiting
+        # beside it, for which every member restarts at once. A round this fills forms, and
+        # an agent left over becomes a spare below, in the same write.
+        moved = False
+        for node in sorted(state.wait_list, key=host):
+            if max_nodes and len(state.participants) >= max_nodes:
+                break
+            if host(node) != PLACEHOLDER:
+                state.wait_list.discard(node)
+                state.participants[node] = 0
+                state.last_heartbeats[node] = utc_now(state.deadline)
+                moved = True
+                done.append("%s joins round %d from the wait list" % (host(node), state.round))
+        if moved and max_nodes and len(state.participants) >= max_nodes:
+            state.complete = True
+            state.deadline = None
+            for rank, node in enumerate(sorted(state.participants)):
+                state.participants[node] = rank
+            done.append("round %d has its %d agents and forms" % (state.round, max_nodes))
     if max_nodes and state.complete and len(state.participants) >= max_nodes:
         for node in sorted(state.wait_list, key=host):
             if host(node) != PLACEHOLDER:
@@ -237,8 +263,10 @@ def rendezvous():
 
 def watch():
     while True:
-        look()
-        time.sleep(0.2)
+        state = look()
+        # A forming round is looked at more often: agents come to it within a second.
+        forming = state is not None and not state.complete and not state.closed
+        time.sleep(0.05 if forming else 0.2)
 
 
 STRETCH = ("step", "at", "first_step", "first_at")

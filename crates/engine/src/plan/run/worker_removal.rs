@@ -172,7 +172,7 @@ impl<'o> Run<'_, 'o> {
             drain: self.context.spec.elastic.drain,
             saved,
             keep_until_gone: reforms,
-            beside_group,
+            beside_group: beside_group.clone(),
             now: self.planner.now,
         });
         for pod in current.values() {
@@ -181,7 +181,13 @@ impl<'o> Run<'_, 'o> {
                 .iter()
                 .any(|d| Some(d.as_str()) == pod.metadata.name.as_deref())
             {
-                if reforms {
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                if reforms && beside_group.contains(&name) {
+                    // Its agent, left to run its grace period, would come back to the
+                    // rendezvous and into the round the group re-forms.
+                    self.planner
+                        .delete_pod_with_grace(pod, reforming_group::BESIDE_GROUP_GRACE_SECONDS);
+                } else if reforms {
                     // The group saved or had its time: the worker goes at once, its PID 1
                     // holding its training no longer.
                     self.planner

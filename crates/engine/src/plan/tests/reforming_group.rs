@@ -344,6 +344,11 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_d
         ["ddp-worker-3"],
         "it trains nothing: it goes before the member leaves, so that it cannot take its place"
     );
+    assert_eq!(
+        plan.delete[0].grace_seconds,
+        Some(crate::reforming_group::BESIDE_GROUP_GRACE_SECONDS),
+        "its agent is not kept to come back to the rendezvous"
+    );
     let notice = job_notice(&world).expect("the job's notice");
     assert!(
         notice.message.starts_with("ddp-worker-1 leaves"),
