@@ -7,7 +7,7 @@
 //! knows which agents can come, so it orders the store, which holds the rendezvous:
 //!
 //! - **departed**: the hosts the rendezvous knows (members and waiting agents) whose pods are
-//!   gone, being deleted, or finished. The store takes them out as torchrun itself does once
+//!   gone, being deleted (by this reconcile too), or finished. The store takes them out as torchrun itself does once
 //!   their heartbeats expire, at once.
 //! - **expected**: the agents a forming round waits for, and no others: the Workers of the
 //!   run that eto keeps (`status.targetWorkers`) whose pods run with their gate open (see
@@ -20,7 +20,10 @@
 //!   the round a member short for a moment and wait for the next; torchrun leaves it waiting
 //!   once the round formed full without it, and every agent restarts for it, again and again,
 //!   another one left over each time. The store moves an agent that waits beside a complete
-//!   round of `max_nodes` to the spares, where torchrun puts one that comes to a full round.
+//!   round of `max_nodes` to the spares, where torchrun puts one that comes to a full round,
+//!   and moves agents in the wait list into a forming round at once (up to `max_nodes`), so
+//!   that the round fills with them first and forms with any left over made a spare in the
+//!   same write, before its members can see one waiting.
 //!
 //! The policy for replacements follows: after a loss the survivors re-form at once, without
 //! the replacement, unless its agent is at the rendezvous already; it joins when it comes,
@@ -42,14 +45,17 @@ use crate::pods;
 /// The path eto posts the orders to, on the report's port.
 pub const ORDERS_PATH: &str = "/orders";
 
-/// The orders for a group whose coordinator reported `report`, with the job's `pods`, the
-/// Workers whose agents may be `expected` (see [`is_expected`]), `min_nodes` and `max_nodes`
-/// (0: unbounded); `None` when
+/// The orders for a group whose coordinator reported `report`, with the job's `pods` and
+/// those this reconcile deletes (`deleting`, gone as surely as a pod being deleted, and
+/// told a reconcile sooner: an agent left at the rendezvous for it may take a place in the
+/// round that forms next), the Workers whose agents may be `expected` (see [`is_expected`]),
+/// `min_nodes` and `max_nodes` (0: unbounded); `None` when
 /// the coordinator holds them already, takes none, or reported no rendezvous. Agents silent
 /// for `dead_after` are gone too (see [`GroupOrders::dead_after`]).
 pub fn orders(
     report: &GroupReport,
     pods: &[&Pod],
+    deleting: &[&str],
     mut expected: Vec<String>,
     min_nodes: u32,
     max_nodes: u32,
@@ -65,7 +71,8 @@ pub fn orders(
             let pod = pods
                 .iter()
                 .find(|pod| pod.metadata.name.as_deref() == Some(*host));
-            pod.is_none_or(|pod| pods::is_terminating(pod) || pods::is_finished(pod))
+            deleting.contains(host)
+                || pod.is_none_or(|pod| pods::is_terminating(pod) || pods::is_finished(pod))
         })
         .map(str::to_string)
         .collect();
@@ -163,13 +170,25 @@ mod tests {
                 &["ddp-worker-5"],
                 Some(GroupOrders::default()),
             );
-            let found = orders(&report, &pods, vec!["ddp-worker-0".into()], 2, 3, None);
+            let found = orders(&report, &pods, &[], vec!["ddp-worker-0".into()], 2, 3, None);
             assert_eq!(
                 found.map(|o| o.departed),
                 Some(departed.into_iter().map(String::from).collect::<Vec<_>>()),
                 "{case}"
             );
         }
+        let report = report(
+            &["ddp-worker-0", "ddp-worker-1"],
+            &["ddp-worker-5"],
+            Some(GroupOrders::default()),
+        );
+        let all_live = [&running, &live_1, &joining];
+        let found = orders(&report, &all_live, &["ddp-worker-5"], vec![], 2, 3, None);
+        assert_eq!(
+            found.map(|o| o.departed),
+            Some(vec!["ddp-worker-5".to_string()]),
+            "one this reconcile deletes departs now, not once its deletion is seen"
+        );
     }
 
     #[test]
@@ -188,6 +207,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
+                &[],
                 expected(),
                 1,
                 3,
@@ -200,6 +220,7 @@ mod tests {
             orders(
                 &report(&members, &[], None),
                 &[&running],
+                &[],
                 expected(),
                 1,
                 3,
@@ -210,11 +231,15 @@ mod tests {
         );
         let mut no_group = report(&members, &[], Some(GroupOrders::default()));
         no_group.group = None;
-        assert_eq!(orders(&no_group, &[&running], expected(), 1, 3, None), None);
+        assert_eq!(
+            orders(&no_group, &[&running], &[], expected(), 1, 3, None),
+            None
+        );
         assert_eq!(
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
+                &[],
                 expected(),
                 2,
                 3,
@@ -230,6 +255,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
+                &[],
                 expected(),
                 1,
                 4,
@@ -245,6 +271,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
+                &[],
                 expected(),
                 1,
                 3,

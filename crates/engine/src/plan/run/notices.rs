@@ -185,9 +185,18 @@ impl Run<'_, '_> {
             })
             .map(|(worker, _)| worker)
             .collect();
+        let deleting: Vec<&str> = self
+            .planner
+            .plan
+            .delete
+            .iter()
+            .filter(|deletion| deletion.kind == crate::child::ChildKind::Pod)
+            .map(|deletion| deletion.name.as_str())
+            .collect();
         self.planner.plan.group_orders = group_orders::orders(
             report,
             &self.observed.pods,
+            &deleting,
             expected,
             self.context.spec.workers.min,
             self.context.spec.workers.max.unwrap_or(0),

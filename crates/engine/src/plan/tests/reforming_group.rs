@@ -12,7 +12,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::rendezvous::{Round, store_report};
-use crate::group_report::{GroupReport, Member, SavedCheckpoint};
+use crate::group_report::{GroupOrders, GroupReport, Member, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
 use crate::plan::{Child, Plan};
 use crate::reforming_group::WORKERS_LEAVING;
@@ -335,6 +335,7 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_d
         heartbeat_age: Some(1.0),
     });
     group.spares = 1;
+    report.orders = Some(GroupOrders::default());
     world.group_report = Some(report);
     world.warn("node-ddp-worker-1", 120);
     world.warn("node-ddp-worker-3", 120);
@@ -348,6 +349,13 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_d
         plan.delete[0].grace_seconds,
         Some(crate::reforming_group::BESIDE_GROUP_GRACE_SECONDS),
         "its agent is not kept to come back to the rendezvous"
+    );
+    assert_eq!(
+        plan.group_orders
+            .as_ref()
+            .map(|orders| orders.departed.clone()),
+        Some(vec!["ddp-worker-3".to_string()]),
+        "the store takes its agent out now"
     );
     let notice = job_notice(&world).expect("the job's notice");
     assert!(
