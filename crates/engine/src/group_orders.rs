@@ -7,8 +7,13 @@
 //! knows which agents can come, so it orders the store, which holds the rendezvous:
 //!
 //! - **departed**: the hosts the rendezvous knows (members and waiting agents) whose pods are
-//!   gone, being deleted (by this reconcile too), or finished. The store takes them out as torchrun itself does once
-//!   their heartbeats expire, at once.
+//!   gone, and every Worker whose pod is being deleted (by this reconcile too) or finished,
+//!   known to the rendezvous or not. The store takes them out at once, as torchrun itself
+//!   does once their heartbeats expire, and keeps them out for the run: an agent lives until
+//!   its pod's containers stop (after a force deletion, some time after the pod left the
+//!   API), and once taken out it comes back to the rendezvous, where a forming round would
+//!   take it in. A Worker whose pod is being deleted or finished is named whether or not the
+//!   rendezvous knows it: its agent may come to the rendezvous before its containers stop.
 //! - **expected**: the agents a forming round waits for, and no others: the Workers of the
 //!   run that eto keeps (`status.targetWorkers`) whose pods run with their gate open (see
 //!   [`crate::joining`]), and, once the run's first group formed, only those whose agents are
@@ -45,8 +50,8 @@ use crate::pods;
 /// The path eto posts the orders to, on the report's port.
 pub const ORDERS_PATH: &str = "/orders";
 
-/// The orders for a group whose coordinator reported `report`, with the job's `pods` and
-/// those this reconcile deletes (`deleting`, gone as surely as a pod being deleted, and
+/// The orders for a group whose coordinator reported `report`, with the job's Worker `pods`
+/// and those this reconcile deletes (`deleting`, gone as surely as a pod being deleted, and
 /// told a reconcile sooner: an agent left at the rendezvous for it may take a place in the
 /// round that forms next), the Workers whose agents may be `expected` (see [`is_expected`]),
 /// `min_nodes` and `max_nodes` (0: unbounded); `None` when
@@ -65,15 +70,19 @@ pub fn orders(
     let group = report.group.as_ref()?;
     let first_group = group.round == 0 && !group.complete;
     expected.retain(|host| first_group || group.hosts().any(|known| known == host));
-    let mut departed: Vec<String> = group
-        .hosts()
-        .filter(|host| {
-            let pod = pods
-                .iter()
-                .find(|pod| pod.metadata.name.as_deref() == Some(*host));
-            deleting.contains(host)
-                || pod.is_none_or(|pod| pods::is_terminating(pod) || pods::is_finished(pod))
-        })
+    let going = |pod: &Pod| pods::is_terminating(pod) || pods::is_finished(pod);
+    let vanished = group.hosts().filter(|host| {
+        !pods
+            .iter()
+            .any(|pod| pod.metadata.name.as_deref() == Some(*host))
+    });
+    let still_there = pods
+        .iter()
+        .filter(|pod| going(pod))
+        .filter_map(|pod| pod.metadata.name.as_deref());
+    let mut departed: Vec<String> = vanished
+        .chain(still_there)
+        .chain(deleting.iter().copied())
         .map(str::to_string)
         .collect();
     departed.sort();
@@ -188,6 +197,32 @@ mod tests {
             found.map(|o| o.departed),
             Some(vec!["ddp-worker-5".to_string()]),
             "one this reconcile deletes departs now, not once its deletion is seen"
+        );
+    }
+
+    #[test]
+    fn a_worker_going_departs_whether_or_not_the_rendezvous_still_knows_it() {
+        let running = pod("ddp-worker-0", "Running", false, Some("go"));
+        let deleting = pod("ddp-worker-1", "Running", true, Some("go"));
+        let failed = pod("ddp-worker-2", "Failed", false, Some("go"));
+        let report = report(&["ddp-worker-0"], &[], Some(GroupOrders::default()));
+        let found = orders(
+            &report,
+            &[&running, &deleting, &failed],
+            &["ddp-worker-3"],
+            vec![],
+            1,
+            3,
+            None,
+        );
+        assert_eq!(
+            found.map(|o| o.departed),
+            Some(
+                ["ddp-worker-1", "ddp-worker-2", "ddp-worker-3"]
+                    .map(String::from)
+                    .to_vec()
+            ),
+            "taken out by the store already, their agents may come back until their pods stop"
         );
     }
 

@@ -125,6 +125,20 @@ impl<'p, 'o> Run<'p, 'o> {
         Counts { ready, pending }
     }
 
+    /// The job's Worker pods (named `<job>-worker-<index>`), of this run or an earlier one.
+    fn worker_pods(&self) -> Vec<&'o Pod> {
+        let name = self.name();
+        self.observed
+            .pods
+            .iter()
+            .copied()
+            .filter(|pod| {
+                let pod = pod.metadata.name.as_deref().unwrap_or_default();
+                crate::names::worker_index(name, pod).is_some()
+            })
+            .collect()
+    }
+
     /// The workers of the run's target (`status.targetWorkers` as this plan has it so far),
     /// each with its pod, if it has one.
     fn target_pods(&self) -> Vec<(String, Option<&'o Pod>)> {

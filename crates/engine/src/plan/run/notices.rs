@@ -195,7 +195,7 @@ impl Run<'_, '_> {
             .collect();
         self.planner.plan.group_orders = group_orders::orders(
             report,
-            &self.observed.pods,
+            &self.worker_pods(),
             &deleting,
             expected,
             self.context.spec.workers.min,
@@ -210,18 +210,9 @@ impl Run<'_, '_> {
         if !self.context.job_ref.coordinator().group_reforms {
             return Vec::new();
         }
-        let name = self.name().to_string();
         let waiting: Vec<&Pod> = self
-            .observed
-            .pods
-            .iter()
-            .copied()
-            .filter(|pod| {
-                pod.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| names::worker_index(&name, n).is_some())
-            })
+            .worker_pods()
+            .into_iter()
             .filter(|pod| !self.is_stale(pod) && !joining::is_open(pod))
             .filter(|pod| !pods::is_terminating(pod) && !pods::is_finished(pod))
             .collect();

@@ -136,6 +136,28 @@ fn a_worker_being_deleted_departs_at_once_and_a_store_without_orders_gets_none()
 }
 
 #[test]
+fn a_pod_being_deleted_stays_departed_after_the_store_took_its_agent_out() {
+    let mut world = running();
+    world.group_report = Some(report(&ALL, &[], json!([]), &orders(&[], &ALL)));
+    let since = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(world.now);
+    world.pod("ddp-worker-2").metadata.deletion_timestamp = Some(since);
+    let plan = world.reconcile();
+    let survivors = ["ddp-worker-0", "ddp-worker-1"];
+    let held = orders(&["ddp-worker-2"], &survivors);
+    assert_eq!(plan.group_orders, Some(held.clone()));
+
+    // The store took its agent out; the agent lives until its pod stops, and would come back
+    // to the rendezvous if the orders let it go.
+    world.group_report = Some(report(&survivors, &[], json!([]), &held));
+    assert_eq!(world.reconcile().group_orders, None, "still departed");
+
+    // Its pod is gone, and its agent with it: nothing to keep out any more.
+    world.pods.remove("ddp-worker-2");
+    let plan = world.reconcile();
+    assert_eq!(plan.group_orders.map(|o| o.departed), Some(vec![]));
+}
+
+#[test]
 fn each_reformation_shows_in_the_status_and_one_event() {
     let mut world = running();
     let first = json!({"round": 0, "since": null, "formed": "2027-01-15T08:00:10.00Z",
