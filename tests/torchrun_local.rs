@@ -341,9 +341,8 @@ async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
 
 /// Starts eto's store for a job of three Workers at most (its report on the port returned
 /// plus one), gives it `orders` if some are given, then writes the job's rendezvous with
-/// `state`, a script that writes one as torchrun's c10d backend does (its `argv`: the store's
-/// port and the run's id).
-async fn store_holding(case: &str, orders: Option<&Value>, state: &str) -> (Child, u16) {
+/// `state` (see [`write_rendezvous`]); returns the store, its port and the run's id.
+async fn store_holding(case: &str, orders: Option<&Value>, state: &str) -> (Child, u16, String) {
     let port = free_port_pair();
     let (store, worker) = pods_of(&elastic_job(json!({"rdzvPort": port, "maxReplicas": 3})));
     let run_id = env_of(&worker)
@@ -354,19 +353,25 @@ async fn store_holding(case: &str, orders: Option<&Value>, state: &str) -> (Chil
     if let Some(orders) = orders {
         assert!(post(port + 1, "/orders", orders).contains(" 200 "));
     }
+    write_rendezvous(port, &run_id, state);
+    (store, port, run_id)
+}
+
+/// Writes the rendezvous of run `run_id` to the store on `port` with `state`, a script that
+/// writes one as torchrun's c10d backend does (its `argv`: the store's port and the run's id).
+fn write_rendezvous(port: u16, run_id: &str, state: &str) {
     let python = torchrun().parent().unwrap().join("python3");
     let wrote = Command::new(&python)
-        .args(["-c", state, &port.to_string(), &run_id])
+        .args(["-c", state, &port.to_string(), run_id])
         .status()
         .expect("python3 beside torchrun runs");
     assert!(wrote.success());
-    (store, port)
 }
 
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
-    let (mut store, port) =
+    let (mut store, port, _) =
         store_holding("store-full-round", None, A_FULL_ROUND_AND_ONE_WAITING).await;
     let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
     let orders = |max_nodes: u32| {
@@ -403,7 +408,7 @@ async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_
     // The orders first: the store acts on a forming round within a twentieth of a second.
     let orders = json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": 3,
                         "dead_after": 0});
-    let (mut store, port) = store_holding(
+    let (mut store, port, _) = store_holding(
         "store-forming-round",
         Some(&orders),
         A_FORMING_ROUND_AND_TWO_WAITING,
@@ -440,6 +445,41 @@ async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_
         (&found["waiting"], &found["spares"], hosts("others")),
         (&json!(0), &json!(1), vec!["ddp-worker-3".to_string()]),
         "nobody is left waiting beside the full round: {found}"
+    );
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot_it() {
+    let orders = |departed: &[&str]| {
+        json!({"departed": departed, "expected": [], "min_nodes": 2, "max_nodes": 4,
+               "dead_after": 0})
+    };
+    let (mut store, port, run_id) = store_holding(
+        "store-departed",
+        Some(&orders(&["ddp-worker-3"])),
+        A_FULL_ROUND_AND_ONE_WAITING,
+    )
+    .await;
+    let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
+    let found = rendezvous();
+    assert_eq!(
+        (&found["waiting"], &found["participants"]),
+        (&json!(0), &json!(3)),
+        "the departed agent left, the round stays: {found}"
+    );
+    // eto names a departed host only while it sees its pod; the pod is gone from the API (a
+    // force deletion) while its agent still runs, and that agent waits at the rendezvous
+    // again, as it would for the next round (there is room for a fourth).
+    assert!(post(port + 1, "/orders", &orders(&[])).contains(" 200 "));
+    write_rendezvous(port, &run_id, A_FULL_ROUND_AND_ONE_WAITING);
+    let found = rendezvous();
+    assert_eq!(
+        (&found["waiting"], &found["spares"], &found["participants"]),
+        (&json!(0), &json!(0), &json!(3)),
+        "it is taken out again at the store's next look: {found}"
     );
     store.kill().unwrap();
     store.wait().unwrap();

@@ -17,7 +17,12 @@
 # (0.05 s while a round forms):
 # - an agent whose pod is gone ("departed"), or whose heartbeat is older than "dead_after"
 #   seconds (torchrun's own expiry, from the job's rdzvConf), leaves the rendezvous, as
-#   torchrun drops an agent whose heartbeats stopped (`_sanitize`), with the same epilogue;
+#   torchrun drops an agent whose heartbeats stopped (`_sanitize`), with the same epilogue.
+#   A host once departed stays out for the store's life, whatever later orders say: eto names
+#   a departed host only while it sees it, and an agent lives on until its pod's containers
+#   stop (after a force deletion, some time after its pod left the API) and comes back to the
+#   rendezvous once taken out. eto never runs a second pod under a Worker's name within a run,
+#   and each run has its own store;
 # - when an agent leaves a round that formed (taken out so, or by torchrun's agents), the
 #   others are told to re-form at once:
 #   a placeholder agent waits in the wait list (torchrun's agents restart their training when
@@ -51,6 +56,7 @@ looking = threading.Lock()  # one look at the state at a time
 saved = []
 progress = {}  # the latest step the training reported
 orders = {"departed": [], "expected": [], "min_nodes": 1, "max_nodes": 0, "dead_after": 0}
+departed_for_good = set()  # every host the orders named departed
 PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
 poked = {"round": None}
 closed_at = []
@@ -87,7 +93,7 @@ def read():
 def steer(state, now):
     """Applies the orders to `state`; what it did, in words (nothing: unchanged)."""
     with lock:
-        departed = set(orders["departed"])
+        departed = set(departed_for_good)
         expected = set(orders["expected"])
         min_nodes = max(1, int(orders["min_nodes"]))
         max_nodes = int(orders["max_nodes"])
@@ -321,6 +327,7 @@ class Report(BaseHTTPRequestHandler):
         with lock:
             if self.path == "/orders":
                 orders.update(given)
+                departed_for_good.update(given["departed"])
             elif self.path == "/progress":
                 if not progress or entry["at"] >= progress["at"]:
                     ended_before(entry, progress)
