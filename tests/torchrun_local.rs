@@ -339,6 +339,13 @@ async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
     store.wait().unwrap();
 }
 
+/// eto's orders to a store of at least two agents and at most `max_nodes`, with `departed`
+/// hosts, expecting none, and no expiry of its own.
+fn store_orders(departed: &[&str], max_nodes: u32) -> Value {
+    json!({"departed": departed, "expected": [], "min_nodes": 2, "max_nodes": max_nodes,
+           "dead_after": 0})
+}
+
 /// Starts eto's store for a job of three Workers at most (its report on the port returned
 /// plus one), gives it `orders` if some are given, then writes the job's rendezvous with
 /// `state` (see [`write_rendezvous`]); returns the store, its port and the run's id.
@@ -374,12 +381,8 @@ async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
     let (mut store, port, _) =
         store_holding("store-full-round", None, A_FULL_ROUND_AND_ONE_WAITING).await;
     let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
-    let orders = |max_nodes: u32| {
-        json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": max_nodes,
-               "dead_after": 0})
-    };
     // Room for a fourth agent: it waits for the next round, as torchrun has it.
-    assert!(post(port + 1, "/orders", &orders(4)).contains(" 200 "));
+    assert!(post(port + 1, "/orders", &store_orders(&[], 4)).contains(" 200 "));
     let found = rendezvous();
     assert_eq!(
         (&found["waiting"], &found["spares"]),
@@ -387,7 +390,7 @@ async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
         "{found}"
     );
     // Three at most: it has no place in the next round either, and waits as a spare.
-    post(port + 1, "/orders", &orders(3));
+    post(port + 1, "/orders", &store_orders(&[], 3));
     let found = rendezvous();
     assert_eq!(
         (&found["waiting"], &found["spares"], &found["round"]),
@@ -406,11 +409,9 @@ async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_is_a_spare() {
     // The orders first: the store acts on a forming round within a twentieth of a second.
-    let orders = json!({"departed": [], "expected": [], "min_nodes": 2, "max_nodes": 3,
-                        "dead_after": 0});
     let (mut store, port, _) = store_holding(
         "store-forming-round",
-        Some(&orders),
+        Some(&store_orders(&[], 3)),
         A_FORMING_ROUND_AND_TWO_WAITING,
     )
     .await;
@@ -453,13 +454,9 @@ async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot_it() {
-    let orders = |departed: &[&str]| {
-        json!({"departed": departed, "expected": [], "min_nodes": 2, "max_nodes": 4,
-               "dead_after": 0})
-    };
     let (mut store, port, run_id) = store_holding(
         "store-departed",
-        Some(&orders(&["ddp-worker-3"])),
+        Some(&store_orders(&["ddp-worker-3"], 4)),
         A_FULL_ROUND_AND_ONE_WAITING,
     )
     .await;
@@ -473,7 +470,7 @@ async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot
     // eto names a departed host only while it sees its pod; the pod is gone from the API (a
     // force deletion) while its agent still runs, and that agent waits at the rendezvous
     // again, as it would for the next round (there is room for a fourth).
-    assert!(post(port + 1, "/orders", &orders(&[])).contains(" 200 "));
+    assert!(post(port + 1, "/orders", &store_orders(&[], 4)).contains(" 200 "));
     write_rendezvous(port, &run_id, A_FULL_ROUND_AND_ONE_WAITING);
     let found = rendezvous();
     assert_eq!(

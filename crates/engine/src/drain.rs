@@ -62,7 +62,7 @@ pub struct DrainInput<'a> {
     /// The workers (pod names) whose agents the group's coordinator reports at its
     /// rendezvous beside a formed round, not in it: they go at once (see the module
     /// documentation). Empty where no group re-forms or no round formed.
-    pub beside_group: Vec<&'a str>,
+    pub beside_group: &'a [&'a str],
     /// The time.
     pub now: jiff::Timestamp,
 }
@@ -207,7 +207,7 @@ mod tests {
                 drain: THIRTY,
                 saved,
                 keep_until_gone: false,
-                beside_group: Vec::new(),
+                beside_group: &[],
                 now: at(now),
             })
         }
@@ -304,7 +304,7 @@ mod tests {
                 drain: THIRTY,
                 saved: Some(at(0)),
                 keep_until_gone: true,
-                beside_group: Vec::new(),
+                beside_group: &[],
                 now: at(now),
             })
         };
@@ -322,7 +322,7 @@ mod tests {
             drain: THIRTY,
             saved: None,
             keep_until_gone: true,
-            beside_group: Vec::new(),
+            beside_group: &[],
             now: at(5),
         });
         assert!(decision.draining.is_empty(), "gone");
@@ -337,7 +337,7 @@ mod tests {
             pod("w-2", "Running", false),
             pod("w-3", "Running", false),
         ]);
-        let decide_beside = |beside_group: Vec<&str>| {
+        let decide_beside = |beside_group: &[&str]| {
             decide(&DrainInput {
                 draining: &[draining("w-2", 0)],
                 removed: vec![
@@ -359,7 +359,7 @@ mod tests {
                 now: at(10),
             })
         };
-        let decision = decide_beside(vec!["w-2", "w-3"]);
+        let decision = decide_beside(&["w-2", "w-3"]);
         assert_eq!(decision.delete, ["w-2", "w-3"], "they train nothing");
         assert_eq!(
             decision.draining,
@@ -367,7 +367,7 @@ mod tests {
             "only the member drains, and only it holds the group"
         );
         assert_eq!(decision.next_end, Some(at(40)));
-        let unknown = decide_beside(Vec::new());
+        let unknown = decide_beside(&[]);
         assert!(unknown.delete.is_empty(), "without a report, all drain");
         assert_eq!(unknown.draining.len(), 3);
     }

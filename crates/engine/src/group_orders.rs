@@ -12,8 +12,7 @@
 //!   does once their heartbeats expire, and keeps them out for the run: an agent lives until
 //!   its pod's containers stop (after a force deletion, some time after the pod left the
 //!   API), and once taken out it comes back to the rendezvous, where a forming round would
-//!   take it in. A Worker whose pod is being deleted or finished is named whether or not the
-//!   rendezvous knows it: its agent may come to the rendezvous before its containers stop.
+//!   take it in, and one not there yet may still come before its containers stop.
 //! - **expected**: the agents a forming round waits for, and no others: the Workers of the
 //!   run that eto keeps (`status.targetWorkers`) whose pods run with their gate open (see
 //!   [`crate::joining`]), and, once the run's first group formed, only those whose agents are

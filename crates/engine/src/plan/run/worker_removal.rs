@@ -172,7 +172,7 @@ impl<'o> Run<'_, 'o> {
             drain: self.context.spec.elastic.drain,
             saved,
             keep_until_gone: reforms,
-            beside_group: beside_group.clone(),
+            beside_group: &beside_group,
             now: self.planner.now,
         });
         for pod in current.values() {
