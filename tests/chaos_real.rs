@@ -711,7 +711,8 @@ fn shapes_from_env() -> Vec<Shape> {
 }
 
 /// Benchmark: every shape (or those `ETO_CHAOS_SHAPES` names) under the same trace of faults,
-/// one after the other; prints the table and writes the output the picture is drawn from.
+/// one after the other; prints the table and writes the output the picture is drawn from
+/// after each.
 /// Asserts only that no job ended `Failed` (a platform's fault must never fail a job).
 #[tokio::test]
 #[ignore = "needs cluster with two real nodes (harness/real-kubelet=true); cordons and taints them"]
@@ -726,8 +727,9 @@ async fn benchmark_goodput_under_a_fault_every_two_minutes() {
     for shape in shapes_from_env() {
         outcomes.push(run(shape, pace).await);
         print_table(&outcomes);
+        // After each shape, so that a run that breaks off keeps what it measured.
+        write(&outcomes, pace, &output_dir());
     }
-    write(&outcomes, pace, &output_dir());
     for outcome in &outcomes {
         assert!(
             !outcome.conditions.iter().any(|c| c == "Failed"),
