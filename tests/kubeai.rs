@@ -157,9 +157,8 @@ async fn the_real_kubeai_sdk_hears_the_stop_before_its_pods_are_deleted() {
     ))
     .await;
     running(&env, "sdk").await;
-    env.cluster
-        .fail_pod("default", "sdk-worker-1", 1, "Error")
-        .unwrap();
+    env.patch_job("sdk", serde_json::json!({"spec": {"suspend": true}}))
+        .await;
     training.stopped().await;
     // It heard it with the notice, while its pods still run: the grace period has just begun.
     for pod in ["sdk-launcher", "sdk-worker-0"] {

@@ -342,9 +342,9 @@ async fn the_job_supervisors_annotation_suspends_and_resumes_the_job() {
 }
 
 #[tokio::test]
-async fn a_launcher_that_quits_soon_after_a_reclaim_below_the_minimum_suspends_and_resumes() {
+async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_resumes() {
     // The defaults: belowMinSeconds 30 and checkpointGraceSeconds 300, longer than this test
-    // waits for anything; only a notice at once and the launcher's exit can suspend it in time.
+    // waits for anything: only a suspend at once is in time.
     let env = Env::start(on_demand_and_two_spot_nodes()).await;
     env.apply_job(
         &JobYaml {
@@ -365,20 +365,11 @@ async fn a_launcher_that_quits_soon_after_a_reclaim_below_the_minimum_suspends_a
     })
     .await;
 
-    // The node goes with two workers (Failed, exit 137, DisruptionTarget), and the training
-    // code, seeing its ring break, saves a checkpoint and quits two seconds later.
+    // The node goes with two workers (Failed, exit 137, DisruptionTarget): Horovod holds the
+    // two left until a third comes, and nothing of the run can save. The job is suspended
+    // within the wait, long before the grace period (a notice may go out a reconcile before,
+    // while the node's taint is seen ahead of its pods' end).
     env.cluster.reclaim_node("spot-b", Duration::ZERO).unwrap();
-    let notice = wait_notice(&env, "quitter-launcher", NoticeKind::Suspend).await;
-    assert_eq!(notice.reason, "BelowMinWorkers");
-    assert!(
-        notice.message.contains("lost for certain"),
-        "{}",
-        notice.message
-    );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    env.cluster
-        .fail_pod("default", "quitter-launcher", 1, "Error")
-        .unwrap();
     let job = env
         .wait_job("quitter", "is suspended", in_phase(JobPhase::Suspended))
         .await;

@@ -17,6 +17,7 @@ mod silent_workers;
 mod stalls;
 mod state;
 mod survivor_failure;
+mod suspending_group;
 mod suspension;
 mod template_change;
 mod worker_backoff;

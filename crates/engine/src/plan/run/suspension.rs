@@ -30,8 +30,9 @@
 //!   those that were ready and may come back, are fewer than `minReplicas`, the notice goes
 //!   out at once, so that the training code gets the whole grace period. New workers that were
 //!   never ready (replacements) do not count: the notice does not wait for capacity. With no launcher running
-//!   (nothing trains, nothing to checkpoint) or no grace period, the job is suspended at once
-//!   instead, its pods shown the notice before they are deleted.
+//!   (nothing trains, nothing to checkpoint), a group too small to form where its launcher
+//!   forms it from host discovery (see `suspending_group.rs`), or no grace period, the job is
+//!   suspended at once instead, its pods shown the notice before they are deleted.
 //! - Running to suspended: the launcher fails while the run, having had its minimum, has
 //!   fewer than `minReplicas` ready workers and `suspendBelowMinWorkers` holds. Training code
 //!   often sees a loss before eto does (Horovod's ring breaks at once) and exits after saving
@@ -43,7 +44,8 @@
 //!   more: the launcher exited, or every worker's training did; a spare waiting for a replica
 //!   group's place trains nothing, and replica groups that all wait in a quorum their
 //!   Lighthouse cannot form without the groups that are gone are stuck inside a step, deaf to
-//!   the notice. Where the run's store reports which agents train, eto reads it again every
+//!   the notice, as are the survivors of a group its launcher forms from host discovery once
+//!   they are fewer than the minimum (see `suspending_group.rs`). Where the run's store reports which agents train, eto reads it again every
 //!   [`FORMING_POLL`](crate::group_report::FORMING_POLL) while it waits: agents that stop
 //!   training to re-form the group, or wait in a round that cannot form, change no pod.
 //! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
@@ -279,12 +281,16 @@ impl Run<'_, '_> {
         why: String,
         grace: std::time::Duration,
     ) -> bool {
-        if !self.training() || grace.is_zero() {
+        let stuck = self.training() && self.group_below_its_minimum();
+        if !self.training() || stuck || grace.is_zero() {
             self.show_before_deleting(reason, &why);
             // A loss below the minimum says itself in counts; any other loss says its cause.
             let cause =
                 (resumes_by_itself(reason) && reason != BELOW_MIN_WORKERS).then_some(why.as_str());
             self.suspend(reason, cause);
+            if stuck {
+                self.stop_pods_now();
+            }
             return false;
         }
         let now = self.planner.now;
@@ -368,13 +374,14 @@ impl Run<'_, '_> {
     /// [`Self::training`]), and its replica groups do not all wait, as their coordinator
     /// reports (see [`crate::group_report::QuorumReport::waiting_for_groups`]), for a quorum
     /// that cannot form without groups that are gone: such a group is stuck inside a step, and
-    /// hears no notice until groups come.
+    /// hears no notice until groups come; nor is a group its launcher forms from host
+    /// discovery below its minimum (see [`Self::group_below_its_minimum`]).
     fn can_still_save(&self) -> bool {
         let stuck = self
             .observed
             .group_report
             .is_some_and(|report| report.groups_stuck());
-        self.training() && !stuck
+        self.training() && !stuck && !self.group_below_its_minimum()
     }
 
     /// The `Suspend` notice is out: suspends once its deadline has come or nothing of the run
@@ -396,6 +403,8 @@ impl Run<'_, '_> {
                 let why = why_suspending(notice).map(|why| {
                     let ended = if window_over {
                         "its grace period ended"
+                    } else if still_running && self.group_below_its_minimum() {
+                        "too few of its workers are left for its group to form and save"
                     } else if still_running {
                         "its replica groups wait for groups that are gone"
                     } else {
@@ -406,14 +415,9 @@ impl Run<'_, '_> {
                 self.suspend(&notice.reason, why.as_deref());
             }
             if still_running {
-                // The training had its whole window, or its replica groups are stuck where
-                // they cannot save: its pods stop now, without another grace period for eto's
-                // PID 1 to wait out (see crate::builders::termination).
-                for deletion in &mut self.planner.plan.delete {
-                    if deletion.kind == ChildKind::Pod {
-                        deletion.grace_seconds = Some(WINDOW_OVER_GRACE_SECONDS);
-                    }
-                }
+                // The training had its whole window, or its groups are stuck where they
+                // cannot save.
+                self.stop_pods_now();
             }
             return false;
         }
@@ -421,6 +425,17 @@ impl Run<'_, '_> {
         self.planner
             .condition(conditions::READY, false, "Suspending", &notice.message);
         true
+    }
+
+    /// Gives the pods this plan deletes [`WINDOW_OVER_GRACE_SECONDS`]: a training that had its
+    /// whole window, or cannot save, stops now, without another grace period for eto's PID 1
+    /// to wait out (see [`crate::builders::termination`]).
+    fn stop_pods_now(&mut self) {
+        for deletion in &mut self.planner.plan.delete {
+            if deletion.kind == ChildKind::Pod {
+                deletion.grace_seconds = Some(WINDOW_OVER_GRACE_SECONDS);
+            }
+        }
     }
 
     /// Whether the failure of `launcher` completes a suspend below the minimum (see the module

@@ -43,6 +43,7 @@ impl Run<'_, '_> {
                 current
                     .get(i)
                     .is_some_and(|p| pods::is_ready(p) && !pods::is_disrupted(p))
+                    && self.stays_listed(&names::worker(&name, *i))
             })
             .collect();
         self.planner.status.current_workers =

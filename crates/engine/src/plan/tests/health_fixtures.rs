@@ -51,9 +51,7 @@ fn launcher_exits(mut world: World, code: i32) -> World {
 
 fn suspended_below_min() -> World {
     let mut world = running();
-    world.exit("mnist-worker-1", 1);
-    world.reconcile();
-    world.advance(31);
+    world.disrupt("mnist-worker-1");
     world.reconcile();
     launcher_exits(world, 1)
 }
@@ -225,9 +223,7 @@ fn mpi_jobs() -> Vec<(&'static str, Option<JobPhase>, MPIJob)> {
         .suspend = Some(true);
     kueue_suspended.reconcile();
     let mut below_min = mpi_running(elastic);
-    below_min.exit("pi-worker-1", 1);
-    below_min.reconcile();
-    below_min.advance(31);
+    below_min.disrupt("pi-worker-1");
     below_min.reconcile();
     let below_min = mpi_launcher_ends(below_min, false);
     let invalid = new_mpi_job(|job| {

@@ -165,6 +165,17 @@ fn losing_workers_after_the_minimum_was_reached_suspends_the_job() {
     );
     world.advance(31);
     world.reconcile();
+    // The kubelet's eviction ended its process: the one worker left cannot form the group its
+    // launcher needs, nor save, so the job is suspended at once.
+    assert_eq!(
+        condition(&world, conditions::SUSPENDED),
+        (true, "BelowMinWorkers".into())
+    );
+
+    // A worker being reclaimed still runs, and the group may save: a notice first.
+    let mut world = running(mpi_job());
+    world.disrupt("pi-worker-0");
+    world.reconcile();
     let notice = world.mpi_status().notice.expect("a checkpoint notice");
     assert_eq!(notice.kind, eto_api::job_status::NoticeKind::Suspend);
     assert!(notice.message.starts_with("MPIJob pi is suspending"));

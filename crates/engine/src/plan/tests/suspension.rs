@@ -58,33 +58,17 @@ fn env_of(world: &World, pod: &str, name: &str) -> Option<String> {
         .and_then(|var| var.value.clone())
 }
 
-/// Takes the job below its minimum (one of its two workers fails) and lets
-/// `belowMinSeconds` (30 by default) pass, so that the next reconcile posts the notice.
-fn below_min_long_enough(world: &mut World) {
-    world.exit("mnist-worker-1", 1);
-    world.reconcile();
-    world.advance(30);
+/// Takes the job below its minimum while its training can still save: one of its two
+/// workers is being reclaimed (`DisruptionTarget`), its pod still running, so that its group
+/// holds together until Horovod's next commit, and the next reconcile posts the notice.
+fn below_its_minimum(world: &mut World) {
+    world.disrupt("mnist-worker-1");
 }
 
 #[test]
-fn a_job_below_its_minimum_for_long_enough_posts_a_checkpoint_notice_to_every_pod() {
+fn a_job_below_its_minimum_posts_a_checkpoint_notice_to_every_pod() {
     let mut world = default_running();
-    world.exit("mnist-worker-1", 1);
-    let plan = world.reconcile();
-    assert_eq!(
-        plan.requeue_after,
-        Some(Duration::from_secs(30)),
-        "looked at again after belowMinSeconds"
-    );
-    world.advance(29);
-    world.reconcile();
-    assert_eq!(
-        world.status().notice,
-        None,
-        "not yet: a replacement may be about to start"
-    );
-
-    world.advance(1);
+    below_its_minimum(&mut world);
     let plan = world.reconcile();
     let notice = world.status().notice.clone().expect("a notice");
     assert_eq!(
@@ -103,7 +87,7 @@ fn a_job_below_its_minimum_for_long_enough_posts_a_checkpoint_notice_to_every_po
     );
     assert_eq!(shown(&world, "mnist-launcher").as_ref(), Some(&notice));
     assert_eq!(shown(&world, "mnist-worker-0").as_ref(), Some(&notice));
-    assert_eq!(reasons(&plan), ["CheckpointNotice"]);
+    assert_eq!(reasons(&plan), ["CheckpointNotice", "WorkerLost"]);
     assert_eq!(plan.requeue_after, Some(Duration::from_secs(300)));
     assert_eq!(
         world.status().phase,
@@ -118,7 +102,7 @@ fn a_job_below_its_minimum_for_long_enough_posts_a_checkpoint_notice_to_every_po
 #[test]
 fn after_the_grace_period_the_pods_go_and_new_workers_are_asked_for() {
     let mut world = default_running();
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
     world.reconcile();
     world.advance(299);
     assert!(
@@ -175,7 +159,7 @@ fn after_the_grace_period_the_pods_go_and_new_workers_are_asked_for() {
 #[test]
 fn once_enough_new_workers_are_ready_a_resume_launcher_starts_the_new_run() {
     let mut world = default_running();
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
     world.reconcile();
     world.advance(300);
     world.reconcile();
@@ -233,14 +217,14 @@ fn a_worker_lost_while_the_job_suspends_is_not_replaced() {
     job.spec.elastic_policy = Some(ElasticPolicy::default());
     let mut world = World::new(job);
     world.launch();
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
     world.reconcile();
     assert_eq!(
         world.status().notice.as_ref().map(|n| n.kind),
         Some(NoticeKind::Suspend)
     );
-    let pods_before = world.pods.len();
-    world.exit("mnist-worker-0", 1);
+    // Being reclaimed too, it still runs and may save: the run goes on suspending.
+    world.disrupt("mnist-worker-0");
     let plan = world.reconcile();
     assert!(
         !plan
@@ -249,7 +233,6 @@ fn a_worker_lost_while_the_job_suspends_is_not_replaced() {
             .any(|child| matches!(child, Child::Pod(_))),
         "the suspending run creates no worker: the resumed run creates its own"
     );
-    assert_eq!(world.pods.len(), pods_before);
     assert!(reasons(&plan).contains(&"WorkerLost".to_string()));
 }
 
@@ -259,7 +242,7 @@ fn the_launcher_exiting_during_the_grace_period_is_part_of_the_suspend() {
         let mut world = running(ElasticPolicy::default());
         world.job.spec.restart_policy = Some(JobRestartPolicy::OnFailure);
         world.job.spec.backoff_limit = Some(0);
-        below_min_long_enough(&mut world);
+        below_its_minimum(&mut world);
         world.reconcile();
         world.advance(20);
         world.exit("mnist-launcher", exit_code);
@@ -307,7 +290,8 @@ fn without_suspend_below_min_workers_the_job_runs_on_with_fewer() {
         suspend_below_min_workers: Some(false),
         ..ElasticPolicy::default()
     });
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
+    world.reconcile();
     world.advance(3600);
     world.reconcile();
     assert_eq!(world.status().notice, None);
@@ -400,7 +384,7 @@ fn the_job_supervisors_annotation_suspends_like_spec_suspend() {
 #[test]
 fn spec_suspend_while_waiting_below_the_minimum_deletes_the_waiting_workers() {
     let mut world = default_running();
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
     world.reconcile();
     world.advance(300);
     world.reconcile();
@@ -468,7 +452,7 @@ fn max_wait_bounds_the_wait_for_workers_after_a_suspend_below_the_minimum() {
         max_wait_seconds: Some(600),
         ..ElasticPolicy::default()
     });
-    below_min_long_enough(&mut world);
+    below_its_minimum(&mut world);
     world.reconcile();
     world.advance(300);
     world.reconcile();
@@ -577,11 +561,50 @@ fn four_needing_three(policy: ReplicaRestartPolicy, job_policy: JobRestartPolicy
 }
 
 #[test]
-fn workers_lost_for_certain_below_the_minimum_get_the_notice_at_once() {
+fn workers_reclaimed_below_the_minimum_while_they_still_run_get_the_notice_at_once() {
+    for policy in [ReplicaRestartPolicy::Never, ReplicaRestartPolicy::OnFailure] {
+        let mut world = four_needing_three(policy, JobRestartPolicy::Never);
+        // Being reclaimed, their pods still run: the group holds together until Horovod's
+        // next commit, and its training can save.
+        world.disrupt("mnist-worker-2");
+        world.disrupt("mnist-worker-3");
+        let plan = world.reconcile();
+        let notice = world
+            .status()
+            .notice
+            .clone()
+            .unwrap_or_else(|| panic!("{policy:?}: a notice at once"));
+        assert_eq!(
+            (notice.kind, notice.reason.as_str(), notice.since.0),
+            (NoticeKind::Suspend, "BelowMinWorkers", world.now),
+            "{policy:?}"
+        );
+        assert_eq!(
+            notice.deadline.as_ref().unwrap().0,
+            world.now + jiff::SignedDuration::from_secs(300),
+            "{policy:?}: the whole grace period"
+        );
+        assert!(
+            notice.message.contains("2 workers are lost for certain"),
+            "{policy:?}: {}",
+            notice.message
+        );
+        assert_eq!(shown(&world, "mnist-launcher").as_ref(), Some(&notice));
+        assert!(reasons(&plan).contains(&"CheckpointNotice".to_string()));
+
+        // A reconcile later they still run, out of host discovery: the run still suspends.
+        world.advance(1);
+        let plan = world.reconcile();
+        assert!(deleted_pods(&plan).is_empty(), "{policy:?}");
+        assert_eq!(world.status().notice.as_ref(), Some(&notice), "{policy:?}");
+    }
+}
+
+#[test]
+fn workers_gone_below_the_minimum_suspend_the_job_at_once() {
     // (how two of the four workers go, the worker restart policy)
     type Loss = fn(&mut World, &str);
-    let losses: [(&str, Loss); 3] = [
-        ("disrupted", |world, pod| world.disrupt(pod)),
+    let losses: [(&str, Loss); 2] = [
         ("killed with their node", |world, pod| {
             world.lose_with_node(pod)
         }),
@@ -595,30 +618,54 @@ fn workers_lost_for_certain_below_the_minimum_get_the_notice_at_once() {
             lose(&mut world, "mnist-worker-2");
             lose(&mut world, "mnist-worker-3");
             let plan = world.reconcile();
-            let notice = world
-                .status()
-                .notice
-                .clone()
-                .unwrap_or_else(|| panic!("{how}, {policy:?}: a notice at once"));
+            // Horovod holds the two left in its rendezvous until a third comes, deaf to a
+            // notice: nothing of the run can save.
             assert_eq!(
-                (notice.kind, notice.reason.as_str(), notice.since.0),
-                (NoticeKind::Suspend, "BelowMinWorkers", world.now),
+                suspended(&world),
+                Some((true, "BelowMinWorkers".into())),
                 "{how}, {policy:?}"
             );
-            assert_eq!(
-                notice.deadline.as_ref().unwrap().0,
-                world.now + jiff::SignedDuration::from_secs(300),
-                "{how}, {policy:?}: the whole grace period"
+            assert_eq!(world.status().run, Some(1), "{how}, {policy:?}: a new run");
+            let deleted = grace_of_deleted_pods(&plan);
+            assert!(
+                deleted.contains(&("mnist-worker-0".to_string(), Some(5)))
+                    && deleted.contains(&("mnist-launcher".to_string(), Some(5))),
+                "{how}, {policy:?}: stopped now, {deleted:?}"
             );
             assert!(
-                notice.message.contains("2 workers are lost for certain"),
-                "{how}, {policy:?}: {}",
-                notice.message
+                !reasons(&plan).contains(&"CheckpointNotice".to_string()),
+                "{how}, {policy:?}"
             );
-            assert_eq!(shown(&world, "mnist-launcher").as_ref(), Some(&notice));
-            assert!(reasons(&plan).contains(&"CheckpointNotice".to_string()));
         }
     }
+}
+
+#[test]
+fn a_replacement_ready_while_the_job_suspends_stays_out_of_host_discovery() {
+    let mut world = four_needing_three(ReplicaRestartPolicy::OnFailure, JobRestartPolicy::Never);
+    world.lose_with_node("mnist-worker-3");
+    world.reconcile();
+    assert!(world.pods.contains_key("mnist-worker-4"), "a replacement");
+    // One more is being reclaimed, still running: the job suspends, its group intact.
+    world.disrupt("mnist-worker-2");
+    world.reconcile();
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.kind),
+        Some(NoticeKind::Suspend)
+    );
+    // The replacement comes up while the group should be saving: joining it would make the
+    // group re-form instead.
+    world.ready("mnist-worker-4");
+    world.reconcile();
+    assert_eq!(
+        world.launcher_hostfile().unwrap(),
+        "mnist-worker-0.mnist-workers:1\nmnist-worker-1.mnist-workers:1\n"
+    );
+    assert_eq!(
+        world.status().notice.as_ref().map(|n| n.kind),
+        Some(NoticeKind::Suspend),
+        "still suspending"
+    );
 }
 
 #[test]
@@ -638,11 +685,31 @@ fn an_ordinary_failure_below_the_minimum_waits_out_below_min_seconds() {
     assert_eq!(world.status().notice, None, "its replacements may come");
     assert_eq!(plan.requeue_after, Some(Duration::from_secs(30)));
     world.advance(30);
-    world.reconcile();
+    let plan = world.reconcile();
+    // Two of four failed, and Horovod holds the other two until a third comes: nothing of
+    // the run can save, so it is suspended now rather than after the grace period.
+    assert_eq!(suspended(&world), Some((true, "BelowMinWorkers".into())));
     assert_eq!(
-        world.status().notice.as_ref().map(|n| n.kind),
-        Some(NoticeKind::Suspend)
+        grace_of_deleted_pods(&plan),
+        [
+            ("mnist-launcher".to_string(), Some(5)),
+            ("mnist-worker-0".to_string(), Some(5)),
+            ("mnist-worker-1".to_string(), Some(5)),
+            ("mnist-worker-2".to_string(), Some(5)),
+            ("mnist-worker-3".to_string(), Some(5)),
+            ("mnist-worker-4".to_string(), Some(5)),
+            ("mnist-worker-5".to_string(), Some(5)),
+        ]
     );
+}
+
+/// The pods `plan` deletes, with the grace period each is given.
+fn grace_of_deleted_pods(plan: &Plan) -> Vec<(String, Option<i64>)> {
+    plan.delete
+        .iter()
+        .filter(|deletion| deletion.kind == ChildKind::Pod)
+        .map(|deletion| (deletion.name.clone(), deletion.grace_seconds))
+        .collect()
 }
 
 #[test]
@@ -859,7 +926,6 @@ fn a_pod_gets_the_kubeai_stop_while_it_runs_being_deleted_or_not_but_not_once_st
         kubeai_stop: Some(true),
         ..ElasticPolicy::default()
     });
-    world.exit("mnist-worker-1", 1);
     world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(time(&world, 30));
     world.job.spec.suspend = Some(true);
     let plan = world.reconcile();
@@ -867,7 +933,8 @@ fn a_pod_gets_the_kubeai_stop_while_it_runs_being_deleted_or_not_but_not_once_st
         stops_of(&plan),
         [
             ("mnist-launcher".to_string(), NoticeKind::Suspend, 9009),
-            ("mnist-worker-0".to_string(), NoticeKind::Suspend, 9009)
+            ("mnist-worker-0".to_string(), NoticeKind::Suspend, 9009),
+            ("mnist-worker-1".to_string(), NoticeKind::Suspend, 9009)
         ]
     );
 
@@ -876,12 +943,14 @@ fn a_pod_gets_the_kubeai_stop_while_it_runs_being_deleted_or_not_but_not_once_st
         kubeai_stop: Some(true),
         ..ElasticPolicy::default()
     });
-    world.exit("mnist-worker-1", 1);
     world.pod("mnist-worker-0").metadata.deletion_timestamp = Some(time(&world, 0));
     world.job.spec.suspend = Some(true);
     let plan = world.reconcile();
     assert_eq!(
         stops_of(&plan),
-        [("mnist-launcher".to_string(), NoticeKind::Suspend, 9009)]
+        [
+            ("mnist-launcher".to_string(), NoticeKind::Suspend, 9009),
+            ("mnist-worker-1".to_string(), NoticeKind::Suspend, 9009)
+        ]
     );
 }
