@@ -29,10 +29,11 @@
 //!   certain (its pod disrupted, deleted, or gone with its node) and the ready workers, with
 //!   those that were ready and may come back, are fewer than `minReplicas`, the notice goes
 //!   out at once, so that the training code gets the whole grace period. New workers that were
-//!   never ready (replacements) do not count: the notice does not wait for capacity. With no launcher running
-//!   (nothing trains, nothing to checkpoint), a group too small to form where its launcher
-//!   forms it from host discovery (see `suspending_group.rs`), or no grace period, the job is
-//!   suspended at once instead, its pods shown the notice before they are deleted.
+//!   never ready (replacements) do not count: the notice does not wait for capacity. With no
+//!   launcher running (nothing trains, nothing to checkpoint), a group too small to form
+//!   where its launcher forms it from host discovery (see `suspending_group.rs`), or no
+//!   grace period, the job is suspended at once instead, its pods shown the notice before
+//!   they are deleted.
 //! - Running to suspended: the launcher fails while the run, having had its minimum, has
 //!   fewer than `minReplicas` ready workers and `suspendBelowMinWorkers` holds. Training code
 //!   often sees a loss before eto does (Horovod's ring breaks at once) and exits after saving
@@ -45,7 +46,8 @@
 //!   group's place trains nothing, and replica groups that all wait in a quorum their
 //!   Lighthouse cannot form without the groups that are gone are stuck inside a step, deaf to
 //!   the notice, as are the survivors of a group its launcher forms from host discovery once
-//!   they are fewer than the minimum (see `suspending_group.rs`). Where the run's store reports which agents train, eto reads it again every
+//!   they are fewer than the minimum (see `suspending_group.rs`). Where the run's store
+//!   reports which agents train, eto reads it again every
 //!   [`FORMING_POLL`](crate::group_report::FORMING_POLL) while it waits: agents that stop
 //!   training to re-form the group, or wait in a round that cannot form, change no pod.
 //! - Suspending to suspended: the pods of the run are deleted; after a loss (below the
