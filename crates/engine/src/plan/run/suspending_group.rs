@@ -18,7 +18,6 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{Run, RunState};
-use crate::pods;
 
 impl Run<'_, '_> {
     /// Whether host discovery lists the ready worker `worker` (a pod name): always, except
@@ -41,15 +40,12 @@ impl Run<'_, '_> {
         if !coordinator.reads_host_discovery {
             return false;
         }
-        let kind = self.context.kind();
         let before = &self.planner.status_before;
         let member = |pod: &&&Pod| {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             (before.current_workers.iter().any(|worker| worker == name)
                 || before.blacklist.iter().any(|lost| lost.pod == name))
-                && !self.is_stale(pod)
-                && pods::phase(pod) == "Running"
-                && kind.training_activity(pod).may_run()
+                && self.may_run_its_training(pod)
         };
         let members = self.observed.pods.iter().filter(member).count();
         let launcher_trains = coordinator.trains

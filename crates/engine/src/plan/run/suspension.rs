@@ -155,7 +155,6 @@ impl Run<'_, '_> {
     pub(super) fn training(&self) -> bool {
         if self.workers_decide() {
             let target = &self.planner.status.target_workers;
-            let kind = self.context.kind();
             let in_group = self.training_hosts();
             let waiting_spare = |pod: &Pod| {
                 let alone = std::collections::BTreeMap::from([(0, pod)]);
@@ -164,15 +163,21 @@ impl Run<'_, '_> {
             self.observed.pods.iter().any(|pod| {
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
                 target.iter().any(|worker| worker == name)
-                    && !self.is_stale(pod)
-                    && pods::phase(pod) == "Running"
-                    && kind.training_activity(pod).may_run()
+                    && self.may_run_its_training(pod)
                     && in_group.as_ref().is_none_or(|hosts| hosts.contains(&name))
                     && !waiting_spare(pod)
             })
         } else {
             self.launcher().is_some_and(|l| l.is_running())
         }
+    }
+
+    /// Whether `pod`, of this run, runs and its training container may run a process (it
+    /// runs, or nothing says it does not): a process that may still hear a notice and save.
+    pub(super) fn may_run_its_training(&self, pod: &Pod) -> bool {
+        !self.is_stale(pod)
+            && pods::phase(pod) == "Running"
+            && self.context.kind().training_activity(pod).may_run()
     }
 
     /// The pods whose agents train in the group of the run's store, as it reports it (see
@@ -283,8 +288,9 @@ impl Run<'_, '_> {
         why: String,
         grace: std::time::Duration,
     ) -> bool {
-        let stuck = self.training() && self.group_below_its_minimum();
-        if !self.training() || stuck || grace.is_zero() {
+        let training = self.training();
+        let stuck = training && self.group_below_its_minimum();
+        if !training || stuck || grace.is_zero() {
             self.show_before_deleting(reason, &why);
             // A loss below the minimum says itself in counts; any other loss says its cause.
             let cause =
