@@ -6,7 +6,8 @@ use std::time::Duration;
 use eto_api::common::ConditionStatus;
 use eto_api::job_status::{JobPhase, Notice, NoticeKind};
 use eto_sim::{NodeSpec, SimConfig};
-use eto_tests::env::{Env, JobYaml, in_phase, pod_ready, sim_config};
+use eto_tests::env::{Env, JobYaml, WAIT, in_phase, pod_ready, sim_config};
+use eto_tests::poll;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use kube::api::Api;
 
@@ -341,14 +342,12 @@ async fn the_job_supervisors_annotation_suspends_and_resumes_the_job() {
         .await;
 }
 
-#[tokio::test]
-async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_resumes() {
-    // The defaults: belowMinSeconds 30 and checkpointGraceSeconds 300, longer than this test
-    // waits for anything: only a suspend at once is in time.
-    let env = Env::start(on_demand_and_two_spot_nodes()).await;
+/// Applies job `name` with four workers, replaced on failure, of which it needs three, and
+/// waits until it runs with all four ready: two losses take it below its minimum.
+async fn run_four_needing_three(env: &Env, name: &str) {
     env.apply_job(
         &JobYaml {
-            name: "quitter",
+            name,
             replicas: 4,
             min: 3,
             max: None,
@@ -358,12 +357,20 @@ async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_
         .render(),
     )
     .await;
-    env.wait_job("quitter", "runs with four workers", |job| {
+    env.wait_job(name, "runs with four workers", |job| {
         job.status.as_ref().is_some_and(|s| {
             s.phase == Some(JobPhase::Running) && s.workers.as_ref().is_some_and(|w| w.ready == 4)
         })
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_resumes() {
+    // The defaults: belowMinSeconds 30 and checkpointGraceSeconds 300, longer than this test
+    // waits for anything: only a suspend at once is in time.
+    let env = Env::start(on_demand_and_two_spot_nodes()).await;
+    run_four_needing_three(&env, "quitter").await;
 
     // The node goes with two workers (Failed, exit 137, DisruptionTarget): Horovod holds the
     // two left until a third comes, and nothing of the run can save. The job is suspended
@@ -376,6 +383,17 @@ async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_
     let status = job.status.unwrap();
     assert_eq!(status.restart_count, 0);
     assert!(status.conditions.iter().all(|c| c.type_ != "Failed"));
+    // The two workers that went with the node are named, whichever way it suspended.
+    let lost: Vec<&str> = status
+        .blacklist
+        .iter()
+        .filter(|entry| entry.node.as_deref() == Some("spot-b"))
+        .map(|entry| entry.pod.as_str())
+        .collect();
+    assert_eq!(lost.len(), 2, "{:?}", status.blacklist);
+    for pod in lost {
+        said_lost(&env, "quitter", pod).await;
+    }
 
     env.cluster
         .add_node(&NodeSpec::gpu("autoscaled", 2))
@@ -391,6 +409,54 @@ async fn a_reclaim_that_leaves_the_group_below_its_minimum_suspends_at_once_and_
         .await
         .unwrap();
     assert_eq!(env_value(&launcher, "ETO_RESUME").as_deref(), Some("true"));
+}
+
+/// Waits until a `WorkerLost` event of `job` names worker `pod`.
+async fn said_lost(env: &Env, job: &str, pod: &str) {
+    let named = format!("worker {pod} ");
+    poll::until(
+        &format!("a WorkerLost event names {pod}"),
+        WAIT,
+        async || {
+            let notes = env.event_notes(job, "WorkerLost").await;
+            notes
+                .iter()
+                .any(|note| note.starts_with(&named))
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn workers_evicted_below_the_minimum_are_named_as_the_job_suspends_at_once() {
+    let env = Env::start(sim_config(2, 4)).await;
+    run_four_needing_three(&env, "pressed").await;
+    // The first eviction is replaced; the second leaves two in Horovod's rendezvous, which
+    // cannot save: the job suspends at once, with no notice and no reconcile of a suspending
+    // run to record the loss that caused it.
+    for worker in ["pressed-worker-1", "pressed-worker-2"] {
+        env.cluster
+            .evict_pod("default", worker, "The node was low on resource: memory.")
+            .unwrap();
+    }
+    let job = env
+        .wait_job("pressed", "is suspended", in_phase(JobPhase::Suspended))
+        .await;
+    let blacklisted: Vec<String> = job
+        .status
+        .unwrap()
+        .blacklist
+        .into_iter()
+        .map(|entry| entry.pod)
+        .collect();
+    for worker in ["pressed-worker-1", "pressed-worker-2"] {
+        assert!(
+            blacklisted.iter().any(|pod| pod == worker),
+            "{blacklisted:?}"
+        );
+        said_lost(&env, "pressed", worker).await;
+    }
 }
 
 #[tokio::test]

@@ -71,6 +71,15 @@ impl Loss {
         }
     }
 
+    /// The loss of a worker from its pod, or, when the pod is gone, from `departed`, the
+    /// state its watch showed as it was deleted (see [`Self::of_departed`]).
+    pub fn of_worker(pod: Option<&Pod>, departed: Option<&Pod>) -> Option<Self> {
+        match pod {
+            Some(_) => Self::of(pod),
+            None => Some(Self::of_departed(departed)),
+        }
+    }
+
     /// The loss of a worker whose pod is gone, from `last`, the state the pod's watch showed
     /// as it was deleted, when known: what it showed if that was a loss (a pod the pod
     /// garbage collector marked `DisruptionTarget` and deleted at once, as when its node

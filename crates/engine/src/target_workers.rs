@@ -181,10 +181,7 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
     let mut stood_in = BTreeSet::new();
     for &index in input.previous_target {
         let pod = input.pods.get(&index).copied();
-        let loss = match pod {
-            Some(_) => Loss::of(pod),
-            None => Some(Loss::of_departed(input.departed.get(&index).copied())),
-        };
+        let loss = Loss::of_worker(pod, input.departed.get(&index).copied());
         match loss.filter(|_| pod.is_some() || !input.held.contains(&index)) {
             None => target.push(index),
             Some(loss) => {

@@ -197,13 +197,7 @@ impl Run<'_, '_> {
     /// deleted, or gone. A worker eto holds back (while a group re-forms, or its replacements
     /// back off) has no pod yet, and is not lost.
     fn lost_for_certain(&self) -> u32 {
-        let held: Vec<&String> = self
-            .planner
-            .status
-            .held_workers
-            .iter()
-            .chain(self.worker_backoff().into_iter().flat_map(|b| &b.waiting))
-            .collect();
+        let held = self.held_back();
         let lost = self
             .target_pods()
             .into_iter()
@@ -213,6 +207,17 @@ impl Run<'_, '_> {
             })
             .count();
         u32::try_from(lost).unwrap_or(u32::MAX)
+    }
+
+    /// The workers of the run's target that eto holds back, without pods: while a group
+    /// re-forms, or their replacements back off.
+    pub(super) fn held_back(&self) -> Vec<&String> {
+        self.planner
+            .status
+            .held_workers
+            .iter()
+            .chain(self.worker_backoff().into_iter().flat_map(|b| &b.waiting))
+            .collect()
     }
 
     /// The workers of the run's target that were ready at the last reconcile and are not now,
@@ -504,16 +509,25 @@ impl Run<'_, '_> {
     }
 
     /// Suspends the job now: deletes every pod, and after a loss (see [`resumes_by_itself`])
-    /// starts the run that will resume it. `cause`, when given, says what ended the run (a
-    /// launcher that exited, or that the platform took).
+    /// records the workers a running run lost with it and starts the run that will resume
+    /// it. `cause`, when given, says what ended the run (a launcher that exited, or that the
+    /// platform took).
     pub(super) fn suspend(&mut self, reason: &str, cause: Option<&str>) {
         self.planner.plan.tallies.suspends.push(reason.to_string());
         let Counts { ready, pending } = self.counts();
         let min = self.context.spec.workers.min;
         let name = self.name().to_string();
         let kind = self.context.kind();
-        self.delete_every_pod();
         let after_loss = resumes_by_itself(reason);
+        let was_running = matches!(
+            self.state,
+            RunState::WaitingForMinimum | RunState::AtMinimum | RunState::BelowMinimum { .. }
+        );
+        if after_loss && was_running {
+            // Without a notice, no reconcile of a suspending run records them.
+            self.record_workers_lost_with_the_run();
+        }
+        self.delete_every_pod();
         let (message, warning) = if after_loss {
             let state = match cause {
                 Some(cause) => format!("suspended: {cause}"),

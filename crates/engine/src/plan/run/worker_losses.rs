@@ -1,7 +1,8 @@
 //! Workers a run lost, said and recorded: each in a Warning event that says how and what
 //! replaces it, and in the blacklist (a loss to a node's warning under its own reason, so
 //! that the worker may return, see [`crate::target_workers`]); a worker that leaves with its
-//! group, whose other worker was lost, in an event of its own.
+//! group, whose other worker was lost, in an event of its own; and the workers lost with a
+//! run that a suspend ends at once, likewise.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +14,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::super::WORKER_LOST;
 use super::Run;
 use super::worker_backoff::BackedOff;
+use crate::loss::Loss;
 use crate::target_workers::WorkerDecision;
 use crate::{blacklist, names, node_warnings, pods};
 
-impl Run<'_, '_> {
+impl<'o> Run<'_, 'o> {
     /// Says and records each worker `decision` found lost among `current`: replaced, backed
     /// off (`backed_off`), or not replaced because the job is `suspending` or its workers'
     /// restart `policy` says so.
@@ -30,17 +32,9 @@ impl Run<'_, '_> {
     ) {
         let name = self.name().to_string();
         for lost in &decision.lost {
-            self.planner.plan.tallies.lost.push(lost.loss.kind());
             if lost.replacement.is_some() {
                 self.planner.plan.tallies.replacements += 1;
             }
-            let pod_name = names::worker(&name, lost.index);
-            let pod = current.get(&lost.index);
-            let node = pod.and_then(|p| pods::node(p)).map(String::from);
-            let on = node
-                .as_deref()
-                .map(|n| format!(" on node {n}"))
-                .unwrap_or_default();
             let then = match lost.replacement {
                 Some(replacement) => match backed_off.retry_at {
                     Some(at) if backed_off.held.contains(&replacement) => format!(
@@ -56,31 +50,93 @@ impl Run<'_, '_> {
                 }
                 None => format!("not replaced (worker restartPolicy {policy:?})"),
             };
-            self.planner.event(
-                true,
-                WORKER_LOST,
-                "Replace",
-                format!(
-                    "worker {pod_name} {}{on}; it left host discovery and is {then}",
-                    lost.loss.describe()
-                ),
-            );
-            // A loss to a node's warning says so: the worker may return (see crate::target_workers).
-            let reason = pod
-                .and_then(|p| pods::disruption_reason(p))
-                .filter(|reason| *reason == node_warnings::NODE_WARNING)
-                .unwrap_or(lost.loss.reason());
-            blacklist::record(
-                &mut self.planner.status.blacklist,
-                BlacklistEntry {
-                    pod: pod_name,
-                    node,
-                    reason: reason.to_string(),
-                    exit_code: lost.loss.exit_code(),
-                    time: Time(self.planner.now),
-                },
+            let pod_name = names::worker(&name, lost.index);
+            self.record_loss(
+                pod_name,
+                &lost.loss,
+                current.get(&lost.index).copied(),
+                &then,
             );
         }
+    }
+
+    /// Says and records the workers of the run's target that a suspend after their loss
+    /// ends with the run: the pods disrupted, evicted, failed, deleted or gone (a worker
+    /// whose training completed is no loss) that took the job below its minimum, or whose
+    /// launcher did not survive them. The run that resumes the job creates its own workers,
+    /// so no loss is replaced; without this, the suspend at once (nothing trains, or nothing
+    /// can save) would leave the workers that caused it unnamed.
+    pub(super) fn record_workers_lost_with_the_run(&mut self) {
+        let held = self.held_back();
+        let lost: Vec<(String, Loss, Option<&Pod>)> = self
+            .target_pods()
+            .into_iter()
+            .filter(|(worker, pod)| pod.is_some() || !held.contains(&worker))
+            .filter_map(|(worker, pod)| {
+                let loss = match pod {
+                    Some(pod) if self.is_stale(pod) => None,
+                    _ => Loss::of_worker(pod, self.departed_pod(&worker)),
+                };
+                Some((worker, loss.filter(|loss| *loss != Loss::Completed)?, pod))
+            })
+            .collect();
+        for (worker, loss, pod) in lost {
+            self.record_loss(
+                worker,
+                &loss,
+                pod,
+                "not replaced: the job is suspended, and the run that resumes creates its own \
+                 workers",
+            );
+        }
+    }
+
+    /// The pod of this run named `worker` as its watch showed it when it was deleted, if it
+    /// is gone.
+    fn departed_pod(&self, worker: &str) -> Option<&'o Pod> {
+        self.observed
+            .departed
+            .iter()
+            .copied()
+            .filter(|pod| !self.is_stale(pod))
+            .find(|pod| pod.metadata.name.as_deref() == Some(worker))
+    }
+
+    /// Says the loss of worker `pod_name` (its pod `pod`, or the pod as it was seen going
+    /// when it is gone) in a Warning event that ends with `then`, what becomes of it, and
+    /// puts it on the blacklist with the node it ran on.
+    fn record_loss(&mut self, pod_name: String, loss: &Loss, pod: Option<&Pod>, then: &str) {
+        self.planner.plan.tallies.lost.push(loss.kind());
+        let pod = pod.or_else(|| self.departed_pod(&pod_name));
+        let node = pod.and_then(|p| pods::node(p)).map(String::from);
+        let on = node
+            .as_deref()
+            .map(|n| format!(" on node {n}"))
+            .unwrap_or_default();
+        self.planner.event(
+            true,
+            WORKER_LOST,
+            "Replace",
+            format!(
+                "worker {pod_name} {}{on}; it left host discovery and is {then}",
+                loss.describe()
+            ),
+        );
+        // A loss to a node's warning says so: the worker may return (see crate::target_workers).
+        let reason = pod
+            .and_then(|p| pods::disruption_reason(p))
+            .filter(|reason| *reason == node_warnings::NODE_WARNING)
+            .unwrap_or(loss.reason());
+        blacklist::record(
+            &mut self.planner.status.blacklist,
+            BlacklistEntry {
+                pod: pod_name,
+                node,
+                reason: reason.to_string(),
+                exit_code: loss.exit_code(),
+                time: Time(self.planner.now),
+            },
+        );
     }
 
     /// Says each worker that leaves with its group, whose other worker `decision` found lost.

@@ -253,7 +253,7 @@ fn a_worker_seen_only_gone_is_replaced_when_the_state_it_went_in_shows_the_platf
             "deleted by someone",
             false,
             false,
-            "was deleted; it left host discovery and is not",
+            "was deleted on node node-mnist-worker-1; it left host discovery and is not",
         ),
     ];
     for (case, marked, replaced, said) in cases {
@@ -269,6 +269,15 @@ fn a_worker_seen_only_gone_is_replaced_when_the_state_it_went_in_shows_the_platf
             .find(|event| event.reason == "WorkerLost")
             .unwrap_or_else(|| panic!("{case}: a WorkerLost event"));
         assert!(lost.note.contains(said), "{case}: {}", lost.note);
+        let entry = world
+            .status()
+            .blacklist
+            .iter()
+            .find(|e| e.pod == "mnist-worker-1");
+        assert!(
+            entry.is_some_and(|entry| entry.node.is_some()),
+            "{case}: blacklisted with the node it ran on, {entry:?}"
+        );
         let expected: &[&str] = if replaced {
             &["mnist-worker-0", "mnist-worker-2"]
         } else {

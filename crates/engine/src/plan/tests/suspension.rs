@@ -608,9 +608,7 @@ fn workers_gone_below_the_minimum_suspend_the_job_at_once() {
         ("killed with their node", |world, pod| {
             world.lose_with_node(pod)
         }),
-        ("gone", |world, pod| {
-            world.pods.remove(pod);
-        }),
+        ("gone", |world, pod| world.went(pod)),
     ];
     for (how, lose) in losses {
         for policy in [ReplicaRestartPolicy::Never, ReplicaRestartPolicy::OnFailure] {
@@ -635,6 +633,31 @@ fn workers_gone_below_the_minimum_suspend_the_job_at_once() {
             assert!(
                 !reasons(&plan).contains(&"CheckpointNotice".to_string()),
                 "{how}, {policy:?}"
+            );
+            // Each worker that took the job below its minimum is named, and blacklisted,
+            // although no reconcile of a suspending run comes to record it.
+            for lost in ["mnist-worker-2", "mnist-worker-3"] {
+                let said = plan.events.iter().any(|event| {
+                    event.reason == "WorkerLost"
+                        && event.note.starts_with(&format!("worker {lost} "))
+                        && event.note.contains("not replaced: the job is suspended")
+                });
+                assert!(said, "{how}, {policy:?}: {lost} in {:?}", plan.events);
+                assert!(
+                    world
+                        .status()
+                        .blacklist
+                        .iter()
+                        .any(|entry| entry.pod == lost && entry.node.is_some()),
+                    "{how}, {policy:?}: {lost} blacklisted with its node"
+                );
+            }
+            let survivor = |entry: &eto_api::job_status::BlacklistEntry| {
+                ["mnist-worker-0", "mnist-worker-1"].contains(&entry.pod.as_str())
+            };
+            assert!(
+                !world.status().blacklist.iter().any(survivor),
+                "{how}, {policy:?}: the survivors are suspended, not lost"
             );
         }
     }
