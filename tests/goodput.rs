@@ -116,11 +116,12 @@ async fn steps_a_training_pod_serves_reach_the_jobs_ledger() {
 }
 
 /// A port of this machine that leads to a training's helper, which the test can switch to
-/// another, counting the connections made through it.
+/// another, counting the connections made through it, and telling when the last one ended.
 #[derive(Clone)]
 struct Relay {
     to: Arc<Mutex<SocketAddr>>,
     connections: Arc<AtomicU64>,
+    last_ended: Arc<Mutex<Option<jiff::Timestamp>>>,
 }
 
 impl Relay {
@@ -131,16 +132,19 @@ impl Relay {
         let relay = Relay {
             to: Arc::new(Mutex::new(to)),
             connections: Arc::default(),
+            last_ended: Arc::default(),
         };
         let shared = relay.clone();
         tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
                 shared.connections.fetch_add(1, Ordering::SeqCst);
                 let to = *shared.to.lock().unwrap();
+                let last_ended = Arc::clone(&shared.last_ended);
                 tokio::spawn(async move {
                     if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
+                    *last_ended.lock().unwrap() = Some(jiff::Timestamp::now());
                 });
             }
         });
@@ -154,6 +158,83 @@ impl Relay {
     fn connections(&self) -> u64 {
         self.connections.load(Ordering::SeqCst)
     }
+
+    /// When the last connection ended: a read eto made was answered (or given up).
+    fn last_ended(&self) -> Option<jiff::Timestamp> {
+        *self.last_ended.lock().unwrap()
+    }
+}
+
+/// The training reports a step every 0.2 s; eto records the first it reads, reads on every
+/// few seconds without writing, and then both Workers are force-deleted as the training dies:
+/// nothing is left to tell the steps since the record. The steps up to eto's last read still
+/// count as trained, and the ledger records that read.
+#[tokio::test]
+async fn steps_read_before_every_pod_that_served_them_went_count_as_trained() {
+    let port = eto_tests::free_port();
+    let (training, _) = training(port, 1, 100_000, 0.2);
+    let (relay, relayed) = Relay::start(([127, 0, 0, 1], port).into()).await;
+    let env = Env::start(sim_config(1, 8)).await;
+    env.cluster.forward_every_pod_port(29411, relayed);
+    env.apply_job(JOB).await;
+    let latest = |job: &eto_api::TrainingJob| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.goodput.as_ref())
+            .and_then(|l| l.latest.clone())
+    };
+    // Steady: both Workers in the training, a step recorded, nothing about to change.
+    let first = env
+        .wait_job(
+            "reported",
+            "trains with both workers on recorded steps",
+            |job| {
+                let status = job.status.as_ref();
+                latest(job).is_some()
+                    && status
+                        .and_then(|s| s.workers.as_ref())
+                        .is_some_and(|w| w.ready == 2)
+                    && status
+                        .and_then(|s| s.goodput.as_ref())
+                        .and_then(|l| l.current)
+                        == Some(GoodputBucket::Productive)
+                    && in_phase(eto_api::job_status::JobPhase::Running)(job)
+            },
+        )
+        .await;
+    let recorded = latest(&first).unwrap();
+    // A read of a later step, answered, soon after the record: long before the next record
+    // is due.
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1);
+    eto_tests::poll::until(
+        "eto reads the steps again within a few seconds of recording them",
+        eto_engine::goodput::READ_EVERY * 3,
+        async || relay.last_ended().filter(|ended| *ended > later),
+    )
+    .await;
+    let unwritten = latest(&env.jobs().get("reported").await.unwrap()).unwrap();
+    drop(training);
+    for worker in ["reported-worker-0", "reported-worker-1"] {
+        env.pods()
+            .delete(worker, &kube::api::DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+    let job = env
+        .wait_job("reported", "records a later step", |job| {
+            latest(job).is_some_and(|l| l.step > unwritten.step)
+        })
+        .await;
+    let last = latest(&job).unwrap();
+    let after_record = last.at.0.duration_since(recorded.at.0).unsigned_abs();
+    assert!(
+        after_record < eto_engine::goodput::RECORD_EVERY,
+        "the step of a read that was not written ({after_record:?} after the record), \
+         not of a later record: {last:?}"
+    );
+    assert_eq!(last.first_step, recorded.first_step, "the same stretch");
+    let ledger = job.status.unwrap().goodput.unwrap();
+    assert!(ledger.highest_step >= Some(last.step), "{ledger:#?}");
 }
 
 /// The job is suspended and resumed in a new run whose pods at first still serve the last

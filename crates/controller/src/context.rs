@@ -21,6 +21,7 @@ use crate::first_lists::Listed;
 use crate::metrics::Metrics;
 use crate::name_index::NameIndex;
 use crate::pod_cache::PodCache;
+use crate::progress_reads::ProgressReads;
 use crate::resources::POD_GROUPS;
 use crate::retries::Retries;
 use crate::warned_nodes::WarnedNodes;
@@ -119,6 +120,8 @@ pub struct Context {
     pub reconcile_timeout: Duration,
     /// The failures in a row of each object, for how soon to retry it.
     pub retries: Retries,
+    /// The latest progress read of each job (see [`crate::progress_reads`]).
+    pub progress_reads: ProgressReads,
     /// The gang scheduler jobs' pods go to, if any.
     pub gang: Option<GangSettings>,
     /// Which node warnings eto acts on (see [`eto_engine::node_warnings`]); `None`: none.

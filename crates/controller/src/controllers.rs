@@ -303,6 +303,7 @@ async fn run_until(
         cache_wait: CACHE_WAIT,
         reconcile_timeout: settings.reconcile_timeout,
         retries: crate::retries::Retries::default(),
+        progress_reads: crate::progress_reads::ProgressReads::default(),
         gang: settings.gang.clone().map(|scheduler| GangSettings {
             scheduler,
             listed: listed.clone(),

@@ -19,7 +19,8 @@
 //! 1. Identities and settings: [`resources`] (the typed objects eto reads and writes, the
 //!    request resources, the caches' names), [`scope`], [`first_lists`], [`error`],
 //!    [`events`], [`retries`], [`job_gauges`], [`metrics`], [`rbac`], [`crds`], [`ssh_keys`],
-//!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`], [`pod_proxy`].
+//!    [`shutdown`], `spec_changes`, [`cache_trim`], [`name_index`], [`pod_proxy`],
+//!    [`progress_reads`] (the latest progress read of each job, kept in memory).
 //! 2. The caches and their context: `watches`, [`departed_pods`] (the last state of pods
 //!    deleted lately), [`pod_cache`], [`warned_nodes`], [`context`] (the stores, the gang
 //!    settings, the clock).
@@ -58,6 +59,7 @@ pub mod ownership;
 pub mod pod_cache;
 pub mod pod_groups;
 pub mod pod_proxy;
+pub mod progress_reads;
 pub mod rbac;
 pub mod reconcile;
 pub mod resources;

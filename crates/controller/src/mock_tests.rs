@@ -141,6 +141,15 @@ impl Cached {
 
     /// `job` and these children, as the engine sees them.
     fn plan_for(&self, job: &TrainingJob) -> eto_engine::Plan {
+        self.plan_reading(job, None)
+    }
+
+    /// `job` and these children, as the engine sees them with `report` read.
+    fn plan_reading(
+        &self,
+        job: &TrainingJob,
+        report: Option<&eto_engine::group_report::GroupReport>,
+    ) -> eto_engine::Plan {
         let observed = Observed {
             job: JobRef::new(job),
             launcher_job: None,
@@ -159,13 +168,19 @@ impl Cached {
             gang: eto_engine::gang::Gang::Off,
             pod_group: None,
             node_warnings: &[],
-            group_report: None,
+            group_report: report,
+            earlier_progress: None,
             autoscaler: None,
         };
         plan(&observed, now())
     }
 
     fn context(self, client: Client) -> Arc<Context> {
+        Arc::new(self.bare_context(client))
+    }
+
+    /// [`Self::context`], not yet shared, for a test to change.
+    fn bare_context(self, client: Client) -> Context {
         // A store stays ready once its first list is done, so the writers may go.
         let writers = (
             listed_pods(self.pods),
@@ -224,7 +239,7 @@ impl Cached {
             changes: tokio::sync::watch::channel(()).0,
         };
 
-        Arc::new(Context {
+        Context {
             pod_proxy: None,
             node_warnings: None,
             events: crate::events::EventPublisher::new(client.clone(), "eto", Some("test")),
@@ -236,8 +251,9 @@ impl Cached {
             cache_wait: Duration::ZERO,
             reconcile_timeout: crate::reconcile::RECONCILE_TIMEOUT,
             retries: crate::retries::Retries::default(),
+            progress_reads: crate::progress_reads::ProgressReads::default(),
             gang: self.gang,
-        })
+        }
     }
 }
 
@@ -1349,4 +1365,93 @@ async fn a_suspended_pytorch_job_deletes_its_autoscaler() {
             .any(|line| line.starts_with(&format!("DELETE {AUTOSCALER}"))),
         "{lines:#?}"
     );
+}
+
+/// The progress the helper in a training pod serves: `step`, reached `at` seconds after
+/// [`now`], in a stretch that began at step 1 at [`now`].
+fn served_progress(step: i64, at: i64) -> Value {
+    let after = |seconds: i64| (now() + jiff::SignedDuration::from_secs(seconds)).to_string();
+    json!({"step": step, "at": after(at), "first_step": 1, "first_at": after(0)})
+}
+
+#[tokio::test]
+async fn steps_read_but_not_written_count_once_the_pod_that_served_them_is_silent() {
+    let (mut job, mut cached) = running_job();
+    for pod in &mut cached.pods {
+        if pod
+            .metadata
+            .name
+            .as_deref()
+            .is_some_and(|name| name.contains("-worker-"))
+        {
+            pod.spec.as_mut().expect("pods have specs").containers[0].ports = Some(vec![
+                serde_json::from_value(json!({"name": "eto-progress", "containerPort": 29411}))
+                    .expect("a port"),
+            ]);
+        }
+    }
+    // The ledger recorded the first step.
+    let report: eto_engine::group_report::GroupReport =
+        eto_engine::group_report::read_progress(&served_progress(1, 0).to_string())
+            .expect("a report");
+    let recorded = cached.plan_reading(&job, Some(&report));
+    job.status = recorded.status.map(from_engine).or(job.status);
+    let latest = |status: &Value| status["status"]["goodput"]["latest"]["step"].clone();
+    assert_eq!(latest(&json!({"status": &job.status})), json!(1));
+
+    let (client, mut handle) = mock();
+    let (proxy, mut proxy_handle) = mock();
+    let mut ctx = cached.bare_context(client);
+    ctx.pod_proxy = Some(proxy);
+    ctx.clock = Arc::new(|| now() + jiff::SignedDuration::from_secs(20));
+    let ctx = Arc::new(ctx);
+    let progress = "/api/v1/namespaces/default/pods/mnist-worker-0:29411/proxy/progress";
+
+    // Step 37 is read 20 s later, reached 18 s after the record: kept in memory, nothing
+    // written.
+    let first = tokio::spawn(reconcile(
+        Kind::TRAINING_JOB,
+        dynamic(&job),
+        Arc::clone(&ctx),
+    ));
+    expect(
+        &mut proxy_handle,
+        "GET",
+        progress,
+        Some(served_progress(37, 18)),
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(10), first)
+        .await
+        .expect("a reconcile that writes nothing ends in time")
+        .expect("the reconcile task")
+        .expect("the reconcile succeeds");
+
+    // The helper is gone with its process: the steps up to the read are trained.
+    let second = tokio::spawn(reconcile(
+        Kind::TRAINING_JOB,
+        dynamic(&job),
+        Arc::clone(&ctx),
+    ));
+    let (_, send) = proxy_handle
+        .next_request()
+        .await
+        .expect("the helper is asked again");
+    send.send_response(failure(503, "ServiceUnavailable", "connection refused"));
+    let status = tokio::time::timeout(
+        Duration::from_secs(10),
+        expect_status_apply(&mut handle, &job),
+    )
+    .await
+    .expect("the status is written in time");
+    assert_eq!(
+        latest(&status),
+        json!(37),
+        "{}",
+        status["status"]["goodput"]
+    );
+    second
+        .await
+        .expect("the reconcile task")
+        .expect("the reconcile succeeds");
 }

@@ -189,11 +189,19 @@ async fn reconcile_job(kind: Kind, object: &DynamicObject, ctx: &Context) -> Res
                 ),
                 None => report,
             };
+            // The latest progress an earlier reconcile read, for when the pods that served
+            // it are gone with their word; this read is kept for the next.
+            let uid = object.metadata.uid.as_deref().unwrap_or_default();
+            let earlier_progress = ctx.progress_reads.latest(uid);
+            if let Some(progress) = report.as_ref().and_then(|report| report.progress.as_ref()) {
+                ctx.progress_reads.keep(uid, progress, now);
+            }
             loop {
                 let mut observed =
                     children.observed(job, secret, &taken, rejected_pod.as_ref(), ctx.gang());
                 observed.node_warnings = &node_warnings;
                 observed.group_report = report.as_ref();
+                observed.earlier_progress = earlier_progress.as_ref();
                 let mut plan = plan(&observed, now);
                 let requeue = plan.requeue_after;
                 let orders = plan.group_orders.take();

@@ -183,6 +183,7 @@ impl Children {
             pod_group: self.pod_group.as_ref(),
             node_warnings: &[],
             group_report: None,
+            earlier_progress: None,
             autoscaler: self.autoscaler.as_deref(),
         }
     }

@@ -41,6 +41,13 @@ use serde::Deserialize;
 /// writes its status no more often than this for it.
 pub const RECORD_EVERY: Duration = Duration::from_secs(30);
 
+/// How often eto reads the steps while the job trains, where the training's own pods serve
+/// them (see [`crate::job::JobRef::progress_served_by_pods`]): every pod that serves them may
+/// go at once (a node's loss, a whole group restarting), and then the steps since the last
+/// read are lost to the ledger ([`Sighting::earlier`] keeps those up to it). A read is not
+/// a record: the status is still written only as [`RECORD_EVERY`] says.
+pub const READ_EVERY: Duration = Duration::from_secs(5);
+
 /// A pause between two steps longer than this many times the usual step, and longer than
 /// [`MIN_PAUSE`], ends a stretch of training (eto's helper decides it as it reports: a
 /// re-formation that kept the processes alive).
@@ -209,6 +216,11 @@ pub struct Sighting<'a> {
     pub activity: Activity,
     /// The training's latest report, when one was read.
     pub report: Option<&'a ProgressReport>,
+    /// The latest report read before this reconcile (the controller keeps it in memory; not
+    /// every read is recorded, see [`RECORD_EVERY`]). Taken only when [`Self::report`] is
+    /// absent or tells a stretch that began after it: the training that told it has ended,
+    /// or its pods are gone with their word, and it trained at least up to that report.
+    pub earlier: Option<&'a ProgressReport>,
     /// The job's current run.
     pub run: i32,
     /// The bucket a new ledger counts the job's past in.
@@ -225,6 +237,13 @@ pub fn advance(before: Option<&Goodput>, seen: &Sighting<'_>, now: jiff::Timesta
     ledger.source = seen.source;
     if ledger.current.is_none() {
         return ledger;
+    }
+    let ended_unseen = seen.earlier.filter(|earlier| {
+        seen.report
+            .is_none_or(|report| report.first_at > earlier.at)
+    });
+    if let Some(earlier) = ended_unseen {
+        take_report(&mut ledger, earlier, seen, now, Recording::Final);
     }
     if let Some(report) = seen.report {
         // A stretch that ended since the ledger last recorded it trained until its last
@@ -606,6 +625,7 @@ mod tests {
         at: f64,
         activity: Activity,
         report: Option<ProgressReport>,
+        earlier: Option<ProgressReport>,
         run: i32,
     }
 
@@ -614,6 +634,7 @@ mod tests {
             at,
             activity,
             report: None,
+            earlier: None,
             run: 0,
         }
     }
@@ -637,6 +658,7 @@ mod tests {
                     created: t(0.0),
                     activity: seen.activity,
                     report: seen.report.as_ref(),
+                    earlier: seen.earlier.as_ref(),
                     run: seen.run,
                     begins_as: GoodputBucket::Waiting,
                     readable: source != ProgressSource::PodStates,
@@ -866,6 +888,7 @@ mod tests {
                     created: t(0.0),
                     activity: *activity,
                     report: report.as_ref(),
+                    earlier: None,
                     run: 0,
                     begins_as: Waiting,
                     readable: true,
@@ -907,6 +930,7 @@ mod tests {
                 created: "2027-01-15T07:59:50Z".parse().unwrap(),
                 activity: Activity::Training,
                 report: Some(report),
+                earlier: None,
                 run: 0,
                 begins_as: GoodputBucket::Waiting,
                 readable: true,
@@ -947,6 +971,113 @@ mod tests {
     }
 
     #[test]
+    fn a_read_never_recorded_counts_once_nothing_tells_its_stretch_any_more() {
+        use GoodputBucket::*;
+        // Step 31 is read at 20 s, too soon after the record of step 1 to be written; then
+        // every pod that served the steps goes at once. The steps up to that read trained.
+        let read = report(31, 19.0, 1, 4.0);
+        let trained = [
+            with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+            with(seen(20.0, Activity::Training), read.clone()),
+        ];
+        // The reconcile after the loss, at `at`, with `now_read` read and `read` kept.
+        let after = |at: f64, activity: Activity, now_read: Option<ProgressReport>| Seen {
+            at,
+            activity,
+            report: now_read,
+            earlier: Some(read.clone()),
+            run: 0,
+        };
+        type Buckets = &'static [(&'static str, f64)];
+        let cases: [(&str, Seen, Buckets); 3] = [
+            (
+                "nothing answers",
+                after(22.0, idle(Reformation), None),
+                &[("productive", 15.0), ("reformation", 3.0), ("startUp", 4.0)],
+            ),
+            (
+                "the training started again from its checkpoint, at step 30",
+                after(59.0, Activity::Training, Some(report(35, 59.0, 30, 50.0))),
+                &[
+                    ("productive", 22.2),
+                    ("reformation", 31.0),
+                    ("retrained", 1.8),
+                    ("startUp", 4.0),
+                ],
+            ),
+            (
+                "the same stretch, told by another pod",
+                after(22.0, Activity::Training, Some(report(33, 21.5, 1, 3.5))),
+                &[("productive", 18.0), ("startUp", 4.0)],
+            ),
+        ];
+        for (case, last, expected) in cases {
+            let (at, now_read) = (last.at, last.report.clone());
+            let mut sightings = vec![seen(0.0, Activity::Training)];
+            sightings.extend(trained.iter().map(|seen| Seen {
+                report: seen.report.clone(),
+                earlier: None,
+                ..*seen
+            }));
+            sightings.push(last);
+            let ledger = live(&sightings, ProgressSource::TrainingReports);
+            let mut counted = buckets(&super::at(&ledger, t(at)));
+            counted.sort_by(|a, b| a.0.cmp(b.0));
+            assert_eq!(counted, expected, "{case}");
+            let without = live(
+                &sightings
+                    .iter()
+                    .map(|seen| Seen {
+                        report: seen.report.clone(),
+                        earlier: None,
+                        ..*seen
+                    })
+                    .collect::<Vec<_>>(),
+                ProgressSource::TrainingReports,
+            );
+            let gone = now_read.is_none_or(|report| report.first_at > read.at);
+            assert_eq!(
+                without.seconds.productive < ledger.seconds.productive,
+                gone,
+                "{case}: the earlier read is what counts its steps"
+            );
+        }
+    }
+
+    #[test]
+    fn an_earlier_read_of_the_stretch_a_report_still_tells_writes_nothing() {
+        let start = live(
+            &[
+                seen(0.0, Activity::Training),
+                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+            ],
+            ProgressSource::TrainingReports,
+        );
+        let sighting = |now_read: &ProgressReport, earlier: Option<&ProgressReport>| {
+            advance(
+                Some(&start),
+                &Sighting {
+                    source: ProgressSource::TrainingReports,
+                    created: t(0.0),
+                    activity: Activity::Training,
+                    report: Some(now_read),
+                    earlier,
+                    run: 0,
+                    begins_as: GoodputBucket::Waiting,
+                    readable: true,
+                },
+                t(20.0),
+            )
+        };
+        let now_read = report(36, 19.5, 1, 4.0);
+        assert_eq!(
+            sighting(&now_read, Some(&report(31, 15.0, 1, 4.0))),
+            start,
+            "read every few seconds, recorded only every so often"
+        );
+    }
+
+    #[test]
     fn a_job_that_trains_steadily_is_recorded_only_every_so_often() {
         let start = live(
             &[
@@ -963,6 +1094,7 @@ mod tests {
                     created: t(0.0),
                     activity: Activity::Training,
                     report: Some(&report(step, at - 0.5, 1, 4.0)),
+                    earlier: None,
                     run: 0,
                     begins_as: GoodputBucket::Waiting,
                     readable: true,
@@ -1156,6 +1288,7 @@ mod tests {
                     created: t(0.0),
                     activity: seen.activity,
                     report: seen.report.as_ref(),
+                    earlier: seen.earlier.as_ref(),
                     run: seen.run,
                     begins_as: Waiting,
                     readable: true,
@@ -1209,6 +1342,8 @@ mod tests {
             let mut now = 0.0;
             let mut ledger: Option<Goodput> = None;
             let mut run = 0;
+            // The controller's memory of the last report read.
+            let mut last_read: Option<ProgressReport> = None;
             for (gap_ms, activity, said, ended) in steps {
                 now += f64::from(gap_ms) / 1000.0;
                 if activity == Activity::Idle(GoodputBucket::Other) {
@@ -1246,12 +1381,16 @@ mod tests {
                         created: t(0.0),
                         activity,
                         report: reported.as_ref(),
+                        earlier: last_read.as_ref(),
                         run,
                         begins_as: GoodputBucket::Waiting,
                         readable,
                     },
                     t(now),
                 );
+                if reported.is_some() {
+                    last_read.clone_from(&reported);
+                }
                 if let Some(before) = &ledger {
                     let confirmed = before.unreported.is_some() && next.unreported.is_none();
                     for bucket in GoodputBucket::ALL {
@@ -1275,6 +1414,7 @@ mod tests {
                         created: t(0.0),
                         activity: Activity::Finished,
                         report: None,
+                        earlier: None,
                         run,
                         begins_as: GoodputBucket::Waiting,
                         readable,

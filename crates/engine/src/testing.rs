@@ -244,6 +244,8 @@ pub(crate) mod world {
         pub node_warnings: Vec<crate::node_warnings::NodeWarning>,
         /// What a PyTorchJob's rendezvous store reports.
         pub group_report: Option<crate::group_report::GroupReport>,
+        /// The progress an earlier reconcile read (the controller's memory).
+        pub earlier_progress: Option<crate::goodput::ReportedProgress>,
         /// A PyTorchJob's HorizontalPodAutoscaler.
         pub autoscaler: Option<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>,
         pub now: jiff::Timestamp,
@@ -276,6 +278,7 @@ pub(crate) mod world {
                 pod_group: None,
                 node_warnings: Vec::new(),
                 group_report: None,
+                earlier_progress: None,
                 autoscaler: None,
                 now: jiff::Timestamp::from_second(1_800_000_000).expect("a valid time"),
                 pods_created: 0,
@@ -341,6 +344,7 @@ pub(crate) mod world {
                 pod_group: self.pod_group.as_ref(),
                 node_warnings: &self.node_warnings,
                 group_report: self.group_report.as_ref(),
+                earlier_progress: self.earlier_progress.as_ref(),
                 autoscaler: self.autoscaler.as_ref(),
             }
         }

@@ -384,6 +384,16 @@ impl<'a> JobRef<'a> {
             .or_else(|| crate::group_report::progress_source(pods))
     }
 
+    /// Whether the training's steps are read from its own pods (eto's helper serving them in
+    /// a training pod: [`Self::report_source`] without a coordinator that takes them, or
+    /// [`Self::progress_beside`] one), rather than from a coordinator of eto's, which outlives
+    /// the Workers: every pod that serves them may then go at once.
+    pub fn progress_served_by_pods(self, pods: &[&Pod]) -> bool {
+        self.progress_beside(pods).is_some()
+            || (self.group_report_source(pods).is_none()
+                && crate::group_report::progress_source(pods).is_some())
+    }
+
     /// See [`GroupedWorkers::seat_workers`]; nothing for a kind without grouped workers.
     pub fn seat_workers(
         self,

@@ -15,7 +15,10 @@
 //! - Otherwise it trains. Where the coordinator's report carries the training's steps (the
 //!   kind's reader says from whom), they tell training from start-up and retrained steps from new
 //!   ones; the plan reads the report again soon while it waits for a first step, and every
-//!   [`crate::goodput::RECORD_EVERY`] while the job trains.
+//!   [`crate::goodput::RECORD_EVERY`] while the job trains, or every
+//!   [`crate::goodput::READ_EVERY`] where the training's own pods serve the steps: a read
+//!   that goes unrecorded still counts once those pods are gone with their word
+//!   ([`Observed::earlier_progress`]).
 
 use eto_api::job_status::{JobPhase, NoticeKind};
 
@@ -35,6 +38,9 @@ impl Planner {
         let reported = report.and_then(|report| report.progress.as_ref());
         let latest = before.and_then(|ledger| ledger.latest.as_ref());
         let progress = reported.map(|reported| reported.read_at(latest, run, self.now));
+        let earlier = observed
+            .earlier_progress
+            .map(|earlier| earlier.read_at(latest, run, self.now));
         let source = match reported {
             Some(reported) => reported.source,
             None => before.map_or(ProgressSource::PodStates, |ledger| ledger.source),
@@ -68,13 +74,15 @@ impl Planner {
                 created,
                 activity,
                 report: progress.as_ref(),
+                earlier: earlier.as_ref(),
                 run,
                 begins_as,
                 readable,
             },
             self.now,
         );
-        if let Some(after) = read_again(&ledger, readable) {
+        let served_by_pods = observed.job.progress_served_by_pods(&observed.pods);
+        if let Some(after) = read_again(&ledger, readable, served_by_pods) {
             self.requeue_at(crate::time::after(self.now, after));
         }
         self.status.goodput = Some(ledger);
@@ -82,14 +90,22 @@ impl Planner {
 }
 
 /// When to read the job's report again (`readable`: one was read now, or there is a place to
-/// read one): soon while a run whose training reports steps waits for its first, every
-/// [`goodput::RECORD_EVERY`] while a job with a report goes on (its training may start
-/// reporting); never once the job finished.
-fn read_again(ledger: &Goodput, readable: bool) -> Option<std::time::Duration> {
+/// read one; `served_by_pods`: the training's own pods serve its steps): soon while a run
+/// whose training reports steps waits for its first, every [`goodput::READ_EVERY`] while
+/// it trains on steps its pods serve, every [`goodput::RECORD_EVERY`] while a job with a
+/// report goes on otherwise (its training may start reporting); never once the job finished.
+fn read_again(
+    ledger: &Goodput,
+    readable: bool,
+    served_by_pods: bool,
+) -> Option<std::time::Duration> {
     let current = ledger.current?;
     let reported = ledger.source != ProgressSource::PodStates;
     match current {
         GoodputBucket::StartUp | GoodputBucket::Reformation if reported => Some(FORMING_POLL),
+        GoodputBucket::Productive | GoodputBucket::Retrained if reported && served_by_pods => {
+            Some(goodput::READ_EVERY)
+        }
         _ if readable || reported => Some(goodput::RECORD_EVERY),
         _ => None,
     }

@@ -11,6 +11,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use crate::already_applied::is_applied;
 pub use crate::child::Child;
 use crate::gang::Gang;
+use crate::goodput::ReportedProgress;
 use crate::group_report::GroupReport;
 use crate::job::JobRef;
 use crate::node_warnings::NodeWarning;
@@ -112,6 +113,11 @@ pub struct Observed<'a> {
     /// What the run's coordinator reports, read while it runs, for a kind whose runs have one
     /// (see [`crate::group_report`]).
     pub group_report: Option<&'a GroupReport>,
+    /// The training's progress as an earlier reconcile of the job read it (the controller
+    /// keeps the latest read in memory, with the time it was read where the report gave
+    /// none): the steps up to it trained, even if no pod is left to tell them now (see
+    /// [`crate::goodput::Sighting::earlier`]).
+    pub earlier_progress: Option<&'a ReportedProgress>,
     /// The job's HorizontalPodAutoscaler, for a kind whose jobs may have one (see
     /// [`crate::job::Vocabulary::autoscaler`]).
     pub autoscaler: Option<&'a HorizontalPodAutoscaler>,
@@ -139,6 +145,7 @@ impl<'a> Observed<'a> {
             pod_group: None,
             node_warnings: &[],
             group_report: None,
+            earlier_progress: None,
             autoscaler: None,
         }
     }

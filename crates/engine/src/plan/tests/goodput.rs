@@ -52,8 +52,8 @@ fn a_training_job_without_reports_is_productive_while_its_run_goes_on() {
     );
 }
 
-#[test]
-fn a_pod_that_declares_its_progress_port_is_read_again_before_it_answers() {
+/// `mnist`, whose Workers' containers declare the port eto's helper serves their steps on.
+fn serving_progress() -> World {
     let mut job = training_job();
     let worker = &mut job.spec.et_replica_specs.worker.template;
     let container = &mut worker.spec.as_mut().expect("a pod spec").containers[0];
@@ -64,7 +64,35 @@ fn a_pod_that_declares_its_progress_port_is_read_again_before_it_answers() {
         }))
         .unwrap(),
     ]);
-    let mut world = World::new(job);
+    World::new(job)
+}
+
+/// The progress a training pod serves: `step`, reached `ago` seconds ago, in a stretch that
+/// began at `first_step`, `first_ago` seconds ago.
+fn served(world: &World, step: i64, ago: i64, first_step: i64, first_ago: i64) -> ReportedProgress {
+    ReportedProgress {
+        step,
+        at: Some(seconds_ago(world, ago)),
+        first_step: Some(first_step),
+        first_at: Some(seconds_ago(world, first_ago)),
+        total: None,
+        restored: None,
+        ended: None,
+        source: ProgressSource::TrainingReports,
+    }
+}
+
+/// The report a training pod's helper serves, as eto reads it.
+fn served_report(progress: ReportedProgress) -> GroupReport {
+    GroupReport {
+        progress: Some(progress),
+        ..GroupReport::default()
+    }
+}
+
+#[test]
+fn a_pod_that_declares_its_progress_port_is_read_again_before_it_answers() {
+    let mut world = serving_progress();
     world.reconcile();
     world.launch();
     // The training still imports: its helper does not answer yet.
@@ -82,6 +110,40 @@ fn a_pod_that_declares_its_progress_port_is_read_again_before_it_answers() {
         silent.reconcile().requeue_after,
         None,
         "nothing to read: no reason to come back"
+    );
+}
+
+#[test]
+fn steps_a_pod_served_count_once_every_pod_that_served_them_is_gone() {
+    let mut world = serving_progress();
+    world.reconcile();
+    world.launch();
+    world.group_report = Some(served_report(served(&world, 1, 0, 1, 0)));
+    assert_eq!(
+        world.reconcile().requeue_after,
+        Some(crate::goodput::READ_EVERY),
+        "its pods may all go at once: read more often than recorded"
+    );
+    world.advance(15);
+    let read = served(&world, 31, 0, 1, 15);
+    world.group_report = Some(served_report(read.clone()));
+    assert!(
+        world.reconcile().status.is_none(),
+        "read, and kept in the controller's memory, not written"
+    );
+    world.advance(2);
+    // Both Workers go with their node, and their helpers with them: nothing answers.
+    world.group_report = None;
+    world.went("mnist-worker-0");
+    world.went("mnist-worker-1");
+    world.earlier_progress = Some(read);
+    world.reconcile();
+    let ledger = ledger(&world);
+    assert_eq!(ledger.latest.map(|latest| latest.step), Some(31));
+    assert_eq!(ledger.highest_step, Some(31));
+    assert_eq!(
+        ledger.seconds.productive, 15.0,
+        "trained up to the last read, not only to the last record"
     );
 }
 
