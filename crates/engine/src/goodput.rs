@@ -1046,32 +1046,24 @@ mod tests {
 
     #[test]
     fn an_earlier_read_of_the_stretch_a_report_still_tells_writes_nothing() {
-        let start = live(
-            &[
-                seen(0.0, Activity::Training),
-                with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
-            ],
-            ProgressSource::TrainingReports,
-        );
-        let sighting = |now_read: &ProgressReport, earlier: Option<&ProgressReport>| {
-            advance(
-                Some(&start),
-                &Sighting {
-                    source: ProgressSource::TrainingReports,
-                    created: t(0.0),
-                    activity: Activity::Training,
-                    report: Some(now_read),
-                    earlier,
-                    run: 0,
-                    begins_as: GoodputBucket::Waiting,
-                    readable: true,
-                },
-                t(20.0),
-            )
+        let recorded = [
+            seen(0.0, Activity::Training),
+            with(seen(5.0, Activity::Training), report(1, 4.0, 1, 4.0)),
+        ];
+        let start = live(&recorded, ProgressSource::TrainingReports);
+        let read_again = Seen {
+            at: 20.0,
+            activity: Activity::Training,
+            report: Some(report(36, 19.5, 1, 4.0)),
+            earlier: Some(report(31, 15.0, 1, 4.0)),
+            run: 0,
         };
-        let now_read = report(36, 19.5, 1, 4.0);
+        let [first, second] = recorded;
         assert_eq!(
-            sighting(&now_read, Some(&report(31, 15.0, 1, 4.0))),
+            live(
+                &[first, second, read_again],
+                ProgressSource::TrainingReports
+            ),
             start,
             "read every few seconds, recorded only every so often"
         );

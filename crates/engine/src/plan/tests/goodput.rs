@@ -165,14 +165,8 @@ fn formed_group() -> GroupReport {
 
 fn progress(world: &mut World, step: i64, ago: i64, first_step: i64, first_ago: i64) {
     let report = ReportedProgress {
-        step,
-        at: Some(seconds_ago(world, ago)),
-        first_step: Some(first_step),
-        first_at: Some(seconds_ago(world, first_ago)),
         total: Some(1000),
-        restored: None,
-        ended: None,
-        source: ProgressSource::TrainingReports,
+        ..served(world, step, ago, first_step, first_ago)
     };
     world.group_report = Some(GroupReport {
         progress: Some(report),
