@@ -30,16 +30,19 @@ impl ProgressReads {
         self.lock().get(uid).cloned()
     }
 
-    /// Keeps `progress`, read of the job `uid` at `now` (its time, where it gives none), and
-    /// drops the reads older than [`KEPT_FOR`].
+    /// Keeps `progress`, read of the job `uid` at `now` (its time, where it gives none). A
+    /// job not kept yet first drops the reads older than [`KEPT_FOR`]: only a new job grows
+    /// the memory, so a job read again every few seconds does not walk it each time.
     pub fn keep(&self, uid: &str, progress: &ReportedProgress, now: jiff::Timestamp) {
         let mut kept = progress.clone();
         kept.at = Some(kept.at.unwrap_or(now));
         let mut reads = self.lock();
-        reads.retain(|_, read| {
-            read.at
-                .is_some_and(|at| now.duration_since(at).unsigned_abs() < KEPT_FOR)
-        });
+        if !reads.contains_key(uid) {
+            reads.retain(|_, read| {
+                read.at
+                    .is_some_and(|at| now.duration_since(at).unsigned_abs() < KEPT_FOR)
+            });
+        }
         reads.insert(uid.to_string(), kept);
     }
 
@@ -78,11 +81,16 @@ mod tests {
             Some(9),
             "the latest"
         );
-        reads.keep("a", &progress(99, None), at(KEPT_FOR.as_secs() as i64));
+        reads.keep("c", &progress(99, None), at(KEPT_FOR.as_secs() as i64));
         assert!(
             reads.latest("b").is_none(),
             "a job no longer read is forgotten"
         );
-        assert_eq!(reads.latest("a").map(|read| read.step), Some(99));
+        assert_eq!(
+            reads.latest("a").map(|read| read.step),
+            Some(9),
+            "read lately"
+        );
+        assert_eq!(reads.latest("c").map(|read| read.step), Some(99));
     }
 }
