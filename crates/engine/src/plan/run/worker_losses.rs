@@ -19,13 +19,14 @@ use crate::target_workers::WorkerDecision;
 use crate::{blacklist, names, node_warnings, pods};
 
 impl<'o> Run<'_, 'o> {
-    /// Says and records each worker `decision` found lost among `current`: replaced, backed
-    /// off (`backed_off`), or not replaced because the job is `suspending` or its workers'
-    /// restart `policy` says so.
+    /// Says and records each worker `decision` found lost among `current` (or `departed`, as
+    /// their pods were seen going): replaced, backed off (`backed_off`), or not replaced
+    /// because the job is `suspending` or its workers' restart `policy` says so.
     pub(super) fn record_lost_workers(
         &mut self,
         decision: &WorkerDecision,
         current: &BTreeMap<u32, &Pod>,
+        departed: &BTreeMap<u32, &Pod>,
         backed_off: &BackedOff,
         suspending: bool,
         policy: ReplicaRestartPolicy,
@@ -51,12 +52,10 @@ impl<'o> Run<'_, 'o> {
                 None => format!("not replaced (worker restartPolicy {policy:?})"),
             };
             let pod_name = names::worker(&name, lost.index);
-            self.record_loss(
-                pod_name,
-                &lost.loss,
-                current.get(&lost.index).copied(),
-                &then,
-            );
+            let pod = current
+                .get(&lost.index)
+                .or_else(|| departed.get(&lost.index));
+            self.record_loss(pod_name, &lost.loss, pod.copied(), &then);
         }
     }
 
@@ -67,17 +66,22 @@ impl<'o> Run<'_, 'o> {
     /// so no loss is replaced; without this, the suspend at once (nothing trains, or nothing
     /// can save) would leave the workers that caused it unnamed.
     pub(super) fn record_workers_lost_with_the_run(&mut self) {
+        let name = self.name().to_string();
         let held = self.held_back();
+        let departed = self.departed_workers();
         let lost: Vec<(String, Loss, Option<&Pod>)> = self
             .target_pods()
             .into_iter()
             .filter(|(worker, pod)| pod.is_some() || !held.contains(&worker))
             .filter_map(|(worker, pod)| {
-                let loss = match pod {
-                    Some(pod) if self.is_stale(pod) => None,
-                    _ => Loss::of_worker(pod, self.departed_pod(&worker)),
-                };
-                Some((worker, loss.filter(|loss| *loss != Loss::Completed)?, pod))
+                if pod.is_some_and(|pod| self.is_stale(pod)) {
+                    return None;
+                }
+                let gone = names::worker_index(&name, &worker)
+                    .and_then(|index| departed.get(&index))
+                    .copied();
+                let loss = Loss::of_worker(pod, gone)?;
+                (loss != Loss::Completed).then_some((worker, loss, pod.or(gone)))
             })
             .collect();
         for (worker, loss, pod) in lost {
@@ -91,23 +95,11 @@ impl<'o> Run<'_, 'o> {
         }
     }
 
-    /// The pod of this run named `worker` as its watch showed it when it was deleted, if it
-    /// is gone.
-    fn departed_pod(&self, worker: &str) -> Option<&'o Pod> {
-        self.observed
-            .departed
-            .iter()
-            .copied()
-            .filter(|pod| !self.is_stale(pod))
-            .find(|pod| pod.metadata.name.as_deref() == Some(worker))
-    }
-
-    /// Says the loss of worker `pod_name` (its pod `pod`, or the pod as it was seen going
-    /// when it is gone) in a Warning event that ends with `then`, what becomes of it, and
-    /// puts it on the blacklist with the node it ran on.
+    /// Says the loss of worker `pod_name` in a Warning event that ends with `then`, what
+    /// becomes of it, and puts it on the blacklist with the node it ran on: that of `pod`, the
+    /// worker's pod, or the pod as its watch saw it going when it is gone.
     fn record_loss(&mut self, pod_name: String, loss: &Loss, pod: Option<&Pod>, then: &str) {
         self.planner.plan.tallies.lost.push(loss.kind());
-        let pod = pod.or_else(|| self.departed_pod(&pod_name));
         let node = pod.and_then(|p| pods::node(p)).map(String::from);
         let on = node
             .as_deref()

@@ -60,15 +60,8 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|p| Some((index_of(p)?, *p)))
             .collect();
         let departed: BTreeMap<u32, &Pod> = self
-            .observed
-            .departed
-            .iter()
-            .copied()
-            .filter(|p| {
-                pods::label(p, self.context.kind().vocabulary().role_label) == Some(WORKER_ROLE)
-                    && !self.is_stale(p)
-            })
-            .filter_map(|p| Some((index_of(p)?, p)))
+            .departed_workers()
+            .into_iter()
             .filter(|(index, _)| !current.contains_key(index))
             .collect();
         let blacklisted = blacklist::indices(&name, &self.planner.status_before.blacklist);
@@ -224,7 +217,14 @@ impl<'o> Run<'_, 'o> {
             self.planner.scaling(step);
         }
 
-        self.record_lost_workers(&decision, &current, &backed_off, suspending, policy);
+        self.record_lost_workers(
+            &decision,
+            &current,
+            &departed,
+            &backed_off,
+            suspending,
+            policy,
+        );
         self.report_lost_groups(&decision, &current, &survivors_failed);
         self.record_workers_left_with_group(&decision);
         self.record_renewed_workers(&decision, &current, &silent);
@@ -251,6 +251,22 @@ impl<'o> Run<'_, 'o> {
         self.create_workers(&decision, &current, &backed_off, holds, spares);
 
         self.show_workers(&decision, &current, next_unused, holds_to, surge)
+    }
+
+    /// The run's workers whose pods are gone, by index, each as its watch showed it when it
+    /// was deleted (a pod that went and came back under its name is among them too).
+    pub(super) fn departed_workers(&self) -> BTreeMap<u32, &'o Pod> {
+        let name = self.name();
+        self.observed
+            .departed
+            .iter()
+            .copied()
+            .filter(|p| {
+                pods::label(p, self.context.kind().vocabulary().role_label) == Some(WORKER_ROLE)
+                    && !self.is_stale(p)
+            })
+            .filter_map(|p| Some((names::worker_index(name, p.metadata.name.as_deref()?)?, p)))
+            .collect()
     }
 
     /// The spares started for the warned groups held now (see [`crate::warned_handover`]):
