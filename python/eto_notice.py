@@ -309,7 +309,8 @@ _sender = []
 def progress(step, total=None, members=None):
     """Tells eto this process reached training step `step` (of `total`, when known), trained
     by `members` (the replica groups or processes that trained it together, when the training
-    knows: TorchFT's `manager.num_participants()`); returns at once, without waiting for eto.
+    knows: TorchFT's `manager.num_participants()`, Horovod's `hvd.size()`); returns at once,
+    without waiting for eto.
 
     Only rank 0 sends (RANK, HOROVOD_RANK, OMPI_COMM_WORLD_RANK or PMI_RANK; a process
     without any counts as rank 0), so every rank may call it. A step not past the previous

@@ -16,8 +16,10 @@ The launcher of a TrainingJob runs it (an MPIJob's reads /etc/mpi/discover_hosts
   whichever pod saw the notice first.
 - At start every rank loads the latest checkpoint, if there is one: a resumed run (eto's
   `Resume` notice, ETO_RESUME=true) goes on from where the last one saved. The load is marked
-  with `eto_notice.restoring()`, and every step is told to eto with `eto_notice.progress()`:
-  the job's goodput ledger (`status.goodput`) then knows which of its time trained.
+  with `eto_notice.restoring()`, and every step is told to eto with `eto_notice.progress()`,
+  with the ring's size: the job's goodput ledger (`status.goodput`) then knows which of its
+  time trained, and counts the step that took a re-formation of the ring as re-formation
+  however quickly Horovod reset.
 
 It prints one line per event, `eto-example: event=<name> key=value ...`, which eto's
 end-to-end tests read: start, step (at each commit), reset, checkpoint, stop and done.
@@ -173,7 +175,7 @@ def main():
             loss.backward()
             optimizer.step()
             state.step += 1
-            eto_notice.progress(state.step, total=TRAIN_STEPS)
+            eto_notice.progress(state.step, total=TRAIN_STEPS, members=hvd.size())
             if STEP_LOG and hvd.rank() == 0:
                 log_line(f"step={state.step}")
             if state.step % CHECKPOINT_EVERY == 0:
