@@ -21,7 +21,10 @@
 //! whose agent the store reports beside the formed round (a spare, or one waiting for the
 //! next round) trains nothing and has nothing to save: it goes at once, without a drain,
 //! before a member draining with it leaves, so that it cannot take that member's place in
-//! the round that re-forms only to leave it again.
+//! the round that re-forms only to leave it again. A worker the platform takes with a grace
+//! period (an eviction) drains from when its deletion began, and saves before it goes (see
+//! [`crate::saving_on_termination`]): while it does, it is among the drain's
+//! [`DrainDecision::saving`].
 
 use std::time::Duration;
 
@@ -29,7 +32,7 @@ use eto_api::job_status::DrainingWorker;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 
-use crate::pods;
+use crate::{pods, saving_on_termination};
 
 /// A worker leaving the job in this reconcile.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +79,9 @@ pub struct DrainDecision {
     pub delete: Vec<String>,
     /// When the next drain ends, if one is under way.
     pub next_end: Option<jiff::Timestamp>,
+    /// The draining workers whose pods the platform is taking and whose group waits for
+    /// their save before it lets them go (see [`crate::saving_on_termination`]).
+    pub saving: Vec<String>,
 }
 
 /// Decides the drains; see the module documentation.
@@ -88,10 +94,12 @@ pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
         (!already).then(|| {
             let drains =
                 removed.was_in_discovery && input.launcher_running && !input.drain.is_zero();
+            // One the platform takes drains from when its deletion began.
+            let began = saving_on_termination::deletion_began(removed.pod, input.now);
             DrainingWorker {
                 pod: name.to_string(),
                 // One that need not drain is due at once.
-                since: MicroTime(if drains { input.now } else { input.now - drain }),
+                since: MicroTime(if drains { began } else { input.now - drain }),
             }
         })
     });
@@ -106,6 +114,27 @@ pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
             continue;
         };
         let end = worker.since.0 + drain;
+        let saving = input.keep_until_gone
+            && input.launcher_running
+            && !input.beside_group.contains(&worker.pod.as_str())
+            && saving_on_termination::still_saving(
+                &worker,
+                pod,
+                input.saved,
+                input.drain,
+                input.now,
+            );
+        if saving {
+            let due = pod
+                .metadata
+                .deletion_timestamp
+                .as_ref()
+                .map_or(end, |deleted| deleted.0.min(end));
+            decision.next_end = Some(decision.next_end.map_or(due, |next| next.min(due)));
+            decision.saving.push(worker.pod.clone());
+            decision.draining.push(worker);
+            continue;
+        }
         if pods::is_terminating(pod) {
             if input.keep_until_gone && input.now < end + drain {
                 decision.draining.push(worker);
@@ -326,6 +355,61 @@ mod tests {
             now: at(5),
         });
         assert!(decision.draining.is_empty(), "gone");
+    }
+
+    #[test]
+    fn a_worker_the_platform_takes_saves_from_when_its_deletion_began() {
+        // Evicted at 10 s with a grace period of 30 s; eto sees it at 11 s.
+        let evicted: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "w-1", "deletionTimestamp": at(40).to_string(),
+                         "deletionGracePeriodSeconds": 30},
+            "status": {"phase": "Running",
+                       "conditions": [{"type": "DisruptionTarget", "status": "True"}]}}))
+        .unwrap();
+        let world = World::of(&[evicted]);
+        let decide =
+            |previous: &[DrainingWorker], saved: Option<i64>, now: i64, beside: &[&str]| {
+                let removed = if previous.is_empty() {
+                    vec![Removed {
+                        pod: &world.pods["w-1"],
+                        was_in_discovery: true,
+                    }]
+                } else {
+                    Vec::new()
+                };
+                decide(&DrainInput {
+                    draining: previous,
+                    removed,
+                    pods: world.pods.values().collect(),
+                    launcher_running: true,
+                    drain: THIRTY,
+                    saved: saved.map(at),
+                    keep_until_gone: true,
+                    beside_group: beside,
+                    now: at(now),
+                })
+            };
+        let seen = decide(&[], None, 11, &[]);
+        assert_eq!(seen.draining, [draining("w-1", 10)], "from its deletion");
+        assert_eq!(seen.saving, ["w-1"]);
+        assert!(seen.delete.is_empty(), "the platform deletes it");
+        assert_eq!(
+            seen.next_end,
+            Some(at(40)),
+            "its drain, or its grace period"
+        );
+
+        let answered = decide(&seen.draining, Some(10), 14, &[]);
+        assert!(answered.saving.is_empty(), "the group saved");
+        assert_eq!(answered.draining, seen.draining, "listed until it is gone");
+        let earlier = decide(&seen.draining, Some(9), 14, &[]);
+        assert_eq!(earlier.saving, ["w-1"], "an answer to an earlier notice");
+        assert!(
+            decide(&seen.draining, None, 40, &[]).saving.is_empty(),
+            "its time is up"
+        );
+        let spare = decide(&[], None, 11, &["w-1"]);
+        assert!(spare.saving.is_empty(), "a spare has nothing to save");
     }
 
     #[test]

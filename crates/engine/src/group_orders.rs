@@ -8,7 +8,8 @@
 //!
 //! - **departed**: the hosts the rendezvous knows (members and waiting agents) whose pods are
 //!   gone, and every Worker whose pod is being deleted (by this reconcile too) or finished,
-//!   known to the rendezvous or not. The store takes them out at once, as torchrun itself
+//!   known to the rendezvous or not, but for one the platform takes while the group waits
+//!   for its save (see [`crate::saving_on_termination`]): it stays until the group saved. The store takes them out at once, as torchrun itself
 //!   does once their heartbeats expire, and keeps them out for the run: an agent lives until
 //!   its pod's containers stop (after a force deletion, some time after the pod left the
 //!   API), and once taken out it comes back to the rendezvous, where a forming round would
@@ -49,17 +50,27 @@ use crate::pods;
 /// The path eto posts the orders to, on the report's port.
 pub const ORDERS_PATH: &str = "/orders";
 
+/// The Workers of a reconcile that leave, or are about to, beside those whose pods show it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Leaving<'a> {
+    /// Those this reconcile deletes: gone as surely as a pod being deleted, and told a
+    /// reconcile sooner (an agent left at the rendezvous for it may take a place in the round
+    /// that forms next).
+    pub deleting: &'a [&'a str],
+    /// Those being deleted whose save the group waits for: not departed yet (see
+    /// [`crate::saving_on_termination`]).
+    pub saving: &'a [&'a str],
+}
+
 /// The orders for a group whose coordinator reported `report`, with the job's Worker `pods`
-/// and those this reconcile deletes (`deleting`, gone as surely as a pod being deleted, and
-/// told a reconcile sooner: an agent left at the rendezvous for it may take a place in the
-/// round that forms next), the Workers whose agents may be `expected` (see [`is_expected`]),
+/// and those `leaving`, the Workers whose agents may be `expected` (see [`is_expected`]),
 /// `min_nodes` and `max_nodes` (0: unbounded); `None` when
 /// the coordinator holds them already, takes none, or reported no rendezvous. Agents silent
 /// for `dead_after` are gone too (see [`GroupOrders::dead_after`]).
 pub fn orders(
     report: &GroupReport,
     pods: &[&Pod],
-    deleting: &[&str],
+    leaving: Leaving<'_>,
     mut expected: Vec<String>,
     min_nodes: u32,
     max_nodes: u32,
@@ -78,10 +89,11 @@ pub fn orders(
     let still_there = pods
         .iter()
         .filter(|pod| going(pod))
-        .filter_map(|pod| pod.metadata.name.as_deref());
+        .filter_map(|pod| pod.metadata.name.as_deref())
+        .filter(|name| !leaving.saving.contains(name));
     let mut departed: Vec<String> = vanished
         .chain(still_there)
-        .chain(deleting.iter().copied())
+        .chain(leaving.deleting.iter().copied())
         .map(str::to_string)
         .collect();
     departed.sort();
@@ -178,7 +190,15 @@ mod tests {
                 &["ddp-worker-5"],
                 Some(GroupOrders::default()),
             );
-            let found = orders(&report, &pods, &[], vec!["ddp-worker-0".into()], 2, 3, None);
+            let found = orders(
+                &report,
+                &pods,
+                Leaving::default(),
+                vec!["ddp-worker-0".into()],
+                2,
+                3,
+                None,
+            );
             assert_eq!(
                 found.map(|o| o.departed),
                 Some(departed.into_iter().map(String::from).collect::<Vec<_>>()),
@@ -191,11 +211,60 @@ mod tests {
             Some(GroupOrders::default()),
         );
         let all_live = [&running, &live_1, &joining];
-        let found = orders(&report, &all_live, &["ddp-worker-5"], vec![], 2, 3, None);
+        let found = orders(
+            &report,
+            &all_live,
+            Leaving {
+                deleting: &["ddp-worker-5"],
+                ..Leaving::default()
+            },
+            vec![],
+            2,
+            3,
+            None,
+        );
         assert_eq!(
             found.map(|o| o.departed),
             Some(vec!["ddp-worker-5".to_string()]),
             "one this reconcile deletes departs now, not once its deletion is seen"
+        );
+    }
+
+    #[test]
+    fn a_worker_the_group_waits_for_stays_until_it_saved() {
+        let running = pod("ddp-worker-0", "Running", false, Some("go"));
+        let evicted = pod("ddp-worker-1", "Running", true, Some("go"));
+        let report = report(
+            &["ddp-worker-0", "ddp-worker-1"],
+            &[],
+            Some(GroupOrders {
+                departed: vec!["ddp-worker-9".into()],
+                ..GroupOrders::default()
+            }),
+        );
+        let pods = [&running, &evicted];
+        let saving = orders(
+            &report,
+            &pods,
+            Leaving {
+                saving: &["ddp-worker-1"],
+                ..Leaving::default()
+            },
+            vec![],
+            1,
+            3,
+            None,
+        );
+        assert_eq!(
+            saving.map(|o| o.departed),
+            Some(vec![]),
+            "a member while the group saves"
+        );
+        let saved = orders(&report, &pods, Leaving::default(), vec![], 1, 3, None);
+        assert_eq!(
+            saved.map(|o| o.departed),
+            Some(vec!["ddp-worker-1".to_string()]),
+            "departed once the group saved"
         );
     }
 
@@ -208,7 +277,10 @@ mod tests {
         let found = orders(
             &report,
             &[&running, &deleting, &failed],
-            &["ddp-worker-3"],
+            Leaving {
+                deleting: &["ddp-worker-3"],
+                ..Leaving::default()
+            },
             vec![],
             1,
             3,
@@ -241,7 +313,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
-                &[],
+                Leaving::default(),
                 expected(),
                 1,
                 3,
@@ -254,7 +326,7 @@ mod tests {
             orders(
                 &report(&members, &[], None),
                 &[&running],
-                &[],
+                Leaving::default(),
                 expected(),
                 1,
                 3,
@@ -266,14 +338,22 @@ mod tests {
         let mut no_group = report(&members, &[], Some(GroupOrders::default()));
         no_group.group = None;
         assert_eq!(
-            orders(&no_group, &[&running], &[], expected(), 1, 3, None),
+            orders(
+                &no_group,
+                &[&running],
+                Leaving::default(),
+                expected(),
+                1,
+                3,
+                None
+            ),
             None
         );
         assert_eq!(
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
-                &[],
+                Leaving::default(),
                 expected(),
                 2,
                 3,
@@ -289,7 +369,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
-                &[],
+                Leaving::default(),
                 expected(),
                 1,
                 4,
@@ -305,7 +385,7 @@ mod tests {
             orders(
                 &report(&members, &[], Some(held.clone())),
                 &[&running],
-                &[],
+                Leaving::default(),
                 expected(),
                 1,
                 3,

@@ -24,7 +24,7 @@
 //!    [`spares`].
 //! 3. The rules every kind shares: [`parse`], [`validation`], [`builders`], [`gang`],
 //!    [`blacklist`], [`cooldown`], [`node_warnings`], [`disruption`], [`loss`],
-//!    [`own_failure`], [`backoff`], [`drain`], [`notice`], [`kubeai`], [`target_workers`],
+//!    [`own_failure`], [`backoff`], [`saving_on_termination`], [`drain`], [`notice`], [`kubeai`], [`target_workers`],
 //!    [`scaling`], [`joining`], [`group_orders`], [`reforming_group`], [`warned_handover`].
 //! 4. The kinds: [`kind`] (each kind's module, and the registry that lists them).
 //! 5. Planning: [`plan`].
@@ -70,6 +70,7 @@ pub mod pod_metadata;
 pub mod pods;
 pub mod quantity;
 pub mod reforming_group;
+pub mod saving_on_termination;
 pub mod scaling;
 pub mod spares;
 pub mod spot_capacity;

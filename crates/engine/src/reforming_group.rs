@@ -21,8 +21,10 @@
 //!    that they join the group that re-forms without it: one re-formed group, not two
 //!    ([`holds_new_workers`]).
 //!
-//! A worker lost without warning (failed, evicted, gone with its node) is beyond any notice:
-//! it is replaced at once as before. The job's own notices come first: a job that suspends
+//! A worker the platform takes with a grace period (an eviction) drains the same way, from
+//! when its deletion began (see [`crate::saving_on_termination`]). One lost without warning
+//! (failed, force-deleted, gone with its node) is beyond any notice: it is replaced at once
+//! as before. The job's own notices come first: a job that suspends
 //! shows its `Suspend` notice, not this one.
 
 use std::time::Duration;

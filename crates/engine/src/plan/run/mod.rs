@@ -66,6 +66,9 @@ pub(super) struct Run<'p, 'o> {
     /// Where the run stands (see [`state`]): as the last reconcile left it, then as this
     /// plan's transitions move it.
     state: RunState,
+    /// The draining workers whose group waits for their save before it lets them go, as
+    /// this plan's drains decided (see [`crate::saving_on_termination`]).
+    saving_workers: Vec<String>,
 }
 
 impl<'p, 'o> Run<'p, 'o> {
@@ -85,6 +88,7 @@ impl<'p, 'o> Run<'p, 'o> {
             scaling: false,
             restarted: false,
             state: RunState::WaitingForMinimum,
+            saving_workers: Vec::new(),
         };
         let seen = Seen {
             launcher_waited: created.launcher_waited(),

@@ -193,10 +193,14 @@ impl Run<'_, '_> {
             .filter(|deletion| deletion.kind == crate::child::ChildKind::Pod)
             .map(|deletion| deletion.name.as_str())
             .collect();
+        let saving: Vec<&str> = self.saving_workers.iter().map(String::as_str).collect();
         self.planner.plan.group_orders = group_orders::orders(
             report,
             &self.worker_pods(),
-            &deleting,
+            group_orders::Leaving {
+                deleting: &deleting,
+                saving: &saving,
+            },
             expected,
             self.context.spec.workers.min,
             self.context.spec.workers.max.unwrap_or(0),

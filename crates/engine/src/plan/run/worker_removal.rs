@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{Run, RunState};
 use crate::group_report::GroupReport;
 use crate::target_workers::{self, WorkerDecision};
-use crate::{drain, names, pods, reforming_group};
+use crate::{drain, names, pods, reforming_group, saving_on_termination};
 
 impl<'o> Run<'_, 'o> {
     /// Deletes or drains the Workers `decision` removes from `current`, and returns whether
@@ -55,14 +55,19 @@ impl<'o> Run<'_, 'o> {
                     .any(|w| Some(w.as_str()) == pod.metadata.name.as_deref())
         };
         // A group that re-forms lets a worker lost to its node's warning leave by draining
-        // too, once the group saved (see crate::reforming_group).
+        // too, once the group saved (see crate::reforming_group), and one the platform takes
+        // with a grace period (see crate::saving_on_termination).
         let reforms = self.context.job_ref.coordinator().group_reforms;
+        let now = self.planner.now;
         let warned_leaving = decision
             .lost
             .iter()
             .filter(|_| reforms)
             .filter_map(|lost| current.get(&lost.index))
-            .filter(|pod| reforming_group::leaves_by_draining(pod));
+            .filter(|pod| {
+                reforming_group::leaves_by_draining(pod)
+                    || saving_on_termination::saves_before_going(pod, now)
+            });
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
             .iter()
@@ -201,7 +206,25 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .map(String::as_str)
             .filter(|pod| !decision.delete.iter().any(|d| d == pod))
+            .filter(|pod| !decision.saving.iter().any(|s| s == pod))
             .collect();
+        let terminated: Vec<&str> = newly
+            .iter()
+            .map(String::as_str)
+            .filter(|pod| decision.saving.iter().any(|s| s == pod))
+            .collect();
+        if !terminated.is_empty() {
+            let workers = terminated.join(", ");
+            let seconds = self.context.spec.elastic.drain.as_secs();
+            self.planner.event(
+                false,
+                "WorkersDraining",
+                "Drain",
+                format!(
+                    "workers {workers} are being terminated by the platform (DisruptionTarget, in their grace period): every worker is asked to save a checkpoint, and the group lets them go when the training code says it saved, their containers stop, or in {seconds}s (elasticPolicy.drainSeconds)"
+                ),
+            );
+        }
         if !started.is_empty() {
             let workers = started.join(", ");
             let seconds = self.context.spec.elastic.drain.as_secs();
@@ -220,5 +243,6 @@ impl<'o> Run<'_, 'o> {
             self.planner.requeue_at(end);
         }
         self.planner.status.draining_workers = decision.draining;
+        self.saving_workers = decision.saving;
     }
 }

@@ -390,3 +390,124 @@ fn a_scaled_in_worker_beside_the_round_goes_without_asking_the_group_to_save() {
     assert_eq!(job_notice(&world), None, "nobody saves for it");
     assert!(eto_status(&world).draining_workers.is_empty());
 }
+
+/// The store's report of a formed round of workers 0 to 2, holding orders that differ from
+/// any eto gives, so that each plan shows its own.
+fn formed() -> GroupReport {
+    let mut report = store_report(
+        1,
+        Round::Formed,
+        &[
+            ("ddp-worker-0", 1.0),
+            ("ddp-worker-1", 1.0),
+            ("ddp-worker-2", 1.0),
+        ],
+    );
+    report.orders = Some(GroupOrders {
+        min_nodes: 99,
+        ..GroupOrders::default()
+    });
+    report
+}
+
+#[test]
+fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
+    let mut world = running();
+    world.group_report = Some(formed());
+    world.advance(5);
+    // Evicted a moment ago with a grace period of 30 s: marked, being deleted, still running.
+    let evicted_at = world.now - jiff::SignedDuration::from_millis(600);
+    world.disrupt("ddp-worker-1");
+    let pod = world.pod("ddp-worker-1");
+    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        evicted_at + jiff::SignedDuration::from_secs(30),
+    ));
+    pod.metadata.deletion_grace_period_seconds = Some(30);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "its replacement waits"
+    );
+    let notice = job_notice(&world).expect("the job's notice");
+    assert_eq!(
+        (notice.kind, notice.reason.as_str()),
+        (NoticeKind::Checkpoint, WORKERS_LEAVING)
+    );
+    assert_eq!(
+        notice.since.0.as_second(),
+        evicted_at.as_second(),
+        "from when its deletion began, as its SIGTERM came"
+    );
+    for worker in ["ddp-worker-0", "ddp-worker-2"] {
+        assert_eq!(notice_of(&world, worker), Some(notice.clone()), "{worker}");
+    }
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec![]),
+        "a member while the group saves: the others are not told to re-form"
+    );
+    assert_eq!(
+        eto_status(&world).target_workers,
+        ["ddp-worker-0", "ddp-worker-2", "ddp-worker-3"]
+    );
+    let event = plan
+        .events
+        .iter()
+        .find(|event| event.reason == "WorkersDraining")
+        .expect("an event says why the group waits");
+    assert!(event.note.contains("ddp-worker-1"), "{}", event.note);
+
+    // The training code said it saved: the store lets it go and the others re-form.
+    world.advance(2);
+    let mut report = formed();
+    report.saved = vec![SavedCheckpoint {
+        pod: "ddp-worker-1".into(),
+        step: Some(40),
+        since: notice.since.0.to_string(),
+    }];
+    world.group_report = Some(report);
+    let plan = world.reconcile();
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec!["ddp-worker-1".to_string()])
+    );
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "not while it is there"
+    );
+
+    // Gone: its replacement comes and the notice goes.
+    world.went("ddp-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(job_notice(&world), None);
+}
+
+#[test]
+fn an_evicted_worker_whose_training_died_with_the_signal_leaves_once_its_containers_stop() {
+    let mut world = running();
+    world.group_report = Some(formed());
+    world.disrupt("ddp-worker-1");
+    let deleted = world.now + jiff::SignedDuration::from_secs(30);
+    let pod = world.pod("ddp-worker-1");
+    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        deleted,
+    ));
+    pod.metadata.deletion_grace_period_seconds = Some(30);
+    let plan = world.reconcile();
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec![])
+    );
+    world.advance(1);
+    world.lose_with_node("ddp-worker-1");
+    let plan = world.reconcile();
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec!["ddp-worker-1".to_string()]),
+        "nothing to wait for"
+    );
+}
