@@ -63,6 +63,17 @@ termination") then writes a "Reclaim" notice of the same form, reason "Terminati
 processes running until they exit or the pod's grace period ends. notice() reads both and
 returns the most urgent: "Suspend", then "Reclaim", then "Checkpoint", then "Resume".
 
+Under torchrun a PyTorchJob's pod has no such PID 1: torchrun forwards the SIGTERM to the
+training processes at once, and sends its own when it re-forms the group. Where eto hosts
+the group's rendezvous (ETO_SAVED_URL is set), the helper's first call from the main thread
+listens for it (unless the training installed a SIGTERM handler of its own): the signal
+becomes a "Reclaim" notice, reason "Terminating", of this process, so that the loop above
+saves at the next step (eto asks the other Workers of an evicted one to save with it, and
+keeps the group together until it did), and wait_for_change() then ends the process. No
+step is trained twice beyond the one in flight. A process that does not come to its next
+step in time (stuck in a collective whose peer is gone) ends as SIGTERM would have ended it,
+after twice its usual step (see terminating()).
+
 To let eto tell how much of the job's time trained (its goodput, `status.goodput`), call
 progress(step) after each step, from every rank or only the first: rank 0 alone reports. Wrap
 the loading of a checkpoint in `with eto_notice.restoring():` to have that time counted as
@@ -81,6 +92,9 @@ library.
 import contextlib
 import json
 import os
+import signal
+import socket
+import sys
 import threading
 import time
 import urllib.request
@@ -93,24 +107,132 @@ TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
 URGENCY = {"Suspend": 4, "Reclaim": 3, "Checkpoint": 2, "Resume": 1}
 ASKS_TO_SAVE = ("Suspend", "Reclaim", "Checkpoint")
 _answered = set()
+# The notice this process recorded when it heard SIGTERM (see _hear_sigterm).
+_terminated = []
 
 
 def notice():
     """The current notice as a dict, or None when there is none.
 
     The most urgent of eto's notice (the file ETO_NOTICE_FILE names, /etc/edl/notice by
-    default) and of the notice eto's PID 1 writes when the pod is being terminated (the
+    default), of the notice eto's PID 1 writes when the pod is being terminated (the
     file ETO_TERMINATION_NOTICE_FILE names, else the first of /run/eto/notice and
-    /tmp/eto/notice that exists). A file that cannot be read or does not hold a JSON object
-    counts as no notice: training goes on.
+    /tmp/eto/notice that exists), and of the one this process recorded on SIGTERM (see
+    terminating()). A file that cannot be read or does not hold a JSON object counts as no
+    notice: training goes on.
     """
+    _hear_sigterm()
     paths = [os.environ.get("ETO_NOTICE_FILE", NOTICE_FILE)]
     termination = os.environ.get("ETO_TERMINATION_NOTICE_FILE")
     paths += [termination] if termination else list(TERMINATION_NOTICE_FILES)
-    found = [value for value in map(_read, paths) if value is not None]
+    found = [value for value in map(_read, paths) if value is not None] + _terminated
     if not found:
         return None
     return max(found, key=lambda value: URGENCY.get(value.get("kind"), 0))
+
+
+def terminating():
+    """True once this process heard SIGTERM while the helper listened for it.
+
+    Where eto hosts the group's rendezvous store (ETO_SAVED_URL is set: an elastic
+    PyTorchJob), the helper's first call from the main thread (notice(),
+    checkpoint_requested(), ...) makes SIGTERM a notice instead of the end of the process:
+    a "Reclaim" notice, reason "Terminating", of this process only. torchrun forwards the
+    pod's SIGTERM (an eviction, a drain, a node's shutdown) and sends its own when it
+    re-forms the group; either way the training saves at the next step with the rest of the
+    group (eto keeps an evicted Worker in the group until it did), and wait_for_change() then
+    ends the process. A process that does not come to its next step in time (stuck in a
+    collective whose peer is gone) ends as SIGTERM would have ended it, after twice its
+    usual step (at least SIGTERM_STEP_SECONDS). A SIGTERM handler of the training's own,
+    installed before, stands, and so does Python's default elsewhere.
+    """
+    return bool(_terminated)
+
+
+# The least time a process that heard SIGTERM has to come to its next step.
+SIGTERM_STEP_SECONDS = 2.0
+_listening = []
+# Where the main thread is: "training" between steps' notice checks, "saving" once it asked
+# for the notice to save for (asking_notice()), with the times of its recent checks.
+_phase = {"now": "training", "checks": [], "changed": threading.Event()}
+
+
+def _hear_sigterm():
+    """Listens for SIGTERM (see terminating()), once, where it may."""
+    if _listening or not os.environ.get("ETO_SAVED_URL"):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _listening.append(True)
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+        heard, told = socket.socketpair()
+        told.setblocking(False)
+        if signal.set_wakeup_fd(told.fileno(), warn_on_full_buffer=False) != -1:
+            signal.set_wakeup_fd(-1)  # someone else listens (asyncio): leave SIGTERM alone
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return
+    _listening.append((heard, told))
+    threading.Thread(target=_watch, args=(heard,), name="eto-sigterm", daemon=True).start()
+
+
+def _on_sigterm(_signum, _frame):
+    _record_sigterm()
+
+
+def _record_sigterm():
+    if _terminated:
+        return
+    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _terminated.append({
+        "kind": "Reclaim",
+        "reason": "Terminating",
+        "since": since,
+        "message": "this process heard SIGTERM: save at this step with the group, then it exits",
+    })
+
+
+def _checked(phase):
+    """The main thread checked the notice (phase "training") or asked for it ("saving")."""
+    now = time.monotonic()
+    if phase == "training":
+        checks = _phase["checks"]
+        checks.append(now)
+        del checks[:-21]
+    _phase["now"] = phase
+    _phase["changed"].set()
+
+
+def _usual_step():
+    checks = _phase["checks"]
+    gaps = sorted(b - a for a, b in zip(checks, checks[1:]))
+    return gaps[len(gaps) // 2] if gaps else 0.0
+
+
+def _watch(heard):
+    """Hears SIGTERM the moment it comes, even while the main thread is inside a collective
+    (where Python's handler cannot run), and ends a process that does not come to its next
+    step in time."""
+    while True:
+        try:
+            data = heard.recv(64)
+        except OSError:
+            return
+        if signal.SIGTERM not in data:
+            continue
+        _record_sigterm()
+        if _phase["now"] == "saving":
+            continue  # it saves: torchrun's own timeout bounds that
+        allowed = max(SIGTERM_STEP_SECONDS, 2.0 * _usual_step())
+        ends = time.monotonic() + allowed
+        while _phase["now"] != "saving" and time.monotonic() < ends:
+            _phase["changed"].clear()
+            _phase["changed"].wait(max(0.0, ends - time.monotonic()))
+        if _phase["now"] != "saving":
+            os._exit(128 + signal.SIGTERM)
 
 
 def _read(path):
@@ -209,6 +331,7 @@ def checkpoint_requested():
     """True while a notice asks this process to save a checkpoint that it has not answered
     with saved() yet: "Suspend", "Reclaim" or "Checkpoint"."""
     current = notice()
+    _checked("training")
     return bool(
         current
         and current.get("kind") in ASKS_TO_SAVE
@@ -223,6 +346,7 @@ def asking_notice(timeout_seconds=10.0, poll_seconds=0.2):
     eto's notice reaches the pods of a job a second or so apart: a rank that acts on what
     another rank saw (all ranks agree with an all-reduce) may not show it yet.
     """
+    _checked("saving")
     waited = 0.0
     while True:
         current = notice()
@@ -273,11 +397,20 @@ def wait_for_change(poll_seconds=0.5, timeout_seconds=None):
     change was called off, or another notice came), or after timeout_seconds. Under torchrun
     the change usually comes first: the agent restarts this process, which then loads the
     checkpoint.
+
+    A process that heard SIGTERM (terminating()), before or while it waits, does not
+    return: it exits (status 0) at once. The group agreed on the step to save at, and rank 0
+    saves it whatever SIGTERM it hears meanwhile; torchrun forms the next group only once
+    every process of it has exited, so every process of that group loads the saved step.
     """
+    if _terminated:
+        sys.exit(0)
     current = asking_notice()
     key = current and _key(current)
     waited = 0.0
     while key is not None:
+        if _terminated:
+            sys.exit(0)
         now = notice()
         if not now or _key(now) != key:
             return

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use eto_api::job_status::{Notice, NoticeKind};
 use eto_tests::workspace_root;
@@ -259,6 +260,182 @@ print(json.dumps({"before": before, "heard": heard, "after": after,
     assert_eq!(
         *body,
         json!({"pod": "ddp-worker-0", "step": 12, "since": "2027-01-15T08:00:00Z"})
+    );
+}
+
+/// A store that records what the training code says it saved (in `state["saved"]`), in the
+/// script's own process; `ETO_SAVED_URL` points at it.
+const RECORDING_STORE: &str = r#"
+import json, os, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+state = {"saved": []}
+class Store(BaseHTTPRequestHandler):
+    def do_POST(self):
+        state["saved"].append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        data = b'{"recorded": true}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), Store)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+os.environ["ETO_SAVED_URL"] = f"http://127.0.0.1:{server.server_port}/saved"
+"#;
+
+#[test]
+fn under_etos_store_a_sigterm_asks_to_save_and_the_process_leaves_once_it_did() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        r#"
+import json, os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+{RECORDING_STORE}
+import eto_notice
+before = eto_notice.checkpoint_requested()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.05)
+asked = eto_notice.asking_notice(timeout_seconds=0)
+heard = eto_notice.saved(7)
+print(json.dumps({{"before": before, "terminating": eto_notice.terminating(),
+                  "kind": asked["kind"], "reason": asked["reason"], "heard": heard,
+                  "saved": state["saved"], "alive": eto_notice.check_alive()}}), flush=True)
+eto_notice.wait_for_change(poll_seconds=0.01, timeout_seconds=5)
+print("still here", flush=True)
+"#
+    );
+    let started = jiff::Timestamp::now();
+    let printed = script_prints(&script, |command| {
+        command
+            .env("ETO_NOTICE_FILE", dir.join("none"))
+            .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+            .env("HOSTNAME", "ddp-worker-1");
+    });
+    let text = String::from_utf8(printed).unwrap();
+    let mut lines = text.lines();
+    let printed: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(lines.next(), None, "wait_for_change ended the process");
+    let since = printed["saved"][0]["since"].as_str().unwrap().to_string();
+    assert_eq!(
+        printed,
+        json!({"before": false, "terminating": true, "kind": "Reclaim", "reason": "Terminating",
+               "heard": true, "saved": [{"pod": "ddp-worker-1", "step": 7, "since": since}],
+               "alive": false}),
+        "the signal is a notice of this process, answered like eto's"
+    );
+    let since: jiff::Timestamp = since.parse().unwrap();
+    assert!(
+        since.as_second() >= started.as_second() && since.subsec_nanosecond() == 0,
+        "dated in whole seconds from the signal: {since}"
+    );
+}
+
+#[test]
+fn a_process_waiting_for_the_change_leaves_when_sigterm_comes() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("checkpoint-then-sigterm");
+    std::fs::write(&file, notice(NoticeKind::Checkpoint, Some(1_800_000_030))).unwrap();
+    // Saved for eto's notice, it waits for the change; then torchrun stops it (the group
+    // re-forms) or its pod is deleted.
+    let script = format!(
+        r#"
+import os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+{RECORDING_STORE}
+import eto_notice
+eto_notice.checkpoint_requested()
+eto_notice.saved(3)
+threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+eto_notice.wait_for_change(poll_seconds=0.01, timeout_seconds=60)
+print("still here", flush=True)
+"#
+    );
+    let started = std::time::Instant::now();
+    let printed = script_prints(&script, |command| {
+        command
+            .env("ETO_NOTICE_FILE", &file)
+            .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"))
+            .env("HOSTNAME", "ddp-worker-1");
+    });
+    assert_eq!(String::from_utf8_lossy(&printed), "", "it left");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "at the signal, not at its timeout"
+    );
+}
+
+#[test]
+fn a_process_that_heard_sigterm_but_does_not_come_to_its_next_step_ends_as_sigterm_ends_it() {
+    // Stuck (in a collective whose peer is gone, here a sleep): Python's handler may never
+    // run, the helper's watch ends it after its least wait for the next step.
+    let script = format!(
+        r#"
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+{RECORDING_STORE}
+import eto_notice
+eto_notice.checkpoint_requested()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)
+print("still here", flush=True)
+"#
+    );
+    let started = std::time::Instant::now();
+    let ended = python()
+        .args(["-c", &script])
+        .arg(workspace_root().join("python"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        ended.status.code(),
+        Some(128 + 15),
+        "{}",
+        String::from_utf8_lossy(&ended.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ended.stdout), "");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "ended by the watch, not by the end of its sleep"
+    );
+}
+
+#[test]
+fn sigterm_keeps_its_own_meaning_without_etos_store_or_with_the_trainings_handler() {
+    let ended = python()
+        .args([
+            "-c",
+            "import os, signal, sys, time\nsys.path.insert(0, sys.argv[1])\nimport eto_notice\neto_notice.checkpoint_requested()\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(5)\n",
+        ])
+        .arg(workspace_root().join("python"))
+        .env_remove("ETO_SAVED_URL")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(ended.status.signal(), Some(15), "Python's default: it ends");
+
+    let script = format!(
+        r#"
+import json, os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+{RECORDING_STORE}
+heard = []
+signal.signal(signal.SIGTERM, lambda *_: heard.append(True))
+import eto_notice
+eto_notice.checkpoint_requested()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.05)
+print(json.dumps({{"own": heard, "terminating": eto_notice.terminating(),
+                  "asked": eto_notice.checkpoint_requested()}}))
+"#
+    );
+    let printed = script_prints(&script, |_| {});
+    assert_eq!(
+        serde_json::from_slice::<Value>(&printed).unwrap(),
+        json!({"own": [true], "terminating": false, "asked": false}),
+        "the training's own handler stands"
     );
 }
 

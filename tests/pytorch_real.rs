@@ -838,9 +838,10 @@ pub(crate) async fn mount_the_notice_helper(scratch: &Scratch, template: &mut se
 
 /// Saves its step only when eto asks (through `python/eto_notice.py`, mounted from this
 /// repository): every rank polls the notice each step and they agree by an all-reduce; rank 0
-/// saves and says so, and every rank waits for the change.
+/// saves and says so, and every rank waits for the change. Rank 0 also appends each step it
+/// reached to `/ckpt/steps.log` (the ground truth of what was trained, whoever held rank 0).
 const ELASTIC_ON_NOTICE: &str = r#"
-import os, sys, time, torch, torch.distributed as dist
+import os, socket, sys, time, torch, torch.distributed as dist
 sys.path.insert(0, "/opt/eto-helper")
 import eto_notice
 dist.init_process_group("gloo")
@@ -851,7 +852,7 @@ def save(step):
         saved.write(str(step))
     os.replace(path + ".tmp", path)
 step = int(open(path).read()) if os.path.exists(path) else 0
-print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']}", flush=True)
+print(f"eto-elastic-start: rank={rank} world={world} from_step={step} run_id={os.environ['TORCHELASTIC_RUN_ID']} host={socket.gethostname()} at={time.time():.2f}", flush=True)
 while step < 60:
     asked = torch.tensor([1.0 if eto_notice.checkpoint_requested() else 0.0])
     dist.all_reduce(asked, op=dist.ReduceOp.MAX)
@@ -868,12 +869,126 @@ while step < 60:
     step += 1
     if rank == 0:
         print(f"eto-elastic-step: {step} world={int(value.item())}", flush=True)
+        with open("/ckpt/steps.log", "a") as logged:
+            logged.write(f"step={step} at={time.time():.3f}\n")
     time.sleep(0.5)
 if rank == 0:
     save(step)
 print(f"eto-elastic-done: rank={rank} world={world} steps={step}", flush=True)
 dist.destroy_process_group()
 "#;
+
+/// A Worker of an elastic job (three, two to four) evicted mid-training, its training saving
+/// only what a notice asks for, in the documented loop with eto's helper ([`ELASTIC_ON_NOTICE`]): torchrun forwards
+/// the SIGTERM, the helper makes it a notice, eto asks the other Workers to save and keeps
+/// the group together until it did; the group re-forms from the step it reached. Asserts that
+/// no step is trained twice (each step rank 0 reached is logged once) and that the job
+/// succeeds in the run it started in; prints the seconds from the eviction to the next new
+/// step.
+async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
+    let scratch = Scratch::start(name).await;
+    let mut template = torchrun_template(ELASTIC_ON_NOTICE);
+    let _ = mount_a_checkpoint_directory(&scratch, &mut template);
+    mount_the_notice_helper(&scratch, &mut template).await;
+    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
+    let steps_log = std::path::PathBuf::from(format!("{root}/{}/steps.log", scratch.namespace));
+    let logged = move || -> Vec<(u32, f64)> {
+        std::fs::read_to_string(&steps_log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let step = field(line, "step=")?.parse().ok()?;
+                let at = field(line, "at=")?.parse().ok()?;
+                Some((step, at))
+            })
+            .collect()
+    };
+    let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
+    let mut evicted = None;
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        until("15 steps trained", Duration::from_secs(300), async || {
+            (logged().len() >= 15).then_some(())
+        })
+        .await;
+        let pod = victim.among(pods).await;
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let before = logged().last().map_or(0, |(step, _)| *step);
+        Taken::Evicted.take(pods, &pod).await;
+        until(
+            "a new step after the eviction",
+            Duration::from_secs(300),
+            async || {
+                logged()
+                    .into_iter()
+                    .find(|(step, when)| *when > at && *step > before + 1)
+                    .map(|_| ())
+            },
+        )
+        .await;
+        evicted = Some((pod, at, before));
+    })
+    .await;
+    let (pod, at, before) = evicted.unwrap();
+    let steps = logged();
+    let printed = every_log(&scratch.pods()).await;
+    let mut counts = std::collections::BTreeMap::new();
+    for (step, _) in &steps {
+        *counts.entry(*step).or_insert(0) += 1;
+    }
+    let twice: Vec<u32> = counts
+        .iter()
+        .filter(|(_, count)| **count > 1)
+        .map(|(step, _)| *step)
+        .collect();
+    let last_before = steps
+        .iter()
+        .filter(|(_, when)| *when <= at)
+        .map(|(step, _)| *step)
+        .max()
+        .unwrap_or(0);
+    // The group trained on to its save, paused while it re-formed, and trained again.
+    let from = steps.iter().filter(|(_, when)| *when <= at).count();
+    let resumed = steps[from.saturating_sub(1)..]
+        .windows(2)
+        .find_map(|pair| (pair[1].1 - pair[0].1 > 2.0).then_some(pair[1]));
+    println!(
+        "{name}: {pod} evicted at step {before} (last logged before it: {last_before}); the training printed:\n{}\nsteps trained twice: {twice:?}; the first step after the pause: {resumed:?}, {:.1} s after the eviction",
+        marked(&printed, "eto-elastic-s")
+            .into_iter()
+            .filter(|line| line.starts_with("eto-elastic-start")
+                || line.starts_with("eto-elastic-saved"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        resumed.map_or(f64::NAN, |(_, when)| when - at)
+    );
+    assert!(twice.is_empty(), "steps trained twice: {twice:?}");
+    assert_eq!(
+        counts.keys().copied().collect::<Vec<_>>(),
+        (1..=60).collect::<Vec<_>>(),
+        "every step trained once"
+    );
+    let status = job.status.clone().unwrap();
+    succeeded_last(&job);
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    scratch.end().await;
+}
+
+/// The pod holding group rank 0 is evicted: it saves the step the group reached, with it.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_evicted_group_rank_0_saves_with_the_group_and_nothing_is_trained_twice() {
+    an_evicted_worker_saves_with_the_group("evicted-saves-rank0", Victim::GroupRankZero).await;
+}
+
+/// Another Worker is evicted: the group's rank 0 saves, and the evicted one leaves after.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn an_evicted_worker_waits_for_the_groups_save_and_nothing_is_trained_twice() {
+    an_evicted_worker_saves_with_the_group("evicted-saves-other", Victim::Another).await;
+}
 
 /// A Worker removed from an elastic job (three Workers, two to four, scaled to two as
 /// `kubectl scale` does) leaves only after the group saved: every Worker is told to
