@@ -2,7 +2,7 @@
 //! before the group lets it go.
 //!
 //! An eviction (a drain), a graceful node shutdown or a preemption marks the pod
-//! `DisruptionTarget` and deletes it with its grace period: its containers get SIGTERM at
+//! `DisruptionTarget` and then deletes it with its grace period: its containers get SIGTERM at
 //! once, and torchrun forwards it to the training processes. Training code that hears it
 //! (eto's helper records it as a `Reclaim` notice, reason `Terminating`, see
 //! `python/eto_notice.py`) can still take part in the step in flight and in a checkpoint,
@@ -24,10 +24,11 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::pods;
 
 /// Whether `pod` is being taken by the platform with time left to save: it is marked
-/// `DisruptionTarget` and being deleted, and its containers still run at `now` (its grace
-/// period has not ended).
+/// `DisruptionTarget` (an eviction marks it a moment before it deletes it, in a write of its
+/// own that eto may see first) and its containers still run at `now` (if it is being
+/// deleted, its grace period has not ended).
 pub fn saves_before_going(pod: &Pod, now: jiff::Timestamp) -> bool {
-    pods::is_terminating(pod) && pods::is_disrupted(pod) && pods::runs_at(pod, now)
+    pods::is_disrupted(pod) && pods::runs_at(pod, now)
 }
 
 /// When the deletion of `pod` began, so that its training's answer, dated from the SIGTERM
@@ -99,11 +100,14 @@ mod tests {
             !saves_before_going(&evicted("Running", true), at(40)),
             "its grace period ended"
         );
-        let running: Pod = serde_json::from_value(json!({"metadata": {"name": "w-1"},
+        let marked: Pod = serde_json::from_value(json!({"metadata": {"name": "w-1"},
             "status": {"phase": "Running",
                        "conditions": [{"type": "DisruptionTarget", "status": "True"}]}}))
         .unwrap();
-        assert!(!saves_before_going(&running, at(11)), "not being deleted");
+        assert!(
+            saves_before_going(&marked, at(11)),
+            "marked, its deletion a moment away"
+        );
     }
 
     #[test]

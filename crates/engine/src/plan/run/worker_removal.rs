@@ -149,6 +149,16 @@ impl<'o> Run<'_, 'o> {
             .filter(|r| r.was_in_discovery)
             .filter_map(|r| r.pod.metadata.name.clone())
             .collect();
+        // Those the platform takes (an eviction), not eto after a node's warning.
+        let now = self.planner.now;
+        let taken: Vec<String> = removed
+            .iter()
+            .filter(|r| {
+                saving_on_termination::saves_before_going(r.pod, now)
+                    && !reforming_group::leaves_by_draining(r.pod)
+            })
+            .filter_map(|r| r.pod.metadata.name.clone())
+            .collect();
         let launcher_running = self.launcher().is_some_and(|l| l.is_running());
         let reforms = self.context.job_ref.coordinator().group_reforms;
         let saved = self
@@ -206,11 +216,12 @@ impl<'o> Run<'_, 'o> {
             .iter()
             .map(String::as_str)
             .filter(|pod| !decision.delete.iter().any(|d| d == pod))
-            .filter(|pod| !decision.saving.iter().any(|s| s == pod))
+            .filter(|pod| !taken.iter().any(|t| t == pod))
             .collect();
         let terminated: Vec<&str> = newly
             .iter()
             .map(String::as_str)
+            .filter(|pod| taken.iter().any(|t| t == pod))
             .filter(|pod| decision.saving.iter().any(|s| s == pod))
             .collect();
         if !terminated.is_empty() {

@@ -410,6 +410,26 @@ fn formed() -> GroupReport {
     report
 }
 
+/// The platform deletes worker `name`, which the world marked `DisruptionTarget`, with a
+/// grace period of 30 s from `began`.
+fn deleted_by_the_platform(world: &mut World, name: &str, began: jiff::Timestamp) {
+    let pod = world.pod(name);
+    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        began + jiff::SignedDuration::from_secs(30),
+    ));
+    pod.metadata.deletion_grace_period_seconds = Some(30);
+}
+
+/// The note of the Event that says why the group waits for a draining worker.
+fn draining_note(plan: &Plan) -> String {
+    plan.events
+        .iter()
+        .find(|event| event.reason == "WorkersDraining")
+        .expect("an event says why the group waits")
+        .note
+        .clone()
+}
+
 #[test]
 fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     let mut world = running();
@@ -418,11 +438,7 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     // Evicted a moment ago with a grace period of 30 s: marked, being deleted, still running.
     let evicted_at = world.now - jiff::SignedDuration::from_millis(600);
     world.disrupt("ddp-worker-1");
-    let pod = world.pod("ddp-worker-1");
-    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        evicted_at + jiff::SignedDuration::from_secs(30),
-    ));
-    pod.metadata.deletion_grace_period_seconds = Some(30);
+    deleted_by_the_platform(&mut world, "ddp-worker-1", evicted_at);
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
     assert_eq!(
@@ -452,12 +468,7 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
         eto_status(&world).target_workers,
         ["ddp-worker-0", "ddp-worker-2", "ddp-worker-3"]
     );
-    let event = plan
-        .events
-        .iter()
-        .find(|event| event.reason == "WorkersDraining")
-        .expect("an event says why the group waits");
-    assert!(event.note.contains("ddp-worker-1"), "{}", event.note);
+    assert!(draining_note(&plan).contains("ddp-worker-1"));
 
     // The training code said it saved: the store lets it go and the others re-form.
     world.advance(2);
@@ -491,12 +502,8 @@ fn an_evicted_worker_whose_training_died_with_the_signal_leaves_once_its_contain
     let mut world = running();
     world.group_report = Some(formed());
     world.disrupt("ddp-worker-1");
-    let deleted = world.now + jiff::SignedDuration::from_secs(30);
-    let pod = world.pod("ddp-worker-1");
-    pod.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        deleted,
-    ));
-    pod.metadata.deletion_grace_period_seconds = Some(30);
+    let now = world.now;
+    deleted_by_the_platform(&mut world, "ddp-worker-1", now);
     let plan = world.reconcile();
     assert_eq!(
         plan.group_orders.as_ref().map(|o| o.departed.clone()),
@@ -510,4 +517,34 @@ fn an_evicted_worker_whose_training_died_with_the_signal_leaves_once_its_contain
         Some(vec!["ddp-worker-1".to_string()]),
         "nothing to wait for"
     );
+}
+
+#[test]
+fn an_eviction_seen_before_its_deletion_drains_all_the_same() {
+    // The Eviction API marks the pod DisruptionTarget, then deletes it: two writes.
+    let mut world = running();
+    world.group_report = Some(formed());
+    world.disrupt("ddp-worker-1");
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
+    assert_eq!(
+        created(&plan),
+        Vec::<String>::new(),
+        "its replacement waits"
+    );
+    let notice = job_notice(&world).expect("the job's notice");
+    assert_eq!(notice.kind, NoticeKind::Checkpoint);
+    let note = draining_note(&plan);
+    assert!(note.contains("terminated by the platform"), "{note}");
+
+    // Its deletion comes: it stays a member until the group saved.
+    world.advance(1);
+    let now = world.now;
+    deleted_by_the_platform(&mut world, "ddp-worker-1", now);
+    let plan = world.reconcile();
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec![])
+    );
+    assert_eq!(job_notice(&world), Some(notice));
 }
