@@ -66,6 +66,10 @@ pub struct DrainInput<'a> {
     /// rendezvous beside a formed round, not in it: they go at once (see the module
     /// documentation). Empty where no group re-forms or no round formed.
     pub beside_group: &'a [&'a str],
+    /// The workers whose agents the group's coordinator reports as members of its round:
+    /// only they have a part in the group's save (one whose agent went silent, its node gone
+    /// dark, has none). Empty where no group re-forms.
+    pub members: &'a [&'a str],
     /// The time.
     pub now: jiff::Timestamp,
 }
@@ -116,7 +120,7 @@ pub fn decide(input: &DrainInput<'_>) -> DrainDecision {
         let end = worker.since.0 + drain;
         let saving = input.keep_until_gone
             && input.launcher_running
-            && !input.beside_group.contains(&worker.pod.as_str())
+            && input.members.contains(&worker.pod.as_str())
             && saving_on_termination::still_saving(
                 &worker,
                 pod,
@@ -237,6 +241,7 @@ mod tests {
                 saved,
                 keep_until_gone: false,
                 beside_group: &[],
+                members: &[],
                 now: at(now),
             })
         }
@@ -334,6 +339,7 @@ mod tests {
                 saved: Some(at(0)),
                 keep_until_gone: true,
                 beside_group: &[],
+                members: &[],
                 now: at(now),
             })
         };
@@ -352,6 +358,7 @@ mod tests {
             saved: None,
             keep_until_gone: true,
             beside_group: &[],
+            members: &[],
             now: at(5),
         });
         assert!(decision.draining.is_empty(), "gone");
@@ -368,7 +375,7 @@ mod tests {
         .unwrap();
         let world = World::of(&[evicted]);
         let decide =
-            |previous: &[DrainingWorker], saved: Option<i64>, now: i64, beside: &[&str]| {
+            |previous: &[DrainingWorker], saved: Option<i64>, now: i64, members: &[&str]| {
                 let removed = if previous.is_empty() {
                     vec![Removed {
                         pod: &world.pods["w-1"],
@@ -385,11 +392,12 @@ mod tests {
                     drain: THIRTY,
                     saved: saved.map(at),
                     keep_until_gone: true,
-                    beside_group: beside,
+                    beside_group: &[],
+                    members,
                     now: at(now),
                 })
             };
-        let seen = decide(&[], None, 11, &[]);
+        let seen = decide(&[], None, 11, &["w-1"]);
         assert_eq!(seen.draining, [draining("w-1", 10)], "from its deletion");
         assert_eq!(seen.saving, ["w-1"]);
         assert!(seen.delete.is_empty(), "the platform deletes it");
@@ -399,17 +407,20 @@ mod tests {
             "its drain, or its grace period"
         );
 
-        let answered = decide(&seen.draining, Some(10), 14, &[]);
+        let answered = decide(&seen.draining, Some(10), 14, &["w-1"]);
         assert!(answered.saving.is_empty(), "the group saved");
         assert_eq!(answered.draining, seen.draining, "listed until it is gone");
-        let earlier = decide(&seen.draining, Some(9), 14, &[]);
+        let earlier = decide(&seen.draining, Some(9), 14, &["w-1"]);
         assert_eq!(earlier.saving, ["w-1"], "an answer to an earlier notice");
         assert!(
-            decide(&seen.draining, None, 40, &[]).saving.is_empty(),
+            decide(&seen.draining, None, 40, &["w-1"]).saving.is_empty(),
             "its time is up"
         );
-        let spare = decide(&[], None, 11, &["w-1"]);
-        assert!(spare.saving.is_empty(), "a spare has nothing to save");
+        let silent = decide(&[], None, 11, &[]);
+        assert!(
+            silent.saving.is_empty(),
+            "not a member of the round (a spare, or its agent silent): nothing to save"
+        );
     }
 
     #[test]
@@ -440,6 +451,7 @@ mod tests {
                 saved: None,
                 keep_until_gone: true,
                 beside_group,
+                members: &[],
                 now: at(10),
             })
         };

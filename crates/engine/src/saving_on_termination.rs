@@ -17,6 +17,9 @@
 //!
 //! Training code that does not hear the signal dies with it: its pod's containers stop
 //! within a second or two, and the group re-forms then, as before, a second or two later.
+//! Only a Worker whose agent the store reports as a member of the round has a part in the
+//! group's save: one marked long after its agent went silent (its node gone dark, the taint
+//! manager evicting it minutes later) is let go at once.
 
 use eto_api::job_status::DrainingWorker;
 use k8s_openapi::api::core::v1::Pod;

@@ -179,6 +179,14 @@ impl<'o> Run<'_, 'o> {
                     .collect()
             })
             .unwrap_or_default();
+        // Only a member of the round has a part in the group's save.
+        let members: Vec<&str> = self
+            .observed
+            .group_report
+            .and_then(|report| report.group.as_ref())
+            .filter(|_| reforms)
+            .map(|group| group.members.iter().map(|m| m.host.as_str()).collect())
+            .unwrap_or_default();
         let decision = drain::decide(&drain::DrainInput {
             draining,
             removed,
@@ -188,6 +196,7 @@ impl<'o> Run<'_, 'o> {
             saved,
             keep_until_gone: reforms,
             beside_group: &beside_group,
+            members: &members,
             now: self.planner.now,
         });
         for pod in current.values() {
