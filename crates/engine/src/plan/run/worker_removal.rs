@@ -59,6 +59,13 @@ impl<'o> Run<'_, 'o> {
         // with a grace period (see crate::saving_on_termination).
         let reforms = self.context.job_ref.coordinator().group_reforms;
         let now = self.planner.now;
+        let members = self.round_members();
+        let member = |pod: &Pod| {
+            pod.metadata
+                .name
+                .as_deref()
+                .is_some_and(|name| members.contains(&name))
+        };
         let warned_leaving = decision
             .lost
             .iter()
@@ -66,7 +73,7 @@ impl<'o> Run<'_, 'o> {
             .filter_map(|lost| current.get(&lost.index))
             .filter(|pod| {
                 reforming_group::leaves_by_draining(pod)
-                    || saving_on_termination::saves_before_going(pod, now)
+                    || (saving_on_termination::saves_before_going(pod, now) && member(pod))
             });
         let removed: Vec<drain::Removed<'_>> = decision
             .delete
@@ -136,6 +143,19 @@ impl<'o> Run<'_, 'o> {
         }
     }
 
+    /// The workers whose agents the store reports as members of the group's round, in a
+    /// group that re-forms: only they have a part in the group's save (see
+    /// [`crate::saving_on_termination`]).
+    fn round_members(&self) -> Vec<&'o str> {
+        let reforms = self.context.job_ref.coordinator().group_reforms;
+        self.observed
+            .group_report
+            .and_then(|report| report.group.as_ref())
+            .filter(|_| reforms)
+            .map(|group| group.members.iter().map(|m| m.host.as_str()).collect())
+            .unwrap_or_default()
+    }
+
     /// Drains the workers `removed` now and those `draining` since earlier (see
     /// [`crate::drain`]): records them, deletes the pods whose drain is over.
     fn drain(
@@ -179,14 +199,7 @@ impl<'o> Run<'_, 'o> {
                     .collect()
             })
             .unwrap_or_default();
-        // Only a member of the round has a part in the group's save.
-        let members: Vec<&str> = self
-            .observed
-            .group_report
-            .and_then(|report| report.group.as_ref())
-            .filter(|_| reforms)
-            .map(|group| group.members.iter().map(|m| m.host.as_str()).collect())
-            .unwrap_or_default();
+        let members = self.round_members();
         let decision = drain::decide(&drain::DrainInput {
             draining,
             removed,
@@ -197,7 +210,7 @@ impl<'o> Run<'_, 'o> {
             keep_until_gone: reforms,
             beside_group: &beside_group,
             members: &members,
-            now: self.planner.now,
+            now,
         });
         for pod in current.values() {
             if decision

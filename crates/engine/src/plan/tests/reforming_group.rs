@@ -548,3 +548,24 @@ fn an_eviction_seen_before_its_deletion_drains_all_the_same() {
     );
     assert_eq!(job_notice(&world), Some(notice));
 }
+
+#[test]
+fn a_worker_taken_after_its_agent_left_the_round_holds_nothing() {
+    // Its node went dark: its agent left the round, and the taint manager evicts it later.
+    let mut world = running();
+    let mut report = formed();
+    report
+        .group
+        .as_mut()
+        .expect("a group")
+        .members
+        .retain(|member| member.host != "ddp-worker-1");
+    world.group_report = Some(report);
+    world.disrupt("ddp-worker-1");
+    let now = world.now;
+    deleted_by_the_platform(&mut world, "ddp-worker-1", now);
+    let plan = world.reconcile();
+    assert_eq!(created(&plan), ["ddp-worker-3"], "replaced at once");
+    assert_eq!(job_notice(&world), None, "nobody saves for it");
+    assert!(eto_status(&world).draining_workers.is_empty());
+}
