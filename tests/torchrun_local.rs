@@ -9,7 +9,9 @@
 //!   progress report of a restarted process is kept with where the stretch before it ended.
 //!   An agent left waiting beside a round that formed with the most agents it takes becomes
 //!   a spare, so that the group does not restart for it; agents in the wait list join a
-//!   forming round at once, the one left over a spare.
+//!   forming round at once, the one left over a spare. Once a round formed, a forming round
+//!   waits for an expected agent never at the rendezvous at most `join_wait`, and for a
+//!   member away for a moment as long as its last call runs.
 //! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
 //!   torchrun, which forwards it to the training processes and kills them after its shutdown
 //!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
@@ -477,6 +479,115 @@ async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot
         (&found["waiting"], &found["spares"], &found["participants"]),
         (&json!(0), &json!(0), &json!(3)),
         "it is taken out again at the store's next look: {found}"
+    );
+    store.kill().unwrap();
+    store.wait().unwrap();
+}
+
+/// Writes, as torchrun's c10d backend does, a rendezvous whose round 6 forms after round 5
+/// formed: `ddp-worker-0` and `-1` joined it, and its last call runs 30 s more; `argv`: the
+/// store's port and the run's id.
+const A_FORMING_ROUND_OF_TWO: &str = r#"
+import base64, pickle, sys
+from datetime import datetime, timedelta, timezone
+from torch.distributed import TCPStore
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc, _RendezvousState
+port, run_id = int(sys.argv[1]), sys.argv[2]
+state = _RendezvousState()
+state.round, state.complete = 6, False
+state.deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
+for index in range(2):
+    node = _NodeDesc(f"ddp-worker-{index}", 100 + index, 0)
+    state.participants[node] = 0
+    state.last_heartbeats[node] = datetime.now(timezone.utc)
+store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(state)))
+"#;
+
+/// Prints the seconds left of the forming round's last call of run `argv[2]` in the store on
+/// port `argv[1]` (negative: it ended).
+const LAST_CALL_LEFT: &str = r#"
+import base64, pickle, sys
+from datetime import datetime, timedelta, timezone
+from torch.distributed import TCPStore
+port, run_id = int(sys.argv[1]), sys.argv[2]
+store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+state = pickle.loads(base64.b64decode(store.get("torch.rendezvous." + run_id)))
+now = datetime.now(timezone.utc) if state.deadline.tzinfo else datetime.utcnow()
+print((state.deadline - now).total_seconds())
+"#;
+
+/// The seconds left of the last call of the round that forms in run `run_id`.
+fn last_call_left(port: u16, run_id: &str) -> f64 {
+    let python = torchrun().parent().unwrap().join("python3");
+    let read = Command::new(&python)
+        .args(["-c", LAST_CALL_LEFT, &port.to_string(), run_id])
+        .output()
+        .expect("python3 beside torchrun runs");
+    assert!(read.status.success(), "{read:?}");
+    String::from_utf8_lossy(&read.stdout)
+        .trim()
+        .parse()
+        .expect("seconds")
+}
+
+/// Once a round formed, the store's forming round waits for an expected agent never at the
+/// rendezvous (a Worker whose training starts) at most `join_wait`, and for one that was a
+/// member and is away (restarting with the group) as long as the last call runs.
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn a_forming_round_waits_for_a_starting_agent_at_most_join_wait() {
+    let (mut store, port, run_id) =
+        store_holding("store-join-wait", None, A_FULL_ROUND_AND_ONE_WAITING).await;
+    assert_eq!(
+        report(port + 1).unwrap()["rendezvous"]["complete"],
+        json!(true)
+    );
+    let orders = |expected: &[&str]| {
+        json!({"departed": [], "expected": expected, "min_nodes": 2, "max_nodes": 4,
+               "dead_after": 0, "join_wait": 8})
+    };
+    let named = Instant::now();
+    assert!(
+        post(
+            port + 1,
+            "/orders",
+            &orders(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-7"])
+        )
+        .contains(" 200 ")
+    );
+    write_rendezvous(port, &run_id, A_FORMING_ROUND_OF_TWO);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        last_call_left(port, &run_id) > 20.0,
+        "ddp-worker-7 is waited for"
+    );
+    let ended = until(
+        "the last call ends without ddp-worker-7",
+        Duration::from_secs(20),
+        async || (last_call_left(port, &run_id) <= 0.0).then(|| named.elapsed()),
+    )
+    .await;
+    assert!(
+        ended >= Duration::from_secs(7) && ended < Duration::from_secs(14),
+        "join_wait (8 s) after the orders named it: {ended:?}"
+    );
+
+    // ddp-worker-2 was a member of round 5 and is not at the rendezvous now (restarting for
+    // the group): it is waited for, past join_wait.
+    assert!(
+        post(
+            port + 1,
+            "/orders",
+            &orders(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"])
+        )
+        .contains(" 200 ")
+    );
+    write_rendezvous(port, &run_id, A_FORMING_ROUND_OF_TWO);
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(
+        last_call_left(port, &run_id) > 10.0,
+        "ddp-worker-2 is waited for, past join_wait"
     );
     store.kill().unwrap();
     store.wait().unwrap();

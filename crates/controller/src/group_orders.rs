@@ -98,6 +98,7 @@ mod tests {
             min_nodes: 2,
             max_nodes: 3,
             dead_after: 15,
+            join_wait: 15,
         }
     }
 
@@ -119,7 +120,7 @@ mod tests {
             sent,
             serde_json::json!({"departed": ["ddp-worker-1"],
                                "expected": ["ddp-worker-0", "ddp-worker-2"], "min_nodes": 2,
-                               "max_nodes": 3, "dead_after": 15})
+                               "max_nodes": 3, "dead_after": 15, "join_wait": 15})
         );
         let body = if code == 200 {
             serde_json::json!({"recorded": true})

@@ -9,17 +9,20 @@
 //! - **departed**: the hosts the rendezvous knows (members and waiting agents) whose pods are
 //!   gone, and every Worker whose pod is being deleted (by this reconcile too) or finished,
 //!   known to the rendezvous or not, but for one the platform takes while the group waits
-//!   for its save (see [`crate::saving_on_termination`]): it stays until the group saved. The store takes them out at once, as torchrun itself
-//!   does once their heartbeats expire, and keeps them out for the run: an agent lives until
+//!   for its save (see [`crate::saving_on_termination`]): it stays until the group saved.
+//!   The store takes them out at once, as torchrun itself does once their heartbeats
+//!   expire, and keeps them out for the run: an agent lives until
 //!   its pod's containers stop (after a force deletion, some time after the pod left the
 //!   API), and once taken out it comes back to the rendezvous, where a forming round would
 //!   take it in, and one not there yet may still come before its containers stop.
 //! - **expected**: the agents a forming round waits for, and no others: the Workers of the
 //!   run that eto keeps (`status.targetWorkers`) whose pods run with their gate open (see
-//!   [`crate::joining`]), and, once the run's first group formed, only those whose agents are
-//!   at the rendezvous already (members of the round or waiting). Once every one of them has
-//!   joined a forming round (and at least `min_nodes`), the store ends its last call and the
-//!   round forms.
+//!   [`crate::joining`]). Once every one of them has joined a forming round (and at least
+//!   `min_nodes`), the store ends its last call and the round forms. Once the run's first
+//!   group formed, the store waits no longer for one it took out (its pod gone, its
+//!   heartbeat stopped) unless it came back, and for one never there yet, whose training
+//!   starts behind a gate that opened, at most [`JOIN_WAIT`] from the orders that first
+//!   named it. One away for a moment (its agent restarting for the group) is waited for.
 //! - **max_nodes**: the most agents a round takes. An agent that comes to the rendezvous
 //!   while the group restarts (a spare, or one of two replacements started together) can find
 //!   the round a member short for a moment and wait for the next; torchrun leaves it waiting
@@ -31,12 +34,15 @@
 //!   same write, before its members can see one waiting.
 //!
 //! The policy for replacements follows: after a loss the survivors re-form at once, without
-//! the replacement, unless its agent is at the rendezvous already; it joins when it comes,
-//! with the others started with it, and the group re-forms once more. Waiting for it would
-//! cost the survivors its whole start (scheduling, image pull, the interpreter and torch's
-//! import: tens of seconds on a real cluster, 10 s even on a machine with the image at hand),
-//! where forming without it costs one more restart of the group (a few seconds). The run's
-//! first group waits for every Worker that runs, as torchrun's own last call would. Where an
+//! a replacement that is still being scheduled or started (its gate shut), and it joins
+//! when it comes, with the others started with it: the group re-forms once more. Waiting
+//! for it would cost the survivors its whole start (scheduling, image pull, the interpreter
+//! and torch's import: tens of seconds on a real cluster, 10 s even on a machine with the
+//! image at hand), where forming without it costs one more restart of the group (a few
+//! seconds). A replacement whose pod runs and whose gate opened is waited for, up to
+//! [`JOIN_WAIT`]: what is left of its start is torchrun's, shorter than a restart of the
+//! group, which it would cost when it came a moment after the round formed. The run's first
+//! group waits for every Worker that runs, as torchrun's own last call would. Where an
 //! expected agent never joins, torchrun's last call still ends the wait.
 //!
 //! The coordinator answers the orders it holds in its report; eto sends orders only when they
@@ -49,6 +55,12 @@ use crate::pods;
 
 /// The path eto posts the orders to, on the report's port.
 pub const ORDERS_PATH: &str = "/orders";
+
+/// How long a forming round waits, at most, for an expected agent whose training starts (its
+/// Worker's gate opened, its agent not at the rendezvous yet): about what torchrun's start,
+/// `import torch` included, takes, and less than the restart of the whole group that
+/// forming without it costs once it comes.
+pub const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The Workers of a reconcile that leave, or are about to, beside those whose pods show it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,8 +90,6 @@ pub fn orders(
 ) -> Option<GroupOrders> {
     let held = report.orders.as_ref()?;
     let group = report.group.as_ref()?;
-    let first_group = group.round == 0 && !group.complete;
-    expected.retain(|host| first_group || group.hosts().any(|known| known == host));
     let going = |pod: &Pod| pods::is_terminating(pod) || pods::is_finished(pod);
     let vanished = group.hosts().filter(|host| {
         !pods
@@ -106,6 +116,7 @@ pub fn orders(
         min_nodes,
         max_nodes,
         dead_after: dead_after.map_or(0, |after| after.as_secs_f64().ceil() as u64),
+        join_wait: JOIN_WAIT.as_secs(),
     };
     (held != &orders).then_some(orders)
 }
@@ -306,6 +317,7 @@ mod tests {
             min_nodes: 1,
             max_nodes: 3,
             dead_after: 0,
+            join_wait: JOIN_WAIT.as_secs(),
         };
         let members = ["ddp-worker-0", "ddp-worker-1"];
         let expected = || vec!["ddp-worker-0".to_string(), "ddp-worker-0".to_string()];

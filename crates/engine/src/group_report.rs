@@ -172,6 +172,16 @@ fn progress_or_none<'de, D: serde::Deserializer<'de>>(
     Ok(serde_json::from_value(value).ok())
 }
 
+/// Seconds as a coordinator writes them back, whole or not (a store's Python may hold `15.0`),
+/// rounded up; anything else reads as 0, so that one odd field does not hide the report.
+fn whole_seconds<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(value
+        .as_f64()
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map_or(0, |seconds| seconds.ceil() as u64))
+}
+
 /// The quorum of a run's replica groups, as their coordinator shows it (a TorchFT
 /// Lighthouse's status page, read by the kind's module).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -336,6 +346,14 @@ impl GroupState {
             .find(|round| round.reformation().is_some())
     }
 
+    /// The hosts of the round's members.
+    pub fn member_hosts(&self) -> Vec<&str> {
+        self.members
+            .iter()
+            .map(|member| member.host.as_str())
+            .collect()
+    }
+
     /// Every host the rendezvous knows: its members and the agents waiting.
     pub fn hosts(&self) -> impl Iterator<Item = &str> {
         self.members
@@ -379,8 +397,14 @@ pub struct GroupOrders {
     pub max_nodes: u32,
     /// Seconds without a heartbeat after which an agent is gone, as torchrun judges it (its
     /// `keep_alive_interval` times `keep_alive_max_attempt`); 0: never.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_seconds")]
     pub dead_after: u64,
+    /// Seconds a forming round waits, at most, for an expected agent that has never been at
+    /// the rendezvous (its training starts), from the orders that first named it; once a
+    /// round formed, an expected agent the store took out (its pod gone, its heartbeat
+    /// stopped) is not waited for unless it came back.
+    #[serde(default, deserialize_with = "whole_seconds")]
+    pub join_wait: u64,
 }
 
 #[cfg(test)]
@@ -388,6 +412,24 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    #[test]
+    fn orders_held_with_seconds_written_as_fractions_still_read() {
+        let report: GroupReport = serde_json::from_value(serde_json::json!({
+            "saved": [{"pod": "ddp-worker-0", "step": 12, "since": "2027-01-15T08:00:00Z"}],
+            "rendezvous": null,
+            "orders": {"departed": [], "expected": ["ddp-worker-0"], "min_nodes": 2,
+                       "max_nodes": 3, "dead_after": 14.5, "join_wait": 15.0}
+        }))
+        .expect("the report reads");
+        let orders = report.orders.expect("its orders");
+        assert_eq!((orders.dead_after, orders.join_wait), (15, 15));
+        assert_eq!(
+            report.saved.len(),
+            1,
+            "the training's word is not lost with them"
+        );
+    }
 
     #[test]
     fn a_pod_that_declares_its_progress_port_is_read_oldest_first_once_it_runs() {

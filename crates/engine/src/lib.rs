@@ -7,25 +7,27 @@
 //! Start with [`plan::plan`], the decision function of a reconcile: from a job and its observed
 //! children to the objects to apply and delete, the status and the events. Every kind of job
 //! goes through it as a [`job::JobRef`]: it validates the job with [`job::JobRef::validate`],
-//! which maps any kind onto one [`EffectiveSpec`], decides the workers with [`target_workers::decide`],
-//! builds objects with [`builders`] and the kind's module, renders host discovery with
-//! [`discovery`], and reports the status in the kind's own form ([`kind::ApiStatus`]). What a
-//! kind contributes lives in its module under [`kind`].
+//! which maps any kind onto one [`EffectiveSpec`], decides the workers with
+//! [`target_workers::decide`], builds objects with [`builders`] and the kind's module, renders
+//! host discovery with [`discovery`], and reports the status in the kind's own form
+//! ([`kind::ApiStatus`]). What a kind contributes lives in its module under [`kind`].
 //!
 //! # Layers
 //! Each module uses only modules of its own layer or of the layers before it, and no two
 //! modules use each other, directly or not (`tests/layers.rs` checks both):
 //! 1. Values that know no job: [`names`], [`time`], [`quantity`], [`pods`] (what a pod's
 //!    status says), [`pod_metadata`], [`conditions`], [`status`] (the engine's status),
-//!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`], [`pod_group`], [`goodput`],
-//!    [`affinity`], [`spot_capacity`], [`already_applied`], [`child`] (an object a job owns).
+//!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`],
+//!    [`pod_group`], [`goodput`], [`affinity`], [`spot_capacity`], [`already_applied`],
+//!    [`child`] (an object a job owns).
 //! 2. The job model: [`job`] (a kind and its vocabulary, a job of any kind, the job context
 //!    the builders take), and the reports its traits answer with: [`group_report`],
 //!    [`spares`].
 //! 3. The rules every kind shares: [`parse`], [`validation`], [`builders`], [`gang`],
 //!    [`blacklist`], [`cooldown`], [`node_warnings`], [`disruption`], [`loss`],
-//!    [`own_failure`], [`backoff`], [`saving_on_termination`], [`drain`], [`notice`], [`kubeai`], [`target_workers`],
-//!    [`scaling`], [`joining`], [`group_orders`], [`reforming_group`], [`warned_handover`].
+//!    [`own_failure`], [`backoff`], [`saving_on_termination`], [`drain`], [`notice`],
+//!    [`kubeai`], [`target_workers`], [`scaling`], [`joining`], [`group_orders`],
+//!    [`reforming_group`], [`warned_handover`].
 //! 4. The kinds: [`kind`] (each kind's module, and the registry that lists them).
 //! 5. Planning: [`plan`].
 //! 6. What a plan leaves to apply: [`children`].

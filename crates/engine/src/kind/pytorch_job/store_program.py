@@ -11,7 +11,7 @@
 #                 the newest by "at" is kept and shown in /report, with where the stretch
 #                 before it ended ("ended": the sender's, else the one kept before it).
 #   POST /orders  eto's orders: {"departed": [host...], "expected": [host...], "min_nodes": n,
-#                 "max_nodes": n, "dead_after": s}.
+#                 "max_nodes": n, "dead_after": s, "join_wait": s}.
 #
 # Orders speed up what torchrun's own rules would do later, and nothing else. Every 0.2 s
 # (0.05 s while a round forms):
@@ -31,7 +31,10 @@
 # - a round that is forming ends its last call once every "expected" agent and every agent
 #   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
 #   deadline to now: the next agent that looks completes it, as it would once the last call
-#   ran out;
+#   ran out. Once a round has formed, an expected agent the store took out (its pod gone,
+#   its heartbeat stopped) is not waited for unless it came back, and one never there yet
+#   (its training starts) is waited for at most "join_wait" seconds from the orders that
+#   first named it;
 # - agents in the wait list join a forming round at once, once its last call runs (up to
 #   "max_nodes", completing it as torchrun's agents do), rather than at their next look, up to
 #   a second later, when agents that came after them may have filled it;
@@ -55,8 +58,13 @@ lock = threading.Lock()
 looking = threading.Lock()  # one look at the state at a time
 saved = []
 progress = {}  # the latest step the training reported
-orders = {"departed": [], "expected": [], "min_nodes": 1, "max_nodes": 0, "dead_after": 0}
+orders = {"departed": [], "expected": [], "min_nodes": 1, "max_nodes": 0, "dead_after": 0,
+          "join_wait": 0}
 departed_for_good = set()  # every host the orders named departed
+seen = set()  # every host the rendezvous held in the store's life
+silenced = set()  # hosts the store took out (their pods gone, or their heartbeats stopped)
+named = {}  # expected hosts never at the rendezvous: when the orders first named them
+formed = {"once": False}  # whether a round formed in the store's life
 PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
 poked = {"round": None}
 closed_at = []
@@ -98,6 +106,8 @@ def steer(state, now):
         min_nodes = max(1, int(orders["min_nodes"]))
         max_nodes = int(orders["max_nodes"])
         dead_after = orders["dead_after"]
+        join_wait = orders["join_wait"]
+        first_named = dict(named)
     if state.closed:
         return []
     done = []
@@ -117,6 +127,7 @@ def steer(state, now):
             gone.append((node, "no heartbeat for %.0f s" % dead_after))
     left_formed_round = False
     for node, why in gone:
+        silenced.add(host(node))
         state.last_heartbeats.pop(node, None)
         if node in state.participants:
             del state.participants[node]
@@ -177,6 +188,16 @@ def steer(state, now):
     joined = {host(node) for node in state.participants}
     # Agents waiting to move into the forming round are at the rendezvous: it waits for them.
     waiting = {host(node) for node in state.wait_list} - {PLACEHOLDER}
+    present = joined | waiting | {host(node) for node in spares}
+    seen.update(present)
+    formed["once"] = formed["once"] or state.complete
+    if formed["once"]:
+        # Once a group formed, a round waits for an expected agent that is here or away for a
+        # moment (restarting), not for one the store took out, and for one whose training
+        # starts (never here yet) for join_wait at most.
+        clock = time.monotonic()
+        expected = {h for h in expected if h in present or (h in seen and h not in silenced) or (
+            h not in seen and clock - first_named.get(h, clock) < join_wait)}
     required = expected | waiting
     if (not state.complete and state.deadline is not None and expected
             and len(state.participants) >= min_nodes and required <= joined):
@@ -308,7 +329,8 @@ class Report(BaseHTTPRequestHandler):
                          "expected": [str(h) for h in body.get("expected", [])],
                          "min_nodes": int(body.get("min_nodes", 1)),
                          "max_nodes": int(body.get("max_nodes", 0)),
-                         "dead_after": int(body.get("dead_after", 0))}
+                         "dead_after": int(body.get("dead_after", 0)),
+                         "join_wait": int(body.get("join_wait", 0))}
             elif self.path == "/progress":
                 entry = {"step": int(body["step"]), "at": str(body["at"]),
                          "first_step": int(body["first_step"]), "first_at": str(body["first_at"])}
@@ -328,6 +350,9 @@ class Report(BaseHTTPRequestHandler):
             if self.path == "/orders":
                 orders.update(given)
                 departed_for_good.update(given["departed"])
+                clock = time.monotonic()
+                for name in given["expected"]:
+                    named.setdefault(name, clock)
             elif self.path == "/progress":
                 if not progress or entry["at"] >= progress["at"]:
                     ended_before(entry, progress)
