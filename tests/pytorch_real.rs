@@ -505,6 +505,17 @@ pub(crate) fn starts(log: &str) -> Vec<&str> {
     marked(log, "eto-elastic-start:")
 }
 
+/// The start and save lines `log` printed, one per line.
+fn starts_and_saves(log: &str) -> String {
+    marked(log, "eto-elastic-s")
+        .into_iter()
+        .filter(|line| {
+            line.starts_with("eto-elastic-start") || line.starts_with("eto-elastic-saved")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The lines `log` printed that carry `marker`, from it on: torchrun may put the local rank
 /// before what a training process prints (`[default0]:`).
 pub(crate) fn marked<'a>(log: &'a str, marker: &str) -> Vec<&'a str> {
@@ -887,34 +898,12 @@ dist.destroy_process_group()
 /// step.
 async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
     let scratch = Scratch::start(name).await;
-    let mut template = torchrun_template(ELASTIC_ON_NOTICE);
-    let _ = mount_a_checkpoint_directory(&scratch, &mut template);
-    mount_the_notice_helper(&scratch, &mut template).await;
-    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
-    let steps_log = std::path::PathBuf::from(format!("{root}/{}/steps.log", scratch.namespace));
-    let logged = move || -> Vec<(u32, f64)> {
-        std::fs::read_to_string(&steps_log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| {
-                let step = field(line, "step=")?.parse().ok()?;
-                let at = field(line, "at=")?.parse().ok()?;
-                Some((step, at))
-            })
-            .collect()
-    };
-    let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
+    let (job, logged) = saving_on_notice(&scratch).await;
     let mut evicted = None;
     let job = run_to_the_end(&scratch, job, async |pods| {
-        until("15 steps trained", Duration::from_secs(300), async || {
-            (logged().len() >= 15).then_some(())
-        })
-        .await;
+        fifteen_steps_trained(&logged).await;
         let pod = victim.among(pods).await;
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
+        let at = epoch_seconds();
         let before = logged().last().map_or(0, |(step, _)| *step);
         Taken::Evicted.take(pods, &pod).await;
         until(
@@ -934,34 +923,17 @@ async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
     let (pod, at, before) = evicted.unwrap();
     let steps = logged();
     let printed = every_log(&scratch.pods()).await;
-    let mut counts = std::collections::BTreeMap::new();
-    for (step, _) in &steps {
-        *counts.entry(*step).or_insert(0) += 1;
-    }
-    let twice: Vec<u32> = counts
-        .iter()
-        .filter(|(_, count)| **count > 1)
-        .map(|(step, _)| *step)
-        .collect();
+    let (counts, twice) = trained_twice(&steps);
     let last_before = steps
         .iter()
         .filter(|(_, when)| *when <= at)
         .map(|(step, _)| *step)
         .max()
         .unwrap_or(0);
-    // The group trained on to its save, paused while it re-formed, and trained again.
-    let from = steps.iter().filter(|(_, when)| *when <= at).count();
-    let resumed = steps[from.saturating_sub(1)..]
-        .windows(2)
-        .find_map(|pair| (pair[1].1 - pair[0].1 > 2.0).then_some(pair[1]));
+    let resumed = first_step_after_a_pause(&steps, at);
     println!(
         "{name}: {pod} evicted at step {before} (last logged before it: {last_before}); the training printed:\n{}\nsteps trained twice: {twice:?}; the first step after the pause: {resumed:?}, {:.1} s after the eviction",
-        marked(&printed, "eto-elastic-s")
-            .into_iter()
-            .filter(|line| line.starts_with("eto-elastic-start")
-                || line.starts_with("eto-elastic-saved"))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        starts_and_saves(&printed),
         resumed.map_or(f64::NAN, |(_, when)| when - at)
     );
     assert!(twice.is_empty(), "steps trained twice: {twice:?}");
@@ -970,6 +942,198 @@ async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
         (1..=60).collect::<Vec<_>>(),
         "every step trained once"
     );
+    let status = job.status.clone().unwrap();
+    succeeded_last(&job);
+    assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
+    scratch.end().await;
+}
+
+/// An elastic job (three Workers, two to four) training [`ELASTIC_ON_NOTICE`] with eto's
+/// helper, and what reads the steps its rank 0 logged (see [`steps_logged`]).
+async fn saving_on_notice(
+    scratch: &Scratch,
+) -> (serde_json::Value, impl Fn() -> Vec<(u32, f64)> + use<>) {
+    let mut template = torchrun_template(ELASTIC_ON_NOTICE);
+    let _ = mount_a_checkpoint_directory(scratch, &mut template);
+    mount_the_notice_helper(scratch, &mut template).await;
+    let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
+    (job, steps_logged(scratch))
+}
+
+/// Now, in seconds since the epoch (the training's own clock in its step logs).
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Waits until `logged` (see [`steps_logged`]) holds 15 steps.
+async fn fifteen_steps_trained(logged: &impl Fn() -> Vec<(u32, f64)>) {
+    until("15 steps trained", Duration::from_secs(300), async || {
+        (logged().len() >= 15).then_some(())
+    })
+    .await;
+}
+
+/// The steps rank 0 of [`ELASTIC_ON_NOTICE`] logged so far, with when (seconds since the
+/// epoch), from the job's checkpoint directory under `ETO_E2E_CHECKPOINT_ROOT`.
+fn steps_logged(scratch: &Scratch) -> impl Fn() -> Vec<(u32, f64)> + use<> {
+    let root = std::env::var("ETO_E2E_CHECKPOINT_ROOT").unwrap_or("/tmp/eto-e2e".into());
+    let steps_log = std::path::PathBuf::from(format!("{root}/{}/steps.log", scratch.namespace));
+    move || {
+        std::fs::read_to_string(&steps_log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let step = field(line, "step=")?.parse().ok()?;
+                let at = field(line, "at=")?.parse().ok()?;
+                Some((step, at))
+            })
+            .collect()
+    }
+}
+
+/// How often each step of `steps` was logged, and the steps logged more than once.
+fn trained_twice(steps: &[(u32, f64)]) -> (std::collections::BTreeMap<u32, u32>, Vec<u32>) {
+    let mut counts = std::collections::BTreeMap::new();
+    for (step, _) in steps {
+        *counts.entry(*step).or_insert(0) += 1;
+    }
+    let twice = counts
+        .iter()
+        .filter(|(_, count)| **count > 1)
+        .map(|(step, _)| *step)
+        .collect();
+    (counts, twice)
+}
+
+/// The first step of `steps` logged more than 2 s after the one before it, from the last
+/// step before `at` on: the group trained on to its save, paused while it re-formed, and
+/// trained again.
+fn first_step_after_a_pause(steps: &[(u32, f64)], at: f64) -> Option<(u32, f64)> {
+    let from = steps.iter().filter(|(_, when)| *when <= at).count();
+    steps[from.saturating_sub(1)..]
+        .windows(2)
+        .find_map(|pair| (pair[1].1 - pair[0].1 > 2.0).then_some(pair[1]))
+}
+
+/// A node under Workers of an elastic job (three, two to four) is warned by a spot handler
+/// (`karpenter.sh/disrupted`) mid-training, the training saving only what a notice asks for
+/// ([`ELASTIC_ON_NOTICE`]). The warned Workers train on while their replacements start on the
+/// other node and wait at their gates; then the group saves, the warned Workers leave, the
+/// replacements' training starts, and the group re-forms once, with them: every survivor
+/// starts its training once after the warning, every new Worker once, nothing is trained
+/// twice, and the job succeeds in its run. Prints the seconds from the warning to the save,
+/// and from the save to the next step. Needs two real nodes.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn warned_workers_train_on_until_their_replacements_wait_and_the_group_re_forms_once() {
+    let scratch = Scratch::start("warned-handover").await;
+    let (job, logged) = saving_on_notice(&scratch).await;
+    let mut warned = None;
+    let job = run_to_the_end(&scratch, job, async |pods| {
+        fifteen_steps_trained(&logged).await;
+        // A node of Workers without the rendezvous store, the one pod the run cannot lose.
+        let node_of = |pod: &Pod| pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        let store = pods.get("ddp-rdzv").await.unwrap();
+        let workers: Vec<Pod> = pods
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|pod| {
+                pod.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.contains("-worker-"))
+            })
+            .collect();
+        let node = workers
+            .iter()
+            .filter_map(node_of)
+            .find(|node| Some(node) != node_of(&store).as_ref())
+            .expect("a Worker on another node than the store's");
+        let on_node: Vec<String> = workers
+            .iter()
+            .filter(|pod| node_of(pod).as_ref() == Some(&node))
+            .filter_map(|pod| pod.metadata.name.clone())
+            .collect();
+        let at = epoch_seconds();
+        eto_tests::nodes::set_taint(&scratch.client, &node, "karpenter.sh/disrupted", true).await;
+        until(
+            "a new step after the group re-formed",
+            Duration::from_secs(300),
+            async || first_step_after_a_pause(&logged(), at).map(|_| ()),
+        )
+        .await;
+        eto_tests::nodes::set_taint(&scratch.client, &node, "karpenter.sh/disrupted", false).await;
+        warned = Some((node, on_node, at));
+    })
+    .await;
+    let (node, on_node, at) = warned.unwrap();
+    let steps = logged();
+    let pods = scratch.pods();
+    let printed = every_log(&pods).await;
+    let (counts, twice) = trained_twice(&steps);
+    let saved_at = steps
+        .iter()
+        .zip(steps.iter().skip(1))
+        .find(|(a, b)| a.1 > at && b.1 - a.1 > 2.0)
+        .map(|(a, _)| a.1);
+    let trained_on = steps.iter().filter(|(_, when)| *when > at).count();
+    let resumed = first_step_after_a_pause(&steps, at);
+    let starts: Vec<&str> = marked(&printed, "eto-elastic-start")
+        .into_iter()
+        .filter(|line| {
+            field(line, "at=")
+                .and_then(|when| when.parse::<f64>().ok())
+                .is_some_and(|when| when > at)
+        })
+        .collect();
+    println!(
+        "warned {node} under {on_node:?}; the training printed:\n{}\nsteps trained twice: {twice:?}; \
+         the group trained on for {:.1} s after the warning, the first step after its pause \
+         came {:.1} s after the last one before it ({resumed:?})",
+        starts_and_saves(&printed),
+        saved_at.map_or(f64::NAN, |saved| saved - at),
+        match (resumed, saved_at) {
+            (Some((_, when)), Some(saved)) => when - saved,
+            _ => f64::NAN,
+        },
+    );
+    assert!(twice.is_empty(), "steps trained twice: {twice:?}");
+    assert_eq!(
+        counts.keys().copied().collect::<Vec<_>>(),
+        (1..=60).collect::<Vec<_>>(),
+        "every step trained once"
+    );
+    assert!(trained_on > 1, "the group trained on after the warning");
+    // One start of every process of the re-formed group: three Workers, one process each.
+    let hosts: std::collections::BTreeSet<&str> = starts
+        .iter()
+        .filter_map(|line| field(line, "host="))
+        .collect();
+    assert_eq!(starts.len(), 3, "the group re-formed once: {starts:#?}");
+    assert_eq!(hosts.len(), 3, "{starts:#?}");
+    for warned_worker in &on_node {
+        assert!(
+            !hosts.contains(warned_worker.as_str()),
+            "{warned_worker} left: {starts:#?}"
+        );
+    }
+    // The group saved the step it reached (group rank 0 asked by the Checkpoint notice, or
+    // by its own Reclaim on a warned node; its log may have gone with its pod), and every
+    // process of the re-formed group resumed from it.
+    let paused_at = resumed.and_then(|(step, _)| step.checked_sub(1));
+    for start in &starts {
+        assert_eq!(
+            field(start, "from_step=").and_then(|step| step.parse().ok()),
+            paused_at,
+            "{starts:#?}"
+        );
+    }
     let status = job.status.clone().unwrap();
     succeeded_last(&job);
     assert_eq!(status.eto.run.unwrap_or(0), 0, "the run went on");
@@ -1188,10 +1352,7 @@ pub(crate) async fn measure_loss(
         .await;
         let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
-        let lost_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
+        let lost_at = epoch_seconds();
         let lost = std::time::Instant::now();
         taken.take(pods, &pod).await;
         until(
@@ -1364,10 +1525,7 @@ async fn measure_scale_out(
         })
         .await;
         let before = saved().unwrap_or_default();
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
+        let at = epoch_seconds();
         scale_workers(&jobs, to).await;
         let (mut highest, mut since) = (before, std::time::Instant::now());
         let mut longest = 0.0_f64;
@@ -1595,10 +1753,7 @@ async fn lose_a_worker(
         .await;
         let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
-        let lost_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
+        let lost_at = epoch_seconds();
         let taken_at = std::time::Instant::now();
         taken.take(pods, &pod).await;
         println!(

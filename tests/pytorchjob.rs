@@ -757,10 +757,11 @@ fn notice_on(pod: &Pod) -> Option<eto_api::job_status::Notice> {
 }
 
 /// Three Workers on three one-GPU nodes, a fourth node free: the node under worker 1
-/// announces it goes. Every Worker is told to save (worker 1 with its own `Reclaim` notice),
-/// nothing is deleted or created until the training code's word reaches eto through the
-/// store's report (long before `drainSeconds`), and then worker 1 goes and its replacement
-/// starts in the same moment, off the warned node.
+/// announces it goes. Worker 1 trains on while its replacement starts off the warned node and
+/// waits at its gate; then every Worker is told to save (worker 1 with its own `Reclaim`
+/// notice), nothing is deleted until the training code's word reaches eto through the store's
+/// report (long before `drainSeconds`), and then worker 1 goes and its replacement's training
+/// starts in the same moment, to join the group that re-forms once.
 #[tokio::test]
 async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
     use eto_api::job_status::NoticeKind;
@@ -809,9 +810,17 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
             "elastic-rdzv",
             "elastic-worker-0",
             "elastic-worker-1",
-            "elastic-worker-2"
+            "elastic-worker-2",
+            "elastic-worker-3"
         ],
-        "nothing goes or comes while the group saves"
+        "nothing goes while the group saves; the replacement came before"
+    );
+    let gate_open = |pod: &Pod| eto_engine::joining::is_open(pod);
+    let replacement = env.pods().get("elastic-worker-3").await.unwrap();
+    assert!(!gate_open(&replacement), "it waits at its gate");
+    assert_ne!(
+        replacement.spec.as_ref().unwrap().node_name.as_deref(),
+        Some(node.as_str())
     );
 
     *report.lock().unwrap() =
@@ -821,19 +830,16 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
         pod.is_some_and(|pod| pod.metadata.deletion_timestamp.is_some())
     })
     .await;
-    // While it goes, the group stays told to wait and nobody joins it.
+    // While it goes, the group stays told to wait, and the replacement's training starts.
     let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
     let status = jobs.get("elastic").await.unwrap().status.unwrap();
     assert!(status.eto.notice.is_some(), "{status:?}");
+    env.wait_pod("elastic-worker-3", "opens its gate", |pod| {
+        pod.is_some_and(gate_open)
+    })
+    .await;
     let pods: Api<Pod> = env.pods();
-    assert!(pods.get_opt("elastic-worker-3").await.unwrap().is_none());
-    let replacement = env
-        .wait_pod("elastic-worker-3", "replaces worker 1", pod_ready)
-        .await
-        .unwrap();
-    assert_ne!(replacement.spec.unwrap().node_name, Some(node));
-    let gone = pods.get_opt("elastic-worker-1").await.unwrap();
-    assert!(gone.is_none(), "it came once worker 1 was gone");
+    assert!(pods.get_opt("elastic-worker-4").await.unwrap().is_none());
     let job = env
         .wait::<PyTorchJob>("elastic", "takes the notice down", |job| {
             job.status.as_ref().is_some_and(|s| s.eto.notice.is_none())

@@ -19,7 +19,8 @@
 //! listed while its pod is deleted, until the pod is gone (at most a second drain's length
 //! past the first's end): the group waits for it to be gone before it trains on. A worker
 //! whose agent the store reports beside the formed round (a spare, or one waiting for the
-//! next round) trains nothing and has nothing to save: it goes at once, without a drain,
+//! next round), or whose training waits behind its shut gate (see [`crate::joining`]), trains
+//! nothing and has nothing to save: it goes at once, without a drain,
 //! before a member draining with it leaves, so that it cannot take that member's place in
 //! the round that re-forms only to leave it again. A worker the platform takes with a grace
 //! period (an eviction) drains from when its deletion began, and saves before it goes (see
@@ -63,8 +64,9 @@ pub struct DrainInput<'a> {
     /// module documentation).
     pub keep_until_gone: bool,
     /// The workers (pod names) whose agents the group's coordinator reports at its
-    /// rendezvous beside a formed round, not in it: they go at once (see the module
-    /// documentation). Empty where no group re-forms or no round formed.
+    /// rendezvous beside a formed round, not in it, and those whose training waits behind
+    /// their shut gate (see [`crate::joining`]): they go at once (see the module
+    /// documentation). Empty where no group re-forms.
     pub beside_group: &'a [&'a str],
     /// The workers whose agents the group's coordinator reports as members of its round:
     /// only they have a part in the group's save (one whose agent went silent, its node gone

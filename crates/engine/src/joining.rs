@@ -74,6 +74,12 @@ pub fn is_open(pod: &Pod) -> bool {
     pods::annotation(pod, START_ANNOTATION) == Some(GO)
 }
 
+/// Whether `pod` waits at its shut gate: its container runs the gate, the training has not
+/// started, and it is not going.
+pub fn waits_at_gate(pod: &Pod) -> bool {
+    pods::phase(pod) == "Running" && !is_open(pod) && !pods::is_terminating(pod)
+}
+
 /// The gates to open now among the `waiting` workers (live worker pods of the run whose gate
 /// is shut), and when to look again if some stay shut; see the module documentation.
 pub fn opened<'p>(

@@ -19,7 +19,10 @@
 //!    re-forms it, from the checkpoint);
 //! 4. once it is gone, takes the notice down and creates the workers the job is short of, so
 //!    that they join the group that re-forms without it: one re-formed group, not two
-//!    ([`holds_new_workers`]).
+//!    ([`holds_new_workers`]). A worker warned of its node's end is replaced before it
+//!    leaves instead: it trains on while its replacement starts and waits at its shut gate
+//!    (see [`crate::warned_handover`]), and the gate opens as the warned worker's pod is
+//!    deleted, so that the group re-forms once, with the replacement.
 //!
 //! A worker the platform takes with a grace period (an eviction) drains the same way, from
 //! when its deletion began (see [`crate::saving_on_termination`]). One lost without warning

@@ -30,7 +30,14 @@
 //! suspend.
 //!
 //! Groups of several pods, and workers that do not train in replica groups, are not held:
-//! there no spare can take a place without a restart of its group.
+//! there no spare can take a place without a restart of its group. A group that re-forms (an
+//! elastic PyTorchJob whose rendezvous eto hosts) restarts at every change anyway, and is
+//! held for another reason ([`hold_reforming`]): its warned members leaving first, their
+//! replacements joining later, would re-form it twice, the second time after the
+//! replacements' whole start. There every warned member is held while a Worker started for
+//! it waits at its shut gate (see [`crate::joining`]), whatever the minimum; then the members
+//! save and leave (see [`crate::reforming_group`]) and the waiting Workers, standing in for
+//! them, start their training as they go: one re-formation, with them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -40,7 +47,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::job::JobRef;
 use crate::spares::KeptWhen;
-use crate::{names, pods};
+use crate::{joining, names, pods};
 
 /// The reason of the event that says a warned node's groups train on while spares start.
 pub const HANDING_OVER: &str = "WarnedGroupsHandingOver";
@@ -67,6 +74,12 @@ pub struct HoldInput<'a> {
     pub target: &'a [String],
     /// The fewest groups the job trains with.
     pub min: u32,
+    /// The spares the job keeps of its own (`spareReplicas`).
+    pub spares: u32,
+    /// In a group that re-forms, the Workers whose agents its coordinator reports as members
+    /// of its round, when it reports a round: one beside it (a spare, or waiting) has nothing
+    /// to save and is not held.
+    pub round_members: Option<&'a [&'a str]>,
     /// The time its training gets to save a checkpoint before a suspend deletes its pods
     /// (`checkpointGraceSeconds`).
     pub grace: Duration,
@@ -75,14 +88,83 @@ pub struct HoldInput<'a> {
 }
 
 /// The warned groups held (see the module documentation): none for a job whose spares do not
-/// take a group's place of their own (groups of several pods, workers outside replica groups).
+/// take a group's place of their own (groups of several pods, workers outside replica groups),
+/// but for a group that re-forms (see [`hold_reforming`]).
 pub fn hold(input: &HoldInput<'_>) -> Hold {
     let job = input.job;
-    if job.spares_kept() != KeptWhen::Always || job.pods_per_group() != 1 {
+    if job.pods_per_group() != 1 {
+        return Hold::default();
+    }
+    if job.coordinator().group_reforms {
+        return hold_reforming(input);
+    }
+    if job.spares_kept() != KeptWhen::Always {
         return Hold::default();
     }
     // The live, ready workers of the target, by index.
-    let workers: BTreeMap<u32, &Pod> = input
+    let workers: BTreeMap<u32, &Pod> = target_workers(input)
+        .filter(|(_, pod)| pods::is_ready(pod))
+        .collect();
+    let spares = job.waiting_spares(&workers);
+    let keeping = workers
+        .values()
+        .filter(|pod| warning_of(input, pod).is_none())
+        .count();
+    if keeping >= input.min as usize {
+        return Hold::default();
+    }
+    held(
+        input,
+        workers
+            .iter()
+            .filter(|(index, _)| !spares.contains(index))
+            .map(|(_, pod)| *pod),
+    )
+}
+
+/// The warned Workers held in a group that re-forms (an elastic PyTorchJob whose rendezvous
+/// eto hosts), which keeps no spares of its own: every warned member of the group, while
+/// fewer Workers wait at their shut gate to join it (see [`crate::joining`]) on other nodes
+/// than there are warned members. Such a Worker, started for the hold, joins when the warned
+/// ones have saved and left (see [`crate::reforming_group`]): the group re-forms once, with
+/// it, instead of once without the warned Workers and again when their replacements come
+/// (or, where the warned ones are too many to keep the minimum, instead of a suspend).
+pub fn hold_reforming(input: &HoldInput<'_>) -> Hold {
+    if input.spares > 0 {
+        // A spare of the job's own takes a leaving member's place already.
+        return Hold::default();
+    }
+    let workers: Vec<&Pod> = target_workers(input).map(|(_, pod)| pod).collect();
+    let in_round = |pod: &Pod| {
+        input.round_members.is_none_or(|members| {
+            pod.metadata
+                .name
+                .as_deref()
+                .is_some_and(|name| members.contains(&name))
+        })
+    };
+    let members = workers
+        .iter()
+        .copied()
+        .filter(|pod| pods::is_ready(pod) && joining::is_open(pod) && in_round(pod));
+    let at_gate = workers
+        .iter()
+        .filter(|pod| joining::waits_at_gate(pod))
+        .filter(|pod| warning_of(input, pod).is_none())
+        .count();
+    let warned: Vec<&Pod> = members
+        .filter(|pod| warning_of(input, pod).is_some())
+        .collect();
+    if warned.len() <= at_gate {
+        return Hold::default();
+    }
+    held(input, warned.into_iter())
+}
+
+/// The live workers of the target (neither disrupted, nor being deleted, nor finished), by
+/// index.
+fn target_workers<'p>(input: &HoldInput<'p>) -> impl Iterator<Item = (u32, &'p Pod)> {
+    input
         .pods
         .iter()
         .copied()
@@ -93,32 +175,29 @@ pub fn hold(input: &HoldInput<'_>) -> Hold {
                 .is_some_and(|name| input.target.contains(name))
         })
         .filter(|pod| {
-            pods::is_ready(pod)
-                && !pods::is_disrupted(pod)
-                && !pods::is_terminating(pod)
-                && !pods::is_finished(pod)
+            !pods::is_disrupted(pod) && !pods::is_terminating(pod) && !pods::is_finished(pod)
         })
         .filter_map(|pod| {
-            let index = names::worker_index(job.name(), pod.metadata.name.as_deref()?)?;
+            let index = names::worker_index(input.job.name(), pod.metadata.name.as_deref()?)?;
             Some((index, pod))
         })
-        .collect();
-    let spares = job.waiting_spares(&workers);
-    let warning_of = |pod: &Pod| input.warnings.get(pods::node(pod)?).copied();
-    let keeping = workers
-        .values()
-        .filter(|pod| warning_of(pod).is_none())
-        .count();
-    if keeping >= input.min as usize {
-        return Hold::default();
-    }
+}
+
+/// The warning of the node `pod` runs on, if it announced it goes.
+fn warning_of<'w>(input: &HoldInput<'w>, pod: &Pod) -> Option<&'w WarnedNode> {
+    input.warnings.get(pods::node(pod)?).copied()
+}
+
+/// The hold of those of `candidates` whose node is warned, but for those whose hold would
+/// have ended already.
+fn held<'p>(input: &HoldInput<'_>, candidates: impl Iterator<Item = &'p Pod>) -> Hold {
     let mut hold = Hold::default();
-    for (index, pod) in &workers {
-        let Some(warning) = warning_of(pod) else {
+    for pod in candidates {
+        let Some(warning) = warning_of(input, pod) else {
             continue;
         };
         let ends = ends(warning, input.grace);
-        if spares.contains(index) || ends <= input.now {
+        if ends <= input.now {
             continue;
         }
         hold.workers.extend(pod.metadata.name.clone());
@@ -138,11 +217,27 @@ pub fn ends(warning: &WarnedNode, grace: Duration) -> jiff::Timestamp {
     crate::time::before(warning.deadline.0, grace.min(lead / 2))
 }
 
-/// How the start of a hold reads in its event: `groups` held, `spares` started for them,
-/// until `until` at the latest.
-pub fn describe(workers: &BTreeSet<String>, until: jiff::Timestamp) -> String {
+/// How the start of a hold reads in its event: `workers` held, as many spares or joining
+/// Workers started for them (those of a group that `reforms`), until `until` at the latest.
+pub fn describe(workers: &BTreeSet<String>, until: jiff::Timestamp, reforms: bool) -> String {
     let names: Vec<&str> = workers.iter().map(String::as_str).collect();
     let until = crate::time::as_stored(until);
+    if reforms {
+        return format!(
+            "{} {} on nodes that announced they go away: {} on while {} Worker(s) start on \
+             other nodes and wait to join, then save and leave, and the group re-forms once, \
+             with the new Workers; by {until} at the latest (without them by then, the \
+             warned Workers save and leave without waiting for them)",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 {
+                "it trains"
+            } else {
+                "they train"
+            },
+            names.len()
+        );
+    }
     format!(
         "the replica groups of {} are on nodes that announced they go away, and the job would \
          have too few groups without them: they train on while {} spare(s) start on other \

@@ -46,7 +46,7 @@ use crate::conditions::{self, Observation};
 use crate::effective_spec::EffectiveSpec;
 pub use crate::event_spec::EventSpec;
 use crate::field_error::FieldError;
-use crate::group_report::GroupOrders;
+use crate::group_report::{GroupOrders, GroupState};
 use crate::job::JobContext;
 use crate::job::{JobRef, Kind};
 use crate::kubeai::{self, Stop};
@@ -235,14 +235,20 @@ fn warned_hold(
     now: jiff::Timestamp,
 ) -> warned_handover::Hold {
     let going_on = matches!(old.phase, Some(JobPhase::Running | JobPhase::Scaling));
+    let round_members: Option<Vec<&str>> = observed
+        .group_report
+        .and_then(|report| report.group.as_ref())
+        .map(GroupState::member_hosts);
     match spec {
         Some(spec) if going_on && !spec.suspend && !warnings.is_empty() => {
             warned_handover::hold(&warned_handover::HoldInput {
+                round_members: round_members.as_deref(),
                 job: observed.job,
                 pods: &observed.pods,
                 warnings,
                 target: &old.target_workers,
                 min: spec.workers.min,
+                spares: spec.workers.spares,
                 grace: spec.elastic.checkpoint_grace,
                 now,
             })

@@ -185,14 +185,7 @@ impl Run<'_, '_> {
             })
             .map(|(worker, _)| worker)
             .collect();
-        let deleting: Vec<&str> = self
-            .planner
-            .plan
-            .delete
-            .iter()
-            .filter(|deletion| deletion.kind == crate::child::ChildKind::Pod)
-            .map(|deletion| deletion.name.as_str())
-            .collect();
+        let deleting = self.pods_deleted_now();
         let saving: Vec<&str> = self.saving_workers.iter().map(String::as_str).collect();
         self.planner.plan.group_orders = group_orders::orders(
             report,
@@ -209,9 +202,13 @@ impl Run<'_, '_> {
     }
 
     /// The workers of a group that re-forms whose gate opens now (see [`crate::joining`]);
-    /// looks again when the next waiting worker's batch wait ends.
+    /// looks again when the next waiting worker's batch wait ends. None while warned Workers
+    /// train on for the Workers started to take their places (see
+    /// [`crate::warned_handover::hold_reforming`]), or while a Worker drains out of the group
+    /// and its pod is not being deleted: one that joined then would make the group re-form
+    /// with the leaving one, and again without it.
     pub(super) fn gates_to_open(&mut self) -> Vec<String> {
-        if !self.context.job_ref.coordinator().group_reforms {
+        if !self.context.job_ref.coordinator().group_reforms || self.leaving_first() {
             return Vec::new();
         }
         let waiting: Vec<&Pod> = self
@@ -228,6 +225,33 @@ impl Run<'_, '_> {
             .into_iter()
             .filter_map(|pod| pod.metadata.name.clone())
             .collect()
+    }
+
+    /// The pods this plan deletes.
+    fn pods_deleted_now(&self) -> Vec<&str> {
+        self.planner
+            .plan
+            .delete
+            .iter()
+            .filter(|deletion| deletion.kind == crate::child::ChildKind::Pod)
+            .map(|deletion| deletion.name.as_str())
+            .collect()
+    }
+
+    /// Whether Workers are to leave the group before any joins it: warned ones held, or one
+    /// draining whose pod is neither being deleted nor deleted by this plan.
+    fn leaving_first(&self) -> bool {
+        if !self.planner.held_warned.workers.is_empty() {
+            return true;
+        }
+        let deleted_now = self.pods_deleted_now();
+        self.planner.status.draining_workers.iter().any(|draining| {
+            !deleted_now.contains(&draining.pod.as_str())
+                && self.worker_pods().into_iter().any(|pod| {
+                    pod.metadata.name.as_deref() == Some(draining.pod.as_str())
+                        && !pods::is_terminating(pod)
+                })
+        })
     }
 }
 

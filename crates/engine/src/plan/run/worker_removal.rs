@@ -9,9 +9,9 @@ use eto_api::job_status::{DrainingWorker, NoticeKind};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{Run, RunState};
-use crate::group_report::GroupReport;
+use crate::group_report::{GroupReport, GroupState};
 use crate::target_workers::{self, WorkerDecision};
-use crate::{drain, names, pods, reforming_group, saving_on_termination};
+use crate::{drain, joining, names, pods, reforming_group, saving_on_termination};
 
 impl<'o> Run<'_, 'o> {
     /// Deletes or drains the Workers `decision` removes from `current`, and returns whether
@@ -152,7 +152,7 @@ impl<'o> Run<'_, 'o> {
             .group_report
             .and_then(|report| report.group.as_ref())
             .filter(|_| reforms)
-            .map(|group| group.members.iter().map(|m| m.host.as_str()).collect())
+            .map(GroupState::member_hosts)
             .unwrap_or_default()
     }
 
@@ -185,20 +185,21 @@ impl<'o> Run<'_, 'o> {
             .observed
             .group_report
             .and_then(GroupReport::latest_saved);
-        // A worker beside the formed round (a spare, or waiting) has nothing to save.
+        // A worker beside the formed round (a spare, or waiting) has nothing to save, nor
+        // one whose training waits behind its shut gate (see crate::joining).
+        let at_gate = current
+            .values()
+            .filter(|pod| reforms && !joining::is_open(pod))
+            .filter_map(|pod| pod.metadata.name.as_deref());
         let beside_group: Vec<&str> = self
             .observed
             .group_report
             .and_then(|report| report.group.as_ref())
             .filter(|group| reforms && group.complete)
-            .map(|group| {
-                group
-                    .others
-                    .iter()
-                    .map(|other| other.host.as_str())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .into_iter()
+            .flat_map(|group| group.others.iter().map(|other| other.host.as_str()))
+            .chain(at_gate)
+            .collect();
         let members = self.round_members();
         let decision = drain::decide(&drain::DrainInput {
             draining,

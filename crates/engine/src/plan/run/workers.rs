@@ -15,7 +15,7 @@ use crate::job::WorkerNames;
 use crate::loss::Loss;
 use crate::scaling;
 use crate::target_workers::{self, WorkerInput};
-use crate::{blacklist, names, node_warnings, pods, spares, warned_handover};
+use crate::{blacklist, joining, names, node_warnings, pods, spares, warned_handover};
 
 /// The number of workers a job holds to.
 struct Desired {
@@ -157,7 +157,8 @@ impl<'o> Run<'_, 'o> {
         let spares = spares::kept(&spec.workers, desired.now, kept_when) + surge;
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
-        let waiting_spares = self.context.job_ref.waiting_spares(&current);
+        let mut waiting_spares = self.context.job_ref.waiting_spares(&current);
+        waiting_spares.extend(self.handover_stand_ins(&current, &previous_target, surge_before));
         // Workers waiting on an old template, and Workers out of their group, are replaced
         // whatever their restart policy.
         let silent = if suspending {
@@ -279,10 +280,9 @@ impl<'o> Run<'_, 'o> {
     }
 
     /// The spares started for held warned groups at the last reconcile: those the status
-    /// showed beyond the spares a job that held `previous` groups keeps. Only where eto seats
-    /// spares itself ([`spares::KeptWhen::Always`]); elsewhere none.
+    /// showed beyond the spares a job that held `previous` groups keeps.
     fn handover_spares_before(&self, previous: Option<u32>, kept_when: spares::KeptWhen) -> u32 {
-        let (Some(previous), spares::KeptWhen::Always) = (previous, kept_when) else {
+        let Some(previous) = previous else {
             return 0;
         };
         let shown = self
@@ -300,13 +300,42 @@ impl<'o> Run<'_, 'o> {
         ))
     }
 
+    /// In a group that re-forms, the Workers started for a hold at the last reconcile
+    /// (`started` of them) that wait at their shut gate (see [`crate::joining`]), the newest
+    /// of `previous_target` first: they stand in for the warned Workers they were started for
+    /// (see [`crate::warned_handover::hold_reforming`]). Elsewhere none: eto seats the spares
+    /// of replica groups itself.
+    fn handover_stand_ins(
+        &self,
+        current: &BTreeMap<u32, &Pod>,
+        previous_target: &[u32],
+        started: u32,
+    ) -> Vec<u32> {
+        if !self.context.job_ref.coordinator().group_reforms {
+            return Vec::new();
+        }
+        let mut at_gate: Vec<u32> = previous_target
+            .iter()
+            .copied()
+            .filter(|index| {
+                current
+                    .get(index)
+                    .is_some_and(|pod| joining::waits_at_gate(pod))
+            })
+            .collect();
+        at_gate.sort_unstable_by(|a, b| b.cmp(a));
+        at_gate.truncate(started as usize);
+        at_gate
+    }
+
     /// Says that warned groups train on while their spares start.
     fn say_handing_over(&mut self) {
         let hold = &self.planner.held_warned;
         let Some(until) = hold.until else {
             return;
         };
-        let note = warned_handover::describe(&hold.workers, until);
+        let reforms = self.context.job_ref.coordinator().group_reforms;
+        let note = warned_handover::describe(&hold.workers, until, reforms);
         self.planner
             .event(false, warned_handover::HANDING_OVER, "Hold", note);
     }

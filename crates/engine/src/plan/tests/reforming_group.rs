@@ -165,18 +165,47 @@ fn without_the_trainings_word_the_worker_goes_when_the_drain_ends() {
     assert_eq!(job_notice(&world), None);
 }
 
+/// Whether the gate of Worker `name` is open (see crate::joining).
+fn gate_open(world: &World, name: &str) -> bool {
+    crate::joining::is_open(&world.pods[name])
+}
+
 #[test]
-fn a_worker_on_a_warned_node_leaves_after_the_group_saved_and_its_replacement_starts_then() {
+fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_and_leaves() {
     let mut world = running();
     world.advance(1);
     world.warn("node-ddp-worker-1", 120);
     let plan = world.reconcile();
-    assert!(deleted_pods(&plan).is_empty(), "the group saves first");
+    assert!(deleted_pods(&plan).is_empty());
     assert_eq!(
         created(&plan),
-        Vec::<String>::new(),
-        "its replacement waits, to join the group that re-forms without it"
+        ["ddp-worker-3"],
+        "its replacement starts at once, behind its gate"
     );
+    assert!(!gate_open(&world, "ddp-worker-3"));
+    assert_eq!(notice_of(&world, "ddp-worker-1"), None, "it trains on");
+    assert_eq!(job_notice(&world), None, "nobody saves yet");
+    assert!(
+        plan.events
+            .iter()
+            .any(|e| e.reason == crate::warned_handover::HANDING_OVER),
+        "{:?}",
+        plan.events
+    );
+    assert!(
+        !plan.events.iter().any(|e| e.reason == "WorkersScaled"),
+        "the job's size is the same"
+    );
+    let plan = world.reconcile();
+    assert!(created(&plan).is_empty() && deleted_pods(&plan).is_empty());
+
+    // The replacement runs at its gate: the warned Worker leaves as without the hold, the
+    // group saving first, and the replacement takes its place in the target.
+    world.ready("ddp-worker-3");
+    world.advance(2);
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty(), "the group saves first");
+    assert!(created(&plan).is_empty(), "nobody else starts");
     let leaving = notice_of(&world, "ddp-worker-1").expect("its own notice");
     assert_eq!(
         (leaving.kind, leaving.reason.as_str()),
@@ -192,42 +221,45 @@ fn a_worker_on_a_warned_node_leaves_after_the_group_saved_and_its_replacement_st
     assert_eq!(
         status.target_workers,
         ["ddp-worker-0", "ddp-worker-2", "ddp-worker-3"],
-        "the replacement is decided, only not created"
+        "the replacement stands in"
     );
     assert_eq!(
         status.blacklist.last().map(|b| b.reason.as_str()),
         Some(NODE_WARNING)
+    );
+    assert!(
+        !gate_open(&world, "ddp-worker-3"),
+        "it joins once the warned Worker leaves, not while the group saves"
     );
 
     world.advance(2);
     saved(&mut world, &leaving);
     let plan = world.reconcile();
     assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
+    assert!(
+        gate_open(&world, "ddp-worker-3"),
+        "its training starts as the warned Worker goes: the group re-forms once, with it"
+    );
     // (The world's pods go as soon as they are deleted.)
     let plan = world.reconcile();
-    assert_eq!(
-        created(&plan),
-        ["ddp-worker-3"],
-        "once it is gone: it joins the group that re-forms"
-    );
+    assert!(created(&plan).is_empty());
     assert_eq!(job_notice(&world), None);
     assert_eq!(phase(&world), Some(JobPhase::Running));
 }
 
 #[test]
-fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
+fn a_warning_withdrawn_while_the_replacement_starts_keeps_the_worker() {
     let mut world = running();
     world.warn("node-ddp-worker-1", 120);
     world.reconcile();
-    assert!(job_notice(&world).is_some());
+    assert!(world.pods.contains_key("ddp-worker-3"));
     world.node_warnings.clear();
     world.advance(2);
     let plan = world.reconcile();
-    assert!(deleted_pods(&plan).is_empty(), "{plan:#?}");
     assert_eq!(
-        created(&plan),
-        Vec::<String>::new(),
-        "no replacement needed"
+        deleted_pods(&plan),
+        ["ddp-worker-3"],
+        "the replacement started for it goes"
     );
     assert_eq!(job_notice(&world), None, "training goes on");
     assert_eq!(notice_of(&world, "ddp-worker-0"), None);
@@ -238,9 +270,33 @@ fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
         ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
     );
     world.advance(30);
+    assert!(deleted_pods(&world.reconcile()).is_empty());
+}
+
+#[test]
+fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
+    let mut world = running();
+    // A group beside which nobody can start: the warned Worker leaves at the hold's end.
+    world.warn("node-ddp-worker-1", 120);
+    world.reconcile();
+    world.advance(61);
+    world.reconcile();
+    assert!(job_notice(&world).is_some());
+    world.node_warnings.clear();
+    world.advance(2);
+    let plan = world.reconcile();
     assert!(
-        deleted_pods(&world.reconcile()).is_empty(),
-        "its drain is over"
+        !deleted_pods(&plan).contains(&"ddp-worker-1".to_string()),
+        "{plan:#?}"
+    );
+    assert_eq!(job_notice(&world), None, "training goes on");
+    assert_eq!(notice_of(&world, "ddp-worker-0"), None);
+    let status = eto_status(&world);
+    assert!(status.draining_workers.is_empty());
+    assert!(
+        status.target_workers.contains(&"ddp-worker-1".to_string()),
+        "{:?}",
+        status.target_workers
     );
 }
 
@@ -268,6 +324,8 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
     let mut world = running();
     world.warn("node-ddp-worker-1", 120);
     world.reconcile();
+    world.ready("ddp-worker-3");
+    world.reconcile();
     let notice = job_notice(&world).expect("the job's notice");
     saved(&mut world, &notice);
     let leaving = world.pods["ddp-worker-1"].clone();
@@ -282,11 +340,7 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
         Some(crate::reforming_group::LEAVING_GRACE_SECONDS),
         "it goes at once"
     );
-    assert_eq!(
-        created(&plan),
-        Vec::<String>::new(),
-        "not while it is there"
-    );
+    assert_eq!(created(&plan), Vec::<String>::new());
 
     // Its pod is still being deleted: the notice stays, nobody new comes.
     let mut deleting = leaving;
@@ -304,16 +358,16 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
     );
     assert_eq!(notice_of(&world, "ddp-worker-0"), Some(notice));
 
-    // Gone: the notice goes and the replacement comes, in one plan.
+    // Gone: the notice goes.
     world.pods.remove("ddp-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(created(&plan), Vec::<String>::new());
     assert_eq!(job_notice(&world), None);
     assert_eq!(notice_of(&world, "ddp-worker-0"), None);
 }
 
 #[test]
-fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_drains() {
+fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_trains_on() {
     let mut world = running();
     world.set_worker_replicas(4);
     world.reconcile();
@@ -357,18 +411,40 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_d
         Some(vec!["ddp-worker-3".to_string()]),
         "the store takes its agent out now"
     );
+    assert_eq!(job_notice(&world), None, "the member trains on");
+    assert!(eto_status(&world).draining_workers.is_empty());
+    assert_eq!(
+        created(&plan),
+        ["ddp-worker-4", "ddp-worker-5"],
+        "worker 3's replacement, and one started for the member"
+    );
+
+    // Both run at their gates: the member leaves, worker 5 standing in for it, and both
+    // join once it is out.
+    world.ready("ddp-worker-4");
+    world.ready("ddp-worker-5");
+    let plan = world.reconcile();
+    assert!(created(&plan).is_empty());
     let notice = job_notice(&world).expect("the job's notice");
     assert!(
         notice.message.starts_with("ddp-worker-1 leaves"),
         "only the member drains: {}",
         notice.message
     );
-    assert_eq!(eto_status(&world).draining_workers.len(), 1);
     assert_eq!(
-        created(&plan),
-        Vec::<String>::new(),
-        "the replacements wait for the member to be gone"
+        eto_status(&world).target_workers,
+        [
+            "ddp-worker-0",
+            "ddp-worker-2",
+            "ddp-worker-4",
+            "ddp-worker-5"
+        ]
     );
+    assert!(!gate_open(&world, "ddp-worker-4") && !gate_open(&world, "ddp-worker-5"));
+    saved(&mut world, &notice);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
+    assert!(gate_open(&world, "ddp-worker-4") && gate_open(&world, "ddp-worker-5"));
 }
 
 #[test]

@@ -232,19 +232,62 @@ fn a_job_with_a_spare_of_its_own_keeps_it_after_the_handover() {
     assert_eq!(spares_shown(&world), Some(1));
 }
 
+fn gate_open(world: &World, pod: &str) -> bool {
+    crate::joining::is_open(&world.pods[pod])
+}
+
 #[test]
-fn workers_outside_replica_groups_are_not_held() {
+fn warned_members_of_a_group_that_re_forms_train_on_until_their_replacements_wait_then_leave() {
+    // The store eto hosts: the group re-forms once the warned Workers left.
     let mut world = three_workers_two_on_one_node(json!({}));
     world.warn("spot-1", 120);
     let plan = world.reconcile();
+    assert_eq!(world.mpi_status().notice, None, "no suspend");
+    assert_eq!(notice_kind(&world, "ddp-worker-1"), None, "it trains on");
+    assert_eq!(notice_kind(&world, "ddp-worker-2"), None, "it trains on");
+    for new in ["ddp-worker-3", "ddp-worker-4"] {
+        assert!(avoids_spot_1(&world, new), "{new}");
+        assert!(!gate_open(&world, new), "{new} waits at its gate");
+    }
+    assert!(reasons(&plan).contains(&HANDING_OVER.to_string()));
+    assert!(!reasons(&plan).contains(&"WorkersScaled".to_string()));
+    assert_eq!(spares_shown(&world), Some(2));
+
+    // One runs at its gate: not enough for both warned Workers.
+    world.ready("ddp-worker-3");
+    world.reconcile();
+    assert_eq!(notice_kind(&world, "ddp-worker-1"), None);
+    assert_eq!(world.mpi_status().notice, None);
+
+    // Both: the warned Workers save and leave, the new ones standing in for them, and no
+    // suspend, though two of three Workers leave a job that needs two.
+    world.ready("ddp-worker-4");
+    let plan = world.reconcile();
+    let created: Vec<&str> = plan
+        .apply
+        .iter()
+        .filter_map(|child| match child {
+            crate::plan::Child::Pod(pod) => pod.metadata.name.as_deref(),
+            _ => None,
+        })
+        .collect();
+    assert!(created.is_empty(), "{created:?}");
+    assert_eq!(
+        notice_kind(&world, "ddp-worker-1"),
+        Some(NoticeKind::Reclaim)
+    );
     assert_eq!(
         world.mpi_status().notice.map(|notice| notice.kind),
-        Some(NoticeKind::Suspend),
-        "the job suspends at once"
+        Some(NoticeKind::Checkpoint),
+        "the group saves, the job does not suspend"
     );
+    assert_eq!(
+        world.mpi_status().target_workers,
+        ["ddp-worker-0", "ddp-worker-3", "ddp-worker-4"]
+    );
+    assert_eq!(spares_shown(&world), None, "the hold is over");
     assert!(
-        notice_kind(&world, "ddp-worker-1").is_some(),
-        "told at once"
+        !gate_open(&world, "ddp-worker-3"),
+        "not while the group saves"
     );
-    assert!(!reasons(&plan).contains(&HANDING_OVER.to_string()));
 }
