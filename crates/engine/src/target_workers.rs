@@ -9,8 +9,8 @@
 //!    blacklists hosts by name, so a name is never reused.
 //! 2. A worker lost to its node's advance warning (see [`crate::node_warnings`]) whose
 //!    warning was withdrawn while it still runs and is ready *returns*: it takes the place of
-//!    a target worker that is not ready yet (its replacement, most likely, whose pod is
-//!    deleted), or of one the job is short of; otherwise its pod is deleted, the job having
+//!    a target worker that is not ready yet or whose training has not started (its
+//!    replacement, most likely, whose pod is deleted), or of one the job is short of; otherwise its pod is deleted, the job having
 //!    its workers without it.
 //! 3. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) replaces a lost worker first, then is adopted while the target is
@@ -66,6 +66,11 @@ pub struct WorkerInput<'a> {
     /// Indices of blacklisted workers lost to a node's warning that was withdrawn, whose pods
     /// still run and are ready: they may return (see the module documentation).
     pub returning: &'a BTreeSet<u32>,
+    /// Indices of workers whose pods run but whose training has not started: they wait at a
+    /// shut gate to join a group that re-forms (see [`crate::joining`]). A returning worker
+    /// takes the place of one as of one not ready: it never joined, where the returning one
+    /// is still a member.
+    pub unstarted: &'a BTreeSet<u32>,
     /// Indices of workers removed from the job whose pods are still draining
     /// (see [`crate::drain`]): neither adopted nor deleted here.
     pub draining: &'a BTreeSet<u32>,
@@ -275,7 +280,10 @@ pub fn decide(input: &WorkerInput<'_>) -> WorkerDecision {
             target.push(index);
         }
     }
-    let not_ready = |index: &u32| !input.pods.get(index).is_some_and(|pod| pods::is_ready(pod));
+    let not_ready = |index: &u32| {
+        input.unstarted.contains(index)
+            || !input.pods.get(index).is_some_and(|pod| pods::is_ready(pod))
+    };
     for &index in input.returning {
         if input.groups.contains_key(&index) {
             // Its group left with it and was replaced.
@@ -479,6 +487,7 @@ mod tests {
             departed: &NO_PODS,
             blacklisted: &NONE,
             returning: &NONE,
+            unstarted: &NONE,
             draining: &NONE,
             held: &NONE,
             add: &[],
@@ -652,6 +661,20 @@ mod tests {
             assert_eq!(decision.returned, returned, "{case}");
             assert_eq!(decision.create, [] as [u32; 0], "{case}");
         }
+
+        // A ready replacement whose training has not started (it waits at its gate) gives
+        // way as one not ready does.
+        let pods = BTreeMap::from([(0, &ready), (1, &ready), (2, &ready), (3, &ready)]);
+        let decision = decide(&WorkerInput {
+            policy: ReplicaRestartPolicy::OnFailure,
+            blacklisted: &BTreeSet::from([1]),
+            returning: &BTreeSet::from([1]),
+            unstarted: &BTreeSet::from([3]),
+            ..input(3, &[0, 2, 3], &pods, 4)
+        });
+        assert_eq!(decision.target, [0, 1, 2]);
+        assert_eq!(decision.delete, [3]);
+        assert_eq!(decision.returned, [(1, Some(3))]);
     }
 
     #[test]

@@ -106,6 +106,14 @@ impl<'o> Run<'_, 'o> {
                     .is_some_and(|pod| pods::is_ready(pod) && Loss::of(Some(pod)).is_none())
             })
             .collect();
+        // Workers waiting at a shut gate to join a group that re-forms: their training has
+        // not started.
+        let unstarted: BTreeSet<u32> = current
+            .iter()
+            .filter(|_| self.context.job_ref.coordinator().group_reforms)
+            .filter(|(_, pod)| joining::waits_at_gate(pod))
+            .map(|(index, _)| *index)
+            .collect();
         // Workers held back while they regroup (see crate::reforming_group) or back off (see
         // worker_backoff.rs).
         let held: BTreeSet<u32> = self
@@ -186,6 +194,7 @@ impl<'o> Run<'_, 'o> {
             departed: &departed,
             blacklisted: &blacklisted,
             returning: &returning,
+            unstarted: &unstarted,
             draining: &draining,
             held: &held,
             add: &step.add,

@@ -256,21 +256,30 @@ fn a_warning_withdrawn_while_the_replacement_starts_keeps_the_worker() {
     world.node_warnings.clear();
     world.advance(2);
     let plan = world.reconcile();
+    trains_on_without(&mut world, &plan, "ddp-worker-3");
+}
+
+/// Asserts that `plan` deleted the Worker `started` for a warning that was withdrawn, and
+/// nothing else, and that the group trains on as before the warning.
+fn trains_on_without(world: &mut World, plan: &Plan, started: &str) {
     assert_eq!(
-        deleted_pods(&plan),
-        ["ddp-worker-3"],
-        "the replacement started for it goes"
+        deleted_pods(plan),
+        [started],
+        "the Worker started for the warning goes"
     );
-    assert_eq!(job_notice(&world), None, "training goes on");
-    assert_eq!(notice_of(&world, "ddp-worker-0"), None);
-    let status = eto_status(&world);
+    assert_eq!(job_notice(world), None, "training goes on");
+    for worker in ["ddp-worker-0", "ddp-worker-1"] {
+        assert_eq!(notice_of(world, worker), None, "{worker}");
+    }
+    let status = eto_status(world);
     assert!(status.draining_workers.is_empty());
     assert_eq!(
         status.target_workers,
         ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]
     );
     world.advance(30);
-    assert!(deleted_pods(&world.reconcile()).is_empty());
+    let plan = world.reconcile();
+    assert!(deleted_pods(&plan).is_empty() && created(&plan).is_empty());
 }
 
 #[test]
@@ -298,6 +307,27 @@ fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
         "{:?}",
         status.target_workers
     );
+}
+
+#[test]
+fn a_warning_withdrawn_while_the_group_saves_for_a_waiting_replacement_keeps_the_worker() {
+    let mut world = running();
+    world.warn("node-ddp-worker-1", 120);
+    world.reconcile();
+    // Its replacement waits at its gate: the hold ends, the group saves for the handover.
+    world.ready("ddp-worker-3");
+    world.advance(2);
+    world.reconcile();
+    assert!(job_notice(&world).is_some());
+    assert!(!gate_open(&world, "ddp-worker-3"));
+
+    // The warning is withdrawn before the warned Worker left: it is still a member of the
+    // round, the replacement never joined. The replacement goes, not the member, and the
+    // group trains on without re-forming.
+    world.node_warnings.clear();
+    world.advance(2);
+    let plan = world.reconcile();
+    trains_on_without(&mut world, &plan, "ddp-worker-3");
 }
 
 #[test]
