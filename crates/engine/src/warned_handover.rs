@@ -125,10 +125,12 @@ pub fn hold(input: &HoldInput<'_>) -> Hold {
 /// The warned Workers held in a group that re-forms (an elastic PyTorchJob whose rendezvous
 /// eto hosts), which keeps no spares of its own: every warned member of the group, while
 /// fewer Workers wait at their shut gate to join it (see [`crate::joining`]) on other nodes
-/// than there are warned members. Such a Worker, started for the hold, joins when the warned
-/// ones have saved and left (see [`crate::reforming_group`]): the group re-forms once, with
-/// it, instead of once without the warned Workers and again when their replacements come
-/// (or, where the warned ones are too many to keep the minimum, instead of a suspend).
+/// than there are warned members, or while another Worker that joins with them still starts
+/// on its node (one that waits for capacity is not waited for). Such a Worker, started for
+/// the hold, joins when the warned ones have saved and left (see [`crate::reforming_group`]):
+/// the group re-forms once, with every Worker that joins, instead of once without the warned
+/// Workers and again when their replacements come (or, where the warned ones are too many to
+/// keep the minimum, instead of a suspend).
 pub fn hold_reforming(input: &HoldInput<'_>) -> Hold {
     if input.spares > 0 {
         // A spare of the job's own takes a leaving member's place already.
@@ -147,15 +149,18 @@ pub fn hold_reforming(input: &HoldInput<'_>) -> Hold {
         .iter()
         .copied()
         .filter(|pod| pods::is_ready(pod) && joining::is_open(pod) && in_round(pod));
-    let at_gate = workers
+    // The Workers off warned nodes that join at the group's next re-formation: those at
+    // their shut gate, and those still starting on a node (the others wait for capacity).
+    let (at_gate, starting): (Vec<&Pod>, Vec<&Pod>) = workers
         .iter()
-        .filter(|pod| joining::waits_at_gate(pod))
-        .filter(|pod| warning_of(input, pod).is_none())
-        .count();
+        .copied()
+        .filter(|pod| !joining::is_open(pod) && warning_of(input, pod).is_none())
+        .filter(|pod| pods::node(pod).is_some())
+        .partition(|pod| joining::waits_at_gate(pod));
     let warned: Vec<&Pod> = members
         .filter(|pod| warning_of(input, pod).is_some())
         .collect();
-    if warned.len() <= at_gate {
+    if warned.len() <= at_gate.len() && starting.is_empty() {
         return Hold::default();
     }
     held(input, warned.into_iter())

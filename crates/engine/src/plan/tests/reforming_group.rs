@@ -350,6 +350,67 @@ fn a_worker_lost_without_warning_is_replaced_at_once_as_before() {
 }
 
 #[test]
+fn a_hold_waits_for_every_worker_that_starts_to_join_so_the_group_re_forms_once() {
+    let mut world = running();
+    world.lose_with_node("ddp-worker-2");
+    assert_eq!(created(&world.reconcile()), ["ddp-worker-3"]);
+    world.warn("node-ddp-worker-1", 120);
+    assert_eq!(created(&world.reconcile()), ["ddp-worker-4"]);
+
+    // The replacement of the lost Worker waits at its gate, the one started for the warned
+    // Worker is scheduled and still starts: the warned Worker trains on.
+    world.ready("ddp-worker-3");
+    world.pod("ddp-worker-4").spec.as_mut().unwrap().node_name = Some("node-4".into());
+    world.advance(2);
+    world.reconcile();
+    assert_eq!(notice_of(&world, "ddp-worker-1"), None, "it trains on");
+    assert_eq!(job_notice(&world), None);
+    assert!(
+        !gate_open(&world, "ddp-worker-3"),
+        "it joins with the other"
+    );
+
+    // Both wait: the group saves, and re-forms once, with both.
+    world.ready("ddp-worker-4");
+    world.advance(2);
+    world.reconcile();
+    assert_eq!(
+        notice_of(&world, "ddp-worker-1").map(|notice| notice.kind),
+        Some(NoticeKind::Reclaim)
+    );
+    assert_eq!(
+        job_notice(&world).map(|notice| notice.kind),
+        Some(NoticeKind::Checkpoint)
+    );
+    let leaving = notice_of(&world, "ddp-worker-1").unwrap();
+    saved(&mut world, &leaving);
+    let plan = world.reconcile();
+    assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
+    for worker in ["ddp-worker-3", "ddp-worker-4"] {
+        assert!(gate_open(&world, worker), "{worker}");
+    }
+}
+
+#[test]
+fn a_hold_does_not_wait_for_a_worker_that_waits_for_capacity() {
+    let mut world = running();
+    world.lose_with_node("ddp-worker-2");
+    world.reconcile();
+    world.warn("node-ddp-worker-1", 120);
+    world.reconcile();
+    // The Worker started for the warned one waits at its gate; the lost Worker's replacement
+    // finds no node.
+    world.ready("ddp-worker-4");
+    world.advance(2);
+    world.reconcile();
+    assert_eq!(
+        notice_of(&world, "ddp-worker-1").map(|notice| notice.kind),
+        Some(NoticeKind::Reclaim),
+        "the handover goes on"
+    );
+}
+
+#[test]
 fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows() {
     let mut world = running();
     world.warn("node-ddp-worker-1", 120);
