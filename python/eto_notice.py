@@ -56,6 +56,10 @@ With torchrun, every rank polls and all must agree on the step they save at, for
             sys.exit(0)                               # the job stops: exit
         eto_notice.wait_for_change()                  # torchrun restarts this process
 
+The processes torchrun starts in the re-formed group train on: the "Checkpoint" notice their
+group answered may stand a moment longer (until the leaving worker's pod is gone), but it
+asks them nothing (see checkpoint_requested()).
+
 A pod can also be told by the platform before eto sees it: an eviction, a drain or a node
 shutdown sends the pod SIGTERM at once. eto's small PID 1 (see eto's docs/how-a-job-runs.md, "Graceful
 termination") then writes a "Reclaim" notice of the same form, reason "Terminating", to
@@ -107,6 +111,8 @@ TERMINATION_NOTICE_FILES = ("/run/eto/notice", "/tmp/eto/notice")
 URGENCY = {"Suspend": 4, "Reclaim": 3, "Checkpoint": 2, "Resume": 1}
 ASKS_TO_SAVE = ("Suspend", "Reclaim", "Checkpoint")
 _answered = set()
+# Whether eto's store had recorded a save for a notice when this process first saw it.
+_group_saves = {}
 # The notice this process recorded when it heard SIGTERM (see _hear_sigterm).
 _terminated = []
 
@@ -329,14 +335,44 @@ def notice_kind():
 
 def checkpoint_requested():
     """True while a notice asks this process to save a checkpoint that it has not answered
-    with saved() yet: "Suspend", "Reclaim" or "Checkpoint"."""
+    with saved() yet: "Suspend", "Reclaim" or "Checkpoint".
+
+    A "Checkpoint" notice its group answered before this process started (torchrun restarts
+    every process as the group re-forms, and the notice stands until the leaving worker's
+    pod is gone) asks nothing: where eto hosts the rendezvous (ETO_SAVED_URL), the first
+    time a process sees such a notice it asks eto's store whether a save for it was recorded.
+    """
     current = notice()
     _checked("training")
     return bool(
         current
         and current.get("kind") in ASKS_TO_SAVE
         and _key(current) not in _answered
+        and not _saved_by_group(current)
     )
+
+
+def _saved_by_group(current):
+    """Whether eto's store recorded a save for the "Checkpoint" notice `current`; asked once
+    per notice and process, and False when the store does not answer within two seconds."""
+    key = _key(current)
+    url = os.environ.get("ETO_SAVED_URL")
+    if current.get("kind") != "Checkpoint" or not url:
+        return False
+    if key not in _group_saves:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                report = json.load(answer)
+            recorded = report.get("saved") or []
+            _group_saves[key] = any(
+                isinstance(entry, dict) and entry.get("since") == current.get("since")
+                for entry in recorded
+            )
+        except (OSError, ValueError, AttributeError):
+            _group_saves[key] = False
+        if _group_saves[key]:
+            _answered.add(key)
+    return _group_saves[key]
 
 
 def asking_notice(timeout_seconds=10.0, poll_seconds=0.2):

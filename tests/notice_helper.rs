@@ -253,9 +253,13 @@ print(json.dumps({"before": before, "heard": heard, "after": after,
         "asked once, answered, and training is not stopped"
     );
     let received = received.lock().unwrap().clone();
-    let [(request_line, body)] = received.as_slice() else {
-        panic!("one request: {received:?}");
+    let [(asked, _), (request_line, body)] = received.as_slice() else {
+        panic!("two requests: {received:?}");
     };
+    assert!(
+        asked.starts_with("GET /saved "),
+        "whether the group saved already: {asked}"
+    );
     assert!(request_line.starts_with("POST /saved "), "{request_line}");
     assert_eq!(
         *body,
@@ -263,16 +267,22 @@ print(json.dumps({"before": before, "heard": heard, "after": after,
     );
 }
 
-/// A store that records what the training code says it saved (in `state["saved"]`), in the
-/// script's own process; `ETO_SAVED_URL` points at it.
+/// A store that records what the training code says it saved (in `state["saved"]`) and
+/// shows it in its report, as eto's store does, counting the reports asked for (in
+/// `state["reports"]`), in the script's own process; `ETO_SAVED_URL` points at it.
 const RECORDING_STORE: &str = r#"
 import json, os, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-state = {"saved": []}
+state = {"saved": [], "reports": 0}
 class Store(BaseHTTPRequestHandler):
     def do_POST(self):
         state["saved"].append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = b'{"recorded": true}'
+        self.answer({"recorded": True})
+    def do_GET(self):
+        state["reports"] += 1
+        self.answer({"saved": state["saved"], "rendezvous": None, "orders": None})
+    def answer(self, body):
+        data = json.dumps(body).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -283,6 +293,48 @@ server = ThreadingHTTPServer(("127.0.0.1", 0), Store)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 os.environ["ETO_SAVED_URL"] = f"http://127.0.0.1:{server.server_port}/saved"
 "#;
+
+#[test]
+fn a_process_started_after_its_group_saved_for_the_checkpoint_notice_is_not_asked_again() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notice-helper");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The notice's own time, as eto renders it, and another.
+    let (its, other) = ("2027-01-15T08:00:00Z", "2027-01-15T07:59:00Z");
+    // (the notice, the time of the save the store recorded, asked to save, reports read)
+    let cases = [
+        (NoticeKind::Checkpoint, its, false, 1),
+        (NoticeKind::Checkpoint, other, true, 1),
+        (NoticeKind::Suspend, its, true, 0),
+        (NoticeKind::Reclaim, its, true, 0),
+    ];
+    for (kind, saved_at, asked, reports) in cases {
+        let file = dir.join(format!("restarted-{kind:?}"));
+        std::fs::write(&file, notice(kind, Some(1_800_000_030))).unwrap();
+        let script = format!(
+            r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+{RECORDING_STORE}
+state["saved"].append({{"pod": "ddp-worker-0", "step": 12, "since": "{saved_at}"}})
+import eto_notice
+first = eto_notice.checkpoint_requested()
+again = eto_notice.checkpoint_requested()
+print(json.dumps({{"asked": [first, again], "reports": state["reports"]}}))
+"#
+        );
+        let printed = script_prints(&script, |command| {
+            command
+                .env("ETO_NOTICE_FILE", &file)
+                .env("ETO_TERMINATION_NOTICE_FILE", dir.join("none"));
+        });
+        let printed: Value = serde_json::from_slice(&printed).unwrap();
+        assert_eq!(
+            printed,
+            json!({"asked": [asked, asked], "reports": reports}),
+            "{kind:?}, a save recorded at {saved_at}"
+        );
+    }
+}
 
 #[test]
 fn under_etos_store_a_sigterm_asks_to_save_and_the_process_leaves_once_it_did() {
@@ -599,7 +651,8 @@ for name, work in cases.items():
 /// The request lines and JSON bodies a local port received, in order.
 type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
 
-/// Bodies of the requests sent to a local port, as they come, and the port's URL with `path`.
+/// The request lines and bodies (`null` for none) of the requests sent to a local port, as
+/// they come, and the port's URL with `path`. Each is answered `{"recorded":true}`.
 fn collecting_store(path: &str) -> (String, Received) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -627,9 +680,12 @@ fn collecting_store(path: &str) -> (String, Received) {
             let mut body = vec![0; length];
             reader.read_exact(&mut body).unwrap();
             // Recorded before the answer: a client that heard it finds it here.
-            kept.lock()
-                .unwrap()
-                .push((request_line, serde_json::from_slice(&body).unwrap()));
+            let body = if body.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&body).unwrap()
+            };
+            kept.lock().unwrap().push((request_line, body));
             let mut stream = reader.into_inner();
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"recorded\":true}")
