@@ -756,6 +756,75 @@ fn notice_on(pod: &Pod) -> Option<eto_api::job_status::Notice> {
     serde_json::from_str(annotations.get(eto_api::well_known::NOTICE_ANNOTATION)?).ok()
 }
 
+/// Warns the node under worker 1 of a running [`ELASTIC_JOB`] with a spot handler's taint, and
+/// waits until each of its three Workers shows a notice (the group saves for the handover);
+/// returns the node, the warning and the notices, worker 0's first.
+async fn warn_worker_1s_node(
+    env: &Env,
+) -> (
+    String,
+    eto_sim::nodes::warnings::Warning,
+    Vec<eto_api::job_status::Notice>,
+) {
+    let leaving = env.pods().get("elastic-worker-1").await.unwrap();
+    let node = leaving.spec.unwrap().node_name.unwrap();
+    let warning = eto_sim::nodes::warnings::Warning {
+        taint: Some("karpenter.sh/disrupted".into()),
+        ..Default::default()
+    };
+    env.cluster.warn_node(&node, &warning).unwrap();
+    let mut shown = Vec::new();
+    for worker in ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"] {
+        let pod = env
+            .wait_pod(worker, "shows a notice", |pod| {
+                pod.and_then(notice_on).is_some()
+            })
+            .await
+            .unwrap();
+        shown.push(notice_on(&pod).unwrap());
+    }
+    (node, warning, shown)
+}
+
+/// As below, but the warning is withdrawn while the group saves for the handover: worker 1,
+/// still a member of the group, stays, and the replacement that waited at its gate, which
+/// never joined, goes; the notice is taken down and the group trains on without re-forming.
+#[tokio::test]
+async fn a_warning_withdrawn_while_the_group_saves_keeps_the_warned_worker_and_not_its_replacement()
+{
+    let (env, _report) = running_with_report(sim_config(4, 1), "drainSeconds: 600").await;
+    let (node, warning, _) = warn_worker_1s_node(&env).await;
+    let replacement = env.pods().get("elastic-worker-3").await.unwrap();
+    assert!(
+        !eto_engine::joining::is_open(&replacement),
+        "it waits at its gate"
+    );
+
+    env.cluster.withdraw_node_warning(&node, &warning).unwrap();
+    env.wait_pod("elastic-worker-3", "is deleted", |pod| {
+        pod.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    let job = env
+        .wait::<PyTorchJob>("elastic", "takes the notice down", |job| {
+            job.status.as_ref().is_some_and(|s| s.eto.notice.is_none())
+        })
+        .await;
+    let status = job.status.unwrap().eto;
+    assert_eq!(
+        status.target_workers,
+        ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"]
+    );
+    assert!(status.draining_workers.is_empty(), "{status:?}");
+    let worker_1 = env.pods().get("elastic-worker-1").await.unwrap();
+    assert!(worker_1.metadata.deletion_timestamp.is_none(), "it stays");
+    assert_eq!(
+        notice_on(&worker_1),
+        None,
+        "its own notice is taken down too"
+    );
+}
+
 /// Three Workers on three one-GPU nodes, a fourth node free: the node under worker 1
 /// announces it goes. Worker 1 trains on while its replacement starts off the warned node and
 /// waits at its gate; then every Worker is told to save (worker 1 with its own `Reclaim`
@@ -769,25 +838,7 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
     let mut config = sim_config(4, 1);
     config.kubelet.termination_delay = std::time::Duration::from_secs(2);
     let (env, report) = running_with_report(config, "drainSeconds: 600").await;
-    let workers = ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2"];
-    let leaving = env.pods().get("elastic-worker-1").await.unwrap();
-    let node = leaving.spec.unwrap().node_name.unwrap();
-    let warning = eto_sim::nodes::warnings::Warning {
-        taint: Some("karpenter.sh/disrupted".into()),
-        ..Default::default()
-    };
-    env.cluster.warn_node(&node, &warning).unwrap();
-
-    let mut shown = Vec::new();
-    for worker in workers {
-        let pod = env
-            .wait_pod(worker, "shows a notice", |pod| {
-                pod.and_then(notice_on).is_some()
-            })
-            .await
-            .unwrap();
-        shown.push(notice_on(&pod).unwrap());
-    }
+    let (node, _, shown) = warn_worker_1s_node(&env).await;
     assert_eq!(
         shown.iter().map(|n| n.kind).collect::<Vec<_>>(),
         [
