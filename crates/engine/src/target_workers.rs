@@ -10,8 +10,8 @@
 //! 2. A worker lost to its node's advance warning (see [`crate::node_warnings`]) whose
 //!    warning was withdrawn while it still runs and is ready *returns*: it takes the place of
 //!    a target worker that is not ready yet or whose training has not started (its
-//!    replacement, most likely, whose pod is deleted), or of one the job is short of; otherwise its pod is deleted, the job having
-//!    its workers without it.
+//!    replacement, most likely, whose pod is deleted), or of one the job is short of;
+//!    otherwise its pod is deleted, the job having its workers without it.
 //! 3. A worker pod that exists but is not in the target (left by an operator that stopped
 //!    before recording it) replaces a lost worker first, then is adopted while the target is
 //!    short of the desired count (before or after a change of `replicas`, the larger), and

@@ -245,13 +245,18 @@ impl Run<'_, '_> {
             return true;
         }
         let deleted_now = self.pods_deleted_now();
-        self.planner.status.draining_workers.iter().any(|draining| {
-            !deleted_now.contains(&draining.pod.as_str())
-                && self.worker_pods().into_iter().any(|pod| {
-                    pod.metadata.name.as_deref() == Some(draining.pod.as_str())
-                        && !pods::is_terminating(pod)
-                })
-        })
+        let staying: Vec<&str> = self
+            .worker_pods()
+            .into_iter()
+            .filter(|pod| !pods::is_terminating(pod))
+            .filter_map(|pod| pod.metadata.name.as_deref())
+            .filter(|name| !deleted_now.contains(name))
+            .collect();
+        self.planner
+            .status
+            .draining_workers
+            .iter()
+            .any(|draining| staying.contains(&draining.pod.as_str()))
     }
 }
 

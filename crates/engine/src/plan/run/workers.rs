@@ -166,7 +166,11 @@ impl<'o> Run<'_, 'o> {
         let with_spares = |group: u32| group + spares::kept(&spec.workers, group, kept_when);
         let groups = self.context.job_ref.worker_groups(&current);
         let mut waiting_spares = self.context.job_ref.waiting_spares(&current);
-        waiting_spares.extend(self.handover_stand_ins(&current, &previous_target, surge_before));
+        waiting_spares.extend(handover_stand_ins(
+            &unstarted,
+            &previous_target,
+            surge_before,
+        ));
         // Workers waiting on an old template, and Workers out of their group, are replaced
         // whatever their restart policy.
         let silent = if suspending {
@@ -309,34 +313,6 @@ impl<'o> Run<'_, 'o> {
         ))
     }
 
-    /// In a group that re-forms, the Workers started for a hold at the last reconcile
-    /// (`started` of them) that wait at their shut gate (see [`crate::joining`]), the newest
-    /// of `previous_target` first: they stand in for the warned Workers they were started for
-    /// (see [`crate::warned_handover::hold_reforming`]). Elsewhere none: eto seats the spares
-    /// of replica groups itself.
-    fn handover_stand_ins(
-        &self,
-        current: &BTreeMap<u32, &Pod>,
-        previous_target: &[u32],
-        started: u32,
-    ) -> Vec<u32> {
-        if !self.context.job_ref.coordinator().group_reforms {
-            return Vec::new();
-        }
-        let mut at_gate: Vec<u32> = previous_target
-            .iter()
-            .copied()
-            .filter(|index| {
-                current
-                    .get(index)
-                    .is_some_and(|pod| joining::waits_at_gate(pod))
-            })
-            .collect();
-        at_gate.sort_unstable_by(|a, b| b.cmp(a));
-        at_gate.truncate(started as usize);
-        at_gate
-    }
-
     /// Says that warned groups train on while their spares start.
     fn say_handing_over(&mut self) {
         let hold = &self.planner.held_warned;
@@ -375,4 +351,23 @@ impl<'o> Run<'_, 'o> {
             spec_changed,
         }
     }
+}
+
+/// Of the Workers that wait at their shut gate to join a group that re-forms (`unstarted`, see
+/// [`crate::joining`]), those started for a hold at the last reconcile (`started` of them), the
+/// newest of `previous_target` first: they stand in for the warned Workers they were started
+/// for (see [`crate::warned_handover::hold_reforming`]). Elsewhere none wait at a gate: eto
+/// seats the spares of replica groups itself.
+fn handover_stand_ins(
+    unstarted: &BTreeSet<u32>,
+    previous_target: &[u32],
+    started: u32,
+) -> Vec<u32> {
+    unstarted
+        .iter()
+        .rev()
+        .copied()
+        .filter(|index| previous_target.contains(index))
+        .take(started as usize)
+        .collect()
 }
