@@ -30,7 +30,7 @@ use eto_engine::goodput::{self, GoodputBucket};
 use eto_tests::job_api;
 use eto_tests::nodes::{delete_as_its_node_went, set_taint, set_unschedulable};
 use eto_tests::scratch::Scratch;
-use eto_tests::step_log::{self, StepLine, StepLog, Truth};
+use eto_tests::step_log::{self, StepLine, StepLog, Truth, now};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 
@@ -38,7 +38,7 @@ use crate::pytorch_real::{
     elastic_job, every_log, mount_a_checkpoint_directory, mount_the_notice_helper, shell_template,
     torchrun_template,
 };
-use crate::torchft_real::{now, real_nodes, replica_group_job, set_worker_env};
+use crate::torchft_real::{real_nodes, replica_group_job, set_worker_env};
 
 /// The taint a spot handler puts on a node it will reclaim.
 const WARNING: &str = "karpenter.sh/disrupted";

@@ -22,6 +22,7 @@ use eto_engine::kind::pytorch_job::{Defaulted, pod::pod, service::service};
 use eto_tests::nodes::set_unschedulable;
 use eto_tests::poll::until;
 use eto_tests::scratch::Scratch;
+use eto_tests::step_log::now;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, LogParams, PostParams};
 
@@ -903,7 +904,7 @@ async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
     let job = run_to_the_end(&scratch, job, async |pods| {
         fifteen_steps_trained(&logged).await;
         let pod = victim.among(pods).await;
-        let at = epoch_seconds();
+        let at = now();
         let before = logged().last().map_or(0, |(step, _)| *step);
         Taken::Evicted.take(pods, &pod).await;
         until(
@@ -958,14 +959,6 @@ async fn saving_on_notice(
     mount_the_notice_helper(scratch, &mut template).await;
     let job = elastic_job(&scratch.namespace, template, serde_json::json!({}));
     (job, steps_logged(scratch))
-}
-
-/// Now, in seconds since the epoch (the training's own clock in its step logs).
-fn epoch_seconds() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 /// Waits until `logged` (see [`steps_logged`]) holds 15 steps.
@@ -1060,7 +1053,7 @@ async fn warned_workers_train_on_until_their_replacements_wait_and_the_group_re_
             .filter(|pod| node_of(pod).as_ref() == Some(&node))
             .filter_map(|pod| pod.metadata.name.clone())
             .collect();
-        let at = epoch_seconds();
+        let at = now();
         eto_tests::nodes::set_taint(&scratch.client, &node, "karpenter.sh/disrupted", true).await;
         until(
             "a new step after the group re-formed",
@@ -1352,7 +1345,7 @@ pub(crate) async fn measure_loss(
         .await;
         let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
-        let lost_at = epoch_seconds();
+        let lost_at = now();
         let lost = std::time::Instant::now();
         taken.take(pods, &pod).await;
         until(
@@ -1525,7 +1518,7 @@ async fn measure_scale_out(
         })
         .await;
         let before = saved().unwrap_or_default();
-        let at = epoch_seconds();
+        let at = now();
         scale_workers(&jobs, to).await;
         let (mut highest, mut since) = (before, std::time::Instant::now());
         let mut longest = 0.0_f64;
@@ -1753,7 +1746,7 @@ async fn lose_a_worker(
         .await;
         let pod = victim.among(pods).await;
         let before = saved().unwrap_or_default();
-        let lost_at = epoch_seconds();
+        let lost_at = now();
         let taken_at = std::time::Instant::now();
         taken.take(pods, &pod).await;
         println!(

@@ -16,6 +16,7 @@ use std::time::Duration;
 use eto_api::PyTorchJob;
 use eto_tests::poll::until;
 use eto_tests::scratch::Scratch;
+use eto_tests::step_log::now;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
@@ -322,14 +323,6 @@ async fn trained_on_without_a_restart(
             "{name} trained in a quorum of {quorum}: {log}"
         );
     }
-}
-
-/// The time now, as the training prints it (seconds since the epoch).
-pub(crate) fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 /// What losing one replica group's pod cost, as the training printed it.

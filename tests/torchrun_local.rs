@@ -543,21 +543,15 @@ async fn a_forming_round_waits_for_a_starting_agent_at_most_join_wait() {
         report(port + 1).unwrap()["rendezvous"]["complete"],
         json!(true)
     );
-    let orders = |expected: &[&str]| {
-        json!({"departed": [], "expected": expected, "min_nodes": 2, "max_nodes": 4,
-               "dead_after": 0, "join_wait": 8})
+    let order = |expected: &[&str]| {
+        let orders = json!({"departed": [], "expected": expected, "min_nodes": 2,
+                            "max_nodes": 4, "dead_after": 0, "join_wait": 8});
+        assert!(post(port + 1, "/orders", &orders).contains(" 200 "));
     };
     let named = Instant::now();
-    assert!(
-        post(
-            port + 1,
-            "/orders",
-            &orders(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-7"])
-        )
-        .contains(" 200 ")
-    );
+    order(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-7"]);
     write_rendezvous(port, &run_id, A_FORMING_ROUND_OF_TWO);
-    std::thread::sleep(Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
         last_call_left(port, &run_id) > 20.0,
         "ddp-worker-7 is waited for"
@@ -575,16 +569,9 @@ async fn a_forming_round_waits_for_a_starting_agent_at_most_join_wait() {
 
     // ddp-worker-2 was a member of round 5 and is not at the rendezvous now (restarting for
     // the group): it is waited for, past join_wait.
-    assert!(
-        post(
-            port + 1,
-            "/orders",
-            &orders(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"])
-        )
-        .contains(" 200 ")
-    );
+    order(&["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"]);
     write_rendezvous(port, &run_id, A_FORMING_ROUND_OF_TWO);
-    std::thread::sleep(Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(
         last_call_left(port, &run_id) > 10.0,
         "ddp-worker-2 is waited for, past join_wait"

@@ -12,12 +12,13 @@
 //! `ETO_E2E_CHECKPOINT_ROOT` shared with the pods' node):
 //! `cargo test -p eto-tests --test integration trainjob_real:: -- --ignored --nocapture`.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use eto_api::TrainJob;
 use eto_tests::nodes::set_unschedulable;
 use eto_tests::poll::until;
 use eto_tests::scratch::Scratch;
+use eto_tests::step_log::now;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 
@@ -132,13 +133,6 @@ async fn ended(scratch: &Scratch) -> TrainJob {
         (holds(&job, "Complete") || holds(&job, "Failed")).then_some(job)
     })
     .await
-}
-
-fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 /// The pod whose training is rank 0 of the group now: the host of the newest rank 0 start.

@@ -18,6 +18,14 @@
 /// together); later ones train it again.
 pub const SAME_STEP_WITHIN: f64 = 1.0;
 
+/// Now, on the clock step logs use: seconds since the Unix epoch.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past the epoch")
+        .as_secs_f64()
+}
+
 /// One step a process finished.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepLine {

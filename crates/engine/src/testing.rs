@@ -192,6 +192,17 @@ pub(crate) mod world {
             .collect()
     }
 
+    /// The names of the pods a plan creates.
+    pub(crate) fn created_pods(plan: &Plan) -> Vec<String> {
+        plan.apply
+            .iter()
+            .filter_map(|child| match child {
+                Child::Pod(pod) => pod.metadata.name.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The names of the pods a plan deletes.
     pub(crate) fn deleted_pods(plan: &Plan) -> Vec<String> {
         plan.delete
@@ -533,6 +544,11 @@ pub(crate) mod world {
                 condition.status == eto_api::common::ConditionStatus::True,
                 condition.reason.clone().unwrap_or_default(),
             )
+        }
+
+        /// Whether the gate of Worker `name` is open (see [`crate::joining`]).
+        pub fn gate_open(&self, name: &str) -> bool {
+            crate::joining::is_open(&self.pods[name])
         }
 
         /// The pod runs on `node-<name>` and is Ready.

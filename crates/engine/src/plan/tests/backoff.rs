@@ -6,7 +6,7 @@ use eto_api::job_status::JobPhase;
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::testing::world::World;
+use crate::testing::world::{World, created_pods};
 
 /// The Workers' back-off record: failures in a row, seconds until the next Worker, the Workers
 /// held.
@@ -23,17 +23,6 @@ fn worker_backoff(world: &World) -> Option<(i32, i64, Vec<String>)> {
                 record.waiting.clone(),
             )
         })
-}
-
-/// The pods a plan creates.
-fn created(plan: &Plan) -> Vec<String> {
-    plan.apply
-        .iter()
-        .filter_map(|child| match child {
-            Child::Pod(pod) => pod.metadata.name.clone(),
-            _ => None,
-        })
-        .collect()
 }
 
 fn pods_failing(world: &World) -> Option<(bool, String, String)> {
@@ -61,14 +50,14 @@ fn workers_that_keep_failing_on_their_own_are_replaced_later_and_later() {
         let (counted, retry_in, held) = worker_backoff(&world).expect("a back-off");
         assert_eq!((counted, retry_in), (failures, wait), "{failing}");
         if wait == 0 {
-            assert_eq!(created(&plan), [replacement], "{failing}: at once");
+            assert_eq!(created_pods(&plan), [replacement], "{failing}: at once");
             assert!(held.is_empty());
             assert!(
                 pods_failing(&world).is_none(),
                 "a first failure sets no condition"
             );
         } else {
-            assert!(created(&plan).is_empty(), "{failing}: {plan:#?}");
+            assert!(created_pods(&plan).is_empty(), "{failing}: {plan:#?}");
             assert_eq!(held, [replacement]);
             // In the target, pending: the job holds to its size.
             assert!(
@@ -98,9 +87,12 @@ fn workers_that_keep_failing_on_their_own_are_replaced_later_and_later() {
             assert_eq!(world.status().phase, Some(JobPhase::Running));
             assert_eq!(condition(&world, conditions::STALLED).0, false);
             world.advance(wait - 1);
-            assert!(created(&world.reconcile()).is_empty(), "{failing}: not yet");
+            assert!(
+                created_pods(&world.reconcile()).is_empty(),
+                "{failing}: not yet"
+            );
             world.advance(1);
-            assert_eq!(created(&world.reconcile()), [replacement], "{failing}");
+            assert_eq!(created_pods(&world.reconcile()), [replacement], "{failing}");
             assert!(worker_backoff(&world).unwrap().2.is_empty());
         }
         world.ready(replacement);
@@ -120,7 +112,7 @@ fn workers_that_fail_together_count_as_one_failure() {
     world.exit("mnist-worker-1", 1);
     let plan = world.reconcile();
     assert_eq!(worker_backoff(&world).map(|b| b.0), Some(1));
-    assert_eq!(created(&plan), ["mnist-worker-2", "mnist-worker-3"]);
+    assert_eq!(created_pods(&plan), ["mnist-worker-2", "mnist-worker-3"]);
     assert_eq!(
         plan.tallies.pod_failures.len(),
         2,
@@ -161,7 +153,7 @@ fn what_the_platform_takes_during_a_back_off_is_replaced_at_once() {
     // A spot reclaim takes a Worker that trains.
     world.lose_with_node("mnist-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["mnist-worker-5"], "replaced at once");
+    assert_eq!(created_pods(&plan), ["mnist-worker-5"], "replaced at once");
     let (failures, _, held) = worker_backoff(&world).unwrap();
     assert_eq!(failures, 2, "the platform's loss is no failure of the code");
     assert_eq!(
@@ -201,7 +193,7 @@ fn a_new_template_ends_the_back_off_and_its_workers_come_at_once() {
     world.job.metadata.generation = Some(2);
     let plan = world.reconcile();
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         ["mnist-worker-3"],
         "at once, from the new template"
     );
@@ -235,7 +227,7 @@ fn a_worker_that_runs_ten_minutes_ends_the_back_off() {
     // The next failure is a first one again: replaced at once.
     world.exit("mnist-worker-3", 1);
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["mnist-worker-4"]);
+    assert_eq!(created_pods(&plan), ["mnist-worker-4"]);
 }
 
 #[test]
@@ -354,7 +346,7 @@ fn a_worker_whose_image_is_never_pulled_is_said_on_the_job_and_left_alone() {
         plan.tallies.pod_failures,
         [("Worker", "ImagePullBackOff".to_string())]
     );
-    assert!(deleted_pods(&plan).is_empty() && created(&plan).is_empty());
+    assert!(deleted_pods(&plan).is_empty() && created_pods(&plan).is_empty());
     // Said once, not churned.
     world.advance(60);
     let again = world.reconcile();
@@ -400,7 +392,7 @@ fn a_new_template_replaces_the_workers_stuck_on_the_old_one() {
     world.job.metadata.generation = Some(3);
     let plan = world.reconcile();
     assert_eq!(deleted_pods(&plan), ["mnist-worker-1"]);
-    assert_eq!(created(&plan), ["mnist-worker-2"]);
+    assert_eq!(created_pods(&plan), ["mnist-worker-2"]);
     assert!(reasons(&plan).contains(&"TemplateChanged".to_string()));
     assert!(world.status().blacklist.is_empty(), "not a loss");
     // The Worker that runs keeps running.

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::joining::{self, GO, START_ANNOTATION};
 use crate::plan::{Child, Plan};
 use crate::testing::pytorch_job;
-use crate::testing::world::World;
+use crate::testing::world::{World, created_pods};
 
 /// `ddp`: three Workers between two and five, its rendezvous left to eto.
 fn job() -> PyTorchJob {
@@ -69,15 +69,7 @@ fn running() -> World {
 /// Sets the Worker replicas and plans; the new pods get their creation time.
 fn scale_to(world: &mut World, replicas: i32) -> Vec<String> {
     world.set_worker_replicas(replicas);
-    let plan = world.reconcile();
-    let created: Vec<String> = plan
-        .apply
-        .iter()
-        .filter_map(|child| match child {
-            Child::Pod(pod) => pod.metadata.name.clone(),
-            _ => None,
-        })
-        .collect();
+    let created = created_pods(&world.reconcile());
     for pod in &created {
         world.pod(pod).metadata.creation_timestamp = Some(Time(world.now));
     }

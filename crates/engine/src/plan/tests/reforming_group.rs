@@ -14,10 +14,10 @@ use serde_json::json;
 use super::rendezvous::{Round, store_report};
 use crate::group_report::{GroupOrders, GroupReport, Member, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
-use crate::plan::{Child, Plan};
+use crate::plan::Plan;
 use crate::reforming_group::WORKERS_LEAVING;
 use crate::testing::pytorch_job;
-use crate::testing::world::{World, deleted_pods};
+use crate::testing::world::{World, created_pods, deleted_pods};
 
 /// `ddp`: three Workers between two and four, its rendezvous left to eto, 20 s to drain.
 fn job() -> PyTorchJob {
@@ -42,17 +42,6 @@ fn running() -> World {
     world.reconcile();
     assert_eq!(phase(&world), Some(JobPhase::Running));
     world
-}
-
-/// The pods `plan` creates.
-fn created(plan: &Plan) -> Vec<String> {
-    plan.apply
-        .iter()
-        .filter_map(|child| match child {
-            Child::Pod(pod) => pod.metadata.name.clone(),
-            _ => None,
-        })
-        .collect()
 }
 
 fn phase(world: &World) -> Option<JobPhase> {
@@ -165,11 +154,6 @@ fn without_the_trainings_word_the_worker_goes_when_the_drain_ends() {
     assert_eq!(job_notice(&world), None);
 }
 
-/// Whether the gate of Worker `name` is open (see crate::joining).
-fn gate_open(world: &World, name: &str) -> bool {
-    crate::joining::is_open(&world.pods[name])
-}
-
 #[test]
 fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_and_leaves() {
     let mut world = running();
@@ -178,11 +162,11 @@ fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_an
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty());
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         ["ddp-worker-3"],
         "its replacement starts at once, behind its gate"
     );
-    assert!(!gate_open(&world, "ddp-worker-3"));
+    assert!(!world.gate_open("ddp-worker-3"));
     assert_eq!(notice_of(&world, "ddp-worker-1"), None, "it trains on");
     assert_eq!(job_notice(&world), None, "nobody saves yet");
     assert!(
@@ -197,7 +181,7 @@ fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_an
         "the job's size is the same"
     );
     let plan = world.reconcile();
-    assert!(created(&plan).is_empty() && deleted_pods(&plan).is_empty());
+    assert!(created_pods(&plan).is_empty() && deleted_pods(&plan).is_empty());
 
     // The replacement runs at its gate: the warned Worker leaves as without the hold, the
     // group saving first, and the replacement takes its place in the target.
@@ -205,7 +189,7 @@ fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_an
     world.advance(2);
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "the group saves first");
-    assert!(created(&plan).is_empty(), "nobody else starts");
+    assert!(created_pods(&plan).is_empty(), "nobody else starts");
     let leaving = notice_of(&world, "ddp-worker-1").expect("its own notice");
     assert_eq!(
         (leaving.kind, leaving.reason.as_str()),
@@ -228,7 +212,7 @@ fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_an
         Some(NODE_WARNING)
     );
     assert!(
-        !gate_open(&world, "ddp-worker-3"),
+        !world.gate_open("ddp-worker-3"),
         "it joins once the warned Worker leaves, not while the group saves"
     );
 
@@ -237,12 +221,12 @@ fn a_worker_on_a_warned_node_trains_on_until_its_replacement_waits_then_saves_an
     let plan = world.reconcile();
     assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
     assert!(
-        gate_open(&world, "ddp-worker-3"),
+        world.gate_open("ddp-worker-3"),
         "its training starts as the warned Worker goes: the group re-forms once, with it"
     );
     // (The world's pods go as soon as they are deleted.)
     let plan = world.reconcile();
-    assert!(created(&plan).is_empty());
+    assert!(created_pods(&plan).is_empty());
     assert_eq!(job_notice(&world), None);
     assert_eq!(phase(&world), Some(JobPhase::Running));
 }
@@ -279,7 +263,7 @@ fn trains_on_without(world: &mut World, plan: &Plan, started: &str) {
     );
     world.advance(30);
     let plan = world.reconcile();
-    assert!(deleted_pods(&plan).is_empty() && created(&plan).is_empty());
+    assert!(deleted_pods(&plan).is_empty() && created_pods(&plan).is_empty());
 }
 
 #[test]
@@ -309,17 +293,23 @@ fn a_warning_withdrawn_while_the_group_saves_keeps_the_worker() {
     );
 }
 
-#[test]
-fn a_warning_withdrawn_while_the_group_saves_for_a_waiting_replacement_keeps_the_worker() {
+/// A running world whose node under worker 1 was warned, and whose Worker started for it,
+/// worker 3, waits at its gate: the hold is over, and the group saves for the handover.
+fn saving_for_the_handover() -> World {
     let mut world = running();
     world.warn("node-ddp-worker-1", 120);
     world.reconcile();
-    // Its replacement waits at its gate: the hold ends, the group saves for the handover.
     world.ready("ddp-worker-3");
     world.advance(2);
     world.reconcile();
+    world
+}
+
+#[test]
+fn a_warning_withdrawn_while_the_group_saves_for_a_waiting_replacement_keeps_the_worker() {
+    let mut world = saving_for_the_handover();
     assert!(job_notice(&world).is_some());
-    assert!(!gate_open(&world, "ddp-worker-3"));
+    assert!(!world.gate_open("ddp-worker-3"));
 
     // The warning is withdrawn before the warned Worker left: it is still a member of the
     // round, the replacement never joined. The replacement goes, not the member, and the
@@ -345,7 +335,7 @@ fn a_worker_lost_without_warning_is_replaced_at_once_as_before() {
     let mut world = running();
     world.lose_with_node("ddp-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(created_pods(&plan), ["ddp-worker-3"]);
     assert_eq!(job_notice(&world), None, "nothing to save for: it is gone");
 }
 
@@ -353,9 +343,9 @@ fn a_worker_lost_without_warning_is_replaced_at_once_as_before() {
 fn a_hold_waits_for_every_worker_that_starts_to_join_so_the_group_re_forms_once() {
     let mut world = running();
     world.lose_with_node("ddp-worker-2");
-    assert_eq!(created(&world.reconcile()), ["ddp-worker-3"]);
+    assert_eq!(created_pods(&world.reconcile()), ["ddp-worker-3"]);
     world.warn("node-ddp-worker-1", 120);
-    assert_eq!(created(&world.reconcile()), ["ddp-worker-4"]);
+    assert_eq!(created_pods(&world.reconcile()), ["ddp-worker-4"]);
 
     // The replacement of the lost Worker waits at its gate, the one started for the warned
     // Worker is scheduled and still starts: the warned Worker trains on.
@@ -365,10 +355,7 @@ fn a_hold_waits_for_every_worker_that_starts_to_join_so_the_group_re_forms_once(
     world.reconcile();
     assert_eq!(notice_of(&world, "ddp-worker-1"), None, "it trains on");
     assert_eq!(job_notice(&world), None);
-    assert!(
-        !gate_open(&world, "ddp-worker-3"),
-        "it joins with the other"
-    );
+    assert!(!world.gate_open("ddp-worker-3"), "it joins with the other");
 
     // Both wait: the group saves, and re-forms once, with both.
     world.ready("ddp-worker-4");
@@ -387,7 +374,7 @@ fn a_hold_waits_for_every_worker_that_starts_to_join_so_the_group_re_forms_once(
     let plan = world.reconcile();
     assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
     for worker in ["ddp-worker-3", "ddp-worker-4"] {
-        assert!(gate_open(&world, worker), "{worker}");
+        assert!(world.gate_open(worker), "{worker}");
     }
 }
 
@@ -412,11 +399,7 @@ fn a_hold_does_not_wait_for_a_worker_that_waits_for_capacity() {
 
 #[test]
 fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows() {
-    let mut world = running();
-    world.warn("node-ddp-worker-1", 120);
-    world.reconcile();
-    world.ready("ddp-worker-3");
-    world.reconcile();
+    let mut world = saving_for_the_handover();
     let notice = job_notice(&world).expect("the job's notice");
     saved(&mut world, &notice);
     let leaving = world.pods["ddp-worker-1"].clone();
@@ -431,7 +414,7 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
         Some(crate::reforming_group::LEAVING_GRACE_SECONDS),
         "it goes at once"
     );
-    assert_eq!(created(&plan), Vec::<String>::new());
+    assert_eq!(created_pods(&plan), Vec::<String>::new());
 
     // Its pod is still being deleted: the notice stays, nobody new comes.
     let mut deleting = leaving;
@@ -441,7 +424,7 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
     world.pods.insert("ddp-worker-1".into(), deleting);
     world.advance(2);
     let plan = world.reconcile();
-    assert_eq!(created(&plan), Vec::<String>::new());
+    assert_eq!(created_pods(&plan), Vec::<String>::new());
     assert_eq!(
         job_notice(&world),
         Some(notice.clone()),
@@ -452,7 +435,7 @@ fn the_group_waits_until_the_leaving_worker_is_gone_before_it_trains_on_or_grows
     // Gone: the notice goes.
     world.pods.remove("ddp-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created(&plan), Vec::<String>::new());
+    assert_eq!(created_pods(&plan), Vec::<String>::new());
     assert_eq!(job_notice(&world), None);
     assert_eq!(notice_of(&world, "ddp-worker-0"), None);
 }
@@ -505,7 +488,7 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_t
     assert_eq!(job_notice(&world), None, "the member trains on");
     assert!(eto_status(&world).draining_workers.is_empty());
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         ["ddp-worker-4", "ddp-worker-5"],
         "worker 3's replacement, and one started for the member"
     );
@@ -515,7 +498,7 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_t
     world.ready("ddp-worker-4");
     world.ready("ddp-worker-5");
     let plan = world.reconcile();
-    assert!(created(&plan).is_empty());
+    assert!(created_pods(&plan).is_empty());
     let notice = job_notice(&world).expect("the job's notice");
     assert!(
         notice.message.starts_with("ddp-worker-1 leaves"),
@@ -531,11 +514,11 @@ fn a_warned_worker_beside_the_round_goes_at_once_and_the_member_warned_with_it_t
             "ddp-worker-5"
         ]
     );
-    assert!(!gate_open(&world, "ddp-worker-4") && !gate_open(&world, "ddp-worker-5"));
+    assert!(!world.gate_open("ddp-worker-4") && !world.gate_open("ddp-worker-5"));
     saved(&mut world, &notice);
     let plan = world.reconcile();
     assert_eq!(deleted_pods(&plan), ["ddp-worker-1"]);
-    assert!(gate_open(&world, "ddp-worker-4") && gate_open(&world, "ddp-worker-5"));
+    assert!(world.gate_open("ddp-worker-4") && world.gate_open("ddp-worker-5"));
 }
 
 #[test]
@@ -609,7 +592,7 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         Vec::<String>::new(),
         "its replacement waits"
     );
@@ -652,7 +635,7 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
         Some(vec!["ddp-worker-1".to_string()])
     );
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         Vec::<String>::new(),
         "not while it is there"
     );
@@ -660,7 +643,7 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     // Gone: its replacement comes and the notice goes.
     world.went("ddp-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["ddp-worker-3"]);
+    assert_eq!(created_pods(&plan), ["ddp-worker-3"]);
     assert_eq!(job_notice(&world), None);
 }
 
@@ -695,7 +678,7 @@ fn an_eviction_seen_before_its_deletion_drains_all_the_same() {
     let plan = world.reconcile();
     assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
     assert_eq!(
-        created(&plan),
+        created_pods(&plan),
         Vec::<String>::new(),
         "its replacement waits"
     );
@@ -732,7 +715,7 @@ fn a_worker_taken_after_its_agent_left_the_round_holds_nothing() {
     let now = world.now;
     deleted_by_the_platform(&mut world, "ddp-worker-1", now);
     let plan = world.reconcile();
-    assert_eq!(created(&plan), ["ddp-worker-3"], "replaced at once");
+    assert_eq!(created_pods(&plan), ["ddp-worker-3"], "replaced at once");
     assert_eq!(job_notice(&world), None, "nobody saves for it");
     assert!(eto_status(&world).draining_workers.is_empty());
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::replica_groups::groups;
 use crate::testing::pytorch_job;
-use crate::testing::world::{World, deleted_pods, pod_names, reasons};
+use crate::testing::world::{World, created_pods, deleted_pods, pod_names, reasons};
 use crate::warned_handover::HANDING_OVER;
 
 /// `ddp`: three ready Workers needing two, whose `elasticPolicy` also has `policy`; the
@@ -232,10 +232,6 @@ fn a_job_with_a_spare_of_its_own_keeps_it_after_the_handover() {
     assert_eq!(spares_shown(&world), Some(1));
 }
 
-fn gate_open(world: &World, pod: &str) -> bool {
-    crate::joining::is_open(&world.pods[pod])
-}
-
 #[test]
 fn warned_members_of_a_group_that_re_forms_train_on_until_their_replacements_wait_then_leave() {
     // The store eto hosts: the group re-forms once the warned Workers left.
@@ -247,7 +243,7 @@ fn warned_members_of_a_group_that_re_forms_train_on_until_their_replacements_wai
     assert_eq!(notice_kind(&world, "ddp-worker-2"), None, "it trains on");
     for new in ["ddp-worker-3", "ddp-worker-4"] {
         assert!(avoids_spot_1(&world, new), "{new}");
-        assert!(!gate_open(&world, new), "{new} waits at its gate");
+        assert!(!world.gate_open(new), "{new} waits at its gate");
     }
     assert!(reasons(&plan).contains(&HANDING_OVER.to_string()));
     assert!(!reasons(&plan).contains(&"WorkersScaled".to_string()));
@@ -262,15 +258,7 @@ fn warned_members_of_a_group_that_re_forms_train_on_until_their_replacements_wai
     // Both: the warned Workers save and leave, the new ones standing in for them, and no
     // suspend, though two of three Workers leave a job that needs two.
     world.ready("ddp-worker-4");
-    let plan = world.reconcile();
-    let created: Vec<&str> = plan
-        .apply
-        .iter()
-        .filter_map(|child| match child {
-            crate::plan::Child::Pod(pod) => pod.metadata.name.as_deref(),
-            _ => None,
-        })
-        .collect();
+    let created = created_pods(&world.reconcile());
     assert!(created.is_empty(), "{created:?}");
     assert_eq!(
         notice_kind(&world, "ddp-worker-1"),
@@ -287,7 +275,7 @@ fn warned_members_of_a_group_that_re_forms_train_on_until_their_replacements_wai
     );
     assert_eq!(spares_shown(&world), None, "the hold is over");
     assert!(
-        !gate_open(&world, "ddp-worker-3"),
+        !world.gate_open("ddp-worker-3"),
         "not while the group saves"
     );
 }
