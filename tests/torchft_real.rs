@@ -1002,6 +1002,27 @@ async fn a_third_group_on(
     assert_eq!(node_of(pods, "ddp-worker-2").await.as_ref(), Some(other));
 }
 
+/// The first real node, the second, and every real node but the first, which are cordoned:
+/// the job starts on the first. Needs two real nodes.
+pub(crate) async fn home_and_elsewhere(client: &kube::Client) -> (String, String, Vec<String>) {
+    let real = real_nodes(client).await;
+    assert!(real.len() >= 2, "needs two real nodes: {real:?}");
+    let elsewhere: Vec<String> = real[1..].to_vec();
+    eto_tests::nodes::set_unschedulable(client, &elsewhere, true).await;
+    (real[0].clone(), real[1].clone(), elsewhere)
+}
+
+/// Runs `stop` (`ETO_E2E_STOP_NODE`), a shell command that stops the node named in `NODE`
+/// without warning, for `node`.
+pub(crate) fn stop_node(stop: &str, node: &str) {
+    let status = std::process::Command::new("sh")
+        .args(["-c", stop])
+        .env("NODE", node)
+        .status()
+        .expect("the stop command runs");
+    assert!(status.success(), "{stop}: {status}");
+}
+
 /// The names of the real nodes (labelled `harness/real-kubelet=true`), sorted.
 pub(crate) async fn real_nodes(client: &kube::Client) -> Vec<String> {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
@@ -1131,20 +1152,7 @@ async fn a_replica_group_frozen_for_good_is_replaced_under_its_id() {
         all_reached(pods, &THREE_GROUPS, 20).await;
         let frozen_at = now();
         crate::pytorch_real::on_container("ETO_E2E_FREEZE", pods, "ddp-worker-1").await;
-        let entry = until(
-            "the frozen group is replaced",
-            Duration::from_secs(300),
-            async || {
-                let status = jobs.get("ddp").await.ok()?.status?;
-                status
-                    .eto
-                    .blacklist
-                    .iter()
-                    .find(|entry| entry.pod == "ddp-worker-1")
-                    .cloned()
-            },
-        )
-        .await;
+        let entry = crate::pytorch_real::blacklisted(&jobs, "ddp-worker-1").await;
         assert_eq!(entry.reason, "Silent");
         let replaced = now() - frozen_at;
         until(
@@ -1580,11 +1588,7 @@ async fn a_node_stopped_without_warning_under_one_group_costs_the_others_no_rest
     let stop = std::env::var("ETO_E2E_STOP_NODE").expect("ETO_E2E_STOP_NODE stops a node");
     let scratch = Scratch::start("ft-node-stop").await;
     let client = scratch.client.clone();
-    let real = real_nodes(&client).await;
-    assert!(real.len() >= 2, "needs two real nodes: {real:?}");
-    let (home, doomed) = (real[0].clone(), real[1].clone());
-    let elsewhere: Vec<String> = real[1..].to_vec();
-    set_unschedulable(&client, &elsewhere, true).await;
+    let (home, doomed, elsewhere) = home_and_elsewhere(&client).await;
     let mut job = replica_group_job(&scratch, 2, 2).await;
     set_worker_env(
         &mut job,
@@ -1602,12 +1606,7 @@ async fn a_node_stopped_without_warning_under_one_group_costs_the_others_no_rest
         a_third_group_on(&client, &jobs, pods, (&home, &doomed), 20).await;
         set_unschedulable(&client, std::slice::from_ref(&home), false).await;
         stopped_at = now();
-        let status = std::process::Command::new("sh")
-            .args(["-c", &stop])
-            .env("NODE", &doomed)
-            .status()
-            .expect("the stop command runs");
-        assert!(status.success(), "{stop}: {status}");
+        stop_node(&stop, &doomed);
         println!(
             "torchft node stopped: {doomed} stopped in {:.1} s",
             now() - stopped_at
