@@ -1371,11 +1371,10 @@ pub(crate) async fn measure_loss(
         .min()
         .unwrap_or(0);
     let at = |line: &str| field(line, "at=").and_then(|at| at.parse::<f64>().ok());
-    let whole_at = marked(&printed, "eto-elastic-step:")
+    let whole_at = printed_steps(&printed)
         .into_iter()
-        .filter(|line| field(line, "world=") == Some("3"))
-        .filter_map(at)
-        .filter(|t| *t > lost_at)
+        .filter(|&(_, world, when)| world == 3 && when > lost_at)
+        .map(|(_, _, when)| when)
         .fold(f64::INFINITY, f64::min);
     let status = job.status.clone().unwrap_or_default();
     let result = LossCost {
