@@ -10,8 +10,9 @@
 //!   An agent left waiting beside a round that formed with the most agents it takes becomes
 //!   a spare, so that the group does not restart for it; agents in the wait list join a
 //!   forming round at once, the one left over a spare. Once a round formed, a forming round
-//!   waits for an expected agent never at the rendezvous at most `join_wait`, and for a
-//!   member away for a moment as long as its last call runs.
+//!   waits for an expected agent never at the rendezvous at most `join_wait`, for a member
+//!   away for a moment as long as its last call runs, and not for one whose heartbeats
+//!   stopped, even when torchrun's agents took it out before the store did.
 //! - torchrun's SIGTERM path: an eviction, a drain or a node shutdown sends SIGTERM to
 //!   torchrun, which forwards it to the training processes and kills them after its shutdown
 //!   timeout. eto gives an elastic Worker `terminationGracePeriodSeconds =
@@ -110,11 +111,16 @@ fn torchrun() -> PathBuf {
     path
 }
 
-/// A scratch directory of this module, empty.
-fn scratch(case: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+/// Where the scratch directory of `case` is.
+fn scratch_path(case: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("torchrun-local")
-        .join(case);
+        .join(case)
+}
+
+/// The scratch directory of `case`, empty.
+fn scratch(case: &str) -> PathBuf {
+    let dir = scratch_path(case);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -179,6 +185,7 @@ fn free_port_pair() -> u16 {
 /// The answer of the store's report to `GET /report` on `port`, if it answers.
 fn report(port: u16) -> Option<Value> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     stream
         .write_all(b"GET /report HTTP/1.0\r\nHost: localhost\r\n\r\n")
         .ok()?;
@@ -187,9 +194,20 @@ fn report(port: u16) -> Option<Value> {
     serde_json::from_str(answer.split("\r\n\r\n").nth(1)?).ok()
 }
 
+/// eto's store program running on this machine, stopped when dropped (a failed test's too,
+/// so that none holds its ports after it).
+struct RunningStore(Child);
+
+impl Drop for RunningStore {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Runs the store's command as `store` runs it, with torchrun's python3 first on the PATH,
 /// once it answers its report on `port + 1`; what it prints goes to `dir`.
-async fn start_store(store: &Pod, dir: &Path, port: u16) -> Child {
+async fn start_store(store: &Pod, dir: &Path, port: u16) -> RunningStore {
     let command = store.spec.as_ref().unwrap().containers[0]
         .command
         .clone()
@@ -203,6 +221,7 @@ async fn start_store(store: &Pod, dir: &Path, port: u16) -> Child {
         .stderr(std::fs::File::create(dir.join("store.err")).unwrap())
         .spawn()
         .expect("the store starts");
+    let store = RunningStore(store);
     until("the store answers", Duration::from_secs(60), async || {
         report(port + 1)
     })
@@ -247,7 +266,7 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
     job.spec.nproc_per_node = Some("1".into());
     let (store, worker) = pods_of(&job);
     let dir = scratch("store");
-    let mut store = start_store(&store, &dir, port).await;
+    let _store = start_store(&store, &dir, port).await;
     // Each agent with a Worker's environment, its store reached on this machine.
     let mut env = env_of(&worker);
     for (name, value) in &mut env {
@@ -307,8 +326,6 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
         ),
         "each named, with the age of its last heartbeat: {rendezvous}"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
 }
 
 #[tokio::test]
@@ -316,7 +333,7 @@ async fn the_store_eto_runs_serves_torchrun_agents_as_its_clients_and_reports_th
 async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
     let port = free_port_pair();
     let (store, _) = pods_of(&elastic_job(json!({"rdzvPort": port})));
-    let mut store = start_store(&store, &scratch("store-progress"), port).await;
+    let _store = start_store(&store, &scratch("store-progress"), port).await;
     let before = stretch(40, 40, 1, 1);
     let progress = || report(port + 1).unwrap()["progress"].clone();
     assert!(post(port + 1, "/progress", &before).contains(" 200 "));
@@ -337,8 +354,6 @@ async fn the_store_tells_where_the_stretch_before_a_restarted_process_ended() {
         before,
         "kept while the stretch goes on"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
 }
 
 /// eto's orders to a store of at least two agents and at most `max_nodes`, with `departed`
@@ -351,7 +366,11 @@ fn store_orders(departed: &[&str], max_nodes: u32) -> Value {
 /// Starts eto's store for a job of three Workers at most (its report on the port returned
 /// plus one), gives it `orders` if some are given, then writes the job's rendezvous with
 /// `state` (see [`write_rendezvous`]); returns the store, its port and the run's id.
-async fn store_holding(case: &str, orders: Option<&Value>, state: &str) -> (Child, u16, String) {
+async fn store_holding(
+    case: &str,
+    orders: Option<&Value>,
+    state: &str,
+) -> (RunningStore, u16, String) {
     let port = free_port_pair();
     let (store, worker) = pods_of(&elastic_job(json!({"rdzvPort": port, "maxReplicas": 3})));
     let run_id = env_of(&worker)
@@ -380,7 +399,7 @@ fn write_rendezvous(port: u16, run_id: &str, state: &str) {
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
-    let (mut store, port, _) =
+    let (_store, port, _) =
         store_holding("store-full-round", None, A_FULL_ROUND_AND_ONE_WAITING).await;
     let rendezvous = || report(port + 1).unwrap()["rendezvous"].clone();
     // Room for a fourth agent: it waits for the next round, as torchrun has it.
@@ -403,15 +422,13 @@ async fn an_agent_waiting_beside_a_full_round_becomes_a_spare() {
         found["others"][0]["host"], "ddp-worker-3",
         "the round is left as it formed: {found}"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
 }
 
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_is_a_spare() {
     // The orders first: the store acts on a forming round within a twentieth of a second.
-    let (mut store, port, _) = store_holding(
+    let (_store, port, _) = store_holding(
         "store-forming-round",
         Some(&store_orders(&[], 3)),
         A_FORMING_ROUND_AND_TWO_WAITING,
@@ -449,14 +466,12 @@ async fn agents_in_the_wait_list_join_a_forming_round_at_once_and_one_left_over_
         (&json!(0), &json!(1), vec!["ddp-worker-3".to_string()]),
         "nobody is left waiting beside the full round: {found}"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
 }
 
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot_it() {
-    let (mut store, port, run_id) = store_holding(
+    let (_store, port, run_id) = store_holding(
         "store-departed",
         Some(&store_orders(&["ddp-worker-3"], 4)),
         A_FULL_ROUND_AND_ONE_WAITING,
@@ -480,8 +495,6 @@ async fn an_agent_taken_out_stays_out_when_it_comes_back_after_the_orders_forgot
         (&json!(0), &json!(0), &json!(3)),
         "it is taken out again at the store's next look: {found}"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
 }
 
 /// Writes, as torchrun's c10d backend does, a rendezvous whose round 6 forms after round 5
@@ -505,7 +518,7 @@ store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(state)))
 "#;
 
 /// Prints the seconds left of the forming round's last call of run `argv[2]` in the store on
-/// port `argv[1]` (negative: it ended).
+/// port `argv[1]` (negative: it ended; `inf`: none runs).
 const LAST_CALL_LEFT: &str = r#"
 import base64, pickle, sys
 from datetime import datetime, timedelta, timezone
@@ -513,8 +526,11 @@ from torch.distributed import TCPStore
 port, run_id = int(sys.argv[1]), sys.argv[2]
 store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
 state = pickle.loads(base64.b64decode(store.get("torch.rendezvous." + run_id)))
-now = datetime.now(timezone.utc) if state.deadline.tzinfo else datetime.utcnow()
-print((state.deadline - now).total_seconds())
+if state.deadline is None:
+    print("inf")
+else:
+    now = datetime.now(timezone.utc) if state.deadline.tzinfo else datetime.utcnow()
+    print((state.deadline - now).total_seconds())
 "#;
 
 /// The seconds left of the last call of the round that forms in run `run_id`.
@@ -537,7 +553,7 @@ fn last_call_left(port: u16, run_id: &str) -> f64 {
 #[tokio::test]
 #[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
 async fn a_forming_round_waits_for_a_starting_agent_at_most_join_wait() {
-    let (mut store, port, run_id) =
+    let (_store, port, run_id) =
         store_holding("store-join-wait", None, A_FULL_ROUND_AND_ONE_WAITING).await;
     assert_eq!(
         report(port + 1).unwrap()["rendezvous"]["complete"],
@@ -576,8 +592,80 @@ async fn a_forming_round_waits_for_a_starting_agent_at_most_join_wait() {
         last_call_left(port, &run_id) > 10.0,
         "ddp-worker-2 is waited for, past join_wait"
     );
-    store.kill().unwrap();
-    store.wait().unwrap();
+}
+
+/// Writes, as torchrun's c10d backend does, a rendezvous whose round 5 formed with
+/// `ddp-worker-0` to `-2` (the last heartbeat of `-2` 5 s old), waits until the store on the report port `argv[1] + 1` has read it,
+/// and then writes what the agents write when they drop `ddp-worker-2`, whose heartbeats
+/// stopped, before the store took it out: round 6 forms with `ddp-worker-0` and `-1`, its
+/// last call runs 30 s more; `argv`: the store's port and the run's id.
+const A_ROUND_THE_AGENTS_LEFT_WITHOUT_ONE: &str = r#"
+import base64, json, pickle, sys, urllib.request
+from datetime import datetime, timedelta, timezone
+from torch.distributed import TCPStore
+from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc, _RendezvousState
+port, run_id = int(sys.argv[1]), sys.argv[2]
+store = TCPStore("127.0.0.1", port, None, False, timedelta(seconds=10))
+nodes = [_NodeDesc(f"ddp-worker-{index}", 100 + index, 0) for index in range(3)]
+formed = _RendezvousState()
+formed.round, formed.complete = 5, True
+for rank, node in enumerate(nodes):
+    formed.participants[node] = rank
+    formed.last_heartbeats[node] = datetime.now(timezone.utc)
+formed.last_heartbeats[nodes[2]] -= timedelta(seconds=5)  # its heartbeats stopped 5 s ago
+store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(formed)))
+# The store reads the rendezvous to answer its report.
+report = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port + 1}/report"))
+assert report["rendezvous"]["round"] == 5, report
+forming = _RendezvousState()
+forming.round, forming.complete = 6, False
+forming.deadline = datetime.now(timezone.utc) + timedelta(seconds=30)
+for node in nodes[:2]:
+    forming.participants[node] = 0
+    forming.last_heartbeats[node] = datetime.now(timezone.utc)
+store.set("torch.rendezvous." + run_id, base64.b64encode(pickle.dumps(forming)))
+"#;
+
+/// torchrun's agents drop an agent whose heartbeats stopped (`_sanitize`) and re-form; when
+/// they do so before the store looks, the store's forming round does not wait for that agent
+/// as for one away for a moment: it counts as taken out once its last heartbeat the store saw
+/// is older than `dead_after`, and the last call ends.
+#[tokio::test]
+#[ignore = "needs torchrun of PyTorch 2.12 or later (ETO_TORCHRUN)"]
+async fn a_forming_round_does_not_wait_for_an_agent_torchruns_agents_dropped() {
+    // ddp-worker-2's last heartbeat is 5 s old, the others' fresh: it counts as taken out
+    // 5 s after the agents dropped it; the others would, with nobody beating for them, 10 s.
+    let dead_after = 10;
+    let orders = json!({"departed": [], "expected": ["ddp-worker-0", "ddp-worker-1", "ddp-worker-2"],
+                        "min_nodes": 2, "max_nodes": 3, "dead_after": dead_after, "join_wait": 8});
+    let (_store, port, run_id) = store_holding(
+        "store-dropped-by-agents",
+        Some(&orders),
+        A_ROUND_THE_AGENTS_LEFT_WITHOUT_ONE,
+    )
+    .await;
+    let wrote = Instant::now();
+    assert!(
+        last_call_left(port, &run_id) > 20.0,
+        "ddp-worker-2's last heartbeat is fresh: it may be away for a moment"
+    );
+    let ended = until(
+        "the last call ends without ddp-worker-2",
+        Duration::from_secs(20),
+        async || (last_call_left(port, &run_id) <= 0.0).then(|| wrote.elapsed()),
+    )
+    .await;
+    println!("the last call ended {ended:?} after the agents dropped ddp-worker-2");
+    assert!(
+        ended >= Duration::from_secs(4),
+        "not before its last heartbeat is dead_after ({dead_after} s) old: {ended:?}"
+    );
+    let log =
+        std::fs::read_to_string(scratch_path("store-dropped-by-agents").join("store.out")).unwrap();
+    assert!(
+        log.contains("ddp-worker-2 left (no heartbeat for 10 s; the agents took it out)"),
+        "{log}"
+    );
 }
 
 /// A progress report as eto's helper sends it, of a stretch from step `first_step` at second

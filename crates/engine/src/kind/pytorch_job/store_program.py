@@ -31,8 +31,9 @@
 # - a round that is forming ends its last call once every "expected" agent and every agent
 #   waiting to move into it has joined, and it has at least `min_nodes`, by moving its
 #   deadline to now: the next agent that looks completes it, as it would once the last call
-#   ran out. Once a round has formed, an expected agent the store took out (its pod gone,
-#   its heartbeat stopped) is not waited for unless it came back, and one never there yet
+#   ran out. Once a round has formed, an expected agent that was taken out (its pod gone,
+#   or its heartbeat older than "dead_after", whether the store or torchrun's agents took
+#   it out) is not waited for unless it came back, and one never there yet
 #   (its training starts) is waited for at most "join_wait" seconds from the orders that
 #   first named it;
 # - agents in the wait list join a forming round at once, once its last call runs (up to
@@ -63,6 +64,7 @@ orders = {"departed": [], "expected": [], "min_nodes": 1, "max_nodes": 0, "dead_
 departed_for_good = set()  # every host the orders named departed
 seen = set()  # every host the rendezvous held in the store's life
 silenced = set()  # hosts the store took out (their pods gone, or their heartbeats stopped)
+last_beat = {}  # each host's latest heartbeat the store saw, whoever later took it out
 named = {}  # expected hosts never at the rendezvous: when the orders first named them
 formed = {"once": False}  # whether a round formed in the store's life
 PLACEHOLDER = "eto-regroup"  # the host of the agent that makes the others re-form
@@ -118,6 +120,9 @@ def steer(state, now):
             state.wait_list.discard(node)
         done.append("the agents re-form round %d" % state.round)
     known = set(state.participants) | set(state.wait_list) | set(spares) | set(state.last_heartbeats)
+    for node, beat in state.last_heartbeats.items():
+        if last_beat.get(host(node)) is None or beat > last_beat[host(node)]:
+            last_beat[host(node)] = beat
     gone = []
     for node in sorted(known, key=host):
         beat = state.last_heartbeats.get(node)
@@ -190,6 +195,15 @@ def steer(state, now):
     waiting = {host(node) for node in state.wait_list} - {PLACEHOLDER}
     present = joined | waiting | {host(node) for node in spares}
     seen.update(present)
+    silenced.difference_update(present)  # an agent that came back is here again
+    # torchrun's agents may drop an agent whose heartbeats stopped before the store looks: it
+    # left all the same, and is not waited for as one away for a moment.
+    for name, beat in sorted(last_beat.items()):
+        if (dead_after > 0 and name not in present and name not in silenced
+                and (utc_now(beat) - beat).total_seconds() > dead_after):
+            silenced.add(name)
+            done.append("%s left (no heartbeat for %.0f s; the agents took it out)"
+                        % (name, dead_after))
     formed["once"] = formed["once"] or state.complete
     if formed["once"]:
         # Once a group formed, a round waits for an expected agent that is here or away for a
