@@ -22,6 +22,7 @@ use crate::http::Body;
 use crate::jobs::JobController;
 use crate::nodes::kubelet::{self, KubeletConfig, Kubelets, Termination};
 use crate::nodes::scheduler::Scheduler;
+use crate::nodes::unreachable;
 use crate::nodes::warnings::Warning;
 use crate::nodes::{Changed, NodeSpec, Taint};
 use crate::options::{DeleteOptions, Subresource, WriteOptions};
@@ -555,6 +556,30 @@ impl SimCluster {
             store.write(|state| shut_down(state, &name));
         });
         Ok(())
+    }
+
+    /// Stops node `name` without warning, keeping it in the API, as a machine that died or
+    /// was cut off: see [`unreachable`] (its pods stay `Running` but not ready, until the
+    /// taint manager deletes them as their toleration of the node's taint says).
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn stop_node(&self, name: &str) -> Result<(), ApiError> {
+        self.change_node(name, unreachable::stop)?;
+        self.inner.store.write(|state| {
+            let resource = state.resource(&ResourceId::new("", "pods"))?;
+            for (key, pod) in kubelet::pods_on(state, name) {
+                state.replace(
+                    &resource,
+                    &key.namespace,
+                    &key.name,
+                    unreachable::not_ready(&pod),
+                    Some(Subresource::Status),
+                    &WriteOptions::internal("node-controller"),
+                )?;
+            }
+            Ok::<_, ApiError>(())
+        })
     }
 
     /// Puts `warning` on node `name`, as a cloud announces that the node goes away: nothing

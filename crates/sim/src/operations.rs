@@ -509,7 +509,11 @@ impl State {
             let finalizers_left = object["metadata"]["finalizers"]
                 .as_array()
                 .is_some_and(|f| !f.is_empty());
-            if deleting && !finalizers_left && !builtin::holds_deletion(resource, &object) {
+            if deleting
+                && !finalizers_left
+                && !builtin::holds_deletion(resource, &object)
+                && !builtin::awaits_its_kubelet(resource, &object)
+            {
                 if options.dry_run {
                     return Ok(Written {
                         object: Arc::new(object),

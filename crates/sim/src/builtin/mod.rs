@@ -138,6 +138,20 @@ pub fn grace_period(resource: &ResourceType, object: &Value, requested: Option<i
         .max(0)
 }
 
+/// Whether an object being deleted stays when a write leaves it without finalizers: a pod
+/// bound to a node and deleted with a grace period goes when its kubelet ends it (or a
+/// deletion without grace forces it), whatever else writes to it meanwhile.
+pub fn awaits_its_kubelet(resource: &ResourceType, object: &Value) -> bool {
+    is(resource, "", "pods")
+        && !object["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty()
+        && object["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .is_some_and(|grace| grace > 0)
+}
+
 /// Whether a delete only marks the object: namespaces wait for their contents to go.
 pub fn holds_deletion(resource: &ResourceType, object: &Value) -> bool {
     is(resource, "", "namespaces")

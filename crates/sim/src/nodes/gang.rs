@@ -15,12 +15,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::conditions::disruption_target;
+use super::conditions::delete_disrupted;
 use super::placement::{add, fit};
-use super::pods;
 use super::quantity::{Milli, pod_requests};
 
-use crate::options::{Subresource, WriteOptions};
+use crate::options::WriteOptions;
 use crate::resources::ResourceId;
 use crate::store::{ObjectKey, State};
 
@@ -174,31 +173,14 @@ pub(super) fn preempt(
     key: &ObjectKey,
     options: &WriteOptions,
 ) -> bool {
-    let Some(pod) = state.get(&pods(), key).map(Arc::clone) else {
-        return false;
-    };
-    let marked = disruption_target(
-        &pod,
-        "PreemptionByScheduler",
-        "preempted for a pod group that waits for its minimum",
-    );
-    let marked = state
-        .replace(
-            resource,
-            &key.namespace,
-            &key.name,
-            marked,
-            Some(Subresource::Status),
-            options,
-        )
-        .is_ok();
-    let deleted = state
-        .delete(
-            resource,
-            &key.namespace,
-            &key.name,
-            &crate::options::DeleteOptions::default(),
-        )
-        .is_ok();
-    marked || deleted
+    delete_disrupted(
+        state,
+        resource,
+        key,
+        (
+            "PreemptionByScheduler",
+            "preempted for a pod group that waits for its minimum",
+        ),
+        options,
+    )
 }

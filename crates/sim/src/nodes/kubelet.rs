@@ -7,7 +7,8 @@
 //! a node that no longer exists is removed after [`KubeletConfig::orphan_gc_delay`], as the pod
 //! garbage collector does. Containers run until tests end them with [`terminate`], unless
 //! the pod carries its own failure (see [`containers`]): an image that cannot be pulled, a
-//! missing Secret, a command that exits.
+//! missing Secret, a command that exits. The kubelet of a node that stopped reporting does
+//! nothing; the taint manager deletes its pods (see [`unreachable`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::conditions::{disruption_target, set_condition};
 use super::containers::{self, Exit, Start};
-use super::{Changed, nodes, pods, terminal};
+use super::{Changed, nodes, pods, terminal, unreachable};
 use crate::errors::ApiError;
 use crate::options::{Subresource, WriteOptions, timestamp_now};
 use crate::resources::{ResourceId, ResourceType};
@@ -59,6 +60,8 @@ pub struct Kubelets {
     retry_at: Seen,
     /// Running pods whose containers exit by themselves, with when, and how.
     exit_at: HashMap<ObjectKey, (String, Instant, Exit)>,
+    /// Pods on a node that stopped reporting, with when the taint manager deletes them.
+    evict_at: Seen,
     next_ip: u32,
 }
 
@@ -112,6 +115,7 @@ impl Kubelets {
             let orphan_seen = self.orphan_seen.remove(&key);
             let retry_at = self.retry_at.remove(&key);
             let exit_at = self.exit_at.remove(&key);
+            self.evict_at.remove(&key);
             let Some(pod) = state.get(&pods(), &key).map(Arc::clone) else {
                 continue;
             };
@@ -132,6 +136,20 @@ impl Kubelets {
                 }
                 continue;
             };
+            if let Some(since) = unreachable::stopped_since(&node, now) {
+                let deleting = pod["metadata"].get("deletionTimestamp").is_some();
+                if let Some(after) = unreachable::toleration(&pod)
+                    && !deleting
+                    && !terminal(&pod)
+                {
+                    if due(since + after) {
+                        wrote |= unreachable::delete(state, &resource, &key);
+                    } else {
+                        self.evict_at.insert(key, (uid.to_string(), since + after));
+                    }
+                }
+                continue;
+            }
             if pod["metadata"].get("deletionTimestamp").is_some() {
                 let seen = first_seen(deletion_seen, uid, now);
                 let grace = Duration::from_secs(
@@ -257,6 +275,7 @@ impl Kubelets {
             .chain(self.orphan_seen.keys())
             .chain(self.retry_at.keys())
             .chain(self.exit_at.keys())
+            .chain(self.evict_at.keys())
     }
 }
 

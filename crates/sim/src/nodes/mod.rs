@@ -8,6 +8,7 @@ pub mod kubelet;
 pub mod placement;
 pub mod quantity;
 pub mod scheduler;
+pub mod unreachable;
 pub mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet};

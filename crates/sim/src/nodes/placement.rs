@@ -20,11 +20,16 @@ use super::quantity::{Milli, parse_value, pod_requests};
 
 /// Whether `pod` tolerates `taint`.
 pub fn tolerates(pod: &Value, taint: &Value) -> bool {
+    toleration_of(pod, taint).is_some()
+}
+
+/// The first toleration of `pod` that tolerates `taint`.
+pub fn toleration_of<'p>(pod: &'p Value, taint: &Value) -> Option<&'p Value> {
     pod["spec"]["tolerations"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|toleration| {
+        .find(|toleration| {
             let key_matches = match toleration["key"].as_str() {
                 None | Some("") => toleration["operator"].as_str() == Some("Exists"),
                 Some(key) => Some(key) == taint["key"].as_str(),

@@ -992,6 +992,86 @@ async fn a_spot_reclaim_taints_marks_fails_and_removes() {
     assert!(nodes.get_opt("gpu-node-0").await.unwrap().is_none());
 }
 
+/// A node that stops reporting stays in the API, tainted unreachable; its pods stay, not
+/// ready, until their toleration of the taint runs out; the taint manager then deletes them,
+/// and with no kubelet to end them they stay `Terminating`. A pod that tolerates the taint
+/// for good stays running.
+#[tokio::test]
+async fn a_stopped_node_keeps_its_pods_until_the_taint_manager_deletes_them() {
+    let (cluster, client) = cluster_with(SimConfig::default().gpu_nodes(1, 8)).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let nodes: Api<Node> = Api::all(client);
+    let tolerating = |name: &str, seconds: Option<i64>| {
+        let mut pod = pod(name, 1);
+        pod.spec.as_mut().unwrap().tolerations = Some(vec![
+            serde_json::from_value(json!({"key": "node.kubernetes.io/unreachable",
+                "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}))
+            .unwrap(),
+        ]);
+        pod
+    };
+    for pod in [tolerating("brief", Some(1)), tolerating("for-good", None)] {
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    wait_for(&pods, "brief", is_running).await;
+    wait_for(&pods, "for-good", is_running).await;
+    cluster.stop_node("gpu-node-0").unwrap();
+    let node = nodes.get("gpu-node-0").await.unwrap();
+    let taints = node.spec.unwrap().taints.unwrap();
+    assert!(
+        taints
+            .iter()
+            .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute"),
+        "{taints:?}"
+    );
+    let condition = |pod: &Pod, type_: &str| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == type_))
+            .map(|c| (c.status.clone(), c.reason.clone()))
+    };
+    let brief = pods.get("brief").await.unwrap();
+    assert_eq!(
+        condition(&brief, "Ready").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+    assert!(
+        brief.metadata.deletion_timestamp.is_none(),
+        "not before its toleration ran out"
+    );
+    let deleted = wait_for(&pods, "brief", |pod: Option<&Pod>| {
+        pod.is_none_or(|pod| pod.metadata.deletion_timestamp.is_some())
+    })
+    .await
+    .expect("the pod stays, being deleted");
+    assert_eq!(
+        condition(&deleted, "DisruptionTarget"),
+        Some(("True".into(), Some("DeletionByTaintManager".into())))
+    );
+    assert_eq!(
+        deleted.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running"),
+        "no kubelet ends it"
+    );
+    // A write meanwhile (a controller's label) leaves it as it is: deleted with a grace
+    // period, it waits for a kubelet.
+    pods.patch(
+        "brief",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"seen": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        pods.get_opt("brief").await.unwrap().is_some(),
+        "it stays Terminating"
+    );
+    let for_good = pods.get("for-good").await.unwrap();
+    assert!(for_good.metadata.deletion_timestamp.is_none());
+}
+
 #[tokio::test]
 async fn custom_resources_are_validated_defaulted_and_pruned() {
     let (_cluster, client) = cluster().await;
