@@ -341,3 +341,69 @@ async fn a_worker_the_pod_garbage_collector_marks_and_deletes_at_once_is_replace
         "no suspend"
     );
 }
+
+/// A node that stops reporting, kept in the API (its machine dead or cut off), leaves its
+/// worker's pod `Running` but not ready until the taint manager deletes it. eto's pods
+/// tolerate the node's `unreachable` taint for 30 s rather than Kubernetes's 300 s: the
+/// worker is then replaced on another node and blacklisted, while its pod, which no kubelet
+/// will ever end, hangs in `Terminating`.
+#[tokio::test]
+async fn a_worker_on_a_node_that_stopped_reporting_is_replaced_once_its_toleration_runs_out() {
+    let env = Env::start(sim_config(4, 1)).await;
+    env.apply_job(&job_yaml("cutoff", 3, 2, "", "OnFailure"))
+        .await;
+    env.wait_job("cutoff", "runs", in_phase(JobPhase::Running))
+        .await;
+    // A worker away from the launcher, which runs beside worker 0.
+    let launcher = node_of_ready(&env, "cutoff-launcher").await;
+    let node = node_of_ready(&env, "cutoff-worker-1").await;
+    assert_ne!(node, launcher);
+    let pod = env.pods().get("cutoff-worker-1").await.unwrap();
+    let tolerations = serde_json::to_value(pod.spec.unwrap().tolerations).unwrap();
+    assert!(
+        tolerations
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({
+            "key": "node.kubernetes.io/unreachable", "operator": "Exists",
+            "effect": "NoExecute", "tolerationSeconds": 30})),
+        "{tolerations}"
+    );
+    env.cluster.stop_node(&node).unwrap();
+    let stopped = std::time::Instant::now();
+    let entry = poll::until(
+        "cutoff-worker-1 blacklisted",
+        Duration::from_secs(30) + WAIT,
+        async || {
+            let job = env.jobs().get("cutoff").await.ok()?;
+            job.status?
+                .blacklist
+                .into_iter()
+                .find(|entry| entry.pod == "cutoff-worker-1")
+        },
+    )
+    .await;
+    println!(
+        "cutoff-worker-1 blacklisted {:?} after its node stopped: {entry:?}",
+        stopped.elapsed()
+    );
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(25),
+        "not before the taint manager deleted it"
+    );
+    assert_eq!(entry.reason, "Disrupted");
+    let placed = node_of_ready(&env, "cutoff-worker-3").await;
+    assert_ne!(placed, node, "the replacement runs elsewhere");
+    let old = env.pods().get("cutoff-worker-1").await.unwrap();
+    assert!(
+        old.metadata.deletion_timestamp.is_some(),
+        "its pod hangs in Terminating on the stopped node"
+    );
+    env.wait_job("cutoff", "runs with three", |job| {
+        job.status.as_ref().is_some_and(|status| {
+            status.phase == Some(JobPhase::Running)
+                && status.workers.as_ref().is_some_and(|w| w.ready == 3)
+        })
+    })
+    .await;
+}

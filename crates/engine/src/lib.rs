@@ -18,8 +18,8 @@
 //! 1. Values that know no job: [`names`], [`time`], [`quantity`], [`pods`] (what a pod's
 //!    status says), [`pod_metadata`], [`conditions`], [`status`] (the engine's status),
 //!    [`effective_spec`], [`event_spec`], [`discovery`], [`downward_api`], [`field_error`],
-//!    [`pod_group`], [`goodput`], [`affinity`], [`spot_capacity`], [`already_applied`],
-//!    [`child`] (an object a job owns).
+//!    [`pod_group`], [`goodput`], [`affinity`], [`spot_capacity`], [`unreachable_nodes`],
+//!    [`already_applied`], [`child`] (an object a job owns).
 //! 2. The job model: [`job`] (a kind and its vocabulary, a job of any kind, the job context
 //!    the builders take), and the reports its traits answer with: [`group_report`],
 //!    [`spares`].
@@ -79,6 +79,7 @@ pub mod spot_capacity;
 pub mod status;
 pub mod target_workers;
 pub mod time;
+pub mod unreachable_nodes;
 pub mod validation;
 pub mod warned_handover;
 

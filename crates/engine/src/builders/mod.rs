@@ -70,12 +70,14 @@ pub const SSHD_COMMAND: [&str; 4] = [
 /// Where a launcher would rather run: off spot capacity, unless its template places it itself
 /// or `elasticPolicy.launcherAvoidsSpot` is false (see [`crate::spot_capacity`]); and off the
 /// nodes `avoided` (those that announced they go away), by the preference workers get against
-/// nodes in cooldown (see [`crate::cooldown::avoiding`]).
+/// nodes in cooldown (see [`crate::cooldown::avoiding`]). It leaves a node that stopped
+/// reporting after a while, as workers do (see [`crate::unreachable_nodes`]).
 pub(crate) fn place_launcher(job: &JobContext<'_>, spec: &mut PodSpec, avoided: &[NodeCooldown]) {
     if job.spec.elastic.launcher_avoids_spot {
         crate::spot_capacity::avoid(spec);
     }
     crate::cooldown::avoiding(spec, avoided);
+    crate::unreachable_nodes::leave_after_a_while(spec);
 }
 
 /// Runs the pod's first command under eto's PID 1, when the job asks for it (see

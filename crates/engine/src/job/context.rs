@@ -55,10 +55,14 @@ impl<'a> JobContext<'a> {
         self.job_ref.name()
     }
 
-    /// Worker `index` as the job's kind builds it, avoiding the nodes `in_cooldown`; `None`
-    /// if the spec cannot give one (validation reports why).
+    /// Worker `index` as the job's kind builds it, avoiding the nodes `in_cooldown` and
+    /// leaving a node that stopped reporting after a while (see
+    /// [`crate::unreachable_nodes`]); `None` if the spec cannot give one (validation reports
+    /// why).
     pub fn worker_pod(self, index: u32, in_cooldown: &[NodeCooldown]) -> Option<Pod> {
-        (self.kind().vocabulary().worker_pod)(self, index, in_cooldown)
+        let mut pod = (self.kind().vocabulary().worker_pod)(self, index, in_cooldown)?;
+        crate::unreachable_nodes::leave_after_a_while(pod.spec.get_or_insert_default());
+        Some(pod)
     }
 
     /// The job's namespace.
