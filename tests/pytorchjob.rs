@@ -750,6 +750,16 @@ async fn running_with_report(
     (env, report)
 }
 
+/// Makes eto read the store's report of the job `elastic` now: it reads a running job's
+/// report every 30 s, and at any change to the job.
+async fn read_the_report_now(env: &Env) {
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let poke = json!({"metadata": {"annotations": {"example.com/poke": "1"}}});
+    jobs.patch("elastic", &PatchParams::default(), &Patch::Merge(&poke))
+        .await
+        .unwrap();
+}
+
 /// The notice pod `pod` shows, if any.
 fn notice_on(pod: &Pod) -> Option<eto_api::job_status::Notice> {
     let annotations = pod.metadata.annotations.as_ref()?;
@@ -904,6 +914,88 @@ async fn a_warned_node_under_one_worker_lets_the_group_save_before_it_leaves() {
     );
 }
 
+/// Three Workers on three one-GPU nodes, a fourth node free, the store reporting a formed
+/// round of the three: worker 1 is evicted through the API, as `kubectl drain` does, with a
+/// grace period of 30 s that its containers use to the end. Its replacement is created at
+/// once, while the group saves, and waits at its shut gate; it starts its training when the
+/// training code says it saved, while the evicted pod is still going, to join the group as it
+/// re-forms without worker 1.
+#[tokio::test]
+async fn an_evicted_workers_replacement_starts_while_the_group_saves_and_joins_as_it_re_forms() {
+    let mut config = sim_config(4, 1);
+    config.kubelet.termination_delay = std::time::Duration::from_secs(30);
+    let (env, report) = running_with_report(config, "drainSeconds: 600").await;
+    let member = |host: &str| json!({"host": host, "heartbeat_age": 0.5});
+    let formed = json!({"round": 1, "complete": true, "closed": false, "participants": 3,
+        "waiting": 0, "members": [member("elastic-worker-0"), member("elastic-worker-1"),
+        member("elastic-worker-2")]});
+    *report.lock().unwrap() = json!({"saved": [], "rendezvous": formed}).to_string();
+    read_the_report_now(&env).await;
+    env.wait::<PyTorchJob>("elastic", "shows the formed round", |job| {
+        job.status
+            .as_ref()
+            .and_then(|s| s.rendezvous.as_ref())
+            .is_some_and(|r| r.complete)
+    })
+    .await;
+
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "elastic-worker-1", "namespace": "default"},
+        "deleteOptions": {"gracePeriodSeconds": 30}});
+    let request = http::Request::post("/api/v1/namespaces/default/pods/elastic-worker-1/eviction")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&eviction).unwrap())
+        .unwrap();
+    let answer: serde_json::Value = env.client.request(request).await.unwrap();
+    assert_eq!(answer["status"], "Success");
+    let notice = env
+        .wait_pod("elastic-worker-0", "is told to save", |pod| {
+            pod.and_then(notice_on).is_some()
+        })
+        .await
+        .and_then(|pod| notice_on(&pod))
+        .unwrap();
+    let replacement = env
+        .wait_pod(
+            "elastic-worker-3",
+            "starts while the group saves",
+            pod_ready,
+        )
+        .await
+        .unwrap();
+    assert!(
+        !eto_engine::joining::is_open(&replacement),
+        "it waits at its gate"
+    );
+    let evicted = env.pods().get("elastic-worker-1").await.unwrap();
+    assert!(evicted.metadata.deletion_timestamp.is_some(), "still going");
+
+    let since = serde_json::to_value(&notice.since).unwrap();
+    *report.lock().unwrap() = json!({"saved": [{"pod": "elastic-worker-0", "step": 40,
+        "since": since}], "rendezvous": formed})
+    .to_string();
+    env.wait_pod("elastic-worker-3", "opens its gate", |pod| {
+        pod.is_some_and(eto_engine::joining::is_open)
+    })
+    .await;
+    assert!(
+        env.pods()
+            .get_opt("elastic-worker-1")
+            .await
+            .unwrap()
+            .is_some(),
+        "the replacement starts while the evicted pod still goes"
+    );
+    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
+    let job = jobs.get("elastic").await.unwrap();
+    assert!(has(&job, "Running") && !has(&job, "Failed"));
+    assert_eq!(
+        job.status.unwrap().eto.run.unwrap_or(0),
+        0,
+        "the run goes on"
+    );
+}
+
 /// A group below its minimum is told to save, and once its grace is over the job suspends in
 /// a new run, while its store still tells the last step of the run before: the goodput
 /// ledger keeps that report as run 0's and counts none of its steps again (the same report
@@ -928,12 +1020,7 @@ async fn the_last_step_reported_before_a_suspend_is_not_counted_again_in_the_nex
         json!({"step": 40, "at": at, "first_step": 1, "first_at": first_at, "total": 1000});
     *report.lock().unwrap() =
         json!({"saved": [], "rendezvous": null, "progress": progress}).to_string();
-    // eto reads a running job's report every 30 s; any change to the job reads it now.
-    let jobs: Api<PyTorchJob> = Api::default_namespaced(env.client.clone());
-    let poke = json!({"metadata": {"annotations": {"example.com/poke": "1"}}});
-    jobs.patch("elastic", &PatchParams::default(), &Patch::Merge(&poke))
-        .await
-        .unwrap();
+    read_the_report_now(&env).await;
     env.wait::<PyTorchJob>("elastic", "records step 40", |job| {
         ledger(job)
             .and_then(|l| l.latest)

@@ -501,8 +501,10 @@ pub struct PyTorchJobStatus {
     #[serde(flatten)]
     pub eto: EtoJobStatus,
 
-    /// eto: Workers not created yet because Workers drain out of the group they join: they
-    /// join the group that re-forms without them.
+    /// eto: Workers not created yet because Workers that eto lets go once the group saved
+    /// (a scale-in, a node's warning) drain out of the group they join: they join the group
+    /// that re-forms without them. A Worker the platform evicts holds none: its replacement
+    /// starts at once and waits at its gate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_workers: Vec<String>,
 

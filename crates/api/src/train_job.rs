@@ -524,7 +524,8 @@ pub struct TrainJobStatus {
     #[serde(flatten)]
     pub eto: EtoJobStatus,
 
-    /// eto: nodes not created yet because nodes drain out of the group they join.
+    /// eto: nodes not created yet because nodes that eto lets go once the group saved (a
+    /// scale-in, a node's warning) drain out of the group they join.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held_workers: Vec<String>,
 

@@ -19,13 +19,16 @@
 //!    re-forms it, from the checkpoint);
 //! 4. once it is gone, takes the notice down and creates the workers the job is short of, so
 //!    that they join the group that re-forms without it: one re-formed group, not two
-//!    ([`holds_new_workers`]). A worker warned of its node's end is replaced before it
+//!    ([`holds_new_workers`]); the gates of workers that wait to join open only then (see
+//!    `plan/run/notices.rs`). A worker warned of its node's end is replaced before it
 //!    leaves instead: it trains on while its replacement starts and waits at its shut gate
 //!    (see [`crate::warned_handover`]), and the gate opens as the warned worker's pod is
 //!    deleted, so that the group re-forms once, with the replacement.
 //!
 //! A worker the platform takes with a grace period (an eviction) drains the same way, from
-//! when its deletion began (see [`crate::saving_on_termination`]). One lost without warning
+//! when its deletion began (see [`crate::saving_on_termination`]), but its replacement is
+//! created at once: it starts while the group saves and waits at its shut gate (see
+//! [`crate::joining`]) until the drain ends, then joins the group as it re-forms. One lost without warning
 //! (failed, force-deleted, gone with its node) is beyond any notice: it is replaced at once
 //! as before. The job's own notices come first: a job that suspends
 //! shows its `Suspend` notice, not this one.
@@ -64,10 +67,26 @@ pub fn leaves_by_draining(pod: &Pod) -> bool {
         && !pods::is_finished(pod)
 }
 
-/// Whether the workers the job is short of wait: they do while a worker drains, so that they
-/// join the group that re-forms once it left.
-pub fn holds_new_workers(draining: &[DrainingWorker]) -> bool {
-    !draining.is_empty()
+/// Whether the workers the job is short of wait to be created: they do while a worker drains
+/// whose pod eto deletes once the group saved (a scale-in, a node's warning), so that they
+/// join the group that re-forms once it left. A worker the platform takes (an eviction, see
+/// [`crate::saving_on_termination`]) holds none: its pod goes whatever eto does, and its
+/// replacements are created at once, to start while the group saves and wait at their shut
+/// gate (see [`crate::joining`]) until the drains end.
+pub fn holds_new_workers(draining: &[DrainingWorker], pods: &[&Pod]) -> bool {
+    draining.iter().any(|worker| {
+        pods.iter()
+            .find(|pod| pod.metadata.name.as_deref() == Some(worker.pod.as_str()))
+            .is_some_and(|pod| !taken_by_the_platform(pod))
+    })
+}
+
+/// Whether the platform takes `pod` whatever eto does: it is being deleted, or marked
+/// `DisruptionTarget` for a reason of the platform's (an eviction marks the pod a moment
+/// before it deletes it), not eto's own mark of a node's warning.
+fn taken_by_the_platform(pod: &Pod) -> bool {
+    pods::is_terminating(pod)
+        || pods::disruption_reason(pod).is_some_and(|reason| reason != node_warnings::NODE_WARNING)
 }
 
 /// The `Checkpoint` notice every worker of the run shows while `draining` is under way,
@@ -162,7 +181,41 @@ mod tests {
                 "{reason} {phase} deleting={deleting}"
             );
         }
-        assert!(holds_new_workers(&[draining("j-worker-1", 0.0)]));
-        assert!(!holds_new_workers(&[]));
+    }
+
+    #[test]
+    fn only_a_worker_eto_deletes_after_its_drain_holds_new_workers() {
+        let pod = |reason: Option<&str>, deleting: bool| -> Pod {
+            let mut metadata = json!({"name": "j-worker-1"});
+            if deleting {
+                metadata["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
+            }
+            let conditions: Vec<serde_json::Value> = reason
+                .map(|reason| json!({"type": "DisruptionTarget", "status": "True", "reason": reason}))
+                .into_iter()
+                .collect();
+            serde_json::from_value(json!({"metadata": metadata,
+                "status": {"phase": "Running", "conditions": conditions}}))
+            .unwrap()
+        };
+        let leaving = [draining("j-worker-1", 0.0)];
+        for (reason, deleting, holds) in [
+            (None, false, true),
+            (Some(node_warnings::NODE_WARNING), false, true),
+            (Some(node_warnings::NODE_WARNING), true, false),
+            (Some("EvictionByEvictionAPI"), false, false),
+            (Some("EvictionByEvictionAPI"), true, false),
+            (None, true, false),
+        ] {
+            let pod = pod(reason, deleting);
+            assert_eq!(
+                holds_new_workers(&leaving, &[&pod]),
+                holds,
+                "{reason:?} deleting={deleting}"
+            );
+        }
+        let scaled_in = pod(None, false);
+        assert!(!holds_new_workers(&[], &[&scaled_in]), "nobody drains");
+        assert!(!holds_new_workers(&leaving, &[]), "its pod is gone");
     }
 }

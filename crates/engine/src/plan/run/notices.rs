@@ -205,8 +205,9 @@ impl Run<'_, '_> {
     /// looks again when the next waiting worker's batch wait ends. None while warned Workers
     /// train on for the Workers started to take their places (see
     /// [`crate::warned_handover::hold_reforming`]), or while a Worker drains out of the group
-    /// and its pod is not being deleted: one that joined then would make the group re-form
-    /// with the leaving one, and again without it.
+    /// and its pod is not being deleted, or the group saves for a Worker the platform takes:
+    /// one that joined then would make the group re-form with the leaving one, and again
+    /// without it.
     pub(super) fn gates_to_open(&mut self) -> Vec<String> {
         if !self.context.job_ref.coordinator().group_reforms || self.leaving_first() {
             return Vec::new();
@@ -238,10 +239,11 @@ impl Run<'_, '_> {
             .collect()
     }
 
-    /// Whether Workers are to leave the group before any joins it: warned ones held, or one
-    /// draining whose pod is neither being deleted nor deleted by this plan.
+    /// Whether Workers are to leave the group before any joins it: warned ones held, one the
+    /// platform takes whose save the group waits for (see [`crate::saving_on_termination`]),
+    /// or one draining whose pod is neither being deleted nor deleted by this plan.
     fn leaving_first(&self) -> bool {
-        if !self.planner.held_warned.workers.is_empty() {
+        if !self.planner.held_warned.workers.is_empty() || !self.saving_workers.is_empty() {
             return true;
         }
         let deleted_now = self.pods_deleted_now();

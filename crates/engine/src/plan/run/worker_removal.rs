@@ -105,10 +105,12 @@ impl<'o> Run<'_, 'o> {
         if reforms {
             self.checkpoint_before_leaving();
         }
-        // New workers of a group that re-forms wait for the workers draining out of it, to
-        // join the group that re-forms without them.
-        let holds =
-            reforms && reforming_group::holds_new_workers(&self.planner.status.draining_workers);
+        // New workers of a group that re-forms wait for the workers eto drains out of it, to
+        // join the group that re-forms without them; those replacing a worker the platform
+        // takes start at once and wait at their shut gate (see crate::reforming_group).
+        let pods: Vec<&Pod> = current.values().copied().collect();
+        let holds = reforms
+            && reforming_group::holds_new_workers(&self.planner.status.draining_workers, &pods);
         self.planner.status.held_workers = if holds {
             decision
                 .create

@@ -26,12 +26,12 @@ fn job() -> PyTorchJob {
     serde_json::from_value(value).unwrap()
 }
 
-fn start(world: &World, pod: &str) -> Option<String> {
+pub(super) fn start(world: &World, pod: &str) -> Option<String> {
     crate::pods::annotation(&world.pods[pod], START_ANNOTATION).map(String::from)
 }
 
 /// The gates `plan` opens.
-fn opened(plan: &Plan) -> Vec<String> {
+pub(super) fn opened(plan: &Plan) -> Vec<String> {
     plan.apply
         .iter()
         .filter_map(|child| match child {

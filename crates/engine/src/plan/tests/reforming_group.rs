@@ -1,7 +1,8 @@
 //! An elastic PyTorchJob whose rendezvous eto hosts re-forms its group once per change, after
 //! a checkpoint (see crate::reforming_group): a worker leaving by a scale-in or a node's warning
 //! drains while every worker is told to save, and goes when the training code says it saved
-//! or the drain ends; the workers the job is short of start as it goes.
+//! or the drain ends; the workers the job is short of start as it goes, or, for a worker the
+//! platform takes, at once, behind their gate until the group saved.
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use eto_api::kubeflow::EtoJobStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::joining::{opened, start};
 use super::rendezvous::{Round, store_report};
 use crate::group_report::{GroupOrders, GroupReport, Member, SavedCheckpoint};
 use crate::node_warnings::NODE_WARNING;
@@ -593,9 +595,15 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
     assert_eq!(
         created_pods(&plan),
-        Vec::<String>::new(),
-        "its replacement waits"
+        ["ddp-worker-3"],
+        "its replacement starts while the group saves"
     );
+    assert_eq!(start(&world, "ddp-worker-3"), None, "behind its shut gate");
+    let held = world
+        .pytorch_job
+        .as_ref()
+        .and_then(|job| job.status.clone());
+    assert_eq!(held.map(|status| status.held_workers), Some(vec![]));
     let notice = job_notice(&world).expect("the job's notice");
     assert_eq!(
         (notice.kind, notice.reason.as_str()),
@@ -620,8 +628,19 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     );
     assert!(draining_note(&plan).contains("ddp-worker-1"));
 
-    // The training code said it saved: the store lets it go and the others re-form.
-    world.advance(2);
+    // The replacement waits at its gate: joining now would re-form the group while it saves.
+    world.advance(1);
+    world.ready("ddp-worker-3");
+    let plan = world.reconcile();
+    assert_eq!(opened(&plan), Vec::<String>::new());
+    assert_eq!(
+        plan.group_orders.as_ref().map(|o| o.departed.clone()),
+        Some(vec![])
+    );
+
+    // The training code said it saved: the store lets it go, the others re-form, and the
+    // replacement joins them as they do, expected by the store.
+    world.advance(1);
     let mut report = formed();
     report.saved = vec![SavedCheckpoint {
         pod: "ddp-worker-1".into(),
@@ -630,20 +649,20 @@ fn a_worker_the_platform_evicts_stays_in_the_group_until_it_saved() {
     }];
     world.group_report = Some(report);
     let plan = world.reconcile();
-    assert_eq!(
-        plan.group_orders.as_ref().map(|o| o.departed.clone()),
-        Some(vec!["ddp-worker-1".to_string()])
+    let orders = plan.group_orders.clone().expect("orders");
+    assert_eq!(orders.departed, ["ddp-worker-1"]);
+    assert!(
+        orders.expected.contains(&"ddp-worker-3".to_string()),
+        "{:?}",
+        orders.expected
     );
-    assert_eq!(
-        created_pods(&plan),
-        Vec::<String>::new(),
-        "not while it is there"
-    );
+    assert_eq!(opened(&plan), ["ddp-worker-3"]);
+    assert_eq!(created_pods(&plan), Vec::<String>::new());
 
-    // Gone: its replacement comes and the notice goes.
+    // Gone: the notice goes.
     world.went("ddp-worker-1");
     let plan = world.reconcile();
-    assert_eq!(created_pods(&plan), ["ddp-worker-3"]);
+    assert_eq!(created_pods(&plan), Vec::<String>::new());
     assert_eq!(job_notice(&world), None);
 }
 
@@ -679,9 +698,10 @@ fn an_eviction_seen_before_its_deletion_drains_all_the_same() {
     assert!(deleted_pods(&plan).is_empty(), "the platform deletes it");
     assert_eq!(
         created_pods(&plan),
-        Vec::<String>::new(),
-        "its replacement waits"
+        ["ddp-worker-3"],
+        "its replacement starts, behind its gate"
     );
+    assert_eq!(start(&world, "ddp-worker-3"), None);
     let notice = job_notice(&world).expect("the job's notice");
     assert_eq!(notice.kind, NoticeKind::Checkpoint);
     let note = draining_note(&plan);
