@@ -894,10 +894,11 @@ dist.destroy_process_group()
 /// A Worker of an elastic job (three, two to four) evicted mid-training, its training saving
 /// only what a notice asks for, in the documented loop with eto's helper ([`ELASTIC_ON_NOTICE`]): torchrun forwards
 /// the SIGTERM, the helper makes it a notice, eto asks the other Workers to save and keeps
-/// the group together until it did; the group re-forms from the step it reached. Asserts that
-/// no step is trained twice (each step rank 0 reached is logged once) and that the job
-/// succeeds in the run it started in; prints the seconds from the eviction to the next new
-/// step.
+/// the group together until it did, while the replacement starts and waits at its gate; the
+/// group re-forms once, with the replacement, from the step it reached. Asserts that no step
+/// is trained twice (each step rank 0 reached is logged once), that the group re-formed once
+/// without the evicted Worker, and that the job succeeds in the run it started in; prints the
+/// seconds from the eviction to the next new step, and every pause after it.
 async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
     let scratch = Scratch::start(name).await;
     let (job, logged) = saving_on_notice(&scratch).await;
@@ -933,12 +934,20 @@ async fn an_evicted_worker_saves_with_the_group(name: &str, victim: Victim) {
         .max()
         .unwrap_or(0);
     let resumed = first_step_after_a_pause(&steps, at);
+    // Every pause of the training from the eviction on: one per re-formation.
+    let paused: Vec<f64> = steps
+        .windows(2)
+        .filter(|pair| pair[1].1 > at && pair[1].1 - pair[0].1 > 2.0)
+        .map(|pair| pair[1].1 - pair[0].1)
+        .collect();
     println!(
-        "{name}: {pod} evicted at step {before} (last logged before it: {last_before}); the training printed:\n{}\nsteps trained twice: {twice:?}; the first step after the pause: {resumed:?}, {:.1} s after the eviction",
+        "{name}: {pod} evicted at step {before} (last logged before it: {last_before}); the training printed:\n{}\nsteps trained twice: {twice:?}; the first step after the pause: {resumed:?}, {:.1} s after the eviction; pauses after it: {paused:.1?} s",
         starts_and_saves(&printed),
         resumed.map_or(f64::NAN, |(_, when)| when - at)
     );
     assert!(twice.is_empty(), "steps trained twice: {twice:?}");
+    // The replacement started while the group saved and joined it as it re-formed.
+    re_formed_once_without(&starts_after(&printed, at), std::slice::from_ref(&pod));
     assert_eq!(
         counts.keys().copied().collect::<Vec<_>>(),
         (1..=60).collect::<Vec<_>>(),
@@ -1000,6 +1009,33 @@ fn trained_twice(steps: &[(u32, f64)]) -> (std::collections::BTreeMap<u32, u32>,
         .map(|(step, _)| *step)
         .collect();
     (counts, twice)
+}
+
+/// The training processes' start lines (`eto-elastic-start`) in `printed` after `at`.
+fn starts_after(printed: &str, at: f64) -> Vec<&str> {
+    marked(printed, "eto-elastic-start")
+        .into_iter()
+        .filter(|line| {
+            field(line, "at=")
+                .and_then(|when| when.parse::<f64>().ok())
+                .is_some_and(|when| when > at)
+        })
+        .collect()
+}
+
+/// Asserts that `starts` (see [`starts_after`]) are one start of every process of a group of
+/// three Workers, one process each, none of them the Workers that `left`: the group
+/// re-formed once, with the Workers that took their places.
+fn re_formed_once_without(starts: &[&str], left: &[String]) {
+    let hosts: std::collections::BTreeSet<&str> = starts
+        .iter()
+        .filter_map(|line| field(line, "host="))
+        .collect();
+    assert_eq!(starts.len(), 3, "the group re-formed once: {starts:#?}");
+    assert_eq!(hosts.len(), 3, "{starts:#?}");
+    for gone in left {
+        assert!(!hosts.contains(gone.as_str()), "{gone} left: {starts:#?}");
+    }
 }
 
 /// The first step of `steps` logged more than 2 s after the one before it, from the last
@@ -1078,14 +1114,7 @@ async fn warned_workers_train_on_until_their_replacements_wait_and_the_group_re_
         .map(|(a, _)| a.1);
     let trained_on = steps.iter().filter(|(_, when)| *when > at).count();
     let resumed = first_step_after_a_pause(&steps, at);
-    let starts: Vec<&str> = marked(&printed, "eto-elastic-start")
-        .into_iter()
-        .filter(|line| {
-            field(line, "at=")
-                .and_then(|when| when.parse::<f64>().ok())
-                .is_some_and(|when| when > at)
-        })
-        .collect();
+    let starts = starts_after(&printed, at);
     println!(
         "warned {node} under {on_node:?}; the training printed:\n{}\nsteps trained twice: {twice:?}; \
          the group trained on for {:.1} s after the warning, the first step after its pause \
@@ -1104,19 +1133,7 @@ async fn warned_workers_train_on_until_their_replacements_wait_and_the_group_re_
         "every step trained once"
     );
     assert!(trained_on > 1, "the group trained on after the warning");
-    // One start of every process of the re-formed group: three Workers, one process each.
-    let hosts: std::collections::BTreeSet<&str> = starts
-        .iter()
-        .filter_map(|line| field(line, "host="))
-        .collect();
-    assert_eq!(starts.len(), 3, "the group re-formed once: {starts:#?}");
-    assert_eq!(hosts.len(), 3, "{starts:#?}");
-    for warned_worker in &on_node {
-        assert!(
-            !hosts.contains(warned_worker.as_str()),
-            "{warned_worker} left: {starts:#?}"
-        );
-    }
+    re_formed_once_without(&starts, &on_node);
     // The group saved the step it reached (group rank 0 asked by the Checkpoint notice, or
     // by its own Reclaim on a warned node; its log may have gone with its pod), and every
     // process of the re-formed group resumed from it.
