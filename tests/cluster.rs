@@ -636,16 +636,13 @@ async fn a_launcher_evicted_through_a_real_api_server_suspends_and_resumes_the_j
         .await;
     // As `kubectl drain` evicts: kube-apiserver marks the pod DisruptionTarget, then deletes
     // it with its grace period.
-    let eviction = serde_json::json!({"apiVersion": "policy/v1", "kind": "Eviction",
-        "metadata": {"name": "evicted-launcher", "namespace": scratch.namespace}});
-    let request = http::Request::post(format!(
-        "/api/v1/namespaces/{}/pods/evicted-launcher/eviction",
-        scratch.namespace
-    ))
-    .header("Content-Type", "application/json")
-    .body(serde_json::to_vec(&eviction).unwrap())
-    .unwrap();
-    let _: serde_json::Value = scratch.client.request(request).await.unwrap();
+    eto_tests::eviction::evict(
+        &scratch.client,
+        &scratch.namespace,
+        "evicted-launcher",
+        None,
+    )
+    .await;
     let evicted = Instant::now();
     resumed_after_launcher_loss(&scratch, "evicted", evicted).await;
     scratch.end().await;

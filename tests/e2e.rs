@@ -378,16 +378,7 @@ impl E2e {
 
     /// Evicts pod `name` as a drain does: through the Eviction API, with its own grace period.
     async fn evict(&self, name: &str) {
-        let eviction = serde_json::json!({"apiVersion": "policy/v1", "kind": "Eviction",
-            "metadata": {"name": name, "namespace": self.scratch.namespace}});
-        let request = http::Request::post(format!(
-            "/api/v1/namespaces/{}/pods/{name}/eviction",
-            self.scratch.namespace
-        ))
-        .header("Content-Type", "application/json")
-        .body(serde_json::to_vec(&eviction).unwrap())
-        .unwrap();
-        let _: serde_json::Value = self.scratch.client.request(request).await.unwrap();
+        eto_tests::eviction::evict(&self.scratch.client, &self.scratch.namespace, name, None).await;
     }
 
     /// Runs `script`, which ends the container it runs in, in the first container of pod

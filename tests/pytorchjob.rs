@@ -939,14 +939,8 @@ async fn an_evicted_workers_replacement_starts_while_the_group_saves_and_joins_a
     })
     .await;
 
-    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
-        "metadata": {"name": "elastic-worker-1", "namespace": "default"},
-        "deleteOptions": {"gracePeriodSeconds": 30}});
-    let request = http::Request::post("/api/v1/namespaces/default/pods/elastic-worker-1/eviction")
-        .header("Content-Type", "application/json")
-        .body(serde_json::to_vec(&eviction).unwrap())
-        .unwrap();
-    let answer: serde_json::Value = env.client.request(request).await.unwrap();
+    let answer =
+        eto_tests::eviction::evict(&env.client, "default", "elastic-worker-1", Some(30)).await;
     assert_eq!(answer["status"], "Success");
     let notice = env
         .wait_pod("elastic-worker-0", "is told to save", |pod| {

@@ -44,6 +44,7 @@ pub fn crd_of_kind(kind: &str) -> CustomResourceDefinition {
 
 pub mod autoscaled;
 pub mod env;
+pub mod eviction;
 pub mod floor;
 pub mod history;
 pub mod job_api;

@@ -136,8 +136,8 @@ impl Kubelets {
                 }
                 continue;
             };
+            let deleting = pod["metadata"].get("deletionTimestamp").is_some();
             if let Some(since) = unreachable::stopped_since(&node, now) {
-                let deleting = pod["metadata"].get("deletionTimestamp").is_some();
                 if let Some(after) = unreachable::toleration(&pod)
                     && !deleting
                     && !terminal(&pod)
@@ -150,7 +150,7 @@ impl Kubelets {
                 }
                 continue;
             }
-            if pod["metadata"].get("deletionTimestamp").is_some() {
+            if deleting {
                 let seen = first_seen(deletion_seen, uid, now);
                 let grace = Duration::from_secs(
                     pod["metadata"]["deletionGracePeriodSeconds"]
