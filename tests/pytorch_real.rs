@@ -40,14 +40,28 @@ dist.destroy_process_group()
 "#;
 
 /// A pod template whose container `pytorch` runs `script` under torchrun, in the image
-/// `ETO_E2E_IMAGE` names, placed as `ETO_E2E_POD_PATCH` says.
+/// `ETO_E2E_IMAGE` names, placed as `ETO_E2E_POD_PATCH` says. The container's command starts
+/// with `torchrun`, as a user's does (`command: ["torchrun", "train.py"]`), so that eto's
+/// gate starts the agent before it opens (`eto_engine::joining`); the script is the training
+/// process's `python3 -u -c` (`--no_python`), which runs it as torchrun runs a file.
 pub(crate) fn torchrun_template(script: &str) -> serde_json::Value {
+    let mut template = shell_template("");
     // Debian bookworm's torch 1.13 under Python 3.11 cannot read its own default of
     // `--redirects` and `--tee` ("0": Python 3.11 no longer lists a flag's zero member), so
     // the command names a local rank the pod does not have; nothing else is passed.
-    shell_template(&format!(
-        "cat > /tmp/ddp.py <<'EOF'\n{script}\nEOF\nexec torchrun --redirects 1:0 --tee 1:0 /tmp/ddp.py"
-    ))
+    template["spec"]["containers"][0]["command"] = serde_json::json!([
+        "torchrun",
+        "--redirects",
+        "1:0",
+        "--tee",
+        "1:0",
+        "--no_python",
+        "python3",
+        "-u",
+        "-c",
+        script
+    ]);
+    template
 }
 
 /// A pod template whose container `pytorch` runs the shell `command`, in the image

@@ -44,12 +44,59 @@ pub const START_FILE: &str = "start";
 /// The command around a container's own: waits for `/etc/edl/start` to hold something, at
 /// most [`GATE_LIMIT_SECONDS`], then runs the container's command (its first word as `$0`,
 /// the rest and the container's `args` as `"$@"`).
+///
+/// A command that starts torchrun's agent itself (`torchrun ...`, or
+/// `python -m torch.distributed.run ...`) starts the agent before the wait instead: the
+/// interpreter torchrun runs in (the `#!` line of the `torchrun` on the `PATH`) runs
+/// [`agent_behind_gate`], which imports torchrun (and torch with it: seconds of a Python
+/// start) while the gate is shut, and hands torchrun the command's arguments once it opens.
+/// A Worker that waits at its gate while its group saves or trains on then joins the group
+/// the moment the gate opens, not an interpreter's start later. Any other command (a shell
+/// around torchrun, for one) waits as it is.
 fn gate_script() -> String {
+    let agent = agent_behind_gate();
     format!(
         "# eto: start with the workers created with this one (eto's docs/pytorchjob.md)\n\
+         agent=''\n\
+         case \"${{0##*/}}\" in\n\
+         torchrun) agent=$(sed -n '1s/^#![[:space:]]*//p' \"$(command -v \"$0\")\" 2>/dev/null) ;;\n\
+         python*) [ \"$1\" = -m ] && [ \"$2\" = torch.distributed.run ] && agent=$(command -v \"$0\") ;;\n\
+         esac\n\
+         case \"$agent\" in *python*) exec $agent -c '{agent}' \"$0\" \"$@\" ;; esac\n\
          waited=0\n\
          while [ ! -s /etc/edl/{START_FILE} ] && [ \"$waited\" -lt {GATE_LIMIT_SECONDS} ]; do sleep 1; waited=$((waited + 1)); done\n\
          exec \"$0\" \"$@\""
+    )
+}
+
+/// The Python program the gate runs for a command that starts torchrun (its words as
+/// `sys.argv[1:]`): imports torchrun's `main`, waits as the gate does (polling every 0.1 s),
+/// then runs `main` with the command's arguments, as the `torchrun` script would. Where the
+/// import fails, it runs the command itself once the gate opens, so that its own error shows.
+/// The working directory is left off the import path: the agent never imports from it.
+fn agent_behind_gate() -> String {
+    format!(
+        r#"import os, sys, time
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+command = sys.argv[1:]
+try:
+    from torch.distributed.run import main
+except Exception:
+    main = None
+deadline = time.monotonic() + {GATE_LIMIT_SECONDS}
+while time.monotonic() < deadline:
+    try:
+        if os.path.getsize("/etc/edl/{START_FILE}") > 0:
+            break
+    except OSError:
+        pass
+    time.sleep(0.1)
+if main is None:
+    os.execvp(command[0], command)
+module = command[1:3] == ["-m", "torch.distributed.run"]
+sys.argv = ["torchrun"] + command[3 if module else 1:]
+sys.exit(main())"#
     )
 }
 
@@ -200,6 +247,144 @@ mod tests {
             String::from_utf8_lossy(&output.stdout),
             "anyway\n",
             "after its limit"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A directory holding `bin/torchrun` (a script that says it ran) and a stand-in
+    /// `torch.distributed.run` under `with_torch/` (its import leaves the file `imported`, its
+    /// `main` prints the arguments it got) and under `broken_torch/` (its import fails), and
+    /// the gate's script reading `start` there, shut for at most `limit` seconds.
+    fn stand_in_torchrun(case: &str, limit: u32) -> (std::path::PathBuf, String) {
+        let dir = std::env::temp_dir().join(format!("eto-agent-{case}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let write = |path: &str, text: &str| {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "bin/torchrun",
+            "#!/usr/bin/env python3\nimport sys\nprint(\"the script itself\", sys.argv[1:])\n",
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.join("bin/torchrun"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let imported = dir.join("imported");
+        write("with_torch/torch/__init__.py", "");
+        write("with_torch/torch/distributed/__init__.py", "");
+        write(
+            "with_torch/torch/distributed/run.py",
+            &format!(
+                "import sys\nopen({imported:?}, \"w\").close()\n\
+                 def main(args=None):\n    print(\"agent\", sys.argv)\n    return 0\n"
+            ),
+        );
+        write(
+            "broken_torch/torch/__init__.py",
+            "raise ImportError(\"no torch here\")\n",
+        );
+        let script = gate_script()
+            .replace("/etc/edl", dir.to_str().unwrap())
+            .replace(&GATE_LIMIT_SECONDS.to_string(), &limit.to_string());
+        (dir, script)
+    }
+
+    fn gated(dir: &std::path::Path, script: &str, torch: &str, command: &[&str]) -> Command {
+        let path = format!(
+            "{}:{}",
+            dir.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut gated = Command::new("/bin/sh");
+        gated
+            .args(["-c", script])
+            .args(command)
+            .env("PATH", path)
+            .env("PYTHONPATH", dir.join(torch))
+            .stdout(std::process::Stdio::piped());
+        gated
+    }
+
+    fn printed(gated: &mut Command) -> String {
+        let output = gated.output().expect("sh runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    use std::process::Command;
+
+    #[test]
+    fn torchruns_agent_starts_before_the_gate_opens_and_gets_the_command_once_it_does() {
+        let (dir, script) = stand_in_torchrun("before", 60);
+        let command = ["torchrun", "--nproc-per-node=1", "train.py"];
+        let mut waiting = gated(&dir, &script, "with_torch", &command)
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !dir.join("imported").exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "torchrun was imported behind the shut gate"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            waiting.try_wait().unwrap().is_none(),
+            "the agent waits for the gate"
+        );
+        std::fs::write(dir.join(START_FILE), GO).unwrap();
+        let output = waiting.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "agent ['torchrun', '--nproc-per-node=1', 'train.py']\n"
+        );
+
+        let module = [
+            "python3",
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "t.py",
+        ];
+        assert_eq!(
+            printed(&mut gated(&dir, &script, "with_torch", &module)),
+            "agent ['torchrun', '--standalone', 't.py']\n",
+            "python -m torch.distributed.run is torchrun too"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_torchrun_whose_import_fails_runs_as_it_is_once_the_gate_opens_or_its_limit_passed() {
+        let (dir, script) = stand_in_torchrun("broken", 1);
+        assert_eq!(
+            printed(&mut gated(
+                &dir,
+                &script,
+                "broken_torch",
+                &["torchrun", "a.py"]
+            )),
+            "the script itself ['a.py']\n",
+            "after the gate's limit, the script itself shows what is wrong"
+        );
+        std::fs::write(dir.join(START_FILE), GO).unwrap();
+        let open = std::time::Instant::now();
+        assert_eq!(
+            printed(&mut gated(
+                &dir,
+                &script,
+                "broken_torch",
+                &["torchrun", "b.py"]
+            )),
+            "the script itself ['b.py']\n"
+        );
+        assert!(
+            open.elapsed() < std::time::Duration::from_secs(1),
+            "an open gate does not wait its limit"
         );
         std::fs::remove_dir_all(dir).unwrap();
     }
