@@ -366,15 +366,20 @@ pub(crate) fn succeeded_last(job: &PyTorchJob) -> Vec<String> {
     types
 }
 
+/// Asserts that `job` succeeded, never failed, and had no restart counted.
+fn succeeded_with_nothing_counted(job: &PyTorchJob) {
+    let types = succeeded_last(job);
+    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
+    let status = job.status.as_ref().unwrap();
+    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+}
+
 /// Asserts that `job` never failed and succeeded in its second run, started without counting
 /// a failure, whose Workers (as `printed` shows) met at the new run's rendezvous and went on
 /// from the checkpoint.
 fn succeeded_in_one_uncounted_new_run(job: &PyTorchJob, printed: &str) {
-    let types = succeeded_last(job);
-    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
-    let status = job.status.as_ref().unwrap();
-    assert_eq!(status.eto.run, Some(1), "one new run");
-    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    succeeded_with_nothing_counted(job);
+    assert_eq!(job.status.as_ref().unwrap().eto.run, Some(1), "one new run");
     let resumed: Vec<&str> = starts(printed)
         .into_iter()
         .filter(|line| field(line, "run_id=").is_some_and(|id| id.ends_with("-1")))
@@ -2008,10 +2013,7 @@ async fn a_worker_lost_under_max_restarts_0_re_forms_the_group_or_ends_the_run_a
 /// Asserts that `job` succeeded in its first run with no restart counted, and that its
 /// training started again after a loss from a step it had saved (not from step 0).
 fn succeeded_in_its_run_re_formed_from_a_saved_step(job: &PyTorchJob, printed: &str) {
-    let types = succeeded_last(job);
-    assert!(!types.iter().any(|t| t == "Failed"), "{types:?}");
-    let status = job.status.as_ref().unwrap();
-    assert_eq!(status.eto.restart_count.unwrap_or(0), 0, "nothing counted");
+    succeeded_with_nothing_counted(job);
     let again: Vec<&str> = starts(printed)
         .into_iter()
         .filter(|line| !line.contains("from_step=0 "))

@@ -159,6 +159,9 @@ pub fn opened<'p>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -229,17 +232,15 @@ mod tests {
     fn the_gate_opens_on_go_and_bounds_itself_in_a_real_shell() {
         let dir = std::env::temp_dir().join(format!("eto-gate-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let script = gate_script()
-            .replace("/etc/edl", dir.to_str().unwrap())
-            .replace(&GATE_LIMIT_SECONDS.to_string(), "1");
+        let script = gate_script_reading(&dir, 1);
         std::fs::write(dir.join(START_FILE), GO).unwrap();
-        let output = std::process::Command::new("/bin/sh")
+        let output = Command::new("/bin/sh")
             .args(["-c", &script, "echo", "started", "with"])
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&output.stdout), "started with\n");
         std::fs::remove_file(dir.join(START_FILE)).unwrap();
-        let output = std::process::Command::new("/bin/sh")
+        let output = Command::new("/bin/sh")
             .args(["-c", &script, "echo", "anyway"])
             .output()
             .unwrap();
@@ -251,11 +252,19 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// The gate's script reading its files in `dir` instead of `/etc/edl`, shut for at most
+    /// `limit` seconds.
+    fn gate_script_reading(dir: &Path, limit: u32) -> String {
+        gate_script()
+            .replace("/etc/edl", dir.to_str().unwrap())
+            .replace(&GATE_LIMIT_SECONDS.to_string(), &limit.to_string())
+    }
+
     /// A directory holding `bin/torchrun` (a script that says it ran) and a stand-in
     /// `torch.distributed.run` under `with_torch/` (its import leaves the file `imported`, its
     /// `main` prints the arguments it got) and under `broken_torch/` (its import fails), and
     /// the gate's script reading `start` there, shut for at most `limit` seconds.
-    fn stand_in_torchrun(case: &str, limit: u32) -> (std::path::PathBuf, String) {
+    fn stand_in_torchrun(case: &str, limit: u32) -> (PathBuf, String) {
         let dir = std::env::temp_dir().join(format!("eto-agent-{case}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let write = |path: &str, text: &str| {
@@ -287,13 +296,11 @@ mod tests {
             "broken_torch/torch/__init__.py",
             "raise ImportError(\"no torch here\")\n",
         );
-        let script = gate_script()
-            .replace("/etc/edl", dir.to_str().unwrap())
-            .replace(&GATE_LIMIT_SECONDS.to_string(), &limit.to_string());
+        let script = gate_script_reading(&dir, limit);
         (dir, script)
     }
 
-    fn gated(dir: &std::path::Path, script: &str, torch: &str, command: &[&str]) -> Command {
+    fn gated(dir: &Path, script: &str, torch: &str, command: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             dir.join("bin").display(),
@@ -314,8 +321,6 @@ mod tests {
         assert!(output.status.success(), "{output:?}");
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
-
-    use std::process::Command;
 
     #[test]
     fn torchruns_agent_starts_before_the_gate_opens_and_gets_the_command_once_it_does() {
